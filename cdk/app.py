@@ -1,0 +1,64 @@
+"""CDK entry point.
+
+`cdk deploy -c env=NAME` (the CDK CLI) deploys one environment from cdk.json context.
+`python cdk/app.py NAME [OUTDIR]` synthesizes the same stack without the CLI (offline, no Docker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+# The app imports the shared layer's configuration models, so synth validates what Lambda will read.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+for path in (REPO_ROOT / "cdk", REPO_ROOT / "layers" / "shared" / "python"):
+    sys.path.insert(0, str(path))
+
+import aws_cdk as cdk  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from fleet_stack.config import ConfigError, load_environment  # noqa: E402
+from fleet_stack.stack import FleetRemediationStack, stack_name  # noqa: E402
+
+
+def build_app(
+    env_name: str | None, context: dict[str, Any] | None = None, outdir: str | None = None
+) -> tuple[cdk.App, FleetRemediationStack]:
+    """The app with one environment's stack and the cdk-nag AwsSolutions checks applied."""
+    app = cdk.App(context=context, outdir=outdir)
+    name = env_name or app.node.try_get_context("env")
+    config = load_environment({"environments": app.node.try_get_context("environments")}, name)
+    stack = FleetRemediationStack(
+        app,
+        stack_name(name),
+        env_name=name,
+        config=config,
+        env=cdk.Environment(account=config.account, region=config.region),
+        description=f"LiveKit Fleet Remediation ({name})",
+    )
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return app, stack
+
+
+def cdk_json_context() -> dict[str, Any]:
+    context: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+def main(argv: list[str]) -> None:
+    # Under the CDK CLI the context (cdk.json plus -c flags) arrives in CDK_CONTEXT_JSON.
+    from_cli = "CDK_CONTEXT_JSON" in os.environ
+    env_name = None if from_cli else (argv[1] if len(argv) > 1 else None)
+    outdir = None if from_cli else (argv[2] if len(argv) > 2 else "cdk.out")
+    try:
+        app, _ = build_app(env_name, None if from_cli else cdk_json_context(), outdir)
+    except ConfigError as exc:
+        sys.exit(f"cdk synth: {exc}")
+    app.synth()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,206 @@
+"""One remediation Lambda function with everything it needs to be trusted in production:
+its own log group and least-privilege role, the shared layers, a DLQ for failed asynchronous
+deliveries, and alarms on itself (errors, DLQ depth, throttles, and a schedule that stopped)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
+
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+METRICS_NAMESPACE = "LiveKitFleetRemediation"
+
+
+def _other_function_dirs(function_dir: str) -> list[str]:
+    return sorted(p.name for p in FUNCTIONS_DIR.iterdir() if p.is_dir() and p.name != function_dir)
+
+
+class RemediationFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env_name: str,
+        config: EnvironmentConfig,
+        function_dir: str,
+        description: str,
+        layers: SharedLayers,
+        topic: sns.ITopic,
+        kill_switch: KillSwitch,
+        timeout: Duration,
+        environment: dict[str, str],
+        memory_size: int = 256,
+        reserved_concurrency: int | None = None,
+        expected_invocations_per_hour: int | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not (FUNCTIONS_DIR / function_dir / "handler.py").is_file():
+            raise FileNotFoundError(f"functions/{function_dir}/handler.py does not exist")
+        function_name = f"lkfr-{env_name}-{function_dir.replace('_', '-')}"
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{function_name}",
+            retention=_retention(config.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{function_name}: least privilege, see the construct that adds each statement",
+        )
+        # Scoped to this function's own log group instead of the AWSLambdaBasicExecutionRole policy.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.dlq = sqs.Queue(
+            self,
+            "DeadLetters",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.dlq,
+            [NagPackSuppression(id="AwsSolutions-SQS3", reason="This queue is itself a dead-letter queue.")],
+        )
+        others = _other_function_dirs(function_dir)
+        excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            description=description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            handler=f"{function_dir}.handler.lambda_handler",
+            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded),
+            layers=layers.all,
+            role=self.role,
+            timeout=timeout,
+            memory_size=memory_size,
+            reserved_concurrent_executions=reserved_concurrency,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            dead_letter_queue=self.dlq,
+            retry_attempts=2,
+            max_event_age=Duration.hours(1),
+            environment={
+                "POWERTOOLS_SERVICE_NAME": function_dir,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                "ENVIRONMENT_NAME": env_name,
+                "MODE_PARAMETER_NAME": kill_switch.parameter_name,
+                "NOTIFICATION_TOPIC_ARN": topic.topic_arn,
+                "RUNBOOK_BASE_URL": str(config.runbook_base_url),
+                "FUNCTION_TIMEOUT_SECONDS": str(timeout.to_seconds()),
+                **environment,
+            },
+        )
+        topic.grant_publish(self.function)
+        kill_switch.parameter.grant_read(self.function)
+        NagSuppressions.add_resource_suppressions(
+            self.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
+                    "permissions; the KMS GenerateDataKey*/ReEncrypt* wildcards are CDK's grant on the "
+                    "topic's own key.",
+                    applies_to=["Resource::*", "Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"],
+                )
+            ],
+            apply_to_children=True,
+        )
+        self.alarms = self._self_monitoring(function_name, topic, expected_invocations_per_hour)
+
+    def _self_monitoring(
+        self, function_name: str, topic: sns.ITopic, expected_invocations_per_hour: int | None
+    ) -> list[cloudwatch.Alarm]:
+        five_minutes = Duration.minutes(5)
+        alarms = [
+            self.function.metric_errors(period=five_minutes).create_alarm(
+                self,
+                "ErrorsAlarm",
+                alarm_name=f"{function_name}-errors",
+                alarm_description="The remediation function itself failed (see its report in the logs).",
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            self.function.metric_throttles(period=five_minutes).create_alarm(
+                self,
+                "ThrottlesAlarm",
+                alarm_name=f"{function_name}-throttles",
+                alarm_description="Invocations were throttled (reserved concurrency or account limit).",
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            self.dlq.metric_approximate_number_of_messages_visible(period=five_minutes).create_alarm(
+                self,
+                "DeadLettersAlarm",
+                alarm_name=f"{function_name}-dlq",
+                alarm_description="Deliveries failed and landed in the DLQ; inspect and redrive.",
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+        ]
+        if expected_invocations_per_hour:
+            alarms.append(
+                self.function.metric_invocations(period=Duration.hours(1)).create_alarm(
+                    self,
+                    "ScheduleStoppedAlarm",
+                    alarm_name=f"{function_name}-schedule-stopped",
+                    alarm_description="The schedule stopped invoking the function (expected "
+                    f"{expected_invocations_per_hour}/h).",
+                    threshold=max(1, expected_invocations_per_hour // 2),
+                    comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+                )
+            )
+        action = cw_actions.SnsAction(topic)
+        for alarm in alarms:
+            alarm.add_alarm_action(action)
+        return alarms
+
+
+_RETENTION_BY_DAYS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    """CloudWatch accepts only some retention periods: the smallest listed one >= ``days``."""
+    return next(value for step, value in sorted(_RETENTION_BY_DAYS.items()) if step >= days)

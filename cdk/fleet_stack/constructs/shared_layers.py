@@ -1,0 +1,44 @@
+"""The two Lambda layers: our shared code, and the third-party dependencies (built without Docker
+by `make layers`: pip installs manylinux wheels for the Lambda runtime into build/layers/deps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SHARED_LAYER_DIR = REPO_ROOT / "layers" / "shared"
+DEPENDENCY_LAYER_DIR = REPO_ROOT / "build" / "layers" / "deps"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc"]
+
+
+class SharedLayers(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        if not (DEPENDENCY_LAYER_DIR / "python").is_dir():
+            raise FileNotFoundError(
+                f"dependency layer not built: {DEPENDENCY_LAYER_DIR}/python is missing; run `make layers`"
+            )
+        self.shared = lambda_.LayerVersion(
+            self,
+            "SharedCode",
+            code=lambda_.Code.from_asset(str(SHARED_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="LiveKit Fleet Remediation shared code (fleet_remediation package)",
+        )
+        self.dependencies = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(str(DEPENDENCY_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="Pinned third-party dependencies (requirements/runtime.lock, boto3 from the runtime)",
+        )
+
+    @property
+    def all(self) -> list[lambda_.ILayerVersion]:
+        return [self.dependencies, self.shared]

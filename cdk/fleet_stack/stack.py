@@ -1,0 +1,62 @@
+"""One stack per environment. The stack only composes constructs; each capability is one construct."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack, Tags
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.detection import Detection
+from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
+from fleet_stack.constructs.shared_layers import SharedLayers
+from fleet_stack.constructs.tts_reach import TtsReachResponder
+from fleet_stack.constructs.zombie_reaper import ZombieReaper
+
+
+def stack_name(env_name: str) -> str:
+    return f"LiveKitFleetRemediation-{env_name}"
+
+
+class FleetRemediationStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        Tags.of(self).add("livekit-fleet-remediation:environment", env_name)
+        layers = SharedLayers(self, "Layers")
+        notifications = Notifications(self, "Notifications", env_name=env_name, config=config)
+        kill_switch = KillSwitch(self, "KillSwitch", env_name=env_name, initial_mode=config.mode)
+        livekit_secret = secretsmanager.Secret.from_secret_name_v2(
+            self, "LiveKitCredentials", config.livekit_secret_name
+        )
+        self.zombie_reaper = ZombieReaper(
+            self,
+            "ZombieReaper",
+            env_name=env_name,
+            config=config,
+            layers=layers,
+            topic=notifications.topic,
+            kill_switch=kill_switch,
+            livekit_secret=livekit_secret,
+        )
+        self.detection = Detection(
+            self, "Detection", env_name=env_name, config=config, topic=notifications.topic
+        )
+        self.tts_reach = TtsReachResponder(
+            self,
+            "TtsReach",
+            env_name=env_name,
+            config=config,
+            layers=layers,
+            topic=notifications.topic,
+            kill_switch=kill_switch,
+            detection=self.detection,
+        )
+        self.notifications = notifications
+        self.kill_switch = kill_switch
+        self.layers = layers
+        self.livekit_secret = livekit_secret

@@ -1,0 +1,196 @@
+"""The reaper's orchestration: trigger → mode → snapshot → decide → execute → report and notify."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import Field
+
+from fleet_remediation.config import ReaperSettings, join_url, settings_from_environment
+from fleet_remediation.errors import InvalidEventError
+from fleet_remediation.invocation import decide_mode
+from fleet_remediation.livekit_rooms import LiveKitRoomService, RoomService, read_credentials
+from fleet_remediation.mode import ModeSwitch, SsmModeSwitch
+from fleet_remediation.notifier import Notifier, SnsNotifier
+from fleet_remediation.observability import metrics
+from fleet_remediation.reaping import ReapExecutor, ReapPlan, ReapResult, decide
+from fleet_remediation.report import Decision, Mode, Outcome, ReportBuilder, Trigger
+from fleet_remediation.triggers import (
+    SCHEDULE_DETAIL_TYPE,
+    ManualEvent,
+    is_eventbridge,
+    manual_trigger,
+    parse_eventbridge,
+    parse_manual,
+    schedule_trigger,
+)
+
+RUNBOOK_PATH = "docs/runbooks/zombie-reaper.md"
+# Left for logging the report and flushing metrics after the last LiveKit call.
+SAFETY_MARGIN_SECONDS = 3.0
+
+
+class ReaperManualEvent(ManualEvent):
+    max_age_seconds: int | None = Field(default=None, gt=0, description="Stricter max age for this run.")
+
+
+@dataclass
+class ReaperDependencies:
+    settings: ReaperSettings
+    mode_switch: ModeSwitch
+    notifier: Notifier
+    room_service_factory: Callable[[], RoomService]
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    @classmethod
+    def from_environment(cls) -> ReaperDependencies:
+        settings = settings_from_environment(ReaperSettings)
+
+        def room_service() -> RoomService:
+            credentials = read_credentials(settings.livekit_secret_id)
+            return LiveKitRoomService(
+                str(settings.livekit_url), credentials, settings.livekit_request_timeout_seconds
+            )
+
+        return cls(
+            settings=settings,
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name),
+            notifier=SnsNotifier(settings.notification_topic_arn),
+            room_service_factory=room_service,
+        )
+
+
+def parse_reaper_event(event: Any) -> tuple[Trigger, ReaperManualEvent | None]:
+    if is_eventbridge(event):
+        envelope = parse_eventbridge(event)
+        if envelope.detail_type != SCHEDULE_DETAIL_TYPE:
+            raise InvalidEventError(f"the reaper does not handle '{envelope.detail_type}' events")
+        return schedule_trigger(envelope), None
+    manual = parse_manual(event, ReaperManualEvent)
+    return manual_trigger(manual), manual
+
+
+def run_reaper(event: Any, report: ReportBuilder, deps: ReaperDependencies, remaining_seconds: float) -> None:
+    started = time.monotonic()
+    report.environment = deps.settings.environment_name
+    trigger, manual = parse_reaper_event(event)
+    report.trigger = trigger
+    policy = deps.settings.reaper_policy
+    override = manual.max_age_seconds if manual else None
+    if override is not None and override >= policy.max_age_minutes * 60:
+        raise InvalidEventError(
+            f"max_age_seconds={override} must be stricter than the configured "
+            f"{policy.max_age_minutes * 60}s (max_age_minutes={policy.max_age_minutes})"
+        )
+    mode = decide_mode(deps.mode_switch, manual.dry_run if manual else None, report)
+    if mode is Mode.OFF:
+        report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
+        return
+    deadline = started + remaining_seconds - SAFETY_MARGIN_SECONDS
+    asyncio.run(_reap(report, deps, override, deadline))
+
+
+async def _reap(
+    report: ReportBuilder, deps: ReaperDependencies, override: int | None, deadline: float
+) -> None:
+    settings = deps.settings
+    # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
+    rooms = deps.room_service_factory()
+    try:
+        snapshot = await rooms.list_rooms()
+        plan = decide(snapshot, settings.reaper_policy, deps.clock(), max_age_override_seconds=override)
+        _record_plan(plan, report)
+        results: list[ReapResult] = []
+        if report.acts and plan.to_reap:
+            executor = ReapExecutor(
+                rooms=rooms,
+                concurrency=settings.reaper_policy.delete_concurrency,
+                deadline=deadline,
+                request_timeout_seconds=settings.livekit_request_timeout_seconds,
+            )
+            results = await executor.run(plan.to_reap)
+            for result in results:
+                report.action(
+                    result.decision.room.name, "delete-room", result.outcome, result.reason, result.error
+                )
+        _record_metrics(len(snapshot), plan, results)
+        report.summary = {
+            "rooms_seen": len(snapshot),
+            "rooms_over_age": len(plan.to_reap) + plan.trimmed,
+            "to_reap": len(plan.to_reap),
+            "trimmed_by_cap": plan.trimmed,
+            "reaped": sum(r.outcome is Outcome.DONE for r in results),
+            "already_gone": sum(r.outcome is Outcome.ALREADY_DONE for r in results),
+            "failed": sum(r.outcome is Outcome.FAILED for r in results),
+            "livekit_calls": getattr(rooms, "calls", None),
+        }
+        if any(r.outcome in (Outcome.DONE, Outcome.FAILED) for r in results):
+            _notify(results, report, deps)
+    finally:
+        await rooms.aclose()
+
+
+def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
+    for d in plan.decisions:
+        decision = report.planned() if d.reap else Decision.SKIP
+        report.candidate(
+            d.room.name,
+            decision,
+            f"{d.verdict.value}: {d.reason}",
+            sid=d.room.sid,
+            age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
+            max_age_seconds=d.max_age_seconds,
+            rule=d.rule,
+            participants=d.room.num_participants,
+        )
+
+
+def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:
+    count = MetricUnit.Count
+    metrics.add_metric(name="RoomsSeen", unit=count, value=seen)
+    metrics.add_metric(name="RoomsOverAge", unit=count, value=len(plan.to_reap) + plan.trimmed)
+    metrics.add_metric(name="RoomsReaped", unit=count, value=sum(r.outcome is Outcome.DONE for r in results))
+    metrics.add_metric(
+        name="RoomReapFailures", unit=count, value=sum(r.outcome is Outcome.FAILED for r in results)
+    )
+    metrics.add_metric(name="RoomsTrimmedByCap", unit=count, value=plan.trimmed)
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes, _ = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+def _notify(results: list[ReapResult], report: ReportBuilder, deps: ReaperDependencies) -> None:
+    settings = deps.settings
+    done = sum(r.outcome is Outcome.DONE for r in results)
+    failed = sum(r.outcome is Outcome.FAILED for r in results)
+    subject = f"[{settings.environment_name}] zombie reaper: {done} room(s) deleted, {failed} failed"
+    trigger = report.trigger
+    lines = [
+        subject,
+        "",
+        f"Trigger: {trigger.kind.value if trigger else '?'} ({trigger.source if trigger else '?'})",
+        f"Mode: {report.mode.value if report.mode else '?'}   Invocation: {report.invocation_id}",
+        "",
+        "Rooms (oldest first):",
+    ]
+    for r in results:
+        d = r.decision
+        lines.append(
+            f"  - {d.room.name} ({d.room.sid}) age {format_age(d.age_seconds)}, "
+            f"max {format_age(d.max_age_seconds)} [{d.rule}], participants {d.room.num_participants}: "
+            f"{r.outcome.value}" + (f" ({r.reason})" if r.outcome is not Outcome.DONE else "")
+        )
+    lines += ["", f"Runbook: {join_url(settings.runbook_base_url, RUNBOOK_PATH)}"]
+    message_id = deps.notifier.publish(subject, "\n".join(lines), {"environment": settings.environment_name})
+    report.notifications.append(message_id)

@@ -1,0 +1,1 @@
+"""Code shared by the LiveKit Fleet Remediation functions (shipped as a Lambda layer)."""

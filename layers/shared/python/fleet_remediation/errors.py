@@ -1,0 +1,86 @@
+"""Typed errors: every failure a report can carry has a stable ``code``.
+
+Handlers never let a bare exception decide what the report says; anything that is not one of
+these is reported as ``InternalError`` and re-raised so the asynchronous delivery reaches the DLQ.
+"""
+
+from __future__ import annotations
+
+
+class RemediationError(Exception):
+    """Base class. ``code`` is what the report and the metrics show."""
+
+    code = "RemediationError"
+
+    def __init__(self, message: str, *, resource: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.resource = resource
+
+
+class ConfigurationError(RemediationError):
+    """The function's environment or the deployed configuration is invalid."""
+
+    code = "ConfigurationError"
+
+
+class InvalidEventError(RemediationError):
+    """The invocation event is malformed or carries an option that is not allowed."""
+
+    code = "InvalidEvent"
+
+
+class UnknownAlarmError(InvalidEventError):
+    """An alarm event for an alarm this function does not handle."""
+
+    code = "UnknownAlarm"
+
+
+class SecretError(RemediationError):
+    """The LiveKit credentials could not be read from Secrets Manager or are malformed."""
+
+    code = "SecretError"
+
+
+class LiveKitUnavailableError(RemediationError):
+    """The LiveKit server could not be reached within the deadline."""
+
+    code = "LiveKitUnavailable"
+
+
+class LiveKitApiError(RemediationError):
+    """The LiveKit server answered with an error we do not treat as success."""
+
+    code = "LiveKitApiError"
+
+    def __init__(self, message: str, *, twirp_code: str, resource: str | None = None) -> None:
+        super().__init__(message, resource=resource)
+        self.twirp_code = twirp_code
+
+
+class AwsApiError(RemediationError):
+    """An AWS API call failed with an error code we do not treat as success."""
+
+    code = "AwsApiError"
+
+    def __init__(self, message: str, *, aws_code: str, resource: str | None = None) -> None:
+        super().__init__(message, resource=resource)
+        self.aws_code = aws_code
+
+
+class KillSwitchError(RemediationError):
+    """The per-environment mode parameter could not be read or holds an unknown value."""
+
+    code = "KillSwitchError"
+
+
+class DeadlineExceededError(RemediationError):
+    """Work was left undone because the invocation's deadline was reached."""
+
+    code = "DeadlineExceeded"
+
+
+class ConcurrentActionError(RemediationError):
+    """Another invocation holds the ledger entry for this resource."""
+
+    code = "ConcurrentAction"

@@ -1,0 +1,39 @@
+"""Session-wide fixtures: quiet Powertools, fake AWS credentials, the real local livekit-server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Set before any handler module is imported: no X-Ray daemon and no real AWS account in tests.
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "LiveKitFleetRemediation")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "tests")
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
+os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
+
+from tools.lambda_context import LocalLambdaContext
+from tools.livekit_local import LocalLiveKit
+
+
+@pytest.fixture(scope="session")
+def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLiveKit]:
+    """A real livekit-server (dev mode, loopback, free port) shared by the whole session."""
+    log_path = Path(tmp_path_factory.mktemp("livekit")) / "livekit-server.log"
+    server = LocalLiveKit(log_path=log_path).start()
+    yield server
+    server.stop()
+
+
+FakeLambdaContext = LocalLambdaContext
+
+
+@pytest.fixture
+def lambda_context() -> LocalLambdaContext:
+    return LocalLambdaContext()

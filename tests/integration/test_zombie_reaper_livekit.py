@@ -1,0 +1,171 @@
+"""The zombie reaper handler end to end: a real livekit-server with real participants, and moto for
+SSM (kill switch), Secrets Manager (LiveKit credentials) and SNS (notifications, read via SQS)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tools.lambda_context import LocalLambdaContext
+from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, room_names, wait_for_participants
+from tools.livekit_local import LocalLiveKit
+from zombie_reaper import handler
+
+MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
+SECRET_NAME = "it/livekit/api-credentials"
+
+
+@dataclass
+class AwsWorld:
+    queue_url: str
+    sqs: Any
+    ssm: Any
+
+    def set_mode(self, mode: str) -> None:
+        self.ssm.put_parameter(Name=MODE_PARAMETER, Value=mode, Type="String", Overwrite=True)
+
+    def notifications(self) -> list[dict[str, Any]]:
+        messages = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
+        return [json.loads(m["Body"]) for m in messages]
+
+
+@pytest.fixture
+def aws(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsWorld]:
+    with mock_aws():
+        ssm = boto3.client("ssm")
+        ssm.put_parameter(Name=MODE_PARAMETER, Value="dry-run", Type="String")
+        boto3.client("secretsmanager").create_secret(
+            Name=SECRET_NAME,
+            SecretString=json.dumps(
+                {"api_key": livekit_server.api_key, "api_secret": livekit_server.api_secret}
+            ),
+        )
+        sns = boto3.client("sns")
+        sqs = boto3.client("sqs")
+        topic_arn = sns.create_topic(Name="it-notifications")["TopicArn"]
+        queue_url = sqs.create_queue(QueueName="it-inbox")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+        for name, value in {
+            "ENVIRONMENT_NAME": "it",
+            "MODE_PARAMETER_NAME": MODE_PARAMETER,
+            "NOTIFICATION_TOPIC_ARN": topic_arn,
+            "RUNBOOK_BASE_URL": "https://runbooks.example.com/repo",
+            "LIVEKIT_URL": livekit_server.http_url,
+            "LIVEKIT_SECRET_ID": SECRET_NAME,
+            "LIVEKIT_REQUEST_TIMEOUT_SECONDS": "2",
+            "REAPER_POLICY": json.dumps({"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60}),
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield AwsWorld(queue_url=queue_url, sqs=sqs, ssm=ssm)
+
+
+@pytest.fixture
+def clients() -> Iterator[BackgroundLoop]:
+    loop = BackgroundLoop()
+    yield loop
+    loop.close()
+
+
+def invoke(event: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    # A fresh cold start each time, so a kill-switch change is read at once rather than after its cache.
+    monkeypatch.setattr(handler, "_cached", None)
+    return handler.lambda_handler(event, LocalLambdaContext())
+
+
+def test_reaper_against_a_real_livekit_server(
+    livekit_server: LocalLiveKit, aws: AwsWorld, clients: BackgroundLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["lesson-zombie-1", "lesson-zombie-2", "ops-console"]
+    asyncio.run(create_rooms(livekit_server, names))
+    children = [
+        Participant(livekit_server, clients, "lesson-zombie-1", "child-1").connect(),
+        Participant(livekit_server, clients, "lesson-zombie-2", "child-2").connect(),
+    ]
+    for child in children:
+        asyncio.run(asyncio.wait_for(wait_for_participants(livekit_server, child.room_name, 1), 10))
+
+    # A dry run (the default of a manual invoke) reads and decides everything and deletes nothing.
+    dry = invoke({"max_age_seconds": 1}, monkeypatch)
+    assert dry["mode"] == "dry-run"
+    decisions = {c["resource"]: (c["decision"], c["facts"]["participants"]) for c in dry["candidates"]}
+    assert decisions["lesson-zombie-1"] == ("would-act", 1)
+    assert decisions["lesson-zombie-2"] == ("would-act", 1)
+    assert decisions["ops-console"][0] == "skip"
+    assert dry["actions"] == []
+    assert set(names) <= asyncio.run(room_names(livekit_server))
+    assert not any(child.disconnected.is_set() for child in children)
+
+    # The switch still says dry-run: asking for enforcement changes nothing either.
+    capped = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    assert capped["mode"] == "dry-run"
+    assert capped["actions"] == []
+
+    # Enforcing with a short max age deletes both lesson rooms and LiveKit disconnects the children.
+    aws.set_mode("enforce")
+    real = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    assert real["mode"] == "enforce"
+    assert sorted((a["resource"], a["outcome"]) for a in real["actions"]) == [
+        ("lesson-zombie-1", "done"),
+        ("lesson-zombie-2", "done"),
+    ]
+    for child in children:
+        assert child.disconnected.wait(10), f"{child.identity} was not disconnected"
+    remaining = asyncio.run(room_names(livekit_server))
+    assert "ops-console" in remaining
+    assert not remaining & {"lesson-zombie-1", "lesson-zombie-2"}
+    (notification,) = aws.notifications()
+    assert "2 room(s) deleted, 0 failed" in notification["Subject"]
+    assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
+
+    # A second run finds nothing left to do.
+    again = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    assert again["actions"] == []
+    assert again["errors"] == []
+    assert all(c["decision"] == "skip" for c in again["candidates"])
+    assert aws.notifications() == []
+
+
+def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
+    aws: AwsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopped = LocalLiveKit().start()
+    stopped.stop()
+    monkeypatch.setenv("LIVEKIT_URL", stopped.http_url)
+    aws.set_mode("enforce")
+    report = invoke({"dry_run": False}, monkeypatch)
+    assert report["status"] == "failed"
+    assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
+    assert stopped.http_url in report["errors"][0]["message"]
+    assert report["candidates"] == []
+    assert report["actions"] == []
+    assert aws.notifications() == []
+
+
+def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIVEKIT_SECRET_ID", "it/does-not-exist")
+    report = invoke({}, monkeypatch)
+    assert [e["code"] for e in report["errors"]] == ["SecretError"]
+    assert "it/does-not-exist" in report["errors"][0]["message"]
+
+
+def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
+    livekit_server: LocalLiveKit, aws: AwsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(create_rooms(livekit_server, ["lesson-switch"]))
+    aws.set_mode("enabled")
+    report = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    assert report["mode"] == "dry-run"
+    assert [e["code"] for e in report["errors"]] == ["KillSwitchError"]
+    assert "lesson-switch" in asyncio.run(room_names(livekit_server))

@@ -1,0 +1,1 @@
+"""Developer tooling: the local LiveKit server, the demo, the backtest."""

@@ -1,0 +1,171 @@
+"""`make demo`: the zombie reaper against a real local livekit-server, on embedded defaults.
+
+It starts livekit-server (dev mode, loopback), opens lesson rooms with real participants — one of
+them the incident's abandoned test-account lesson — and runs the reaper as the schedule would.
+LiveKit cannot backdate a room, so the demo moves the reaper's injected clock forward instead
+(the same clock the decision function always receives); every LiveKit call is real.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The demo prints each report itself; keep Powertools' JSON log and EMF lines off the terminal.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "zombie_reaper")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+import asyncio
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleet_remediation.config import ReaperPolicy, ReaperSettings, RoomRule
+from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.mode import FixedModeSwitch
+from fleet_remediation.report import Mode
+from tools.lambda_context import LocalLambdaContext
+from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
+from tools.livekit_local import LocalLiveKit
+from tools.render import render_report
+from zombie_reaper import handler
+from zombie_reaper.service import ReaperDependencies
+
+OUTPUT_DIR = Path(".demo")
+SCHEDULE_EVENT = {
+    "version": "0",
+    "id": "demo",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "000000000000",
+    "time": "2026-09-15T18:00:00Z",
+    "region": "local",
+    "resources": ["arn:aws:events:local:000000000000:rule/lkfr-local-zombie-reaper"],
+    "detail": {},
+}
+LOCAL_POLICY = ReaperPolicy(
+    managed_room_pattern=r"^(lesson|test)-.+$",
+    max_age_minutes=60,
+    rules=(
+        RoomRule(name_pattern=r"^lesson-demo-.*$", protected=True, description="sales demo room"),
+        RoomRule(name_pattern=r"^test-.*$", max_age_minutes=30, description="test accounts (P1)"),
+    ),
+)
+ROOMS = {
+    # name: participants (the abandoned tab of test account 테스트아리 is the incident's zombie)
+    "test-aria-newpp01_up_wjv1": 1,
+    "lesson-sonbeom-51": 1,
+    "lesson-parkjunho-1": 1,
+    "lesson-demo-sales": 0,
+    "ops-monitor": 0,
+}
+
+
+class ConsoleNotifier:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
+        self.sent.append(message)
+        print("\n  ┌─ notification (SNS in AWS) " + "─" * 40)
+        print("\n".join(f"  │ {line}" for line in message.splitlines()))
+        print("  └" + "─" * 69)
+        return f"local-{len(self.sent)}"
+
+
+def dependencies(server: LocalLiveKit, mode: Mode, clock_offset: timedelta) -> ReaperDependencies:
+    settings = ReaperSettings(
+        environment_name="local",
+        mode_parameter_name="/livekit-fleet-remediation/local/mode",
+        notification_topic_arn="arn:aws:sns:local:000000000000:console",
+        runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
+        livekit_url=server.http_url,
+        livekit_secret_id="local",
+        reaper_policy=LOCAL_POLICY,
+    )
+    credentials = LiveKitCredentials(api_key=server.api_key, api_secret=server.api_secret)
+
+    def room_service() -> RoomService:
+        return LiveKitRoomService(server.http_url, credentials, settings.livekit_request_timeout_seconds)
+
+    return ReaperDependencies(
+        settings=settings,
+        mode_switch=FixedModeSwitch(mode),
+        notifier=ConsoleNotifier(),
+        room_service_factory=room_service,
+        clock=lambda: datetime.now(UTC) + clock_offset,
+    )
+
+
+def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencies) -> dict[str, Any]:
+    print(f"\n=== {number}. {title}")
+    report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
+    print(render_report(report))
+    (OUTPUT_DIR / f"report-{number}.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def main() -> None:
+    # The rtc SDK warns when LiveKit closes the data channels of a deleted room: expected here.
+    logging.getLogger("livekit").setLevel(logging.ERROR)
+    OUTPUT_DIR.mkdir(exist_ok=True)
+    print("Starting livekit-server (dev mode, 127.0.0.1) ...")
+    with LocalLiveKit(log_path=OUTPUT_DIR / "livekit-server.log") as server:
+        print(f"  {server.http_url}  (log: {OUTPUT_DIR}/livekit-server.log)")
+        asyncio.run(create_rooms(server, list(ROOMS)))
+        loop = BackgroundLoop()
+        children = [
+            Participant(server, loop, name, f"child-{index}").connect()
+            for index, (name, count) in enumerate(ROOMS.items())
+            if count
+        ]
+        for child in children:
+            asyncio.run(asyncio.wait_for(wait_for_participants(server, child.room_name, 1), 10))
+        print(f"  rooms: {', '.join(ROOMS)}; {len(children)} with a connected participant")
+
+        now = timedelta(0)
+        later = timedelta(minutes=65)
+        step(
+            1,
+            "Scheduled run right now, enforcing: every room is young",
+            SCHEDULE_EVENT,
+            dependencies(server, Mode.ENFORCE, now),
+        )
+        step(
+            2,
+            "Manual invoke {} 65 minutes later: a dry run by default, it only says what it would do",
+            {},
+            dependencies(server, Mode.ENFORCE, later),
+        )
+        step(
+            3,
+            'Same, kill switch = dry-run, manual {"dry_run": false}: the switch wins',
+            {"dry_run": False},
+            dependencies(server, Mode.DRY_RUN, later),
+        )
+        step(
+            4,
+            "Scheduled run 65 minutes later, kill switch = enforce: the zombies go",
+            SCHEDULE_EVENT,
+            dependencies(server, Mode.ENFORCE, later),
+        )
+        for child in children:
+            state = "disconnected by LiveKit" if child.disconnected.wait(5) else "still connected"
+            print(f"  participant {child.identity} in {child.room_name}: {state}")
+        step(
+            5,
+            "The next scheduled run: nothing left to do",
+            SCHEDULE_EVENT,
+            dependencies(server, Mode.ENFORCE, later),
+        )
+        for child in children:
+            child.close()
+        loop.close()
+    print(f"\nReports (JSON, as the Lambda returns and logs them): {OUTPUT_DIR}/report-*.json")
+
+
+if __name__ == "__main__":
+    main()
