@@ -1,0 +1,102 @@
+"""The TTS-reach responder function, its idempotency table, and the route from the TTS-reach alarm."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from fleet_remediation.detection import dashboard_name, tts_reach_alarm_name
+from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.detection import Detection
+from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.remediation_function import RemediationFunction
+from fleet_stack.constructs.shared_layers import SharedLayers
+
+
+class TtsReachResponder(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env_name: str,
+        config: EnvironmentConfig,
+        layers: SharedLayers,
+        topic: sns.ITopic,
+        kill_switch: KillSwitch,
+        detection: Detection,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        function_config = config.tts_reach
+        # Powertools Idempotency records: one per alarm transition and action, expiring after a day.
+        self.idempotency_table = dynamodb.Table(
+            self,
+            "Idempotency",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expiration",
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.remediation = RemediationFunction(
+            self,
+            "Responder",
+            env_name=env_name,
+            config=config,
+            function_dir="tts_reach_alarm",
+            description="On the TTS-reach alarm: find failing lessons, blame a worker beyond chance, notify",
+            layers=layers,
+            topic=topic,
+            kill_switch=kill_switch,
+            timeout=Duration.seconds(function_config.timeout_seconds),
+            environment={
+                "ALARM_NAME": tts_reach_alarm_name(env_name),
+                "AGENT_LOG_GROUP": config.agent_log_group,
+                "DASHBOARD_NAME": dashboard_name(env_name),
+                "EVENT_BUS_NAME": "default",
+                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
+                "DETECTION": config.detection.model_dump_json(),
+                "QUERY_TIMEOUT_SECONDS": str(function_config.query_timeout_seconds),
+            },
+        )
+        self.function = self.remediation.function
+        self.idempotency_table.grant_read_write_data(self.function)
+        stack = Stack.of(self)
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["logs:StartQuery"],
+                resources=[detection.log_group.log_group_arn],
+            )
+        )
+        # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["events:PutEvents"],
+                resources=[stack.format_arn(service="events", resource="event-bus", resource_name="default")],
+            )
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.remediation.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK "
+                    "adds to a log group ARN stands for that group's streams, which the query reads.",
+                    applies_to=[{"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"}],
+                )
+            ],
+            apply_to_children=True,
+        )
+        self.route = detection.route_alarm(
+            "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
+        )

@@ -1,0 +1,34 @@
+"""Lambda entry point: one call into the service, exactly one report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fleet_remediation.invocation import run_reported
+from fleet_remediation.observability import logger, metrics, tracer
+from fleet_remediation.report import ReportBuilder
+from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach
+
+_cached: TtsReachDependencies | None = None
+
+
+def _default_dependencies() -> TtsReachDependencies:
+    global _cached
+    if _cached is None:
+        _cached = TtsReachDependencies.from_environment()
+    return _cached
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext, dependencies: TtsReachDependencies | None = None
+) -> dict[str, Any]:
+    def body(report: ReportBuilder) -> None:
+        deps = dependencies or _default_dependencies()
+        run_tts_reach(event, report, deps, context.get_remaining_time_in_millis() / 1000, context)
+
+    return run_reported("tts_reach_alarm", context.aws_request_id, body)

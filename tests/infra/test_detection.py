@@ -1,0 +1,194 @@
+"""Template assertions for detection (metric filters, alarms, rules, dashboard) and the TTS-reach
+responder, all derived from the environment's ``detection`` section."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+
+import pytest
+from aws_cdk import assertions
+
+from app import cdk_json_context
+from fleet_remediation.signals import SignalCatalog
+from fleet_stack.config import ConfigError
+from tests.infra.conftest import Synthesized
+
+Match = assertions.Match
+
+
+def resources(synthesized: Synthesized, kind: str) -> dict[str, dict]:
+    return synthesized.template.find_resources(kind)
+
+
+def test_metric_filters_come_from_the_signal_definitions_without_dimensions(staging: Synthesized) -> None:
+    filters = [r["Properties"] for r in resources(staging, "AWS::Logs::MetricFilter").values()]
+    catalog = SignalCatalog.default()
+    expected_patterns = {signal.metric_filter_pattern() for signal in catalog}
+    expected_patterns.add(str(catalog.slow_vad.value_filter_pattern()))
+    assert {f["FilterPattern"] for f in filters} == expected_patterns
+    for properties in filters:
+        assert properties["LogGroupName"] == "/ppi/livekit/staging/agent"
+        (transformation,) = properties["MetricTransformations"]
+        assert transformation["MetricNamespace"] == "LiveKitAgents/staging"
+        # Metric cost must not grow with traffic: no per-job/room/worker dimensions.
+        assert "Dimensions" not in transformation
+    delay = next(
+        f for f in filters if f["MetricTransformations"][0]["MetricName"] == "SlowVadInferencesDelay"
+    )
+    assert delay["MetricTransformations"][0]["MetricValue"] == "$.delay"
+
+
+def test_tts_reach_alarm_is_metric_math_with_minimum_volume(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "AlarmName": "livekit-staging-tts-reach",
+            "ComparisonOperator": "LessThanThreshold",
+            "Threshold": 0.97,
+            "EvaluationPeriods": 5,
+            "DatapointsToAlarm": 3,
+            "TreatMissingData": "notBreaching",
+            "Metrics": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "Expression": (
+                                "IF(FILL(responses, 0) >= 10, FILL(frames, 0) / FILL(responses, 0), 1)"
+                            ),
+                            "ReturnData": True,
+                        }
+                    ),
+                    Match.object_like(
+                        {
+                            "Id": "responses",
+                            "MetricStat": Match.object_like(
+                                {
+                                    "Metric": {
+                                        "MetricName": "AgentResponsesStarted",
+                                        "Namespace": "LiveKitAgents/staging",
+                                    },
+                                    "Period": 60,
+                                    "Stat": "Sum",
+                                }
+                            ),
+                            "ReturnData": False,
+                        }
+                    ),
+                ]
+            ),
+        },
+    )
+    alarm = next(
+        r
+        for r in resources(staging, "AWS::CloudWatch::Alarm").values()
+        if r["Properties"]["AlarmName"] == "livekit-staging-tts-reach"
+    )
+    # The responder notifies for this alarm; an SNS action would notify twice.
+    assert "AlarmActions" not in alarm["Properties"]
+
+
+def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "AlarmName": "livekit-staging-vad-slow-inference",
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "Threshold": 1,
+            "EvaluationPeriods": 5,
+            "DatapointsToAlarm": 3,
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": Match.any_value(),
+            "Metrics": Match.array_with(
+                [
+                    Match.object_like(
+                        {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2.0, 1, 0)"}
+                    )
+                ]
+            ),
+        },
+    )
+
+
+def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.cloudwatch"],
+                "detail-type": ["CloudWatch Alarm State Change"],
+                "detail": {"state": {"value": ["ALARM", "OK"]}},
+                "resources": [{"Fn::GetAtt": [Match.string_like_regexp("TtsReachAlarm"), "Arn"]}],
+            },
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [Match.string_like_regexp("TtsReachResponderFunction"), "Arn"]},
+                        "RetryPolicy": {"MaximumRetryAttempts": 4, "MaximumEventAgeInSeconds": 3600},
+                        "DeadLetterConfig": {
+                            "Arn": {
+                                "Fn::GetAtt": [
+                                    Match.string_like_regexp("TtsReachResponderDeadLetters"),
+                                    "Arn",
+                                ]
+                            }
+                        },
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_responder_function_environment_and_permissions(staging: Synthesized) -> None:
+    functions = resources(staging, "AWS::Lambda::Function")
+    responder = next(
+        f["Properties"]
+        for f in functions.values()
+        if f["Properties"].get("FunctionName") == "lkfr-staging-tts-reach-alarm"
+    )
+    variables = responder["Environment"]["Variables"]
+    assert responder["Handler"] == "tts_reach_alarm.handler.lambda_handler"
+    assert variables["ALARM_NAME"] == "livekit-staging-tts-reach"
+    assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
+    assert json.loads(variables["DETECTION"])["tts_reach_alarm"]["threshold"] == 0.97
+    assert "IDEMPOTENCY_TABLE_NAME" in variables
+    staging.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
+        },
+    )
+    statements = [
+        statement
+        for policy in resources(staging, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    start_query = next(s for s in statements if s["Action"] == "logs:StartQuery")
+    assert "/ppi/livekit/staging/agent" in json.dumps(start_query["Resource"])
+    assert any(s["Action"] == "events:PutEvents" for s in statements)
+
+
+def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Synthesized) -> None:
+    (dashboard,) = resources(staging, "AWS::CloudWatch::Dashboard").values()
+    assert dashboard["Properties"]["DashboardName"] == "livekit-staging-fleet"
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for text in (
+        "TTS reach",
+        "SlowVadInferencesDelay",
+        "RoomsReaped",
+        "TtsReachSuspectWorkers",
+        "by @logStream",
+    ):
+        assert text in body
+
+
+def test_invalid_detection_settings_fail_at_synth_naming_the_field(
+    synth: Callable[..., Synthesized],
+) -> None:
+    context = copy.deepcopy(cdk_json_context())
+    context["environments"]["staging"]["detection"] = {"tts_reach_alarm": {"datapoints_to_alarm": 9}}
+    with pytest.raises(ConfigError, match=r"environments\.staging\.detection\.tts_reach_alarm"):
+        synth("staging", context)

@@ -1,0 +1,253 @@
+"""tts_reach_alarm end to end through its handler: moto SNS, EventBridge (a rule routes suspect-worker
+events to an SQS queue we read), a DynamoDB idempotency table, and ``FakeLogsInsights`` because
+moto has no Logs Insights query engine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from fleet_remediation.detection import DetectionConfig, tts_reach_alarm_name
+from fleet_remediation.idempotency import DynamoDBOnceGuard
+from fleet_remediation.mode import FixedModeSwitch
+from fleet_remediation.notifier import SnsNotifier
+from fleet_remediation.report import Mode
+from fleet_remediation.suspect_worker import EventBridgePublisher
+from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
+from tests.fakes.logs_insights import FakeLogsInsights, insights_row
+from tts_reach_alarm.handler import lambda_handler
+from tts_reach_alarm.service import TtsReachDependencies, TtsReachSettings
+
+REGION = "eu-west-1"
+ALARM = tts_reach_alarm_name("prod")
+BAD = "agent/ppi-livekit-agent/b9238a5f30f04c3a9207df1601ba88bf"
+
+
+def alarm_event(
+    state: str = "ALARM", name: str = ALARM, timestamp: str = "2026-09-15T17:41:00.000+0000"
+) -> dict:
+    return {
+        "version": "0",
+        "id": "c4c1c1c9-6542-e61b-6ef0-8c4d36933a92",
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "account": "123456789012",
+        "time": "2026-09-15T17:41:05Z",
+        "region": REGION,
+        "resources": [f"arn:aws:cloudwatch:{REGION}:123456789012:alarm:{name}"],
+        "detail": {
+            "alarmName": name,
+            "state": {
+                "value": state,
+                "reason": "Threshold Crossed: 3 out of the last 5 datapoints were less than the threshold.",
+                "reasonData": json.dumps({"recentDatapoints": [0.73, 0.8, 0.8]}),
+                "timestamp": timestamp,
+            },
+            "previousState": {"value": "OK", "reason": "", "timestamp": "2026-09-15T16:00:00.000+0000"},
+            "configuration": {"metrics": []},
+        },
+    }
+
+
+def incident_rows() -> list[list[dict[str, str]]]:
+    failed = [
+        insights_row({"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "first_frames": 0})
+        for i in range(4)
+    ]
+    healthy = [
+        insights_row(
+            {
+                "job_id": f"AJ_ok{i}",
+                "@logStream": f"agent/ppi-livekit-agent/{i:032x}",
+                "responses": 5,
+                "first_frames": 5,
+            }
+        )
+        for i in range(15)
+    ]
+    return failed + healthy
+
+
+def rooms_rows() -> list[list[dict[str, str]]]:
+    return [
+        insights_row({"job_id": f"AJ_fail{i}", "room": f"lesson-son-{i}", "room_id": f"RM_{i}"})
+        for i in range(4)
+    ]
+
+
+@dataclass
+class Aws:
+    sns_queue: str
+    events_queue: str
+    deps: TtsReachDependencies
+    insights: FakeLogsInsights
+
+    def drain(self, queue_url: str) -> list[dict[str, Any]]:
+        sqs = boto3.client("sqs", region_name=REGION)
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        return [json.loads(m["Body"]) for m in messages.get("Messages", [])]
+
+
+def make_aws(mode: Mode = Mode.ENFORCE) -> Aws:
+    sqs = boto3.client("sqs", region_name=REGION)
+    sns = boto3.client("sns", region_name=REGION)
+    events = boto3.client("events", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    topic = sns.create_topic(Name="lkfr-prod-notifications")["TopicArn"]
+    sns_queue = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+    events_queue = sqs.create_queue(QueueName="suspects")["QueueUrl"]
+
+    def arn(url: str) -> str:
+        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn(sns_queue))
+    events.put_rule(
+        Name="suspects",
+        EventPattern=json.dumps({"source": [EVENT_SOURCE], "detail-type": [SUSPECT_WORKER_DETAIL_TYPE]}),
+    )
+    events.put_targets(Rule="suspects", Targets=[{"Id": "queue", "Arn": arn(events_queue)}])
+    dynamodb.create_table(
+        TableName="idempotency",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    settings = TtsReachSettings(
+        environment_name="prod",
+        mode_parameter_name="/lkfr/prod/mode",
+        notification_topic_arn=topic,
+        runbook_base_url="https://runbooks.example.com/repo",
+        function_timeout_seconds=60,
+        aws_region=REGION,
+        alarm_name=ALARM,
+        agent_log_group="/ppi/livekit/prod/agent",
+        dashboard_name="livekit-prod-fleet",
+        idempotency_table_name="idempotency",
+        detection=DetectionConfig(),
+    )
+    insights = FakeLogsInsights(responses=[incident_rows(), rooms_rows()])
+    deps = TtsReachDependencies(
+        settings=settings,
+        mode_switch=FixedModeSwitch(mode),
+        notifier=SnsNotifier(topic, boto3.client("sns", region_name=REGION)),
+        events=EventBridgePublisher("default", events),
+        insights=insights,
+        once=DynamoDBOnceGuard("idempotency"),
+    )
+    return Aws(sns_queue, events_queue, deps, insights)
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield make_aws()
+
+
+def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"]["verdict"] == "concentrated"
+    assert report["summary"]["p_value"] == pytest.approx(1 / 3876)
+    notes = aws.drain(aws.sns_queue)
+    assert len(notes) == 1
+    body = notes[0]["Message"]
+    assert "b9238a5f30f04c3a9207df1601ba88bf" in notes[0]["Subject"]
+    assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
+    assert "https://runbooks.example.com/repo/docs/runbooks/tts-reach.md" in body
+    assert "#alarmsV2:alarm/livekit-prod-tts-reach" in body
+    assert "#logsV2:logs-insights$3FqueryDetail" in body
+    assert "#dashboards/dashboard/livekit-prod-fleet" in body
+    suspects = aws.drain(aws.events_queue)
+    assert len(suspects) == 1
+    detail = suspects[0]["detail"]
+    assert suspects[0]["detail-type"] == SUSPECT_WORKER_DETAIL_TYPE
+    assert suspects[0]["source"] == EVENT_SOURCE
+    assert detail["log_stream"] == BAD
+    assert detail["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+    assert detail["evidence"]["failed_jobs_on_worker"] == 4
+    assert detail["p_value"] < 0.001
+    # The failing-jobs query ran over the analysis window ending at the alarm's state timestamp.
+    first = aws.insights.calls[0]
+    assert (first["end"] - first["start"]).total_seconds() == 32 * 60
+
+
+def test_the_same_transition_twice_gives_one_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    second = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert len(aws.drain(aws.sns_queue)) == 1
+    assert len(aws.drain(aws.events_queue)) == 1
+    assert [a["outcome"] for a in first["actions"]] == ["done", "done"]
+    assert [a["outcome"] for a in second["actions"]] == ["already-done", "already-done"]
+    assert second["notifications"] == []
+
+
+def test_ok_sends_one_resolved_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(2):
+        report = lambda_handler(alarm_event("OK"), lambda_context, dependencies=aws.deps)
+        assert report["status"] == "ok"
+    notes = aws.drain(aws.sns_queue)
+    assert len(notes) == 1
+    assert "resolved" in notes[0]["Subject"]
+    assert aws.insights.calls == []
+
+
+def test_fleet_wide_failure_only_notifies(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    outage = [
+        insights_row(
+            {"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2, "first_frames": 0}
+        )
+        for i in range(20)
+    ]
+    aws.insights.responses = [outage, []]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["summary"]["verdict"] == "fleet-wide"
+    notes = aws.drain(aws.sns_queue)
+    assert len(notes) == 1
+    assert "fleet-wide" in notes[0]["Subject"]
+    assert aws.drain(aws.events_queue) == []
+
+
+def test_dry_run_decides_and_publishes_nothing(lambda_context) -> None:  # type: ignore[no-untyped-def]
+    with mock_aws():
+        aws = make_aws(Mode.DRY_RUN)
+        report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+        assert report["mode"] == "dry-run"
+        assert report["candidates"][0]["decision"] == "would-act"
+        assert "b9238a5f30f04c3a9207df1601ba88bf" in report["summary"]["would_publish"]["subject"]
+        assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+        assert aws.drain(aws.sns_queue) == []
+        assert aws.drain(aws.events_queue) == []
+
+
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        (alarm_event(name="some-other-alarm"), "UnknownAlarm"),
+        ({**alarm_event(), "detail": {"state": {"value": "ALARM"}}}, "InvalidEvent"),
+        ({"detail-type": "CloudWatch Alarm State Change", "source": "aws.cloudwatch"}, "InvalidEvent"),
+        ({**alarm_event(), "detail-type": "Scheduled Event"}, "InvalidEvent"),
+        (["not", "an", "object"], "InvalidEvent"),
+        ({"dry_run": True, "window_minutes": 0}, "InvalidEvent"),
+    ],
+)
+def test_bad_events_are_typed_errors_and_publish_nothing(aws: Aws, lambda_context, event, code) -> None:  # type: ignore[no-untyped-def]
+    report = lambda_handler(event, lambda_context, dependencies=aws.deps)
+    assert report["status"] == "failed"
+    assert [e["code"] for e in report["errors"]] == [code]
+    assert aws.drain(aws.sns_queue) == []
+    assert aws.drain(aws.events_queue) == []
+    assert aws.insights.calls == []
+
+
+def test_query_deadline_is_a_typed_error(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    aws.insights.exceed_deadline = True
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert [e["code"] for e in report["errors"]] == ["DeadlineExceeded"]
+    assert aws.drain(aws.sns_queue) == []

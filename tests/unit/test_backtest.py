@@ -1,0 +1,80 @@
+"""The backtest on the shipped incident fixture: when each alarm fires, and the responder's verdict."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fleet_remediation.detection import DetectionConfig
+from tools import make_incident_fixture
+from tools.backtest import alarm_states, load_detection, read_events, render, run_backtest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
+
+
+@pytest.fixture(scope="module")
+def events():  # type: ignore[no-untyped-def]
+    with FIXTURE.open() as handle:
+        return read_events(handle)
+
+
+def test_fixture_is_small_and_regenerates_identically() -> None:
+    assert FIXTURE.stat().st_size < 1_000_000
+    regenerated = [json.dumps(e, separators=(",", ":")) for e in make_incident_fixture.build()]
+    assert regenerated == FIXTURE.read_text().splitlines()
+
+
+def test_alarms_fire_at_the_expected_minutes(events) -> None:  # type: ignore[no-untyped-def]
+    result = run_backtest(events, DetectionConfig())
+    failing = result.failing_lessons
+    assert len(failing) == 24
+    assert {lesson.stream.rsplit("/", 1)[-1] for lesson in failing} == {make_incident_fixture.BAD_TASK}
+    assert failing[0].started == datetime(2026, 9, 15, 17, 32, 53, tzinfo=UTC)
+    # The resident job's slow VAD fires the VAD alarm before any lesson is hurt.
+    assert result.first_alarm(result.vad_alarm) == datetime(2026, 9, 15, 17, 14, tzinfo=UTC)
+    assert result.failed_before(result.first_alarm(result.vad_alarm)) == 0
+    # TTS reach needs 3 of 5 minutes below 97 % with >= 10 responses.
+    fired = result.first_alarm(result.tts_alarm)
+    assert fired == datetime(2026, 9, 15, 17, 41, tzinfo=UTC)
+    assert result.failed_before(fired) == 5
+    verdict = result.responder["tts_reach"]
+    assert verdict.concentrated
+    assert verdict.top is not None
+    assert verdict.top.log_stream.endswith(make_incident_fixture.BAD_TASK)
+
+
+def test_alarm_states_n_of_m_with_missing_not_breaching() -> None:
+    rule = DetectionConfig().tts_reach_alarm  # 3 of 5
+    breaching = [True, False, True, False, True, False, False]
+    # Minute 4 completes 3 of the last 5 (0, 2, 4); minute 5 sees only 2, 4; minute 6 only 2, 4.
+    assert alarm_states(breaching, rule) == [False, False, False, False, True, False, False]
+
+
+def test_both_export_shapes_are_read() -> None:
+    event = {
+        "logStreamName": "agent/c/t",
+        "timestamp": 1_789_488_041_000,
+        "message": json.dumps({"message": "agent_response_started", "job_id": "AJ_1"}),
+        "eventId": "1",
+        "ingestionTime": 1_789_488_042_000,
+    }
+    document = json.dumps({"events": [event, {**event, "message": "plain text line"}]})
+    assert len(read_events(io.StringIO(document))) == 1
+    lines = "\n".join(json.dumps(event) for _ in range(2))
+    assert len(read_events(io.StringIO(lines))) == 2
+
+
+def test_render_reports_latency(events, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"environments": {"prod": {"detection": {}}}}}))
+    config = load_detection(cdk_json, "prod")
+    out = io.StringIO()
+    render(run_backtest(events, config), config, out)
+    text = out.getvalue()
+    assert "TTS reach alarm fires 17:41: +8.1 min from the first failing lesson" in text
+    assert "5 of 24 failing lessons had started by then" in text

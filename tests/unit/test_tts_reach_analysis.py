@@ -1,0 +1,107 @@
+"""The concentration test and the parsing of Logs Insights rows (pure functions)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fleet_remediation.errors import AwsApiError
+from fleet_remediation.logs_insights import rows_from_results
+from fleet_remediation.signals import SignalCatalog
+from tests.fakes.logs_insights import insights_row
+from tts_reach_alarm.analysis import (
+    JobOutcome,
+    assess_concentration,
+    family_wise_p_value,
+    hypergeometric_tail,
+    job_outcomes_query,
+    parse_job_outcomes,
+)
+
+
+def jobs(failed_on: dict[str, int], healthy_on: dict[str, int]) -> list[JobOutcome]:
+    out = []
+    for stream, count in failed_on.items():
+        out += [JobOutcome(f"AJ_f{stream}{i}", stream, responses=3, first_frames=0) for i in range(count)]
+    for stream, count in healthy_on.items():
+        out += [JobOutcome(f"AJ_h{stream}{i}", stream, responses=3, first_frames=3) for i in range(count)]
+    return out
+
+
+def test_hypergeometric_tail_matches_direct_enumeration() -> None:
+    # 19 rooms, 4 on the worker, 4 failures, all 4 on it: one way out of C(19, 4).
+    assert hypergeometric_tail(19, 4, 4, 4) == pytest.approx(1 / math.comb(19, 4))
+    assert hypergeometric_tail(10, 5, 3, 0) == 1.0
+    expected = sum(math.comb(5, k) * math.comb(5, 3 - k) for k in (2, 3)) / math.comb(10, 3)
+    assert hypergeometric_tail(10, 5, 3, 2) == pytest.approx(expected)
+
+
+def test_incident_four_of_nineteen_on_one_of_ten_workers_is_concentrated() -> None:
+    healthy = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}  # 15 rooms on 9 workers
+    verdict = assess_concentration(jobs({"bad": 4}, healthy), alpha=0.05, min_failed_jobs=2)
+    assert verdict.concentrated
+    assert verdict.top is not None
+    assert verdict.top.log_stream == "bad"
+    # The incident report's "0.026 %": no other worker could have looked this bad.
+    assert verdict.p_value == pytest.approx(1 / 3876)
+    assert verdict.p_value_family == pytest.approx(1 / 3876)
+
+
+def test_failures_spread_over_workers_are_fleet_wide() -> None:
+    failed = {f"w{i}": 1 for i in range(6)}
+    healthy = {f"w{i}": 2 for i in range(10)}
+    verdict = assess_concentration(jobs(failed, healthy), alpha=0.05, min_failed_jobs=2)
+    assert not verdict.concentrated
+    assert verdict.reason.startswith("fleet-wide")
+
+
+def test_provider_outage_every_job_fails_is_fleet_wide() -> None:
+    verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
+    assert not verdict.concentrated
+    assert verdict.p_value_family == pytest.approx(1.0)
+
+
+def test_single_failure_never_blames_a_worker() -> None:
+    verdict = assess_concentration(jobs({"bad": 1}, {"w1": 1}), alpha=0.99, min_failed_jobs=2)
+    assert not verdict.concentrated
+    assert "fewer than 2" in verdict.reason
+
+
+def test_no_failures_and_single_worker() -> None:
+    assert not assess_concentration(jobs({}, {"w1": 3}), alpha=0.05, min_failed_jobs=1).concentrated
+    lone = assess_concentration(jobs({"bad": 3}, {}), alpha=0.05, min_failed_jobs=1)
+    assert not lone.concentrated
+    assert "only one worker" in lone.reason
+
+
+def test_family_wise_p_value_is_exact_for_a_small_case() -> None:
+    # Workers with 2, 1, 1 jobs; 2 failures. Observed: both on the 2-job worker (p = 1/6).
+    # Only that worker can reach p <= 1/6, so the family-wise p-value is also 1/6.
+    assert family_wise_p_value([2, 1, 1], 2, 1 / 6) == pytest.approx(1 / 6)
+    # Two 2-job workers: either could hold both failures: 2 of C(4, 2) = 6 assignments.
+    assert family_wise_p_value([2, 2], 2, 1 / 6) == pytest.approx(2 / 6)
+
+
+def test_rows_shaped_like_the_api_become_job_outcomes() -> None:
+    results = [
+        insights_row({"job_id": "AJ_1", "@logStream": "agent/c/abc", "responses": 4, "first_frames": 0}),
+        insights_row({"job_id": "AJ_2", "@logStream": "agent/c/def", "responses": 2, "first_frames": 2}),
+    ]
+    outcomes = parse_job_outcomes(rows_from_results(results))
+    assert outcomes == [JobOutcome("AJ_1", "agent/c/abc", 4, 0), JobOutcome("AJ_2", "agent/c/def", 2, 2)]
+    assert [o.failed for o in outcomes] == [True, False]
+
+
+def test_malformed_rows_are_typed_errors() -> None:
+    with pytest.raises(AwsApiError):
+        parse_job_outcomes([{"job_id": "AJ_1", "responses": "1"}])
+    with pytest.raises(AwsApiError):
+        parse_job_outcomes([{"job_id": "AJ_1", "@logStream": "s", "responses": "many"}])
+
+
+def test_outcomes_query_uses_the_signal_definitions() -> None:
+    query = job_outcomes_query(SignalCatalog.default(), failing_only=True)
+    assert 'message = "agent_response_started" or message = "tts_node_first_audio_frame"' in query
+    assert "by job_id, @logStream" in query
+    assert "filter responses > 0 and first_frames = 0" in query

@@ -1,0 +1,291 @@
+"""Backtest the detection alarms on exported agent log events.
+
+    .venv/bin/python -m tools.backtest --log tests/fixtures/incident-2026-09-15.jsonl --env prod
+
+Reads events as ``aws logs filter-log-events`` writes them (one JSON event per line, or the
+``{"events": [...]}`` document), evaluates the signals minute by minute with the same definitions
+the metric filters use, applies the alarms exactly as the CDK stack defines them (one model,
+``DetectionConfig``, from the environment's ``detection`` section of cdk.json), and prints a
+minute-by-minute table, when each alarm would have fired, the detection latency counted from the
+first failing lesson, how many lessons would still have failed, and what the TTS-reach responder
+would have concluded at that moment.
+
+Alarm timing is the end of the breaching minute; CloudWatch adds its own ingestion and evaluation
+delay (typically one to three minutes), which the figures do not include.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from fleet_remediation.detection import DetectionConfig, NOfM  # noqa: E402
+from fleet_remediation.signals import SignalCatalog, parse_log_line  # noqa: E402
+from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration  # noqa: E402
+
+MINUTE = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    stream: str
+    at: datetime
+    record: dict[str, Any]
+
+
+def read_events(handle: TextIO) -> list[LogEvent]:
+    """Both export shapes; lines whose message is not a JSON object are kept out (as metric filters
+    with JSON patterns ignore them)."""
+    text = handle.read()
+    raw: list[dict[str, Any]]
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:  # several lines: one event per line
+        raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        raw = document["events"] if isinstance(document, dict) and "events" in document else [document]
+    events = []
+    for item in raw:
+        record = parse_log_line(item["message"])
+        if record is not None:
+            moment = datetime.fromtimestamp(item["timestamp"] / 1000, tz=UTC)
+            events.append(LogEvent(item.get("logStreamName", ""), moment, record))
+    return sorted(events, key=lambda e: e.at)
+
+
+@dataclass
+class Minute:
+    start: datetime
+    vad_warnings: int = 0
+    vad_max_delay: float | None = None
+    responses: int = 0
+    first_frames: int = 0
+
+    def vad_breaching(self, config: DetectionConfig) -> bool:
+        alarm = config.vad_alarm
+        return (
+            self.vad_warnings >= alarm.min_warnings_per_minute
+            and (self.vad_max_delay or 0.0) >= alarm.min_max_delay_seconds
+        )
+
+    def reach(self, config: DetectionConfig) -> float | None:
+        """As the alarm's metric math: no responses = missing; under the minimum volume = 1.0."""
+        if self.responses == 0:
+            return None
+        if self.responses < config.tts_reach_alarm.min_responses_per_minute:
+            return 1.0
+        return self.first_frames / self.responses
+
+    def tts_breaching(self, config: DetectionConfig) -> bool:
+        reach = self.reach(config)
+        return reach is not None and reach < config.tts_reach_alarm.threshold
+
+
+def bucket(events: Sequence[LogEvent], catalog: SignalCatalog) -> list[Minute]:
+    if not events:
+        return []
+    first = events[0].at.replace(second=0, microsecond=0)
+    last = events[-1].at.replace(second=0, microsecond=0)
+    minutes = [Minute(first + i * MINUTE) for i in range(int((last - first) / MINUTE) + 1)]
+    for event in events:
+        minute = minutes[int((event.at - first) / MINUTE)]
+        if catalog.slow_vad.matches(event.record):
+            minute.vad_warnings += 1
+            delay = catalog.slow_vad.value(event.record)
+            if delay is not None:
+                minute.vad_max_delay = max(minute.vad_max_delay or 0.0, delay)
+        if catalog.response_started.matches(event.record):
+            minute.responses += 1
+        if catalog.first_audio_frame.matches(event.record):
+            minute.first_frames += 1
+    return minutes
+
+
+def alarm_states(breaching: Sequence[bool], rule: NOfM) -> list[bool]:
+    """In ALARM at minute i when N of the last M datapoints (missing = not breaching) breach."""
+    m, n = rule.evaluation_periods, rule.datapoints_to_alarm
+    return [sum(breaching[max(0, i - m + 1) : i + 1]) >= n for i in range(len(breaching))]
+
+
+@dataclass
+class Lesson:
+    job_id: str
+    stream: str
+    started: datetime | None = None
+    room: str | None = None
+    responses: int = 0
+    first_frames: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.responses > 0 and self.first_frames == 0
+
+
+def lessons(events: Iterable[LogEvent], catalog: SignalCatalog) -> dict[str, Lesson]:
+    found: dict[str, Lesson] = {}
+    for event in events:
+        job_id = event.record.get("job_id")
+        if not isinstance(job_id, str):
+            continue
+        lesson = found.setdefault(job_id, Lesson(job_id, event.stream))
+        if event.record.get("message") == "received job request":
+            lesson.started, lesson.room = event.at, event.record.get("room")
+        lesson.responses += catalog.response_started.matches(event.record)
+        lesson.first_frames += catalog.first_audio_frame.matches(event.record)
+    return found
+
+
+def responder_view(events: Sequence[LogEvent], config: DetectionConfig, end: datetime) -> Concentration:
+    """What tts_reach_alarm would conclude at ``end`` (its analysis over the preceding window)."""
+    catalog, settings = config.catalog(), config.tts_reach_alarm
+    start = end - timedelta(minutes=settings.analysis_window_minutes)
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for event in events:
+        job_id = event.record.get("job_id")
+        if not (start <= event.at < end) or not isinstance(job_id, str):
+            continue
+        key = (job_id, event.stream)
+        counts[key][0] += catalog.response_started.matches(event.record)
+        counts[key][1] += catalog.first_audio_frame.matches(event.record)
+    jobs = [JobOutcome(job, stream, r, f) for (job, stream), (r, f) in counts.items() if r > 0]
+    return assess_concentration(
+        jobs, alpha=settings.concentration_alpha, min_failed_jobs=settings.min_failed_jobs
+    )
+
+
+@dataclass
+class BacktestResult:
+    minutes: list[Minute]
+    vad_alarm: list[bool]
+    tts_alarm: list[bool]
+    lessons: dict[str, Lesson]
+    responder: dict[str, Concentration] = field(default_factory=dict)
+
+    def first_alarm(self, states: Sequence[bool]) -> datetime | None:
+        """When the alarm would first go to ALARM: the end of the minute that completes N of M."""
+        for minute, state in zip(self.minutes, states, strict=True):
+            if state:
+                return minute.start + MINUTE
+        return None
+
+    @property
+    def failing_lessons(self) -> list[Lesson]:
+        return sorted(
+            (lesson for lesson in self.lessons.values() if lesson.failed),
+            key=lambda lesson: lesson.started or datetime.max.replace(tzinfo=UTC),
+        )
+
+    def failed_before(self, moment: datetime | None) -> int:
+        """Lessons already placed on the bad worker when remediation could start."""
+        failing = self.failing_lessons
+        if moment is None:
+            return len(failing)
+        return sum(1 for lesson in failing if lesson.started is not None and lesson.started < moment)
+
+
+def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> BacktestResult:
+    catalog = config.catalog()
+    minutes = bucket(events, catalog)
+    vad = alarm_states([m.vad_breaching(config) for m in minutes], config.vad_alarm)
+    tts = alarm_states([m.tts_breaching(config) for m in minutes], config.tts_reach_alarm)
+    result = BacktestResult(minutes, vad, tts, lessons(events, catalog))
+    fired = result.first_alarm(tts)
+    if fired is not None:
+        result.responder["tts_reach"] = responder_view(events, config, fired)
+    return result
+
+
+def load_detection(config_path: Path, env: str) -> DetectionConfig:
+    context = json.loads(config_path.read_text())["context"]
+    environments = context.get("environments", {})
+    if env not in environments:
+        raise SystemExit(
+            f"environment {env!r} not in {config_path} (have: {', '.join(sorted(environments))})"
+        )
+    return DetectionConfig.model_validate(environments[env].get("detection", {}))
+
+
+def _transitions(result: BacktestResult, states: Sequence[bool]) -> list[str]:
+    lines, previous = [], False
+    for minute, state in zip(result.minutes, states, strict=True):
+        if state != previous:
+            lines.append(f"{(minute.start + MINUTE):%H:%M} {'ALARM' if state else 'OK'}")
+            previous = state
+    return lines
+
+
+def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None:
+    vad, tts = config.vad_alarm, config.tts_reach_alarm
+    out.write(
+        f"VAD alarm: >= {vad.min_warnings_per_minute:g} warnings/min and max delay >= "
+        f"{vad.min_max_delay_seconds:g}s, {vad.datapoints_to_alarm} of {vad.evaluation_periods} minutes\n"
+        f"TTS reach alarm: reach < {tts.threshold:g} with >= {tts.min_responses_per_minute} responses/min, "
+        f"{tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes (missing data not breaching)\n\n"
+    )
+    out.write("minute  vad_n  max_delay  vad  VAD    resp  frames  reach   tts  TTS\n")
+    for minute, vad_state, tts_state in zip(result.minutes, result.vad_alarm, result.tts_alarm, strict=True):
+        if not (minute.vad_warnings or minute.responses or vad_state or tts_state):
+            continue
+        reach = minute.reach(config)
+        reach_text = "-" if reach is None else f"{reach:.2f}"
+        delay = "-" if minute.vad_max_delay is None else f"{minute.vad_max_delay:.1f}"
+        out.write(
+            f"{minute.start:%H:%M}   {minute.vad_warnings:>4}  {delay:>9}  "
+            f"{'X' if minute.vad_breaching(config) else '.':>3}  {'ALARM' if vad_state else 'ok':<5}  "
+            f"{minute.responses:>4}  {minute.first_frames:>6}  {reach_text:>5}  "
+            f"{'X' if minute.tts_breaching(config) else '.':>3}  {'ALARM' if tts_state else 'ok'}\n"
+        )
+    failing = result.failing_lessons
+    first_failure = failing[0].started if failing else None
+    out.write(f"\nlessons: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
+    if first_failure:
+        out.write(f"first failing lesson started {first_failure:%H:%M:%S}\n")
+    for name, states in (("VAD", result.vad_alarm), ("TTS reach", result.tts_alarm)):
+        fired = result.first_alarm(states)
+        out.write(f"\n{name} alarm transitions: {', '.join(_transitions(result, states)) or 'never fired'}\n")
+        if fired is None:
+            continue
+        if first_failure is not None:
+            latency = (fired - first_failure).total_seconds() / 60
+            out.write(
+                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing lesson; "
+                f"{result.failed_before(fired)} of {len(failing)} failing lessons had started by then\n"
+            )
+    verdict = result.responder.get("tts_reach")
+    if verdict is not None:
+        top = verdict.top
+        out.write(
+            f"\ntts_reach_alarm at the TTS alarm ({tts.analysis_window_minutes} min window): {verdict.reason}"
+            + (f"; suspect stream {top.log_stream}" if verdict.concentrated and top else "")
+            + "\n"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    parser.add_argument("--env", required=True, help="environment name in cdk.json")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "cdk.json")
+    args = parser.parse_args(argv)
+    config = load_detection(args.config, args.env)
+    with args.log.open(encoding="utf-8") as handle:
+        events = read_events(handle)
+    render(run_backtest(events, config), config, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
