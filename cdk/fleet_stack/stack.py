@@ -46,6 +46,13 @@ class FleetRemediationStack(Stack):
         self.detection = Detection(
             self, "Detection", env_name=env_name, config=config, topic=notifications.topic
         )
+        self.detection.route_alarm(
+            "VadAlarmToReaper",
+            self.detection.vad_alarm,
+            self.zombie_reaper.function,
+            self.zombie_reaper.remediation.dlq,
+            states=("ALARM",),
+        )
         self.tts_reach = TtsReachResponder(
             self,
             "TtsReach",

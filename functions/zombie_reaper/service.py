@@ -13,7 +13,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import Field
 
 from fleet_remediation.config import ReaperSettings, join_url, settings_from_environment
-from fleet_remediation.errors import InvalidEventError
+from fleet_remediation.detection import vad_alarm_name
+from fleet_remediation.errors import InvalidEventError, UnknownAlarmError
 from fleet_remediation.invocation import decide_mode
 from fleet_remediation.livekit_rooms import LiveKitRoomService, RoomService, read_credentials
 from fleet_remediation.mode import ModeSwitch, SsmModeSwitch
@@ -22,10 +23,14 @@ from fleet_remediation.observability import metrics
 from fleet_remediation.reaping import ReapExecutor, ReapPlan, ReapResult, decide
 from fleet_remediation.report import Decision, Mode, Outcome, ReportBuilder, Trigger
 from fleet_remediation.triggers import (
+    ALARM_DETAIL_TYPE,
     SCHEDULE_DETAIL_TYPE,
+    AlarmStateChange,
     ManualEvent,
+    alarm_trigger,
     is_eventbridge,
     manual_trigger,
+    parse_detail,
     parse_eventbridge,
     parse_manual,
     schedule_trigger,
@@ -66,12 +71,21 @@ class ReaperDependencies:
         )
 
 
-def parse_reaper_event(event: Any) -> tuple[Trigger, ReaperManualEvent | None]:
+def parse_reaper_event(event: Any, environment_name: str) -> tuple[Trigger, ReaperManualEvent | None]:
+    """The schedule, the VAD alarm (a starving worker is often a zombie's doing), or a manual invoke."""
     if is_eventbridge(event):
         envelope = parse_eventbridge(event)
-        if envelope.detail_type != SCHEDULE_DETAIL_TYPE:
-            raise InvalidEventError(f"the reaper does not handle '{envelope.detail_type}' events")
-        return schedule_trigger(envelope), None
+        if envelope.detail_type == SCHEDULE_DETAIL_TYPE:
+            return schedule_trigger(envelope), None
+        if envelope.detail_type == ALARM_DETAIL_TYPE:
+            change = parse_detail(envelope, AlarmStateChange)
+            expected = vad_alarm_name(environment_name)
+            if change.alarm_name != expected:
+                raise UnknownAlarmError(
+                    f"the reaper handles only {expected}, not {change.alarm_name}", resource=change.alarm_name
+                )
+            return alarm_trigger(change), None
+        raise InvalidEventError(f"the reaper does not handle '{envelope.detail_type}' events")
     manual = parse_manual(event, ReaperManualEvent)
     return manual_trigger(manual), manual
 
@@ -79,8 +93,11 @@ def parse_reaper_event(event: Any) -> tuple[Trigger, ReaperManualEvent | None]:
 def run_reaper(event: Any, report: ReportBuilder, deps: ReaperDependencies, remaining_seconds: float) -> None:
     started = time.monotonic()
     report.environment = deps.settings.environment_name
-    trigger, manual = parse_reaper_event(event)
+    trigger, manual = parse_reaper_event(event, deps.settings.environment_name)
     report.trigger = trigger
+    if trigger.detail.get("state", "ALARM") != "ALARM":
+        report.summary = {"skipped": f"alarm state {trigger.detail['state']}: nothing to reap on recovery"}
+        return
     policy = deps.settings.reaper_policy
     override = manual.max_age_seconds if manual else None
     if override is not None and override >= policy.max_age_minutes * 60:

@@ -179,3 +179,25 @@ def test_invalid_configuration_fails_synth_naming_the_field(
 def test_unknown_environment_lists_the_known_ones(synth: Callable[..., Synthesized]) -> None:
     with pytest.raises(ConfigError, match="have: prod, staging"):
         synth("qa", cdk_json_context())
+
+
+def test_the_vad_alarm_also_reaches_the_reaper(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": Match.object_like(
+                {
+                    "detail-type": ["CloudWatch Alarm State Change"],
+                    "detail": {"state": {"value": ["ALARM"]}},
+                }
+            ),
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [Match.string_like_regexp("ZombieReaper.*Function"), "Arn"]},
+                        "DeadLetterConfig": {"Arn": Match.any_value()},
+                    }
+                )
+            ],
+        },
+    )

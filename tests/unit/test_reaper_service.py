@@ -213,7 +213,7 @@ def test_livekit_down_is_a_typed_error_and_nothing_else() -> None:
         ({"max_age_seconds": 3600}, "must be stricter"),
         ({"surprise": 1}, "surprise"),
         (["not", "an", "object"], "JSON object"),
-        ({**SCHEDULE_EVENT, "detail-type": "CloudWatch Alarm State Change"}, "does not handle"),
+        ({**SCHEDULE_EVENT, "detail-type": "AWS API Call via CloudTrail"}, "does not handle"),
         ({**SCHEDULE_EVENT, "time": "yesterday"}, "malformed EventBridge event"),
     ],
 )
@@ -262,3 +262,46 @@ def test_an_unexpected_exception_is_reported_once_then_raised_for_the_dlq(
     logged = [r for r in caplog.records if r.getMessage() == "remediation report"]
     assert len(logged) == 1
     assert logged[0].report["errors"][0]["code"] == "InternalError"  # type: ignore[attr-defined]
+
+
+def alarm_event(name: str, state: str = "ALARM") -> dict[str, Any]:
+    return {
+        **SCHEDULE_EVENT,
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "detail": {
+            "alarmName": name,
+            "state": {
+                "value": state,
+                "reason": "Threshold Crossed",
+                "timestamp": "2026-09-15T17:14:00.000+0000",
+            },
+            "previousState": {"value": "OK", "reason": "", "timestamp": "2026-09-15T16:00:00.000+0000"},
+            "configuration": {},
+        },
+    }
+
+
+def test_the_vad_alarm_triggers_a_reap() -> None:
+    rooms = old_and_new()
+    deps, _ = make_deps(rooms)
+    report = invoke(alarm_event("livekit-unit-vad-slow-inference"), deps)
+    assert report["trigger"]["kind"] == "alarm"
+    assert report["trigger"]["source"] == "livekit-unit-vad-slow-inference"
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [("lesson-zombie", "done")]
+
+
+def test_an_unknown_alarm_is_a_typed_error_and_reaps_nothing() -> None:
+    rooms = old_and_new()
+    deps, _ = make_deps(rooms)
+    report = invoke(alarm_event("someone-elses-alarm"), deps)
+    assert [e["code"] for e in report["errors"]] == ["UnknownAlarm"]
+    assert rooms.calls == []
+
+
+def test_a_malformed_alarm_event_is_a_typed_error() -> None:
+    event = alarm_event("livekit-unit-vad-slow-inference")
+    del event["detail"]["state"]
+    report = invoke(event, make_deps(old_and_new())[0])
+    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert "state" in report["errors"][0]["message"]
