@@ -52,7 +52,10 @@ class TtsReachAlarmSettings(NOfM):
     min_responses_per_minute: int = Field(default=10, ge=1)
     analysis_window_minutes: int = Field(default=30, ge=1, le=180)
     concentration_alpha: float = Field(
-        default=0.05, gt=0, lt=1, description="p-value (exact, corrected for picking the worst worker) below which one worker is blamed."
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="p-value (exact, corrected for picking the worst worker) that blames one worker.",
     )
     min_failed_jobs: int = Field(default=2, ge=1, description="Never blame a worker for a single failure.")
 
