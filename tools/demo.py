@@ -17,6 +17,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 import asyncio
+import io
 import json
 import logging
 from datetime import UTC, datetime, timedelta
@@ -27,6 +28,7 @@ from fleet_remediation.config import ReaperPolicy, ReaperSettings, RoomRule
 from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.mode import FixedModeSwitch
 from fleet_remediation.report import Mode
+from tools.backtest import load_detection, read_events, render, run_backtest
 from tools.lambda_context import LocalLambdaContext
 from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from tools.livekit_local import LocalLiveKit
@@ -35,6 +37,8 @@ from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
 OUTPUT_DIR = Path(".demo")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+INCIDENT_LOG = REPO_ROOT / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
 SCHEDULE_EVENT = {
     "version": "0",
     "id": "demo",
@@ -165,6 +169,22 @@ def main() -> None:
             child.close()
         loop.close()
     print(f"\nReports (JSON, as the Lambda returns and logs them): {OUTPUT_DIR}/report-*.json")
+    backtest_incident()
+
+
+def backtest_incident() -> None:
+    """Detection on the synthetic incident log, with the prod environment's alarms from cdk.json."""
+    print(f"\n=== 6. Backtest: when would the alarms have fired on 2026-09-15? ({INCIDENT_LOG.name})")
+    config = load_detection(REPO_ROOT / "cdk.json", "prod")
+    with INCIDENT_LOG.open(encoding="utf-8") as handle:
+        result = run_backtest(read_events(handle), config)
+    table = io.StringIO()
+    render(result, config, table)
+    full = table.getvalue()
+    (OUTPUT_DIR / "backtest.txt").write_text(full)
+    summary = full[full.index("\nlessons:") :].strip()
+    print("\n".join(f"  {line}" for line in summary.splitlines()))
+    print(f"  (minute-by-minute table: {OUTPUT_DIR}/backtest.txt; python -m tools.backtest --help)")
 
 
 if __name__ == "__main__":
