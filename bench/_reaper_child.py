@@ -13,14 +13,14 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings  # noqa: E402
-from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService  # noqa: E402
-from fleet_remediation.mode import FixedModeSwitch  # noqa: E402
-from fleet_remediation.report import Mode  # noqa: E402
-from tools.lambda_context import LocalLambdaContext  # noqa: E402
-from tools.livekit_local import DEV_API_KEY, DEV_API_SECRET  # noqa: E402
-from zombie_reaper import handler  # noqa: E402
-from zombie_reaper.service import ReaperDependencies  # noqa: E402
+from fleet_remediation.config import ReaperPolicy, ReaperSettings
+from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.mode import FixedModeSwitch
+from fleet_remediation.report import Mode
+from tools.lambda_context import LocalLambdaContext
+from tools.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from zombie_reaper import handler
+from zombie_reaper.service import ReaperDependencies
 
 
 class CountingNotifier:
@@ -42,7 +42,9 @@ def main(url: str, clock_iso: str, cap: int) -> None:
     services: list[LiveKitRoomService] = []
 
     def room_service() -> RoomService:
-        service = LiveKitRoomService(url, LiveKitCredentials(api_key=DEV_API_KEY, api_secret=DEV_API_SECRET), 10)
+        service = LiveKitRoomService(
+            url, LiveKitCredentials(api_key=DEV_API_KEY, api_secret=DEV_API_SECRET), 10
+        )
         services.append(service)
         return service
 

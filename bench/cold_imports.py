@@ -13,10 +13,7 @@ import sys
 from pathlib import Path
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
-PROBE = (
-    "import time; started = time.perf_counter(); import {module}; "
-    "print(time.perf_counter() - started)"
-)
+PROBE = "import time; started = time.perf_counter(); import {module}; print(time.perf_counter() - started)"
 
 
 def handler_modules() -> list[str]:

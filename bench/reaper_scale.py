@@ -34,7 +34,9 @@ async def create_rooms(server: LocalLiveKit, prefix: str, count: int) -> None:
 
         async def one(index: int) -> None:
             async with gate:
-                await lk.room.create_room(api.CreateRoomRequest(name=f"{prefix}-{index:05d}", empty_timeout=7200))
+                await lk.room.create_room(
+                    api.CreateRoomRequest(name=f"{prefix}-{index:05d}", empty_timeout=7200)
+                )
 
         await asyncio.gather(*(one(i) for i in range(count)))
 
@@ -73,12 +75,16 @@ def run_size(server: LocalLiveKit, total: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rooms", type=int, nargs="+", default=[1000, 10000])
     args = parser.parse_args()
     print("reaper benchmark on a local livekit-server (dev mode, loopback)")
-    print(f"{'rooms':>7} {'over age':>9} {'reaped':>7} {'wall s':>7} {'LiveKit calls':>14} "
-          f"{'peak RSS MiB':>13} {'RSS growth MiB':>15}")
+    print(
+        f"{'rooms':>7} {'over age':>9} {'reaped':>7} {'wall s':>7} {'LiveKit calls':>14} "
+        f"{'peak RSS MiB':>13} {'RSS growth MiB':>15}"
+    )
     with LocalLiveKit() as server:
         for total in args.rooms:
             print(f"  creating {total} rooms ...", file=sys.stderr, flush=True)
