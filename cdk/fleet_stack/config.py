@@ -13,6 +13,7 @@ from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
 from fleet_remediation.config import ReaperPolicy, StrictModel, describe_validation_error
 from fleet_remediation.detection import DetectionConfig
+from fleet_stack.drainer_config import DrainerConfig
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -90,6 +91,7 @@ class EnvironmentConfig(StrictModel):
     reaper: ReaperConfig = ReaperConfig()
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachConfig = TtsReachConfig()
+    drainer: DrainerConfig = DrainerConfig()
 
 
 def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:

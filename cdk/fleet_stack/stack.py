@@ -14,6 +14,7 @@ from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import SharedLayers
 from fleet_stack.constructs.tts_reach import TtsReachResponder
+from fleet_stack.constructs.worker_drainer import WorkerDrainer
 from fleet_stack.constructs.zombie_reaper import ZombieReaper
 
 
@@ -61,6 +62,17 @@ class FleetRemediationStack(Stack):
             layers=layers,
             topic=notifications.topic,
             kill_switch=kill_switch,
+            detection=self.detection,
+        )
+        self.worker_drainer = WorkerDrainer(
+            self,
+            "WorkerDrainer",
+            env_name=env_name,
+            config=config,
+            layers=layers,
+            topic=notifications.topic,
+            kill_switch=kill_switch,
+            livekit_secret=livekit_secret,
             detection=self.detection,
         )
         self.notifications = notifications

@@ -16,7 +16,7 @@ from fleet_remediation.config import ReaperSettings, join_url, settings_from_env
 from fleet_remediation.detection import vad_alarm_name
 from fleet_remediation.errors import InvalidEventError, UnknownAlarmError
 from fleet_remediation.invocation import decide_mode
-from fleet_remediation.livekit_rooms import LiveKitRoomService, RoomService, read_credentials
+from fleet_remediation.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.mode import ModeSwitch, SsmModeSwitch
 from fleet_remediation.notifier import Notifier, SnsNotifier
 from fleet_remediation.observability import metrics
@@ -57,17 +57,15 @@ class ReaperDependencies:
     def from_environment(cls) -> ReaperDependencies:
         settings = settings_from_environment(ReaperSettings)
 
-        def room_service() -> RoomService:
-            credentials = read_credentials(settings.livekit_secret_id)
-            return LiveKitRoomService(
-                str(settings.livekit_url), credentials, settings.livekit_request_timeout_seconds
-            )
-
         return cls(
             settings=settings,
             mode_switch=SsmModeSwitch(settings.mode_parameter_name),
             notifier=SnsNotifier(settings.notification_topic_arn),
-            room_service_factory=room_service,
+            room_service_factory=room_service_factory(
+                str(settings.livekit_url),
+                settings.livekit_secret_id,
+                settings.livekit_request_timeout_seconds,
+            ),
         )
 
 

@@ -103,7 +103,7 @@ def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
             "Metrics": Match.array_with(
                 [
                     Match.object_like(
-                        {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2.0, 1, 0)"}
+                        {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2, 1, 0)"}
                     )
                 ]
             ),

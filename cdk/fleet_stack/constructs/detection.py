@@ -73,8 +73,8 @@ class Detection(Construct):
         vad = detection.vad_alarm
         self.vad_breach = cloudwatch.MathExpression(
             expression=(
-                f"IF(FILL(warnings, 0) >= {vad.min_warnings_per_minute} "
-                f"AND FILL(maxdelay, 0) >= {vad.min_max_delay_seconds}, 1, 0)"
+                f"IF(FILL(warnings, 0) >= {vad.min_warnings_per_minute:g} "
+                f"AND FILL(maxdelay, 0) >= {vad.min_max_delay_seconds:g}, 1, 0)"
             ),
             using_metrics={"warnings": self.vad_warnings, "maxdelay": self.vad_max_delay},
             label="VAD breaching minute (1 = slow-inference rate and delay both over)",

@@ -23,6 +23,17 @@ FUNCTIONS_DIR = REPO_ROOT / "functions"
 METRICS_NAMESPACE = "LiveKitFleetRemediation"
 
 
+def livekit_environment(config: EnvironmentConfig, request_timeout_seconds: float) -> dict[str, str]:
+    """What a function that talks to LiveKit reads: the server, the secret, the timeout, the reaper
+    policy (the drainer reaps a task's rooms with the reaper's rules)."""
+    return {
+        "LIVEKIT_URL": str(config.livekit_url),
+        "LIVEKIT_SECRET_ID": config.livekit_secret_name,
+        "LIVEKIT_REQUEST_TIMEOUT_SECONDS": str(request_timeout_seconds),
+        "REAPER_POLICY": config.reaper.policy.model_dump_json(),
+    }
+
+
 def _other_function_dirs(function_dir: str) -> list[str]:
     return sorted(p.name for p in FUNCTIONS_DIR.iterdir() if p.is_dir() and p.name != function_dir)
 

@@ -11,7 +11,7 @@ from constructs import Construct
 
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.remediation_function import RemediationFunction
+from fleet_stack.constructs.remediation_function import RemediationFunction, livekit_environment
 from fleet_stack.constructs.shared_layers import SharedLayers
 
 
@@ -44,12 +44,7 @@ class ZombieReaper(Construct):
             # One reaper at a time: overlapping runs would race for the same rooms and the same cap.
             reserved_concurrency=1,
             expected_invocations_per_hour=60 // reaper.schedule_minutes,
-            environment={
-                "LIVEKIT_URL": str(config.livekit_url),
-                "LIVEKIT_SECRET_ID": config.livekit_secret_name,
-                "LIVEKIT_REQUEST_TIMEOUT_SECONDS": str(reaper.livekit_request_timeout_seconds),
-                "REAPER_POLICY": reaper.policy.model_dump_json(),
-            },
+            environment=livekit_environment(config, reaper.livekit_request_timeout_seconds),
         )
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)

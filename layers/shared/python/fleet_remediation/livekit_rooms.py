@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -122,6 +121,13 @@ class LiveKitRoomService:
             ) from exc
 
 
-def parse_credentials_json(raw: str) -> LiveKitCredentials:
-    """Credentials from a JSON string (local runs read them from a file or the environment)."""
-    return LiveKitCredentials.model_validate(json.loads(raw))
+def room_service_factory(
+    url: str, secret_id: str, request_timeout_seconds: float
+) -> Callable[[], RoomService]:
+    """What the functions inject: reads the credentials, then connects, each time it is called
+    (inside the event loop, which the client's HTTP session binds to)."""
+
+    def create() -> RoomService:
+        return LiveKitRoomService(url, read_credentials(secret_id), request_timeout_seconds)
+
+    return create

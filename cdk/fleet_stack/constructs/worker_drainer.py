@@ -1,0 +1,193 @@
+"""The worker drainer: its function, ledger table, reconcile schedule, the VAD-alarm and
+suspect-worker rules, and IAM scoped to the agents' cluster tasks and service."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sns as sns
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from fleet_remediation.ecs_tasks import ECS_CLUSTER_CONDITION_ACTIONS, ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
+from fleet_remediation.ledger import LEDGER_ACTIONS
+from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
+from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.detection import Detection
+from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.remediation_function import RemediationFunction, livekit_environment
+from fleet_stack.constructs.shared_layers import SharedLayers
+
+# What a Lambda function needs to attach to a VPC; EC2 grants these on "*" only.
+VPC_ACCESS_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
+
+class WorkerDrainer(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env_name: str,
+        config: EnvironmentConfig,
+        layers: SharedLayers,
+        topic: sns.ITopic,
+        kill_switch: KillSwitch,
+        livekit_secret: secretsmanager.ISecret,
+        detection: Detection,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        drainer = config.drainer
+        self.ledger = dynamodb.Table(
+            self,
+            "Ledger",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expires_at",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            # The audit trail outlives a stack update or a mistaken delete.
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.remediation = RemediationFunction(
+            self,
+            "Drainer",
+            env_name=env_name,
+            config=config,
+            function_dir="worker_drainer",
+            description="Attributes slow VAD to one ECS task; reaps, cordons, drains, stops or undoes",
+            layers=layers,
+            topic=topic,
+            kill_switch=kill_switch,
+            timeout=Duration.seconds(drainer.timeout_seconds),
+            # The ledger lease serialises acting invocations; two lets an alarm run beside a tick.
+            reserved_concurrency=2,
+            expected_invocations_per_hour=60 // drainer.schedule_minutes,
+            environment={
+                **livekit_environment(config, drainer.livekit_request_timeout_seconds),
+                "DRAINER_POLICY": drainer.policy.model_dump_json(),
+                "ECS_CLUSTER": config.ecs_cluster,
+                "ECS_SERVICE": config.ecs_service,
+                "ECS_REQUEST_TIMEOUT_SECONDS": str(drainer.ecs_request_timeout_seconds),
+                "LEDGER_TABLE_NAME": self.ledger.table_name,
+                "AGENT_LOG_GROUP": config.agent_log_group,
+                "AGENT_LOG_STREAM_PREFIX": drainer.agent_log_stream_prefix,
+                "AGENT_CONTAINER_NAME": drainer.agent_container_name or config.ecs_service,
+                "INSIGHTS_TIMEOUT_SECONDS": str(drainer.insights_timeout_seconds),
+            },
+        )
+        self.function = self.remediation.function
+        livekit_secret.grant_read(self.function)
+        self._grant(config, detection)
+        if drainer.vpc is not None:
+            self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
+        self.schedule = events.Rule(
+            self,
+            "Reconcile",
+            description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
+            schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
+            targets=[self._target(Duration.minutes(2))],
+        )
+        self.vad_route = detection.route_alarm(
+            "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
+        )
+        self.suspect_worker_rule = events.Rule(
+            self,
+            "SuspectWorker",
+            description=f"Suspect workers from tts_reach_alarm to the worker drainer ({env_name})",
+            event_pattern=events.EventPattern(
+                source=[EVENT_SOURCE],
+                detail_type=[SUSPECT_WORKER_DETAIL_TYPE],
+                detail={"environment": [env_name]},
+            ),
+            targets=[self._target(Duration.hours(1))],
+        )
+
+    def _target(self, max_event_age: Duration) -> targets.LambdaFunction:
+        return targets.LambdaFunction(
+            self.function,
+            dead_letter_queue=self.remediation.dlq,
+            retry_attempts=2,
+            max_event_age=max_event_age,
+        )
+
+    def _grant(self, config: EnvironmentConfig, detection: Detection) -> None:
+        stack = Stack.of(self)
+        cluster_arn = stack.format_arn(service="ecs", resource="cluster", resource_name=config.ecs_cluster)
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(ECS_TASK_ACTIONS),
+                resources=[
+                    stack.format_arn(service="ecs", resource="task", resource_name=f"{config.ecs_cluster}/*")
+                ],
+            )
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(ECS_SERVICE_ACTIONS),
+                resources=[
+                    stack.format_arn(
+                        service="ecs",
+                        resource="service",
+                        resource_name=f"{config.ecs_cluster}/{config.ecs_service}",
+                    )
+                ],
+            )
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(ECS_CLUSTER_CONDITION_ACTIONS),
+                resources=["*"],
+                conditions={"ArnEquals": {"ecs:cluster": cluster_arn}},
+            )
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(LEDGER_ACTIONS), resources=[self.ledger.table_arn])
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn])
+        )
+        # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.remediation.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="ECS task actions are limited to tasks of the agents' cluster (task ARNs carry a "
+                    "random id); ListTasks is authorised on '*' with an ecs:cluster condition naming that "
+                    "cluster; StartQuery is limited to the agents' log group and its streams.",
+                    applies_to=[
+                        {"regex": "/^Resource::arn:<AWS::Partition>:ecs:.*:task/.*/\\*$/g"},
+                        {"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"},
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )
+
+    def _attach_to_vpc(self, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...]) -> None:
+        function = self.function.node.default_child
+        assert isinstance(function, lambda_.CfnFunction)
+        function.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+            subnet_ids=list(subnet_ids), security_group_ids=list(security_group_ids)
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"])
+        )

@@ -1,0 +1,34 @@
+"""Lambda entry point: validate, parse, one call into the service, return the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fleet_remediation.invocation import run_reported
+from fleet_remediation.observability import logger, metrics, tracer
+from fleet_remediation.report import ReportBuilder
+from worker_drainer.service import DrainerDependencies, run_drainer
+
+_cached: DrainerDependencies | None = None
+
+
+def _default_dependencies() -> DrainerDependencies:
+    global _cached
+    if _cached is None:
+        _cached = DrainerDependencies.from_environment()
+    return _cached
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext, dependencies: DrainerDependencies | None = None
+) -> dict[str, Any]:
+    def body(report: ReportBuilder) -> None:
+        deps = dependencies or _default_dependencies()
+        run_drainer(event, report, deps, context.get_remaining_time_in_millis() / 1000)
+
+    return run_reported("worker_drainer", context.aws_request_id, body)

@@ -1,0 +1,160 @@
+"""The worker drainer in the synthesized stack: function, ledger, rules, scoped IAM, VPC option."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+
+from app import cdk_json_context
+from fleet_remediation.config import settings_from_environment
+from fleet_remediation.drainer_policy import DrainerSettings
+from fleet_remediation.ecs_tasks import ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
+from fleet_stack.config import ConfigError
+from tests.infra.conftest import Synthesized
+
+Match = assertions.Match
+FUNCTION_NAME = "lkfr-staging-worker-drainer"
+
+
+def _drainer_function(synthesized: Synthesized) -> dict[str, Any]:
+    found = synthesized.template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"FunctionName": FUNCTION_NAME}}
+    )
+    (function,) = found.values()
+    return dict(function)
+
+
+def _statements(synthesized: Synthesized) -> list[dict[str, Any]]:
+    policies = synthesized.template.find_resources("AWS::IAM::Policy")
+    return [
+        statement
+        for logical_id, policy in policies.items()
+        if logical_id.startswith("WorkerDrainer")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _with_drainer(**drainer: Any) -> dict[str, Any]:
+    context = copy.deepcopy(cdk_json_context())
+    context["environments"]["staging"]["drainer"] = drainer
+    return context
+
+
+def test_the_function_environment_is_what_the_function_validates(staging: Synthesized) -> None:
+    function = _drainer_function(staging)
+    env = {k: v for k, v in function["Properties"]["Environment"]["Variables"].items() if isinstance(v, str)}
+    env |= {
+        "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:ap-northeast-2:111111111111:t",
+        "LEDGER_TABLE_NAME": "ledger",
+    }
+    settings = settings_from_environment(DrainerSettings, env)
+    assert settings.ecs_cluster == "ppi-livekit-staging"
+    assert settings.agent_container_name == "ppi-livekit-agent"
+    assert settings.drainer_policy.max_draining_tasks >= 1
+    assert function["Properties"]["DeadLetterConfig"]["TargetArn"]
+
+
+def test_the_ledger_table_has_ttl_and_point_in_time_recovery(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        },
+    )
+
+
+def _rule_targets_drainer(synthesized: Synthesized, pattern: dict[str, Any]) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            **pattern,
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [Match.string_like_regexp("WorkerDrainer.*Function"), "Arn"]},
+                        "DeadLetterConfig": {"Arn": Match.any_value()},
+                        "RetryPolicy": Match.any_value(),
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_reconcile_schedule_vad_alarm_and_suspect_worker_reach_the_drainer(staging: Synthesized) -> None:
+    _rule_targets_drainer(staging, {"ScheduleExpression": "rate(1 minute)"})
+    _rule_targets_drainer(
+        staging,
+        {
+            "EventPattern": Match.object_like(
+                {"detail-type": ["CloudWatch Alarm State Change"], "detail": {"state": {"value": ["ALARM"]}}}
+            )
+        },
+    )
+    _rule_targets_drainer(
+        staging,
+        {
+            "EventPattern": {
+                "source": ["livekit.fleet-remediation"],
+                "detail-type": ["LiveKit Suspect Worker"],
+                "detail": {"environment": ["staging"]},
+            }
+        },
+    )
+
+
+def test_ecs_permissions_are_scoped_to_the_clusters_tasks_and_the_service(staging: Synthesized) -> None:
+    statements = _statements(staging)
+    task_statement = next(s for s in statements if s["Action"] == list(ECS_TASK_ACTIONS))
+    assert ":task/ppi-livekit-staging/*" in str(task_statement["Resource"])
+    service_statement = next(s for s in statements if s["Action"] == list(ECS_SERVICE_ACTIONS))
+    assert ":service/ppi-livekit-staging/ppi-livekit-agent" in str(service_statement["Resource"])
+    list_tasks = next(s for s in statements if s["Action"] == "ecs:ListTasks")
+    assert "ecs:cluster" in list_tasks["Condition"]["ArnEquals"]
+    assert ":cluster/ppi-livekit-staging" in str(list_tasks["Condition"]["ArnEquals"]["ecs:cluster"])
+    assert not any(s["Action"] == "*" or s["Action"] == "ecs:*" for s in statements)
+    assert not any("ec2:CreateNetworkInterface" in str(s["Action"]) for s in statements)
+
+
+def test_vpc_configuration_attaches_the_function_and_its_eni_permissions(
+    synth: Callable[..., Synthesized],
+) -> None:
+    vpc = {"vpc_id": "vpc-0abc", "subnet_ids": ["subnet-01", "subnet-02"], "security_group_ids": ["sg-0123"]}
+    synthesized = synth("staging", _with_drainer(vpc=vpc))
+    function = _drainer_function(synthesized)
+    assert function["Properties"]["VpcConfig"] == {
+        "SubnetIds": ["subnet-01", "subnet-02"],
+        "SecurityGroupIds": ["sg-0123"],
+    }
+    assert any("ec2:CreateNetworkInterface" in s["Action"] for s in _statements(synthesized))
+    errors = synthesized.annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [e.entry.data for e in errors] == []
+
+
+@pytest.mark.parametrize(
+    ("drainer", "named"),
+    [
+        (
+            {"policy": {"max_draining_fraction": 2}},
+            "environments.staging.drainer.policy.max_draining_fraction",
+        ),
+        ({"policy": {"recovery_minutes": 40, "window_minutes": 30}}, "environments.staging.drainer.policy"),
+        ({"insights_timeout_seconds": 40, "timeout_seconds": 60}, "environments.staging.drainer"),
+        ({"vpc": {"vpc_id": "vpc-1", "subnet_ids": ["nope"], "security_group_ids": ["sg-1"]}}, "drainer.vpc"),
+        ({"capacity": "more"}, "environments.staging.drainer.capacity"),
+    ],
+)
+def test_invalid_drainer_configuration_fails_synth_naming_the_field(
+    synth: Callable[..., Synthesized], drainer: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
+        synth("staging", _with_drainer(**drainer))
