@@ -31,9 +31,6 @@ def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLi
     server.stop()
 
 
-FakeLambdaContext = LocalLambdaContext
-
-
 @pytest.fixture
 def lambda_context() -> LocalLambdaContext:
     return LocalLambdaContext()

@@ -141,7 +141,7 @@ def test_reaper_role_reads_only_its_secret_and_switch(staging: Synthesized) -> N
 
 
 def test_self_monitoring_alarms_notify_the_topic(staging: Synthesized) -> None:
-    for suffix in ("errors", "throttles", "dlq", "schedule-stopped"):
+    for suffix in ("errors", "throttles", "dlq", "schedule-stopped", "failed-reports"):
         staging.template.has_resource_properties(
             "AWS::CloudWatch::Alarm",
             {"AlarmName": f"lkfr-staging-zombie-reaper-{suffix}", "AlarmActions": [Match.any_value()]},
@@ -199,5 +199,20 @@ def test_the_vad_alarm_also_reaches_the_reaper(staging: Synthesized) -> None:
                     }
                 )
             ],
+        },
+    )
+
+
+def test_failed_reports_alarm_watches_the_functions_own_emf_metric(staging: Synthesized) -> None:
+    staging.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "AlarmName": "lkfr-staging-zombie-reaper-failed-reports",
+            "Namespace": "LiveKitFleetRemediation",
+            "MetricName": "InvocationFailed",
+            "Dimensions": Match.array_with(
+                [{"Name": "environment", "Value": "staging"}, {"Name": "service", "Value": "zombie_reaper"}]
+            ),
+            "EvaluationPeriods": 3,
         },
     )

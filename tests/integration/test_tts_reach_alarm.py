@@ -5,6 +5,7 @@ moto has no Logs Insights query engine."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -251,3 +252,41 @@ def test_query_deadline_is_a_typed_error(aws: Aws, lambda_context) -> None:  # t
     report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
     assert [e["code"] for e in report["errors"]] == ["DeadlineExceeded"]
     assert aws.drain(aws.sns_queue) == []
+
+
+class BlockingNotifier:
+    """Holds the first publish until released, so a second delivery overlaps the first."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
+        self.entered.set()
+        assert self.release.wait(20), "the overlapping delivery never finished"
+        return str(self.inner.publish(subject, message, attributes))
+
+
+def test_concurrent_deliveries_of_one_transition_give_one_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    blocking = BlockingNotifier(aws.deps.notifier)
+    aws.deps.notifier = blocking
+    reports: dict[str, dict[str, Any]] = {}
+
+    def deliver(name: str) -> None:
+        reports[name] = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+
+    first = threading.Thread(target=deliver, args=("first",))
+    first.start()
+    assert blocking.entered.wait(20), "the first delivery never reached its notification"
+    deliver("second")  # runs while the first holds the notification in progress
+    blocking.release.set()
+    first.join(20)
+
+    assert len(aws.drain(aws.sns_queue)) == 1
+    assert len(aws.drain(aws.events_queue)) == 1
+    assert reports["first"]["status"] == "ok"
+    second = reports["second"]
+    assert "ConcurrentAction" in [e["code"] for e in second["errors"]]
+    assert second["notifications"] == []

@@ -140,13 +140,39 @@ class RemediationFunction(Construct):
             ],
             apply_to_children=True,
         )
-        self.alarms = self._self_monitoring(function_name, topic, expected_invocations_per_hour)
+        self.alarms = self._self_monitoring(
+            env_name, function_dir, function_name, topic, expected_invocations_per_hour
+        )
 
     def _self_monitoring(
-        self, function_name: str, topic: sns.ITopic, expected_invocations_per_hour: int | None
+        self,
+        env_name: str,
+        function_dir: str,
+        function_name: str,
+        topic: sns.ITopic,
+        expected_invocations_per_hour: int | None,
     ) -> list[cloudwatch.Alarm]:
         five_minutes = Duration.minutes(5)
+        # Typed failures (LiveKit unreachable, a bad secret) return a report instead of raising, so
+        # Lambda's Errors metric misses them; the report's own EMF metric does not.
+        failed_reports = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name="InvocationFailed",
+            dimensions_map={"service": function_dir, "environment": env_name},
+            statistic="Sum",
+            period=five_minutes,
+        )
         alarms = [
+            failed_reports.create_alarm(
+                self,
+                "FailedReportsAlarm",
+                alarm_name=f"{function_name}-failed-reports",
+                alarm_description="Invocations keep ending with status 'failed' (see report.errors).",
+                threshold=1,
+                evaluation_periods=3,
+                datapoints_to_alarm=3,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
             self.function.metric_errors(period=five_minutes).create_alarm(
                 self,
                 "ErrorsAlarm",
