@@ -156,6 +156,7 @@ def run_drainer(
     snapshot, snapshot_livekit_calls = _snapshot(parsed, deps, report, deadline)
     plan = decide(snapshot, settings.drainer_policy)
     _record(snapshot, plan, report)
+    _record_unknown_suspect(parsed, snapshot, settings.ecs_service, report)
     if snapshot.fleet is not None and snapshot.fleet.fleet_wide and parsed.start_new:
         _notify_fleet_wide(snapshot.fleet, report, deps)
     executor = DrainerExecutor(
@@ -180,6 +181,21 @@ def run_drainer(
         _record_metrics(plan, report)
     if any(a.outcome in (Outcome.DONE, Outcome.FAILED) for a in report.actions):
         _notify_actions(report, deps)
+
+
+def _record_unknown_suspect(
+    parsed: ParsedTrigger, snapshot: Snapshot, service: str, report: ReportBuilder
+) -> None:
+    """A suspect worker that is not a running task of the service is reported, not silently dropped."""
+    suspect = parsed.suspect
+    if suspect is not None and suspect.task_id not in {t.task_id for t in snapshot.tasks}:
+        report.candidate(
+            suspect.task_id,
+            Decision.SKIP,
+            f"suspect worker is not a RUNNING task of service {service} (already stopped, or elsewhere)",
+            log_stream=suspect.log_stream,
+            p_value=suspect.p_value,
+        )
 
 
 def _needs_logs(parsed: ParsedTrigger, tasks: Sequence[EcsTask]) -> bool:

@@ -24,8 +24,9 @@ from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReade
 from fleet_remediation.ecs_tasks import ecs_client_config
 from fleet_remediation.errors import ConcurrentActionError
 from fleet_remediation.report import Mode
+from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from tests.fakes.agent_worker import RunningAgentWorker
-from tests.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from tests.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event, stream_of
 from tests.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
 from tools.livekit_local import LocalLiveKit, free_port
 from worker_drainer.ladder import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
@@ -291,3 +292,58 @@ def test_an_expired_lease_is_taken_over_and_a_live_one_is_not(world: DrainerWorl
         ledger.acquire("service#svc", "second", world.now + timedelta(seconds=59), ttl_seconds=60)
     taken = ledger.acquire("service#svc", "second", world.now + timedelta(seconds=61), ttl_seconds=60)
     assert taken.holder == "second"
+
+
+def suspect_event(task_id: str) -> dict[str, Any]:
+    """The event tts_reach_alarm puts on EventBridge when failing lessons concentrate on one worker."""
+    return {
+        "version": "0",
+        "id": "0e2ab2a4-0d3c-4d8a-9a43-0d1c1e4b5f77",
+        "detail-type": SUSPECT_WORKER_DETAIL_TYPE,
+        "source": EVENT_SOURCE,
+        "account": "123456789012",
+        "time": "2026-09-15T17:41:05Z",
+        "region": "eu-west-1",
+        "resources": [],
+        "detail": {
+            "environment": "it",
+            "log_stream": stream_of(task_id),
+            "task_id": task_id,
+            "alarm_name": "livekit-it-tts-reach",
+            "p_value": 0.000258,
+            "window": {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"},
+            "evidence": {"failed_jobs_on_worker": 4, "jobs_on_worker": 4},
+        },
+    }
+
+
+def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world: DrainerWorld) -> None:
+    # TTS never reaches the children on this worker, but its VAD warnings alone would not single it out.
+    suspect = world.task_ids[1]
+    world.slow(suspect, count=3, minutes=25, delay=0.5)
+    report = world.invoke(suspect_event(suspect))
+    assert report["trigger"]["kind"] == "suspect-worker"
+    candidate = next(c for c in report["candidates"] if c["resource"] == suspect)
+    assert "suspect worker (livekit-it-tts-reach" in candidate["reason"]
+    assert _actions(report) == [(suspect, "cordon", "done")]
+    assert world.tags(suspect)[STATE_TAG] == "draining"
+
+
+def test_a_suspect_worker_that_is_not_running_is_reported_and_nothing_changes(world: DrainerWorld) -> None:
+    desired = world.desired_count()
+    report = world.invoke(suspect_event("0123456789abcdef0123456789abcdef"))
+    skipped = next(c for c in report["candidates"] if c["resource"] == "0123456789abcdef0123456789abcdef")
+    assert skipped["decision"] == "skip"
+    assert "not a RUNNING task" in skipped["reason"]
+    assert report["actions"] == []
+    assert world.desired_count() == desired
+    assert all(STATE_TAG not in world.tags(task_id) for task_id in world.task_ids)
+
+
+def test_a_suspect_worker_event_with_missing_fields_is_a_typed_error(world: DrainerWorld) -> None:
+    event = suspect_event(world.task_ids[1])
+    del event["detail"]["task_id"]
+    report = world.invoke(event)
+    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert "task_id" in report["errors"][0]["message"]
+    assert report["actions"] == []
