@@ -14,9 +14,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import model_validator
 
 from fleet_remediation.config import join_url, settings_from_environment
+from fleet_remediation.detection import vad_alarm_name
 from fleet_remediation.drainer_policy import DrainerSettings
 from fleet_remediation.ecs_tasks import BotoEcsTasks, EcsTask, EcsTaskService, task_id_of
-from fleet_remediation.errors import InvalidEventError, RemediationError
+from fleet_remediation.errors import InvalidEventError, RemediationError, UnknownAlarmError
 from fleet_remediation.invocation import decide_mode
 from fleet_remediation.ledger import DynamoLedger, Ledger
 from fleet_remediation.livekit_rooms import LiveRoom, RoomService, room_service_factory
@@ -115,7 +116,7 @@ class DrainerDependencies:
         )
 
 
-def parse_drainer_event(event: Any) -> ParsedTrigger:
+def parse_drainer_event(event: Any, environment_name: str) -> ParsedTrigger:
     if not is_eventbridge(event):
         manual = parse_manual(event, DrainerManualEvent)
         return ParsedTrigger(manual_trigger(manual), start_new=manual.action == "plan", manual=manual)
@@ -124,6 +125,12 @@ def parse_drainer_event(event: Any) -> ParsedTrigger:
         return ParsedTrigger(schedule_trigger(envelope), start_new=False)
     if envelope.detail_type == ALARM_DETAIL_TYPE:
         change = parse_detail(envelope, AlarmStateChange)
+        expected = vad_alarm_name(environment_name)
+        if change.alarm_name != expected:
+            raise UnknownAlarmError(
+                f"the worker drainer handles only {expected}, not {change.alarm_name}",
+                resource=change.alarm_name,
+            )
         # OK and INSUFFICIENT_DATA still advance existing ladders; only ALARM starts new ones.
         return ParsedTrigger(alarm_trigger(change), start_new=change.state.value == "ALARM")
     if envelope.detail_type == SUSPECT_WORKER_DETAIL_TYPE:
@@ -143,7 +150,7 @@ def run_drainer(
     started = time.monotonic()
     settings = deps.settings
     report.environment = settings.environment_name
-    parsed = parse_drainer_event(event)
+    parsed = parse_drainer_event(event, settings.environment_name)
     report.trigger = parsed.trigger
     manual = parsed.manual
     # "plan" says what would happen now: it never acts, whatever dry_run says.

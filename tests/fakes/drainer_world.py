@@ -180,7 +180,7 @@ class DrainerWorld:
         return [{k: v["S"] for k, v in item.items() if "S" in v} for item in items]
 
 
-def alarm_event(state: str = "ALARM") -> dict[str, Any]:
+def alarm_event(state: str = "ALARM", name: str = "livekit-it-vad-slow-inference") -> dict[str, Any]:
     return {
         "version": "0",
         "id": "7bf73129-1428-4cd3-a780-95db273d1602",
@@ -189,9 +189,9 @@ def alarm_event(state: str = "ALARM") -> dict[str, Any]:
         "account": "123456789012",
         "time": "2026-09-15T17:40:00Z",
         "region": "eu-west-1",
-        "resources": ["arn:aws:cloudwatch:eu-west-1:123456789012:alarm:it-vad-delay"],
+        "resources": [f"arn:aws:cloudwatch:eu-west-1:123456789012:alarm:{name}"],
         "detail": {
-            "alarmName": "it-vad-delay",
+            "alarmName": name,
             "state": {
                 "value": state,
                 "reason": "threshold crossed",

@@ -347,3 +347,12 @@ def test_a_suspect_worker_event_with_missing_fields_is_a_typed_error(world: Drai
     assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
     assert "task_id" in report["errors"][0]["message"]
     assert report["actions"] == []
+
+
+def test_an_unknown_alarm_is_a_typed_error_and_drains_nothing(world: DrainerWorld) -> None:
+    bad = world.task_ids[0]
+    world.slow(bad, count=240, minutes=25)
+    report = world.invoke(alarm_event(name="someone-elses-alarm"))
+    assert [e["code"] for e in report["errors"]] == ["UnknownAlarm"]
+    assert report["actions"] == []
+    assert STATE_TAG not in world.tags(bad)
