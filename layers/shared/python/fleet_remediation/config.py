@@ -69,12 +69,6 @@ class ReaperPolicy(StrictModel):
     _check_pattern = field_validator("managed_room_pattern")(_check_regex)
 
 
-class LiveKitTimeouts(StrictModel):
-    """Per-call deadline for LiveKit API requests; always shorter than the function timeout."""
-
-    request_seconds: float = Field(default=5.0, gt=0, le=30)
-
-
 class FunctionSettings(StrictModel):
     """Environment variables every function reads (names upper-cased in the Lambda environment)."""
 
