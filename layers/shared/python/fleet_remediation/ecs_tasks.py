@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
-from fleet_remediation.errors import AwsApiError
+from fleet_remediation.errors import AwsApiError, aws_api_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -274,15 +273,5 @@ class BotoEcsTasks:
 
     def _call(self, operation: str, resource: str, request: Any) -> Any:
         self.calls += 1
-        try:
+        with aws_api_errors(f"ECS {operation}", resource):
             return request()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "Unknown")
-            message = exc.response.get("Error", {}).get("Message", "")
-            raise AwsApiError(
-                f"ECS {operation} failed: {code}: {message}", aws_code=code, resource=resource
-            ) from exc
-        except BotoCoreError as exc:
-            raise AwsApiError(
-                f"ECS {operation} failed: {exc}", aws_code="Transport", resource=resource
-            ) from exc

@@ -6,6 +6,11 @@ these is reported as ``InternalError`` and re-raised so the asynchronous deliver
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from botocore.exceptions import BotoCoreError, ClientError
+
 
 class RemediationError(Exception):
     """Base class. ``code`` is what the report and the metrics show."""
@@ -66,6 +71,25 @@ class AwsApiError(RemediationError):
     def __init__(self, message: str, *, aws_code: str, resource: str | None = None) -> None:
         super().__init__(message, resource=resource)
         self.aws_code = aws_code
+
+
+@contextmanager
+def aws_api_errors(operation: str, resource: str | None) -> Iterator[None]:
+    """Turns a botocore failure of ``operation`` (e.g. "ECS StopTask") into ``AwsApiError``: the
+    service's error code when it answered, ``Transport`` when it could not be reached."""
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        detail = error.get("Message", "")
+        raise AwsApiError(
+            f"{operation} failed: {code}" + (f": {detail}" if detail else ""),
+            aws_code=code,
+            resource=resource,
+        ) from exc
+    except BotoCoreError as exc:
+        raise AwsApiError(f"{operation} failed: {exc}", aws_code="Transport", resource=resource) from exc
 
 
 class KillSwitchError(RemediationError):

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from fleet_remediation.errors import AwsApiError, ConcurrentActionError
+from fleet_remediation.errors import ConcurrentActionError, aws_api_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -175,19 +175,13 @@ class DynamoLedger:
 
     def _call(self, request: Any, resource: str, conditional: bool = False) -> Any:
         self.calls += 1
-        try:
-            return request()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "Unknown")
-            if conditional and code == CONDITION_FAILED:
-                raise _ConditionFailed from exc
-            raise AwsApiError(
-                f"DynamoDB ledger call failed: {code}", aws_code=code, resource=resource
-            ) from exc
-        except BotoCoreError as exc:
-            raise AwsApiError(
-                f"DynamoDB ledger call failed: {exc}", aws_code="Transport", resource=resource
-            ) from exc
+        with aws_api_errors("DynamoDB ledger call", resource):
+            try:
+                return request()
+            except ClientError as exc:
+                if conditional and exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+                    raise _ConditionFailed from exc
+                raise
 
 
 class _ConditionFailed(Exception):

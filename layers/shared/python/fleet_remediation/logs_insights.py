@@ -18,7 +18,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from fleet_remediation.errors import AwsApiError, DeadlineExceededError
+from fleet_remediation.errors import AwsApiError, DeadlineExceededError, aws_api_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_logs import CloudWatchLogsClient
@@ -121,12 +121,5 @@ class CloudWatchLogsInsights:
 
     @staticmethod
     def _call(operation: str, log_group: str, call: Callable[[], object]) -> object:
-        try:
+        with aws_api_errors(f"Logs {operation}", log_group):
             return call()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "Unknown")
-            raise AwsApiError(f"Logs {operation} failed: {code}", aws_code=code, resource=log_group) from exc
-        except BotoCoreError as exc:
-            raise AwsApiError(
-                f"Logs {operation} failed: {exc}", aws_code="Transport", resource=log_group
-            ) from exc

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError
 
-from fleet_remediation.errors import AwsApiError
+from fleet_remediation.errors import aws_api_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -29,18 +28,11 @@ class SnsNotifier:
         message_attributes: dict[str, Any] = {
             key: {"DataType": "String", "StringValue": value} for key, value in (attributes or {}).items()
         }
-        try:
+        with aws_api_errors("SNS Publish", self.topic_arn):
             response = self._client.publish(
                 TopicArn=self.topic_arn,
                 Subject=subject[:SUBJECT_LIMIT],
                 Message=message,
                 MessageAttributes=message_attributes,
             )
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "Unknown")
-            raise AwsApiError(f"SNS Publish failed: {code}", aws_code=code, resource=self.topic_arn) from exc
-        except BotoCoreError as exc:
-            raise AwsApiError(
-                f"SNS Publish failed: {exc}", aws_code="Transport", resource=self.topic_arn
-            ) from exc
         return response["MessageId"]

@@ -11,10 +11,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from fleet_remediation.errors import AwsApiError
+from fleet_remediation.errors import AwsApiError, aws_api_errors
 from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 
 if TYPE_CHECKING:
@@ -61,17 +60,8 @@ class EventBridgePublisher:
             "Detail": json.dumps(detail.model_dump(mode="json")),
             "EventBusName": self.event_bus_name,
         }
-        try:
+        with aws_api_errors("EventBridge PutEvents", self.event_bus_name):
             response = self._client.put_events(Entries=[entry])
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "Unknown")
-            raise AwsApiError(
-                f"EventBridge PutEvents failed: {code}", aws_code=code, resource=self.event_bus_name
-            ) from exc
-        except BotoCoreError as exc:
-            raise AwsApiError(
-                f"EventBridge PutEvents failed: {exc}", aws_code="Transport", resource=self.event_bus_name
-            ) from exc
         result = response["Entries"][0]
         if response.get("FailedEntryCount", 0) or "EventId" not in result:
             code = result.get("ErrorCode", "Unknown")
