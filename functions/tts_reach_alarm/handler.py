@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -11,14 +12,10 @@ from fleet_remediation.observability import logger, metrics, tracer
 from fleet_remediation.report import ReportBuilder
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach
 
-_cached: TtsReachDependencies | None = None
 
-
+@cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached
 def _default_dependencies() -> TtsReachDependencies:
-    global _cached
-    if _cached is None:
-        _cached = TtsReachDependencies.from_environment()
-    return _cached
+    return TtsReachDependencies.from_environment()
 
 
 @metrics.log_metrics

@@ -78,14 +78,14 @@ def clients() -> Iterator[BackgroundLoop]:
     loop.close()
 
 
-def invoke(event: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def invoke(event: dict[str, Any]) -> dict[str, Any]:
     # A fresh cold start each time, so a kill-switch change is read at once rather than after its cache.
-    monkeypatch.setattr(handler, "_cached", None)
+    handler._default_dependencies.cache_clear()
     return handler.lambda_handler(event, LocalLambdaContext())
 
 
 def test_reaper_against_a_real_livekit_server(
-    livekit_server: LocalLiveKit, aws: AwsWorld, clients: BackgroundLoop, monkeypatch: pytest.MonkeyPatch
+    livekit_server: LocalLiveKit, aws: AwsWorld, clients: BackgroundLoop
 ) -> None:
     names = ["lesson-zombie-1", "lesson-zombie-2", "ops-console"]
     asyncio.run(create_rooms(livekit_server, names))
@@ -97,7 +97,7 @@ def test_reaper_against_a_real_livekit_server(
         asyncio.run(asyncio.wait_for(wait_for_participants(livekit_server, child.room_name, 1), 10))
 
     # A dry run (the default of a manual invoke) reads and decides everything and deletes nothing.
-    dry = invoke({"max_age_seconds": 1}, monkeypatch)
+    dry = invoke({"max_age_seconds": 1})
     assert dry["mode"] == "dry-run"
     decisions = {c["resource"]: (c["decision"], c["facts"]["participants"]) for c in dry["candidates"]}
     assert decisions["lesson-zombie-1"] == ("would-act", 1)
@@ -108,13 +108,13 @@ def test_reaper_against_a_real_livekit_server(
     assert not any(child.disconnected.is_set() for child in children)
 
     # The switch still says dry-run: asking for enforcement changes nothing either.
-    capped = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    capped = invoke({"dry_run": False, "max_age_seconds": 1})
     assert capped["mode"] == "dry-run"
     assert capped["actions"] == []
 
     # Enforcing with a short max age deletes both lesson rooms and LiveKit disconnects the children.
     aws.set_mode("enforce")
-    real = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    real = invoke({"dry_run": False, "max_age_seconds": 1})
     assert real["mode"] == "enforce"
     assert sorted((a["resource"], a["outcome"]) for a in real["actions"]) == [
         ("lesson-zombie-1", "done"),
@@ -130,7 +130,7 @@ def test_reaper_against_a_real_livekit_server(
     assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
 
     # A second run finds nothing left to do.
-    again = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    again = invoke({"dry_run": False, "max_age_seconds": 1})
     assert again["actions"] == []
     assert again["errors"] == []
     assert all(c["decision"] == "skip" for c in again["candidates"])
@@ -144,7 +144,7 @@ def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
     stopped.stop()
     monkeypatch.setenv("LIVEKIT_URL", stopped.http_url)
     aws.set_mode("enforce")
-    report = invoke({"dry_run": False}, monkeypatch)
+    report = invoke({"dry_run": False})
     assert report["status"] == "failed"
     assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
     assert stopped.http_url in report["errors"][0]["message"]
@@ -155,17 +155,17 @@ def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
 
 def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIVEKIT_SECRET_ID", "it/does-not-exist")
-    report = invoke({}, monkeypatch)
+    report = invoke({})
     assert [e["code"] for e in report["errors"]] == ["SecretError"]
     assert "it/does-not-exist" in report["errors"][0]["message"]
 
 
 def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
-    livekit_server: LocalLiveKit, aws: AwsWorld, monkeypatch: pytest.MonkeyPatch
+    livekit_server: LocalLiveKit, aws: AwsWorld
 ) -> None:
     asyncio.run(create_rooms(livekit_server, ["lesson-switch"]))
     aws.set_mode("enabled")
-    report = invoke({"dry_run": False, "max_age_seconds": 1}, monkeypatch)
+    report = invoke({"dry_run": False, "max_age_seconds": 1})
     assert report["mode"] == "dry-run"
     assert [e["code"] for e in report["errors"]] == ["KillSwitchError"]
     assert "lesson-switch" in asyncio.run(room_names(livekit_server))
