@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions"):
@@ -32,37 +32,11 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
         sys.path.insert(0, str(_path))
 
 from fleet_remediation.detection import DetectionConfig, NOfM  # noqa: E402
-from fleet_remediation.signals import SignalCatalog, parse_log_line  # noqa: E402
+from fleet_remediation.log_export import LogEvent, read_events  # noqa: E402
+from fleet_remediation.signals import SignalCatalog  # noqa: E402
 from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration  # noqa: E402
 
 MINUTE = timedelta(minutes=1)
-
-
-@dataclass(frozen=True)
-class LogEvent:
-    stream: str
-    at: datetime
-    record: dict[str, Any]
-
-
-def read_events(handle: TextIO) -> list[LogEvent]:
-    """Both export shapes; lines whose message is not a JSON object are kept out (as metric filters
-    with JSON patterns ignore them)."""
-    text = handle.read()
-    raw: list[dict[str, Any]]
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError:  # several lines: one event per line
-        raw = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        raw = document["events"] if isinstance(document, dict) and "events" in document else [document]
-    events = []
-    for item in raw:
-        record = parse_log_line(item["message"])
-        if record is not None:
-            moment = datetime.fromtimestamp(item["timestamp"] / 1000, tz=UTC)
-            events.append(LogEvent(item.get("logStreamName", ""), moment, record))
-    return sorted(events, key=lambda e: e.at)
 
 
 @dataclass

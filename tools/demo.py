@@ -26,9 +26,10 @@ from typing import Any
 
 from fleet_remediation.config import ReaperPolicy, ReaperSettings, RoomRule
 from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.log_export import read_events
 from fleet_remediation.mode import FixedModeSwitch
 from fleet_remediation.report import Mode
-from tools.backtest import load_detection, read_events, render, run_backtest
+from tools.backtest import load_detection, render, run_backtest
 from tools.lambda_context import LocalLambdaContext
 from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from tools.livekit_local import LocalLiveKit

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from fleet_remediation.errors import InvalidEventError
+from fleet_remediation.log_export import LogEvent
 from fleet_remediation.logs_insights import LogsInsights, Row
-from fleet_remediation.signals import Signal, parse_log_line
+from fleet_remediation.signals import Signal
 
 # The agents log this when a job is offered to the worker (livekit-agents worker.py).
 JOB_REQUEST_MESSAGE = "received job request"
@@ -133,23 +134,6 @@ class InsightsWorkerLogs:
         ]
 
 
-@dataclass(frozen=True)
-class LogEvent:
-    """One exported log event (``aws logs filter-log-events``: logStreamName, timestamp ms, message)."""
-
-    log_stream: str
-    timestamp: datetime
-    message: str
-
-    @classmethod
-    def from_export(cls, raw: dict[str, object]) -> LogEvent:
-        return cls(
-            log_stream=str(raw["logStreamName"]),
-            timestamp=datetime.fromtimestamp(int(str(raw["timestamp"])) / 1000, tz=UTC),
-            message=str(raw["message"]),
-        )
-
-
 class OfflineWorkerLogs:
     """``WorkerLogs`` evaluated over exported log events: the same statistics the Insights queries
     compute, for backtests, local runs and tests without AWS."""
@@ -159,29 +143,23 @@ class OfflineWorkerLogs:
         self.slow_vad = slow_vad
         self.calls = 0
 
-    def _records(self, start: datetime, end: datetime) -> list[tuple[LogEvent, dict[str, object]]]:
-        found = []
-        for event in self.events:
-            if start <= event.timestamp < end:
-                record = parse_log_line(event.message)
-                if record is not None:
-                    found.append((event, record))
-        return found
+    def _in_window(self, start: datetime, end: datetime) -> list[LogEvent]:
+        return [event for event in self.events if start <= event.at < end]
 
     def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[WorkerStats]:
         self.calls += 1
-        by_stream: dict[str, list[tuple[LogEvent, dict[str, object]]]] = {}
-        for event, record in self._records(start, end):
-            if self.slow_vad.matches(record):
-                by_stream.setdefault(event.log_stream, []).append((event, record))
+        by_stream: dict[str, list[LogEvent]] = {}
+        for event in self._in_window(start, end):
+            if self.slow_vad.matches(event.record):
+                by_stream.setdefault(event.stream, []).append(event)
         return [
             WorkerStats(
                 log_stream=stream,
                 warnings=len(rows),
-                max_delay=max((self.slow_vad.value(record) or 0.0) for _, record in rows),
-                first_seen=min(event.timestamp for event, _ in rows),
-                last_seen=max(event.timestamp for event, _ in rows),
-                jobs=len({str(record.get("job_id")) for _, record in rows if record.get("job_id")}),
+                max_delay=max((self.slow_vad.value(event.record) or 0.0) for event in rows),
+                first_seen=min(event.at for event in rows),
+                last_seen=max(event.at for event in rows),
+                jobs=len({str(event.record.get("job_id")) for event in rows if event.record.get("job_id")}),
             )
             for stream, rows in sorted(by_stream.items())
         ]
@@ -195,14 +173,14 @@ class OfflineWorkerLogs:
         wanted = set(log_streams)
         return [
             JobSighting(
-                log_stream=event.log_stream,
-                job_id=str(record.get("job_id", "")),
-                room=str(record.get("room", "")),
-                room_id=str(record.get("room_id", "")),
-                seen_at=event.timestamp,
+                log_stream=event.stream,
+                job_id=str(event.record.get("job_id", "")),
+                room=str(event.record.get("room", "")),
+                room_id=str(event.record.get("room_id", "")),
+                seen_at=event.at,
             )
-            for event, record in self._records(start, end)
-            if event.log_stream in wanted
-            and record.get("message") == JOB_REQUEST_MESSAGE
-            and record.get("room")
+            for event in self._in_window(start, end)
+            if event.stream in wanted
+            and event.record.get("message") == JOB_REQUEST_MESSAGE
+            and event.record.get("room")
         ]

@@ -5,7 +5,6 @@ Insights statistics) and the real LiveKit server."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,6 +16,7 @@ from fleet_remediation.drainer_policy import DrainerSettings
 from fleet_remediation.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from fleet_remediation.ledger import DynamoLedger
 from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.log_export import LogEvent
 from fleet_remediation.mode import SsmModeSwitch
 from fleet_remediation.notifier import SnsNotifier
 from fleet_remediation.signals import SignalCatalog
@@ -25,7 +25,7 @@ from tools.lambda_context import LocalLambdaContext
 from tools.livekit_local import LocalLiveKit
 from worker_drainer import handler
 from worker_drainer.service import DrainerDependencies
-from worker_drainer.stats import LogEvent, OfflineWorkerLogs
+from worker_drainer.stats import OfflineWorkerLogs
 from worker_drainer.worker_probe import HttpWorkerProbe
 
 CLUSTER = "agents"
@@ -40,32 +40,28 @@ def stream_of(task_id: str) -> str:
     return f"{STREAM_PREFIX}/{CONTAINER}/{task_id}"
 
 
-def slow_vad_line(delay: float, job_id: str) -> str:
-    return json.dumps(
-        {
-            "message": "inference is slower than realtime",
-            "level": "WARNING",
-            "name": "livekit.plugins.silero",
-            "delay": delay,
-            "job_id": job_id,
-            "pid": 720,
-        }
-    )
+def slow_vad_record(delay: float, job_id: str) -> dict[str, Any]:
+    return {
+        "message": "inference is slower than realtime",
+        "level": "WARNING",
+        "name": "livekit.plugins.silero",
+        "delay": delay,
+        "job_id": job_id,
+        "pid": 720,
+    }
 
 
-def job_request_line(job_id: str, room: str, room_id: str) -> str:
-    return json.dumps(
-        {
-            "message": "received job request",
-            "level": "INFO",
-            "name": "livekit.agents",
-            "job_id": job_id,
-            "room": room,
-            "room_id": room_id,
-            "agent_name": "ppi-agent",
-            "pid": 7,
-        }
-    )
+def job_request_record(job_id: str, room: str, room_id: str) -> dict[str, Any]:
+    return {
+        "message": "received job request",
+        "level": "INFO",
+        "name": "livekit.agents",
+        "job_id": job_id,
+        "room": room,
+        "room_id": room_id,
+        "agent_name": "ppi-agent",
+        "pid": 7,
+    }
 
 
 @dataclass
@@ -95,12 +91,12 @@ class DrainerWorld:
         for index in range(count):
             at = self.now - timedelta(minutes=minutes) + timedelta(minutes=minutes) * (index + 1) / count
             self.events.append(
-                LogEvent(stream_of(task_id), at, slow_vad_line(delay * (index + 1) / count, job_id))
+                LogEvent(stream_of(task_id), at, slow_vad_record(delay * (index + 1) / count, job_id))
             )
 
     def job_request(self, task_id: str, job_id: str, room: str, room_id: str, minutes_ago: float) -> None:
         at = self.now - timedelta(minutes=minutes_ago)
-        self.events.append(LogEvent(stream_of(task_id), at, job_request_line(job_id, room, room_id)))
+        self.events.append(LogEvent(stream_of(task_id), at, job_request_record(job_id, room, room_id)))
 
     def settings(self) -> DrainerSettings:
         return DrainerSettings.model_validate(

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from fleet_remediation.detection import DetectionConfig
+from fleet_remediation.log_export import read_events
 from tools import make_incident_fixture
-from tools.backtest import alarm_states, load_detection, read_events, render, run_backtest
+from tools.backtest import alarm_states, load_detection, render, run_backtest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from fleet_remediation.drainer_policy import DrainerPolicy
+from fleet_remediation.log_export import read_events
 from fleet_remediation.signals import SignalCatalog
 from worker_drainer.attribution import Pattern, assess_fleet, classify
-from worker_drainer.stats import LogEvent, OfflineWorkerLogs, WorkerStats
+from worker_drainer.stats import OfflineWorkerLogs, WorkerStats
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "incident-2026-09-15.jsonl"
 BAD_TASK = "b9238a5f30f04c3a9207df1601ba88bf"
@@ -30,12 +30,13 @@ def fleet(*rows: WorkerStats, size: int = 10) -> tuple[dict[str, str], list[str]
 
 @pytest.fixture(scope="module")
 def incident_logs() -> OfflineWorkerLogs:
-    events = [LogEvent.from_export(json.loads(line)) for line in FIXTURE.read_text().splitlines()]
+    with FIXTURE.open(encoding="utf-8") as handle:
+        events = read_events(handle)
     return OfflineWorkerLogs(events, SignalCatalog.default().slow_vad)
 
 
 def incident_fleet(logs: OfflineWorkerLogs, now: datetime) -> tuple[dict[str, str], list[str]]:
-    streams = sorted({e.log_stream for e in logs.events})
+    streams = sorted({e.stream for e in logs.events})
     return {s: s.rsplit("/", 1)[1] for s in streams}, [s.rsplit("/", 1)[1] for s in streams]
 
 
