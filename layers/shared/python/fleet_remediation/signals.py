@@ -59,7 +59,7 @@ class SignalDefinition(StrictModel):
 
 
 class SignalSettings(StrictModel):
-    """The three signals, with defaults taken from the incident report and the livekit source.
+    """The signals, with defaults taken from the incident report and the livekit source.
 
     ``slow_vad`` matches both the silero plugin ("inference is slower than realtime") and
     livekit-agents' own inference VAD ("VAD inference is slower than realtime"); ``delay`` is the
@@ -71,6 +71,9 @@ class SignalSettings(StrictModel):
     )
     response_started: SignalDefinition = SignalDefinition(text="agent_response_started")
     first_audio_frame: SignalDefinition = SignalDefinition(text="tts_node_first_audio_frame")
+    # Written by agent_cooperation's emitter when no first audio frame follows a response start in
+    # time: a silent TTS becomes a countable event instead of a missing one.
+    first_audio_timeout: SignalDefinition = SignalDefinition(text="tts_first_audio_timeout")
 
     @model_validator(mode="after")
     def _tts_pair_distinguishable(self) -> SignalSettings:
@@ -145,6 +148,7 @@ class SignalCatalog:
     slow_vad: Signal
     response_started: Signal
     first_audio_frame: Signal
+    first_audio_timeout: Signal
 
     @classmethod
     def from_settings(cls, settings: SignalSettings) -> SignalCatalog:
@@ -162,6 +166,9 @@ class SignalCatalog:
             slow_vad=build("slow_vad", "SlowVadInferences", settings.slow_vad),
             response_started=build("response_started", "AgentResponsesStarted", settings.response_started),
             first_audio_frame=build("first_audio_frame", "TtsFirstAudioFrames", settings.first_audio_frame),
+            first_audio_timeout=build(
+                "first_audio_timeout", "TtsFirstAudioTimeouts", settings.first_audio_timeout
+            ),
         )
 
     @classmethod
@@ -169,7 +176,7 @@ class SignalCatalog:
         return cls.from_settings(SignalSettings())
 
     def __iter__(self) -> Iterator[Signal]:
-        return iter((self.slow_vad, self.response_started, self.first_audio_frame))
+        return iter((self.slow_vad, self.response_started, self.first_audio_frame, self.first_audio_timeout))
 
 
 def _camel(name: str) -> str:
