@@ -149,7 +149,8 @@ class Transition:
 
 
 def _recent_datapoints(envelope: EventBridgeModel) -> tuple[float, ...]:
-    """The alarm's own view of reach, from ``state.reasonData`` (a JSON string), if present."""
+    """The alarm's own datapoints (1 = a breaching window), from ``state.reasonData`` (a JSON
+    string), if present."""
     detail = envelope.detail
     state = detail.get("state") if isinstance(detail, dict) else None
     raw = state.get("reasonData") if isinstance(state, dict) else None
@@ -338,9 +339,10 @@ def compose_alarm_notification(
     lines = [
         subject,
         "",
-        f"Alarm: {settings.alarm_name} (threshold {settings.detection.tts_reach_alarm.threshold:.0%})",
+        f"Alarm: {settings.alarm_name} ({settings.detection.tts_reach_alarm.describe()})",
         f"Window: {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC",
-        f"TTS reach in window (first audio frames / responses): {reach}; alarm datapoints: {alarm_view}",
+        f"TTS reach in window (first audio frames / responses): {reach}; "
+        f"alarm datapoints (1 = breaching window): {alarm_view}",
         f"Jobs with responses: {len(findings.jobs)} on {c.workers} worker(s); "
         f"failing: {len(findings.failing)}",
         "",
