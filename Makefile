@@ -64,7 +64,7 @@ demo: setup ## Run the reaper against a local livekit-server and print its repor
 lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
-	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench
+	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
 
 test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
@@ -84,10 +84,11 @@ synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
 deploy: setup ## Deploy one environment with the CDK CLI (ENV=staging; needs AWS credentials)
 	@node_modules/.bin/cdk deploy -c env=$(ENV) --no-notices
 
-bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick (prints figures)
+bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, detection (prints figures)
 	@$(PY) -m bench.reaper_scale
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
+	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)
 	rm -rf build cdk.out .demo
