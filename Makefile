@@ -12,6 +12,15 @@ LIVEKIT_SERVER := .tools/bin/livekit-server
 # The Lambda runtime (cdk/fleet_stack/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
 DEPS_LAYER := build/layers/deps/python
+# The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
+RUNTIME_PROVIDED := boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six
+# `make lambda-smoke`: AWS's Runtime Interface Emulator, and a local runtime (this machine's Python with
+# only boto3 and awslambdaric) plus the dependency layer rebuilt for this machine's Python.
+LAMBDA_RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+LAMBDA_RIE := .tools/bin/aws-lambda-rie
+LOCAL_LAMBDA := build/lambda-local
+LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
+LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
 ENV ?= staging
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -20,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra layers synth deploy bench clean
+.PHONY: help setup demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,8 +56,7 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) (manylinux wheels, no Docker)"
 	@rm -rf build/layers/deps && mkdir -p $(DEPS_LAYER)
 	@# boto3 and its dependencies come with the Lambda runtime.
-	@grep -vE '^(boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six)==' requirements/runtime.lock \
-		> build/layers/runtime-layer.txt
+	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer.txt
 	@$(PIP) install --quiet --no-deps --only-binary=:all: --implementation cp \
 		--python-version $(LAMBDA_PYTHON) --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
 		--target $(DEPS_LAYER) -r build/layers/runtime-layer.txt
@@ -56,7 +64,32 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 
 layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
 
-setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers ## Install everything (idempotent)
+$(LAMBDA_RIE):
+	@echo "==> aws-lambda-rie $(LAMBDA_RIE_VERSION) (go install)"
+	@mkdir -p $(dir $@)
+	@GOBIN=$(abspath $(dir $@)) $(GO) install \
+		github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(LAMBDA_RIE_VERSION)
+
+$(LOCAL_DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
+	@echo "==> dependency layer for this machine's Python (the smoke test's stand-in for the python$(LAMBDA_PYTHON) one)"
+	@rm -rf $(LOCAL_LAMBDA)/deps && mkdir -p $(LOCAL_DEPS_LAYER)
+	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/deps-layer.txt
+	@$(PIP) install --quiet --no-deps --only-binary=:all: --no-compile --target $(LOCAL_DEPS_LAYER) \
+		-r $(LOCAL_LAMBDA)/deps-layer.txt
+	@touch $@
+
+$(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)/.installed
+	@echo "==> local Lambda runtime: this machine's Python with only boto3 (runtime.lock) and awslambdaric"
+	@rm -rf $(LOCAL_RUNTIME) && $(PY) -m venv --without-pip $(LOCAL_RUNTIME)
+	@grep -E '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/runtime-included.txt
+	@grep -E '^(awslambdaric|simplejson|snapshot-restore-py)==' requirements/dev.lock >> $(LOCAL_LAMBDA)/runtime-included.txt
+	@$(PIP) --python $(LOCAL_RUNTIME)/bin/python install --quiet --no-deps --only-binary=:all: \
+		-r $(LOCAL_LAMBDA)/runtime-included.txt
+	@touch $@
+
+lambda-runtime: $(LAMBDA_RIE) $(LOCAL_DEPS_LAYER)/.built $(LOCAL_RUNTIME)/.built
+
+setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers lambda-runtime ## Install everything (idempotent)
 
 demo: setup ## Run the reaper against a local livekit-server and print its reports
 	@$(PY) -m tools.demo
@@ -64,7 +97,7 @@ demo: setup ## Run the reaper against a local livekit-server and print its repor
 lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
-	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench
+	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
 
 test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
@@ -77,6 +110,9 @@ integration: setup
 
 infra: setup
 	@$(PY) -m pytest tests/infra -q
+
+lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
+	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
 
 synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
 	@$(PY) cdk/app.py $(ENV) cdk.out
