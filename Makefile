@@ -14,10 +14,12 @@ LAMBDA_PYTHON := 3.14
 DEPS_LAYER := build/layers/deps/python
 # The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
 RUNTIME_PROVIDED := boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six
-# `make lambda-smoke`: AWS's Runtime Interface Emulator, and a local runtime (this machine's Python with
-# only boto3 and awslambdaric) plus the dependency layer rebuilt for this machine's Python.
+# `make lambda-smoke`: AWS's Runtime Interface Emulator, and a local runtime (a Python with only boto3
+# and awslambdaric) plus the dependency layer rebuilt for that Python: this machine's, unless
+# LAMBDA_LOCAL_PYTHON names another interpreter (e.g. a newer one, closer to Lambda's).
 LAMBDA_RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 LAMBDA_RIE := .tools/bin/aws-lambda-rie
+LAMBDA_LOCAL_PYTHON ?= $(PY)
 LOCAL_LAMBDA := build/lambda-local
 LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
 LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
@@ -29,7 +31,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean
+.PHONY: help setup demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,17 +72,22 @@ $(LAMBDA_RIE):
 	@GOBIN=$(abspath $(dir $@)) $(GO) install \
 		github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(LAMBDA_RIE_VERSION)
 
-$(LOCAL_DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
-	@echo "==> dependency layer for this machine's Python (the smoke test's stand-in for the python$(LAMBDA_PYTHON) one)"
+# Rewritten only when LAMBDA_LOCAL_PYTHON changes, so the two builds below follow it.
+$(LOCAL_LAMBDA)/python.txt: FORCE
+	@mkdir -p $(LOCAL_LAMBDA)
+	@echo '$(LAMBDA_LOCAL_PYTHON)' | cmp -s - $@ || echo '$(LAMBDA_LOCAL_PYTHON)' > $@
+
+$(LOCAL_DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed $(LOCAL_LAMBDA)/python.txt
+	@echo "==> dependency layer for $(LAMBDA_LOCAL_PYTHON) (the smoke test's stand-in for the python$(LAMBDA_PYTHON) one)"
 	@rm -rf $(LOCAL_LAMBDA)/deps && mkdir -p $(LOCAL_DEPS_LAYER)
 	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/deps-layer.txt
-	@$(PIP) install --quiet --no-deps --only-binary=:all: --no-compile --target $(LOCAL_DEPS_LAYER) \
-		-r $(LOCAL_LAMBDA)/deps-layer.txt
+	@$(PIP) --python $(LAMBDA_LOCAL_PYTHON) install --quiet --no-deps --only-binary=:all: --no-compile \
+		--target $(LOCAL_DEPS_LAYER) -r $(LOCAL_LAMBDA)/deps-layer.txt
 	@touch $@
 
-$(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)/.installed
-	@echo "==> local Lambda runtime: this machine's Python with only boto3 (runtime.lock) and awslambdaric"
-	@rm -rf $(LOCAL_RUNTIME) && $(PY) -m venv --without-pip $(LOCAL_RUNTIME)
+$(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)/.installed $(LOCAL_LAMBDA)/python.txt
+	@echo "==> local Lambda runtime: $(LAMBDA_LOCAL_PYTHON) with only boto3 (runtime.lock) and awslambdaric"
+	@rm -rf $(LOCAL_RUNTIME) && $(LAMBDA_LOCAL_PYTHON) -m venv --without-pip $(LOCAL_RUNTIME)
 	@grep -E '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/runtime-included.txt
 	@grep -E '^(awslambdaric|simplejson|snapshot-restore-py)==' requirements/dev.lock >> $(LOCAL_LAMBDA)/runtime-included.txt
 	@$(PIP) --python $(LOCAL_RUNTIME)/bin/python install --quiet --no-deps --only-binary=:all: \

@@ -18,6 +18,7 @@ on the first invoke, passing it its own environment; that environment is built h
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -120,25 +121,27 @@ class FunctionLayout:
     def python_path(self) -> str:
         """Task root first, then the layers' two Python folders, as the Lambda Python runtimes order
         them; the runtime's own site-packages (boto3, awslambdaric) come after these."""
-        done = subprocess.run(
-            [
-                str(self.python),
-                "-c",
-                "import sys; print(f'python{sys.version_info[0]}.{sys.version_info[1]}')",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        version = done.stdout.strip()
+        major, minor, _ = python_version(self.python).split(".")
         return os.pathsep.join(
             [
                 str(self.task_root),
-                str(self.opt / "python" / "lib" / version / "site-packages"),
+                str(self.opt / "python" / "lib" / f"python{major}.{minor}" / "site-packages"),
                 str(self.opt / "python"),
             ]
         )
+
+
+@functools.cache
+def python_version(python: Path) -> str:
+    """``3.11.7`` for the interpreter at ``python``."""
+    done = subprocess.run(
+        [str(python), "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 def lambda_environment(

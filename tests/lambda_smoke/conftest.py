@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 SMOKE_ROWS = pytest.StashKey[list[tuple[str, ...]]]()
+SMOKE_TITLE = pytest.StashKey[str]()
 HEADER = ("function", "event", "HTTP", "status", "mode", "trigger", "errors", "invoke s", "init ms")
 
 
@@ -14,7 +15,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if not rows:
         return
     widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
-    terminalreporter.section("deploy artifact under the Lambda runtime emulator")
+    terminalreporter.section(
+        config.stash.get(SMOKE_TITLE, "deploy artifact under the Lambda runtime emulator")
+    )
     for row in [HEADER, *rows]:
         terminalreporter.write_line(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))

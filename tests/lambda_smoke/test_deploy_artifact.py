@@ -48,9 +48,10 @@ from devkit.lambda_emulator import (
     Invocation,
     extract_layers,
     lambda_environment,
+    python_version,
     runtime_python,
 )
-from tests.lambda_smoke.conftest import SMOKE_ROWS
+from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 from tools.livekit_clients import create_rooms, room_names
 from tools.livekit_local import LocalLiveKit
 
@@ -296,6 +297,11 @@ def smoke(
             outcomes = {key: value for future in per_function for key, value in future.result().items()}
             broken = {label: future.result() for label, future in broken_futures.items()}
         rooms_after = asyncio.run(room_names(livekit_server))
+    runtimes = ", ".join(sorted({f.runtime for f in functions.values()}))
+    request.config.stash[SMOKE_TITLE] = (
+        f"deploy artifact ({runtimes}) under the Lambda runtime emulator, "
+        f"on CPython {python_version(runtime_python())}"
+    )
     rows = request.config.stash.setdefault(SMOKE_ROWS, [])
     in_order = sorted(outcomes.values(), key=lambda outcome: FUNCTIONS.index(outcome.function))
     rows.extend(_row(outcome) for outcome in in_order)
@@ -393,6 +399,8 @@ def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun)
     """Same distributions at the same versions; the synthesized one is built for Lambda's Python."""
     synthesized = smoke.dependency_layer / "python"
     assert _distributions(synthesized) == _distributions(LOCAL_DEPS_LAYER / "python")
+    # boto3 and botocore come with the Lambda runtime (and the local runtime), never in the layer.
+    assert not {name.split("-")[0] for name in _distributions(synthesized)} & {"boto3", "botocore"}
     assert {f.runtime for f in smoke.functions.values()} == {"python3.14"}
     extensions = list(synthesized.rglob("*.so"))
     assert any("pydantic_core" in str(p) for p in extensions), "pydantic-core's extension is missing"
