@@ -14,8 +14,9 @@ credentials are fake, the X-Ray daemon address is a local UDP socket this test o
 interpreter turns deprecation warnings into errors (stricter than Lambda: an API deprecated on this
 Python, which later ones remove, fails the invoke instead of warning).
 
-Two deliberately broken variants of the reaper show that the checks can fail: one whose handler
-imports development-only code, one whose environment lacks a variable the template must set.
+Deliberately broken variants of the reaper show that the checks can fail: one whose handler imports
+development-only code, one whose environment lacks a variable the template must set, and one whose
+import hangs (the invoke's deadline ends the wait, and the processes are stopped).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from devkit.lambda_artifact import REPO_ROOT, CloudAssembly, FunctionArtifact, s
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
     EmulatedFunction,
+    EmulatorError,
     FunctionLayout,
     Invocation,
     extract_layers,
@@ -61,6 +63,7 @@ ENV_NAME = "staging"
 # A smoke invoke takes seconds; far below the functions' own 60 s timeout, so a hang fails fast.
 INVOKE_TIMEOUT_SECONDS = 20.0
 RIE_START_TIMEOUT_SECONDS = 10.0
+HANG_TIMEOUT_SECONDS = 2.0
 PYTHON_OPTIONS = ("-W", "error::DeprecationWarning", "-W", "error::PendingDeprecationWarning")
 DEV_ONLY_FOLDERS = frozenset({"tests", "devkit", "tools", "bench", "__pycache__"})
 FUNCTIONS = ("zombie_reaper", "worker_drainer", "tts_reach_alarm")
@@ -125,7 +128,7 @@ class SmokeRun:
     functions: dict[str, FunctionArtifact]
     dependency_layer: Path
     outcomes: dict[tuple[str, str], Outcome]
-    broken: dict[str, Outcome]
+    broken: dict[str, Outcome | EmulatorError]
     rooms: list[str]
     rooms_after: set[str]
 
@@ -184,12 +187,11 @@ def _row(outcome: Outcome) -> tuple[str, ...]:
     )
 
 
-def _with_dev_import(function: FunctionArtifact, workdir: Path) -> FunctionArtifact:
-    """A copy of the function whose handler imports a development-only module, as a slip would."""
-    code_dir = workdir / "broken-dev-import"
+def _with_appended_code(function: FunctionArtifact, code_dir: Path, code: str) -> FunctionArtifact:
+    """A copy of the function whose handler module ends with ``code``, as a slip would add it."""
     shutil.copytree(function.code_dir, code_dir)
     handler = code_dir / function.package / "handler.py"
-    handler.write_text(handler.read_text() + "\nimport tools.livekit_local  # development-only\n")
+    handler.write_text(handler.read_text() + "\n" + code)
     return dataclasses.replace(function, code_dir=code_dir)
 
 
@@ -269,7 +271,12 @@ def smoke(
 
         emulated = {name: emulate(name, function) for name, function in functions.items()}
         broken_variants = {
-            "handler imports tools.livekit_local": _with_dev_import(reaper, workdir),
+            "handler imports tools.livekit_local": _with_appended_code(
+                reaper, workdir / "broken-dev-import", "import tools.livekit_local\n"
+            ),
+            "handler import hangs": _with_appended_code(
+                reaper, workdir / "broken-hang", "import time\n\ntime.sleep(3600)\n"
+            ),
             "template without REAPER_POLICY": _without_variable(reaper, "REAPER_POLICY"),
         }
         broken_emulated = {
@@ -286,8 +293,12 @@ def smoke(
                 outcomes[(name, kind)] = Outcome(name, kind, invocation, emulated[name].log_path)
             return outcomes
 
-        def run_broken(label: str) -> Outcome:
-            invocation = broken_emulated[label].invoke({"dry_run": True}, timeout=INVOKE_TIMEOUT_SECONDS)
+        def run_broken(label: str) -> Outcome | EmulatorError:
+            timeout = HANG_TIMEOUT_SECONDS if label == "handler import hangs" else INVOKE_TIMEOUT_SECONDS
+            try:
+                invocation = broken_emulated[label].invoke({"dry_run": True}, timeout=timeout)
+            except EmulatorError as exc:
+                return exc
             return Outcome("zombie_reaper", label, invocation, broken_emulated[label].log_path)
 
         # Cold starts overlap; each function's own invokes stay in order.
@@ -366,16 +377,24 @@ def test_tracing_is_active_as_the_template_sets_it(smoke: SmokeRun) -> None:
 
 def test_a_handler_that_imports_development_code_fails_to_start(smoke: SmokeRun) -> None:
     outcome = smoke.broken["handler imports tools.livekit_local"]
+    assert isinstance(outcome, Outcome), outcome
     assert outcome.invocation.function_error == "Runtime.ImportModuleError", outcome.context()
     assert "No module named 'tools'" in outcome.invocation.body["errorMessage"], outcome.context()
 
 
 def test_a_variable_missing_from_the_template_fails_the_report(smoke: SmokeRun) -> None:
     outcome = smoke.broken["template without REAPER_POLICY"]
+    assert isinstance(outcome, Outcome), outcome
     report = outcome.report
     assert report["status"] == "failed", outcome.context()
     assert [e["code"] for e in report["errors"]] == ["ConfigurationError"], outcome.context()
     assert "REAPER_POLICY" in report["errors"][0]["message"], outcome.context()
+
+
+def test_a_hanging_function_ends_at_the_invoke_deadline(smoke: SmokeRun) -> None:
+    error = smoke.broken["handler import hangs"]
+    assert isinstance(error, EmulatorError), error
+    assert f"no answer within {HANG_TIMEOUT_SECONDS}s" in str(error)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
