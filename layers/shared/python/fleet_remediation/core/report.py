@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.observability import logger
 
 
 class Mode(StrEnum):
@@ -41,6 +43,9 @@ class Outcome(StrEnum):
     ALREADY_DONE = "already-done"
     SKIPPED = "skipped"
     FAILED = "failed"
+    # The step was started and its result never came back (a lost reply, an interrupted run): the
+    # resource must be re-read before anyone counts it as done or not done.
+    UNKNOWN = "unknown"
 
 
 class ErrorRecord(BaseModel):
@@ -66,6 +71,17 @@ class ActionRecord(BaseModel):
     outcome: Outcome
     reason: str = ""
     error: ErrorRecord | None = None
+
+
+@dataclass
+class Intent:
+    """A destructive step announced before it runs; ``resolve`` records how it ended."""
+
+    sequence: int
+    resource: str
+    action: str
+    reason: str
+    resolved: bool = False
 
 
 class Report(BaseModel):
@@ -99,6 +115,7 @@ class ReportBuilder:
         self.errors: list[ErrorRecord] = []
         self.summary: dict[str, Any] = {}
         self.notifications: list[str] = []
+        self._intents: list[Intent] = []
 
     def candidate(self, resource: str, decision: Decision, reason: str, **facts: Any) -> None:
         self.candidates.append(Candidate(resource=resource, decision=decision, reason=reason, facts=facts))
@@ -121,6 +138,44 @@ class ReportBuilder:
         self.actions.append(record)
         return record
 
+    def intend(self, resource: str, action: str, reason: str) -> Intent:
+        """Journal a destructive step before it runs: one log line now, so a crash, a hang or a killed
+        invocation still leaves a record; a step never resolved is reported with outcome ``unknown``."""
+        intent = Intent(len(self._intents), resource, action, reason)
+        self._intents.append(intent)
+        logger.info(
+            "journal: intent",
+            extra={
+                "journal": {"step": intent.sequence, "resource": resource, "action": action, "reason": reason}
+            },
+        )
+        return intent
+
+    def resolve(
+        self, intent: Intent, outcome: Outcome, reason: str = "", error: RemediationError | None = None
+    ) -> ActionRecord:
+        """Journal how an announced step ended (a log line) and add it to the report's actions."""
+        intent.resolved = True
+        logger.info(
+            "journal: outcome",
+            extra={
+                "journal": {
+                    "step": intent.sequence,
+                    "resource": intent.resource,
+                    "action": intent.action,
+                    "outcome": outcome.value,
+                    "reason": reason,
+                    "error": error.code if error else None,
+                }
+            },
+        )
+        return self.action(intent.resource, intent.action, outcome, reason, error)
+
+    def _unresolved_as_unknown(self) -> None:
+        for intent in self._intents:
+            if not intent.resolved:
+                self.resolve(intent, Outcome.UNKNOWN, "no outcome recorded: the step was interrupted")
+
     def error(self, error: RemediationError) -> None:
         self.errors.append(ErrorRecord.from_error(error))
 
@@ -137,7 +192,7 @@ class ReportBuilder:
         return Decision.ACT if self.acts else Decision.WOULD_ACT
 
     def status(self) -> str:
-        failed_actions = any(a.outcome is Outcome.FAILED for a in self.actions)
+        failed_actions = any(a.outcome in (Outcome.FAILED, Outcome.UNKNOWN) for a in self.actions)
         if self.errors and not self.actions:
             return "failed"
         if self.errors or failed_actions:
@@ -145,6 +200,7 @@ class ReportBuilder:
         return "ok"
 
     def finish(self, finished_at: datetime | None = None) -> Report:
+        self._unresolved_as_unknown()
         return Report(
             function=self.function,
             environment=self.environment,
