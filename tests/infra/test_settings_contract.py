@@ -155,6 +155,3 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
             model, functions[name], **tokens, AWS_REGION=str(at_synth.model_dump().get("aws_region"))
         )
         assert read == at_synth, name
-        assert json.loads(
-            functions[name]["Properties"]["Environment"]["Variables"]["ENVIRONMENT_NAME"] and "1"
-        )
