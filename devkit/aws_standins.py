@@ -82,13 +82,14 @@ class AwsStandIns:
     def create_log_group(self, name: str) -> None:
         self.client("logs").create_log_group(logGroupName=name)
 
-    def create_ecs_service(self, cluster: str, service: str, container: str) -> None:
-        """An ECS cluster and service with no running task: a fleet the drainer can read."""
+    def create_ecs_service(self, cluster: str, service: str) -> None:
+        """An ECS cluster and service with no running task: a fleet the drainer can read. Its one
+        container is named after the service, the drainer's default agent container name."""
         ecs = self.client("ecs")
         ecs.create_cluster(clusterName=cluster)
         task_definition = ecs.register_task_definition(
             family=service,
-            containerDefinitions=[{"name": container, "image": "livekit-agent:local", "memory": 512}],
+            containerDefinitions=[{"name": service, "image": "livekit-agent:local", "memory": 512}],
         )["taskDefinition"]["taskDefinitionArn"]
         ecs.create_service(
             cluster=cluster, serviceName=service, taskDefinition=task_definition, desiredCount=0

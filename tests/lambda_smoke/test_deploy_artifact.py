@@ -53,9 +53,9 @@ from devkit.lambda_emulator import (
     python_version,
     runtime_python,
 )
+from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_local import LocalLiveKit
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
-from tools.livekit_clients import create_rooms, room_names
-from tools.livekit_local import LocalLiveKit
 
 pytestmark = pytest.mark.livekit
 
@@ -236,9 +236,7 @@ def smoke(
             {"api_key": livekit_server.api_key, "api_secret": livekit_server.api_secret},
         )
         standins.create_log_group(drainer_env["AGENT_LOG_GROUP"])
-        standins.create_ecs_service(
-            drainer_env["ECS_CLUSTER"], drainer_env["ECS_SERVICE"], drainer_env["AGENT_CONTAINER_NAME"]
-        )
+        standins.create_ecs_service(drainer_env["ECS_CLUSTER"], drainer_env["ECS_SERVICE"])
         asyncio.run(create_rooms(livekit_server, rooms))
         rooms_created = time.monotonic()
         stack.callback(lambda: asyncio.run(delete_rooms(livekit_server, rooms)))
@@ -271,13 +269,13 @@ def smoke(
 
         emulated = {name: emulate(name, function) for name, function in functions.items()}
         broken_variants = {
-            "handler imports tools.livekit_local": _with_appended_code(
-                reaper, workdir / "broken-dev-import", "import tools.livekit_local\n"
+            "handler imports devkit.livekit_local": _with_appended_code(
+                reaper, workdir / "broken-dev-import", "import devkit.livekit_local\n"
             ),
             "handler import hangs": _with_appended_code(
                 reaper, workdir / "broken-hang", "import time\n\ntime.sleep(3600)\n"
             ),
-            "template without REAPER_POLICY": _without_variable(reaper, "REAPER_POLICY"),
+            "template without REAPER": _without_variable(reaper, "REAPER"),
         }
         broken_emulated = {
             label: emulate(f"broken-{i}", variant)
@@ -340,7 +338,7 @@ def test_each_invocation_returns_its_one_report(smoke: SmokeRun, function: str, 
 
 
 def test_the_reaper_reads_the_live_rooms_with_the_templates_policy(smoke: SmokeRun) -> None:
-    policy = json.loads(smoke.functions["zombie_reaper"].environment["REAPER_POLICY"])
+    policy = json.loads(smoke.functions["zombie_reaper"].environment["REAPER"])["policy"]
     test_rule = next(rule for rule in policy["rules"] if rule["name_pattern"] == "^test-.*$")
     max_ages = {
         smoke.rooms[0]: policy["max_age_minutes"] * 60,
@@ -376,19 +374,19 @@ def test_tracing_is_active_as_the_template_sets_it(smoke: SmokeRun) -> None:
 
 
 def test_a_handler_that_imports_development_code_fails_to_start(smoke: SmokeRun) -> None:
-    outcome = smoke.broken["handler imports tools.livekit_local"]
+    outcome = smoke.broken["handler imports devkit.livekit_local"]
     assert isinstance(outcome, Outcome), outcome
     assert outcome.invocation.function_error == "Runtime.ImportModuleError", outcome.context()
-    assert "No module named 'tools'" in outcome.invocation.body["errorMessage"], outcome.context()
+    assert "No module named 'devkit'" in outcome.invocation.body["errorMessage"], outcome.context()
 
 
 def test_a_variable_missing_from_the_template_fails_the_report(smoke: SmokeRun) -> None:
-    outcome = smoke.broken["template without REAPER_POLICY"]
+    outcome = smoke.broken["template without REAPER"]
     assert isinstance(outcome, Outcome), outcome
     report = outcome.report
     assert report["status"] == "failed", outcome.context()
     assert [e["code"] for e in report["errors"]] == ["ConfigurationError"], outcome.context()
-    assert "REAPER_POLICY" in report["errors"][0]["message"], outcome.context()
+    assert "REAPER" in report["errors"][0]["message"], outcome.context()
 
 
 def test_a_hanging_function_ends_at_the_invoke_deadline(smoke: SmokeRun) -> None:
