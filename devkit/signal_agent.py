@@ -5,13 +5,19 @@ emitter attached by its one line. Run it as production runs an agent, through th
     SIGNAL_AGENT_NAME=signals python -m livekit.agents start devkit/signal_agent.py \
         --url ws://127.0.0.1:7880 --api-key devkey --api-secret secret
 
-Each dispatch's metadata is the script (JSON): ``tts`` (``streaming``, ``stalling`` or
-``failing``), ``say`` (the texts, queued at once), ``first_audio_timeout_seconds`` and
-``hold_seconds`` (how long the session stays open at most before it is closed), for the
-streaming engine ``seconds_per_sentence``, and ``detach_after_seconds`` (detach the emitter by hand
-that long after the texts are queued, before the hold). When the session
-has closed, the job writes ``signal_agent_session_closed`` with the emitter's state, so a test can
-see that no timer outlived the session.
+Each dispatch's metadata is the script (JSON):
+
+- ``tts``: ``streaming``, ``stalling`` or ``failing`` (``devkit/fakes/tts.py``);
+- ``say``: texts for ``session.say``, queued at once;
+- ``llm_reply``: if set, the session has a scripted LLM answering with this text, and one
+  ``generate_reply`` follows the texts;
+- ``first_audio_timeout_seconds``: the emitter's timeout;
+- ``hold_seconds``: how long the session stays open at most before it is closed;
+- ``seconds_per_sentence``: audio per sentence of the streaming engine;
+- ``detach_after_seconds``: detach the emitter by hand that long after the texts are queued.
+
+When the session has closed, the job writes ``signal_agent_session_closed`` with the emitter's
+state, so a test can see that no timer outlived the session.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from typing import Any, Never
 
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.agents.tts import TTS
+from livekit.agents.types import NOT_GIVEN
 
 from agent_cooperation import emit_detection_signals
+from devkit.fakes.llm import ScriptedLLM
 from devkit.fakes.tts import FailingTTS, StallingTTS, StreamingTTS
 
 logger = logging.getLogger("devkit.signal_agent")
@@ -38,11 +46,12 @@ TASK_DRAIN_SECONDS = 1.0
 @dataclass(frozen=True)
 class Script:
     tts: str
-    say: list[str] = field(default_factory=lambda: ["Hello there."])
+    say: list[str] = field(default_factory=list)
     first_audio_timeout_seconds: float = 10.0
     hold_seconds: float = 5.0
     seconds_per_sentence: float = 1.0
     detach_after_seconds: float | None = None
+    llm_reply: str | None = None
 
     @classmethod
     def from_metadata(cls, metadata: str) -> Script:
@@ -80,11 +89,16 @@ server = AgentServer(
 @server.rtc_session(agent_name=os.environ.get(AGENT_NAME_ENV, "signal-agent"))
 async def entrypoint(ctx: JobContext) -> None:
     script = Script.from_metadata(ctx.job.metadata)
-    session: AgentSession[Any] = AgentSession(tts=script.make_tts())
+    session: AgentSession[Any] = AgentSession(
+        tts=script.make_tts(), llm=ScriptedLLM(script.llm_reply) if script.llm_reply else NOT_GIVEN
+    )
     emitter = emit_detection_signals(session, first_audio_timeout_seconds=script.first_audio_timeout_seconds)
     await session.start(agent=Agent(instructions="Read the script aloud."), room=ctx.room)
 
-    spoken = [asyncio.ensure_future(session.say(text).wait_for_playout()) for text in script.say]
+    handles = [session.say(text) for text in script.say]
+    if script.llm_reply:
+        handles.append(session.generate_reply(user_input="Can you help me?"))
+    spoken = [asyncio.ensure_future(handle.wait_for_playout()) for handle in handles]
     if script.detach_after_seconds is not None:
         await asyncio.sleep(script.detach_after_seconds)
         emitter.detach()

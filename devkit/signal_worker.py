@@ -140,3 +140,46 @@ class SignalAgentWorker:
                 self._process.wait()
         if self._loop is not None:
             self._loop.close()
+
+
+DEMO_SCRIPTS: dict[str, dict[str, Any]] = {
+    "streaming": {"tts": "streaming", "say": ["The first answer.", "The second answer."], "hold_seconds": 10},
+    "stalling": {
+        "tts": "stalling",
+        "llm_reply": "Sure, let us read the next page together.",
+        "first_audio_timeout_seconds": 1.5,
+        "hold_seconds": 3,
+    },
+    "failing": {
+        "tts": "failing",
+        "say": ["Hello there."],
+        "first_audio_timeout_seconds": 1.5,
+        "hold_seconds": 3,
+    },
+}
+
+
+def main() -> None:
+    """Print the emitter's lines, as the worker wrote them, for one job per fake TTS, and which
+    detection signal (``SignalCatalog.default()``) each line counts as."""
+    from agent_cooperation.detection_signals import LOGGER_NAME
+    from fleet_remediation.signals import SignalCatalog
+
+    catalog = SignalCatalog.default()
+    with LocalLiveKit() as server:
+        worker = SignalAgentWorker(server).start()
+        try:
+            for name, script in DEMO_SCRIPTS.items():
+                print(f"--- {name} TTS: {json.dumps(script)}")
+                for line in worker.run_script(f"demo-{name}-{uuid.uuid4().hex[:6]}", script):
+                    record = json.loads(line)
+                    if record["name"] == LOGGER_NAME:
+                        signals = [signal.metric_name for signal in catalog if signal.matches(record)]
+                        print(line)
+                        print(f"    -> counts as: {', '.join(signals) or 'nothing'}")
+        finally:
+            worker.stop()
+
+
+if __name__ == "__main__":
+    main()

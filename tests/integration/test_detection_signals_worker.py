@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]
 TIMEOUT_SECONDS = 1.5
 # Scheduling on a shared 2-core machine: how late a timer or a line may be, at most.
 SLACK_SECONDS = 0.5
+HELLO = "Hello there."
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +125,40 @@ def test_a_speaking_tts_yields_a_start_then_a_first_frame_per_response(
     _assert_catalog_agrees(lines)
 
 
+@pytest.mark.parametrize(
+    ("engine", "last"), [("streaming", FIRST_AUDIO_FRAME_TEXT), ("stalling", FIRST_AUDIO_TIMEOUT_TEXT)]
+)
+def test_an_llm_reply_is_a_response_too(worker: SignalAgentWorker, engine: str, last: str) -> None:
+    # The incident's shape: the LLM's text arrives, and the TTS voices it or never does.
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": engine,
+            "llm_reply": "Sure, let us read the next page together.",
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 4.0,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, last]
+    assert signals[0]["source"] == "generate_reply"
+    assert signals[0]["speech_id"] == signals[1]["speech_id"]
+    _assert_carries_the_job(signals[1], _job_of(worker, room))
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
 def test_a_stalled_tts_yields_a_timeout_after_the_deadline_and_no_frame(worker: SignalAgentWorker) -> None:
     room = _room()
     lines = worker.run_script(
-        room, {"tts": "stalling", "first_audio_timeout_seconds": TIMEOUT_SECONDS, "hold_seconds": 3.0}
+        room,
+        {
+            "tts": "stalling",
+            "say": [HELLO],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 3.0,
+        },
     )
     signals = _signals(lines)
     assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_TIMEOUT_TEXT]
@@ -148,7 +179,13 @@ def test_a_stalled_tts_yields_a_timeout_after_the_deadline_and_no_frame(worker: 
 def test_a_failing_tts_yields_a_timeout_without_waiting_for_the_deadline(worker: SignalAgentWorker) -> None:
     room = _room()
     lines = worker.run_script(
-        room, {"tts": "failing", "first_audio_timeout_seconds": TIMEOUT_SECONDS, "hold_seconds": 3.0}
+        room,
+        {
+            "tts": "failing",
+            "say": [HELLO],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 3.0,
+        },
     )
     signals = _signals(lines)
     assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_TIMEOUT_TEXT]
@@ -164,7 +201,7 @@ def test_a_session_closed_before_the_deadline_cancels_the_timer(worker: SignalAg
     room = _room()
     # A 30 s timer that would still be waiting when the session closes after 1 s.
     lines = worker.run_script(
-        room, {"tts": "stalling", "first_audio_timeout_seconds": 30.0, "hold_seconds": 1.0}
+        room, {"tts": "stalling", "say": [HELLO], "first_audio_timeout_seconds": 30.0, "hold_seconds": 1.0}
     )
     assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
     _assert_closed_without_leaks(lines)
@@ -177,6 +214,7 @@ def test_a_detached_emitter_writes_nothing_more(worker: SignalAgentWorker) -> No
         room,
         {
             "tts": "stalling",
+            "say": [HELLO],
             "first_audio_timeout_seconds": TIMEOUT_SECONDS,
             "detach_after_seconds": 0.5,
             "hold_seconds": 2.0,
