@@ -64,7 +64,7 @@ demo: setup ## Run the reaper against a local livekit-server and print its repor
 lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
-	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench
+	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
 
 test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
 	@$(PY) -m pytest -p no:cacheprovider --durations=10

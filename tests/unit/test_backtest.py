@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet_remediation.detection import DetectionConfig
-from fleet_remediation.log_export import read_events
+from devkit.log_export import read_events
+from fleet_remediation.contract.detection import DetectionConfig
 from tools import make_incident_fixture
 from tools.backtest import alarm_states, load_detection, render, run_backtest
 

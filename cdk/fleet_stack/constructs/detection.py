@@ -20,19 +20,22 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.detection import (
-    PERIOD_SECONDS,
-    DetectionConfig,
+from fleet_remediation.contract.detection import PERIOD_SECONDS, DetectionConfig
+from fleet_remediation.contract.naming import (
+    ALARM_DETAIL_TYPE,
+    METRICS_NAMESPACE,
+    RUNBOOKS,
+    VAD_RUNBOOK,
+    FunctionName,
     dashboard_name,
+    metric_filter_name,
     tts_reach_alarm_name,
     vad_alarm_name,
 )
-from fleet_remediation.signals import Signal
+from fleet_remediation.contract.signals import Signal
 from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.remediation_function import METRICS_NAMESPACE
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
-ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
 
 
 class Detection(Construct):
@@ -88,7 +91,7 @@ class Detection(Construct):
                 f"Silero VAD slower than realtime (CPU starvation): >= {vad.min_warnings_per_minute:g} "
                 f"warnings/min and max delay >= {vad.min_max_delay_seconds:g}s in "
                 f"{vad.datapoints_to_alarm} of {vad.evaluation_periods} minutes. "
-                "Runbook: docs/runbooks/vad-slow-inference.md"
+                f"Runbook: {VAD_RUNBOOK}"
             ),
             metric=self.vad_breach,
             threshold=1,
@@ -119,7 +122,7 @@ class Detection(Construct):
             alarm_description=(
                 f"TTS reach below {tts.threshold:.0%} with >= {tts.min_responses_per_minute} "
                 f"responses/min in {tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes: "
-                "children hear nothing. Runbook: docs/runbooks/tts-reach.md"
+                f"children hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
             ),
             metric=self.reach,
             threshold=tts.threshold,
@@ -140,7 +143,7 @@ class Detection(Construct):
             self,
             f"{metric_name}Filter",
             log_group=self.log_group,
-            filter_name=f"lkfr-{self.env_name}-{metric_name}",
+            filter_name=metric_filter_name(self.env_name, metric_name),
             filter_pattern=logs.FilterPattern.literal(pattern),
             metric_namespace=self.namespace,
             metric_name=metric_name,
@@ -169,7 +172,7 @@ class Detection(Construct):
             description=f"{'/'.join(states)} of {alarm.alarm_name} to {function.function_name}",
             event_pattern=events.EventPattern(
                 source=["aws.cloudwatch"],
-                detail_type=[ALARM_STATE_CHANGE],
+                detail_type=[ALARM_DETAIL_TYPE],
                 resources=[alarm.alarm_arn],
                 detail={"state": {"value": list(states)}},
             ),
