@@ -21,9 +21,9 @@ from typing import Any
 
 from livekit import api
 
+from devkit.livekit_clients import BackgroundLoop, Participant
+from devkit.livekit_local import LocalLiveKit
 from devkit.signal_agent import AGENT_NAME_ENV
-from tools.livekit_clients import BackgroundLoop, Participant
-from tools.livekit_local import LocalLiveKit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_MODULE = REPO_ROOT / "devkit" / "signal_agent.py"
@@ -163,7 +163,7 @@ def main() -> None:
     """Print the emitter's lines, as the worker wrote them, for one job per fake TTS, and which
     detection signal (``SignalCatalog.default()``) each line counts as."""
     from agent_cooperation.detection_signals import LOGGER_NAME
-    from fleet_remediation.signals import SignalCatalog
+    from fleet_remediation.contract.signals import SignalCatalog
 
     catalog = SignalCatalog.default()
     with LocalLiveKit() as server:

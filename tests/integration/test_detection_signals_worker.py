@@ -19,10 +19,10 @@ import pytest
 
 from agent_cooperation import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, RESPONSE_STARTED_TEXT
 from agent_cooperation.detection_signals import LOGGER_NAME
+from devkit.livekit_local import LocalLiveKit
 from devkit.signal_worker import SESSION_CLOSED, SignalAgentWorker
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.contract.signals import SignalCatalog
 from tests.metric_filter_pattern import insights_filter_matches, pattern_matches
-from tools.livekit_local import LocalLiveKit
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]
 TIMEOUT_SECONDS = 1.5

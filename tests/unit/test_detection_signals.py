@@ -13,7 +13,7 @@ from agent_cooperation import (
     RESPONSE_STARTED_TEXT,
     SignalEmitter,
 )
-from fleet_remediation.signals import MatchKind, SignalCatalog
+from fleet_remediation.contract.signals import MatchKind, SignalCatalog
 
 EMITTED = {
     "response_started": RESPONSE_STARTED_TEXT,
