@@ -13,12 +13,13 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings
-from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.report import Mode
-from tools.lambda_context import LocalLambdaContext
-from tools.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
@@ -30,14 +31,18 @@ class CountingNotifier:
 
 def main(url: str, clock_iso: str, cap: int) -> None:
     clock = datetime.fromisoformat(clock_iso)
-    settings = ReaperSettings(
-        environment_name="bench",
-        mode_parameter_name="/bench/mode",
-        notification_topic_arn="arn:aws:sns:local:000000000000:bench",
-        runbook_base_url="https://example.com",
-        livekit_url=url,
-        livekit_secret_id="bench",
-        reaper_policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5),
+    settings = ReaperSettings.model_validate(
+        dict(
+            environment_name="bench",
+            mode_parameter_name="/bench/mode",
+            notification_topic_arn="arn:aws:sns:local:000000000000:bench",
+            runbook_base_url="https://example.com",
+            livekit_url=url,
+            livekit_secret_id="bench",
+            reaper=ReaperSection(
+                policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5)
+            ),
+        )
     )
     services: list[LiveKitRoomService] = []
 

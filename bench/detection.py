@@ -47,7 +47,7 @@ from devkit.traffic import (
     TrafficSimulation,
     scenario,
 )
-from fleet_remediation.detection import (
+from fleet_remediation.contract.detection import (
     AlarmDefinition,
     AlarmEvaluator,
     AlarmInput,
@@ -61,10 +61,10 @@ from fleet_remediation.detection import (
     Series,
     Statistic,
 )
-from fleet_remediation.drainer_policy import DrainerPolicy
+from fleet_remediation.contract.policies import DrainerPolicy
 from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration
+from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import FleetAssessment, assess_fleet
-from worker_drainer.stats import WorkerStats
 
 VOLUMES = (5, 35, 250, 2000)
 FULL_DAYS, QUICK_DAYS = 7, 1
@@ -247,7 +247,7 @@ class Watch:
                     total.merge(row)
         tasks = self.sim.tasks
         stats = [
-            WorkerStats(
+            SlowVadStats(
                 log_stream=tasks[task].stream,
                 warnings=row.warnings,
                 max_delay=row.max_delay,

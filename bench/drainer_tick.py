@@ -36,8 +36,8 @@ from livekit import api  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from moto.moto_api import state_manager  # noqa: E402
 
-from tests.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event  # noqa: E402
-from tools.livekit_local import LocalLiveKit  # noqa: E402
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event  # noqa: E402
+from devkit.livekit_local import LocalLiveKit  # noqa: E402
 
 
 class WorkerEndpoint:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from livekit import api
 
-from tools.livekit_local import LocalLiveKit
+from devkit.livekit_local import LocalLiveKit
 
 CREATE_CONCURRENCY = 64
 MAX_AGE_MINUTES = 60

@@ -14,14 +14,16 @@ from typing import Any
 
 # The app imports the shared layer's configuration models, so synth validates what Lambda will read.
 REPO_ROOT = Path(__file__).resolve().parent.parent
-for path in (REPO_ROOT / "cdk", REPO_ROOT / "layers" / "shared" / "python"):
+for path in (REPO_ROOT / "cdk", REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions"):
     sys.path.insert(0, str(path))
 
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from fleet_remediation.contract.naming import stack_name  # noqa: E402
+from fleet_remediation.core.errors import ConfigurationError  # noqa: E402
 from fleet_stack.config import ConfigError, load_environment  # noqa: E402
-from fleet_stack.stack import FleetRemediationStack, stack_name  # noqa: E402
+from fleet_stack.stack import FleetRemediationStack  # noqa: E402
 
 
 def build_app(
@@ -55,7 +57,7 @@ def main(argv: list[str]) -> None:
     outdir = None if from_cli else (argv[2] if len(argv) > 2 else "cdk.out")
     try:
         app, _ = build_app(env_name, None if from_cli else cdk_json_context(), outdir)
-    except ConfigError as exc:
+    except (ConfigError, ConfigurationError) as exc:
         sys.exit(f"cdk synth: {exc}")
     app.synth()
 

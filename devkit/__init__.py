@@ -1,1 +1,1 @@
-"""Development-only code (fakes, simulators, harness helpers): never shipped in a Lambda asset."""
+"""Development-only code: local stand-ins, harnesses and fakes. Never shipped in a Lambda asset."""

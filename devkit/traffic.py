@@ -61,7 +61,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, TextIO
 
-from fleet_remediation.signals import SignalCatalog
+from agent_cooperation.detection_signals import LOGGER_NAME as EMITTER_LOGGER
+from fleet_remediation.contract.signals import SignalCatalog
 
 EPOCH = datetime(2026, 9, 7, tzinfo=UTC)  # simulated time 0: a Monday, 00:00 UTC
 EPOCH_SECONDS = EPOCH.timestamp()
@@ -589,12 +590,11 @@ def scenario(family: str, volume: float, minutes: int, seed: int, *, emitter: bo
 # --- export as aws logs filter-log-events ---------------------------------------------------------
 ROOM_ALPHABET = "0123456789abcdef"
 ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-EMITTER_LOGGER = "agent_cooperation.signals"
 SITE_PACKAGES = "/app/.venv/lib/python3.11/site-packages"
 SOURCE_OF_LOGGER = {
     "livekit.agents": (f"{SITE_PACKAGES}/livekit/agents/worker.py", "_handle", 120),
     "livekit.plugins.silero": (f"{SITE_PACKAGES}/livekit/plugins/silero/vad.py", "_main_task", 133),
-    EMITTER_LOGGER: ("/app/agent_cooperation/detection_signals.py", "_write", 290),
+    EMITTER_LOGGER: ("/app/agent_cooperation/detection_signals.py", "_write", 256),
 }
 
 
@@ -669,7 +669,7 @@ def record_of(
     if kind == FIRST_FRAME:
         frame = {**extra, "first_audio_seconds": round(value, 3)}
         return EMITTER_LOGGER, logging.INFO, catalog.first_audio_frame.text, frame
-    timeout = {**extra, "reason": "deadline"}
+    timeout = {**extra, "reason": "deadline", "timeout_seconds": value, "waited_seconds": value}
     return EMITTER_LOGGER, logging.WARNING, catalog.first_audio_timeout.text, timeout
 
 

@@ -31,9 +31,9 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from fleet_remediation.detection import DetectionConfig, MinuteCounts, evaluate_alarm  # noqa: E402
-from fleet_remediation.log_export import LogEvent, read_events  # noqa: E402
-from fleet_remediation.signals import SignalCatalog  # noqa: E402
+from devkit.log_export import LogEvent, read_events  # noqa: E402
+from fleet_remediation.contract.detection import DetectionConfig, MinuteCounts, evaluate_alarm  # noqa: E402
+from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402
 from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration  # noqa: E402
 
 MINUTE = timedelta(minutes=1)

@@ -24,15 +24,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings, RoomRule
-from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
-from fleet_remediation.log_export import read_events
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.report import Mode
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
+from devkit.livekit_local import LocalLiveKit
+from devkit.log_export import read_events
+from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
+from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.report import Mode
 from tools.backtest import load_detection, render, run_backtest
-from tools.lambda_context import LocalLambdaContext
-from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
-from tools.livekit_local import LocalLiveKit
 from tools.render import render_report
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
@@ -82,19 +83,23 @@ class ConsoleNotifier:
 
 
 def dependencies(server: LocalLiveKit, mode: Mode, clock_offset: timedelta) -> ReaperDependencies:
-    settings = ReaperSettings(
-        environment_name="local",
-        mode_parameter_name="/livekit-fleet-remediation/local/mode",
-        notification_topic_arn="arn:aws:sns:local:000000000000:console",
-        runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
-        livekit_url=server.http_url,
-        livekit_secret_id="local",
-        reaper_policy=LOCAL_POLICY,
+    settings = ReaperSettings.model_validate(
+        dict(
+            environment_name="local",
+            mode_parameter_name="/livekit-fleet-remediation/local/mode",
+            notification_topic_arn="arn:aws:sns:local:000000000000:console",
+            runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
+            livekit_url=server.http_url,
+            livekit_secret_id="local",
+            reaper=ReaperSection(policy=LOCAL_POLICY),
+        )
     )
     credentials = LiveKitCredentials(api_key=server.api_key, api_secret=server.api_secret)
 
     def room_service() -> RoomService:
-        return LiveKitRoomService(server.http_url, credentials, settings.livekit_request_timeout_seconds)
+        return LiveKitRoomService(
+            server.http_url, credentials, settings.reaper.livekit_request_timeout_seconds
+        )
 
     return ReaperDependencies(
         settings=settings,

@@ -1,6 +1,8 @@
 """Per-environment configuration from cdk.json context, validated at synth.
 
-An invalid value fails ``cdk synth`` with a message naming the field
+The functions' sections (``reaper``, ``tts_reach``, ``drainer``) and ``detection`` are the very models
+the functions read at cold start (``fleet_remediation.contract``); this file adds only what exists at
+deploy time. An invalid value fails ``cdk synth`` with a message naming the field
 (``environments.prod.reaper.policy.max_age_minutes: ...``), never a Lambda at 3 a.m.
 """
 
@@ -11,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
-from fleet_remediation.config import ReaperPolicy, StrictModel, describe_validation_error
-from fleet_remediation.detection import DetectionConfig
-from fleet_stack.drainer_config import DrainerConfig
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.models import StrictModel, describe_validation_error
+from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -36,40 +38,6 @@ class NotificationTargets(StrictModel):
         return self
 
 
-class ReaperConfig(StrictModel):
-    schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    policy: ReaperPolicy = ReaperPolicy()
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> ReaperConfig:
-        # A re-check and a delete must both fit inside the function with room for the report.
-        if 2 * self.livekit_request_timeout_seconds + 5 > self.timeout_seconds:
-            raise ValueError(
-                f"livekit_request_timeout_seconds ({self.livekit_request_timeout_seconds}) must leave room "
-                f"for two LiveKit calls and 5 s of reporting inside timeout_seconds ({self.timeout_seconds})"
-            )
-        return self
-
-
-class TtsReachConfig(StrictModel):
-    """The TTS-reach responder function (issue 3); its alarm lives in ``detection``."""
-
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
-    query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> TtsReachConfig:
-        # Two queries in sequence and the report must fit inside the function.
-        if 2 * self.query_timeout_seconds + 5 >= self.timeout_seconds:
-            raise ValueError(
-                f"query_timeout_seconds ({self.query_timeout_seconds}) x 2 + 5 s must be below "
-                f"timeout_seconds ({self.timeout_seconds})"
-            )
-        return self
-
-
 class EnvironmentConfig(StrictModel):
     account: str | None = Field(default=None, pattern=r"^\d{12}$")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
@@ -88,10 +56,10 @@ class EnvironmentConfig(StrictModel):
     )
     log_retention_days: int = Field(default=30, ge=1, le=3653)
     notifications: NotificationTargets = NotificationTargets()
-    reaper: ReaperConfig = ReaperConfig()
+    reaper: ReaperSection = ReaperSection()
     detection: DetectionConfig = DetectionConfig()
-    tts_reach: TtsReachConfig = TtsReachConfig()
-    drainer: DrainerConfig = DrainerConfig()
+    tts_reach: TtsReachSection = TtsReachSection()
+    drainer: DrainerSection = DrainerSection()
 
 
 def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:

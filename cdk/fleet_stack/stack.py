@@ -18,10 +18,6 @@ from fleet_stack.constructs.worker_drainer import WorkerDrainer
 from fleet_stack.constructs.zombie_reaper import ZombieReaper
 
 
-def stack_name(env_name: str) -> str:
-    return f"LiveKitFleetRemediation-{env_name}"
-
-
 class FleetRemediationStack(Stack):
     def __init__(
         self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig, **kwargs: Any

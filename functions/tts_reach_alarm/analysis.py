@@ -18,9 +18,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from fleet_remediation.errors import AwsApiError
-from fleet_remediation.logs_insights import Row
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.adapters.logs_insights import Row
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError
 
 # Bounded so one query's result stays well under the Insights 10,000-row limit.
 MAX_JOBS = 5000
@@ -128,7 +128,7 @@ def hypergeometric_tail(population: int, marked: int, draws: int, observed: int)
 
 
 @dataclass(frozen=True)
-class WorkerStats:
+class WorkerJobStats:
     log_stream: str
     jobs: int
     failed_jobs: int
@@ -143,7 +143,7 @@ class Concentration:
     jobs: int
     failed_jobs: int
     workers: int
-    top: WorkerStats | None
+    top: WorkerJobStats | None
     p_value: float | None
     p_value_family: float | None
     alpha: float
@@ -162,24 +162,24 @@ class Concentration:
         }
 
 
-def worker_stats(jobs: Iterable[JobOutcome]) -> list[WorkerStats]:
+def worker_job_stats(jobs: Iterable[JobOutcome]) -> list[WorkerJobStats]:
     """Per log stream, most failures first (ties: more jobs, then name, for a stable order)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for job in jobs:
         totals[job.log_stream][0] += 1
         totals[job.log_stream][1] += int(job.failed)
-    stats = [WorkerStats(stream, counts[0], counts[1]) for stream, counts in totals.items()]
+    stats = [WorkerJobStats(stream, counts[0], counts[1]) for stream, counts in totals.items()]
     return sorted(stats, key=lambda s: (-s.failed_jobs, -s.jobs, s.log_stream))
 
 
 def assess_concentration(jobs: Sequence[JobOutcome], *, alpha: float, min_failed_jobs: int) -> Concentration:
-    workers = worker_stats(jobs)
+    workers = worker_job_stats(jobs)
     failed = sum(job.failed for job in jobs)
 
     def verdict(
         concentrated: bool,
         reason: str,
-        top: WorkerStats | None = None,
+        top: WorkerJobStats | None = None,
         p: float | None = None,
         corrected: float | None = None,
     ) -> Concentration:

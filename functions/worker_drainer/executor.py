@@ -9,37 +9,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from fleet_remediation.config import ReaperPolicy
-from fleet_remediation.drainer_policy import CapacityMode, DrainerPolicy
-from fleet_remediation.ecs_tasks import EcsTask, EcsTaskService
-from fleet_remediation.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
-from fleet_remediation.ledger import Lease, Ledger
-from fleet_remediation.livekit_rooms import RoomService
-from fleet_remediation.mode import ModeSwitch
-from fleet_remediation.observability import logger
-from fleet_remediation.reaping import ReapExecutor
-from fleet_remediation.report import Mode, Outcome, ReportBuilder
-from worker_drainer.ladder import (
+# StopTask accepts a reason of at most 255 characters.
+from fleet_remediation.adapters.livekit_rooms import RoomService
+from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
+from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
+from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
+from fleet_remediation.core.kill_switch import ModeSwitch
+from fleet_remediation.core.observability import logger
+from fleet_remediation.core.report import Mode, Outcome, ReportBuilder
+from fleet_remediation.domain.reaping import ReapExecutor
+from worker_drainer.adapters.ecs_tasks import EcsTask, EcsTaskService
+from worker_drainer.adapters.ledger import Lease, Ledger
+from worker_drainer.guardrails import Guardrails
+from worker_drainer.ladder import LadderPlan, PlannedStep, Step
+from worker_drainer.tags import (
     CAPACITY_TAG,
     COOLDOWN_TAG,
     PROTECTED_BEFORE_TAG,
     SINCE_TAG,
     STATE_TAG,
     STATE_TAGS,
-    Guardrails,
-    LadderPlan,
-    PlannedStep,
     State,
-    Step,
     cordon_tags,
     state_of,
 )
 
-# StopTask accepts a reason of at most 255 characters.
 STOP_REASON_LIMIT = 255
 LEASE_POLL_SECONDS = 0.2
-# Enough for the slowest step (a cordon: five ECS calls and two ledger writes) to finish.
-STEP_BUDGET_SECONDS = 8.0
 
 
 @dataclass
@@ -76,7 +72,7 @@ class DrainerExecutor:
 
     def _acquire_lease(self) -> Lease:
         wait_until = min(
-            self.deadline - STEP_BUDGET_SECONDS, time.monotonic() + self.policy.lease_wait_seconds
+            self.deadline - DRAINER_STEP_BUDGET_SECONDS, time.monotonic() + self.policy.lease_wait_seconds
         )
         while True:
             try:
@@ -90,7 +86,7 @@ class DrainerExecutor:
 
     def _run_step(self, step: PlannedStep, report: ReportBuilder) -> None:
         error: RemediationError | None = None
-        if time.monotonic() + STEP_BUDGET_SECONDS > self.deadline:
+        if time.monotonic() + DRAINER_STEP_BUDGET_SECONDS > self.deadline:
             error = DeadlineExceededError("not enough time left for this step", resource=step.task_id)
             result = StepResult(Outcome.SKIPPED, error.message)
         elif (mode := self.mode_switch.read()) is not Mode.ENFORCE:

@@ -7,10 +7,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.invocation import run_reported
-from fleet_remediation.observability import logger, metrics, tracer
-from fleet_remediation.report import ReportBuilder
-from worker_drainer.service import DrainerDependencies, run_drainer
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.observability import logger, metrics, tracer
+from fleet_remediation.core.report import ReportBuilder
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.service import run_drainer
 
 
 @cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached

@@ -12,30 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
-from fleet_remediation.drainer_policy import DrainerPolicy
-from fleet_remediation.ecs_tasks import EcsTask
-from fleet_remediation.ledger import CapacityDebt
-from fleet_remediation.reaping import RoomDecision
+from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.domain.reaping import RoomDecision
+from worker_drainer.adapters.ecs_tasks import EcsTask
+from worker_drainer.adapters.ledger import CapacityDebt
 from worker_drainer.attribution import FleetAssessment
-
-TAG_PREFIX = "livekit-drainer:"
-STATE_TAG = f"{TAG_PREFIX}state"
-SINCE_TAG = f"{TAG_PREFIX}since"
-DEADLINE_TAG = f"{TAG_PREFIX}deadline"
-REASON_TAG = f"{TAG_PREFIX}reason"
-CAPACITY_TAG = f"{TAG_PREFIX}capacity"
-PROTECTED_BEFORE_TAG = f"{TAG_PREFIX}protected-before"
-COOLDOWN_TAG = f"{TAG_PREFIX}cooldown-until"
-STATE_TAGS = (STATE_TAG, SINCE_TAG, DEADLINE_TAG, REASON_TAG, CAPACITY_TAG, PROTECTED_BEFORE_TAG)
-
-
-class State(StrEnum):
-    HEALTHY = "healthy"
-    REAPED = "reaped"
-    DRAINING = "draining"
+from worker_drainer.guardrails import Guardrails
+from worker_drainer.tags import (
+    State,
+    cooldown_until,
+    deadline_of,
+    since_of,
+    state_of,
+)
 
 
 class Step(StrEnum):
@@ -46,33 +38,6 @@ class Step(StrEnum):
     REVERT_CAPACITY = "revert-capacity"
     WAIT = "wait"
     SKIP = "skip"
-
-
-def state_of(task: EcsTask) -> State:
-    try:
-        return State(task.tags.get(STATE_TAG, State.HEALTHY.value))
-    except ValueError:
-        return State.HEALTHY
-
-
-def _epoch_tag(task: EcsTask, key: str) -> datetime | None:
-    raw = task.tags.get(key)
-    try:
-        return datetime.fromtimestamp(int(raw), tz=UTC) if raw else None
-    except ValueError:
-        return None
-
-
-def since_of(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, SINCE_TAG)
-
-
-def deadline_of(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, DEADLINE_TAG)
-
-
-def cooldown_until(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, COOLDOWN_TAG)
 
 
 @dataclass(frozen=True)
@@ -125,143 +90,113 @@ def recovered(task_id: str, snapshot: Snapshot, policy: DrainerPolicy) -> bool:
     return worker.stats.last_seen <= snapshot.now - timedelta(minutes=policy.recovery_minutes)
 
 
-class Guardrails:
-    """At most K and a fraction of the fleet draining; never fewer than the minimum healthy tasks."""
+@dataclass(frozen=True)
+class _Proposal:
+    """What one task's state asks for, before the guardrails have their say."""
 
-    def __init__(self, tasks: Sequence[EcsTask], policy: DrainerPolicy) -> None:
-        self.policy = policy
-        self.fleet = len(tasks)
-        self.draining = sum(state_of(t) is State.DRAINING for t in tasks)
-
-    @property
-    def healthy(self) -> int:
-        return self.fleet - self.draining
-
-    def refusal(self) -> str | None:
-        after = self.draining + 1
-        if after > self.policy.max_draining_tasks:
-            return f"guardrail: {self.draining} draining, at most {self.policy.max_draining_tasks} at once"
-        if after > self.policy.max_draining_fraction * self.fleet:
-            return (
-                f"guardrail: {after} of {self.fleet} draining would exceed "
-                f"{self.policy.max_draining_fraction:.0%} of the fleet"
-            )
-        if self.healthy - 1 < self.policy.min_healthy_tasks:
-            return (
-                f"guardrail: {self.healthy - 1} healthy tasks left < minimum {self.policy.min_healthy_tasks}"
-            )
-        return None
-
-    def take(self) -> None:
-        self.draining += 1
+    step: Step
+    reason: str
+    rooms: tuple[RoomDecision, ...] = ()
 
 
-def decide(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
-    guard = Guardrails(snapshot.tasks, policy)
-    now = snapshot.now
-    steps: list[PlannedStep] = []
-    manual = snapshot.manual
-    forced = manual.task_id if manual and manual.action in ("drain", "undrain") else None
-    running_ids = {t.task_id for t in snapshot.tasks}
-    if forced and forced not in running_ids:
-        steps.append(
-            PlannedStep(forced, forced, Step.SKIP, "not a RUNNING task of the service", State.HEALTHY)
+def _manual_step(task: EcsTask, manual: ManualRequest) -> _Proposal:
+    state = state_of(task)
+    if manual.action == "undrain":
+        if state is State.HEALTHY:
+            return _Proposal(Step.SKIP, "not marked: nothing to undo")
+        return _Proposal(Step.UNDO, "manual undrain")
+    if state is State.DRAINING:
+        return _Proposal(Step.SKIP, "already draining")
+    return _Proposal(Step.CORDON, "manual drain")
+
+
+def _draining_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
+    deadline = deadline_of(task)
+    jobs = snapshot.active_jobs.get(task.task_id)
+    if recovered(task.task_id, snapshot, policy):
+        return _Proposal(Step.UNDO, f"recovered: no slow inference for {policy.recovery_minutes} min")
+    if deadline is not None and snapshot.now >= deadline:
+        return _Proposal(
+            Step.STOP, f"drain deadline {deadline.isoformat()} reached with {jobs} active job(s)"
         )
+    if jobs == 0:
+        return _Proposal(Step.STOP, "drained: no active jobs")
+    left = "unknown" if jobs is None else str(jobs)
+    return _Proposal(Step.WAIT, f"draining: {left} active job(s), deadline {deadline}")
 
-    def add(task: EcsTask, step: Step, reason: str, rooms: Sequence[RoomDecision] = ()) -> None:
-        steps.append(PlannedStep(task.task_id, task.arn, step, reason, state_of(task), tuple(rooms)))
 
-    def cordon_or_refuse(task: EcsTask, why: str) -> None:
+def _reaped_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
+    worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
+    grace_end = (since_of(task) or snapshot.now) + timedelta(minutes=policy.reap_grace_minutes)
+    if recovered(task.task_id, snapshot, policy):
+        return _Proposal(
+            Step.UNDO, f"recovered after the reap: no slow inference for {policy.recovery_minutes} min"
+        )
+    if worker and worker.stats and worker.stats.last_seen > grace_end and worker.pattern.elevated:
+        return _Proposal(
+            Step.CORDON, f"still slow {policy.reap_grace_minutes} min after the reap: {worker.reason}"
+        )
+    return _Proposal(Step.WAIT, "reaped: waiting for the grace period to judge recovery")
+
+
+def _healthy_step(task: EcsTask, snapshot: Snapshot) -> _Proposal | None:
+    worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
+    if not snapshot.start_new or worker is None or not worker.degraded:
+        return None
+    until = cooldown_until(task)
+    if until is not None and snapshot.now < until:
+        return _Proposal(Step.SKIP, f"cooldown until {until.isoformat()}")
+    rooms = snapshot.rooms_to_reap.get(task.task_id)
+    if rooms:
+        return _Proposal(
+            Step.REAP, f"reap first ({len(rooms)} over-age room(s)): {worker.reason}", tuple(rooms)
+        )
+    unknown = " (its rooms are unknown: LiveKit unavailable)" if rooms is None else ""
+    return _Proposal(Step.CORDON, f"degraded{unknown}: {worker.reason}")
+
+
+def _propose(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal | None:
+    manual = snapshot.manual
+    if manual is not None and manual.task_id is not None:
+        return _manual_step(task, manual) if task.task_id == manual.task_id else None
+    match state_of(task):
+        case State.DRAINING:
+            return _draining_step(task, snapshot, policy)
+        case State.REAPED:
+            return _reaped_step(task, snapshot, policy)
+        case State.HEALTHY:
+            return _healthy_step(task, snapshot)
+
+
+def _guard(task: EcsTask, proposal: _Proposal, guard: Guardrails) -> PlannedStep:
+    """The guardrail pass: a cordon beyond the blast-radius budget becomes a refusal."""
+    step, reason = proposal.step, proposal.reason
+    if step is Step.CORDON:
         refusal = guard.refusal()
         if refusal:
-            add(task, Step.SKIP, refusal)
+            step, reason = Step.SKIP, refusal
         else:
             guard.take()
-            add(task, Step.CORDON, why)
+    return PlannedStep(task.task_id, task.arn, step, reason, state_of(task), proposal.rooms)
 
+
+def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
+    """Each task's next step from its state, then the guardrails, then capacity owed back."""
+    guard = Guardrails(snapshot.tasks, policy)
+    steps: list[PlannedStep] = []
+    running_ids = {t.task_id for t in snapshot.tasks}
+    manual = snapshot.manual
+    if manual is not None and manual.task_id is not None and manual.task_id not in running_ids:
+        reason = "not a RUNNING task of the service"
+        steps.append(PlannedStep(manual.task_id, manual.task_id, Step.SKIP, reason, State.HEALTHY))
     # Existing ladders first: they hold guardrail budget the new ones must respect.
-    ordered = sorted(snapshot.tasks, key=lambda t: state_of(t) is State.HEALTHY)
-    for task in ordered:
-        state = state_of(task)
-        worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
-        if forced and task.task_id != forced:
-            continue
-        if forced and manual and manual.action == "undrain":
-            if state is State.HEALTHY:
-                add(task, Step.SKIP, "not marked: nothing to undo")
-            else:
-                add(task, Step.UNDO, "manual undrain")
-            continue
-        if forced:
-            if state is State.DRAINING:
-                add(task, Step.SKIP, "already draining")
-            else:
-                cordon_or_refuse(task, "manual drain")
-            continue
-        if state is State.DRAINING:
-            deadline = deadline_of(task)
-            jobs = snapshot.active_jobs.get(task.task_id)
-            if recovered(task.task_id, snapshot, policy):
-                add(task, Step.UNDO, f"recovered: no slow inference for {policy.recovery_minutes} min")
-            elif deadline is not None and now >= deadline:
-                add(
-                    task,
-                    Step.STOP,
-                    f"drain deadline {deadline.isoformat()} reached with {jobs} active job(s)",
-                )
-            elif jobs == 0:
-                add(task, Step.STOP, "drained: no active jobs")
-            else:
-                left = "unknown" if jobs is None else str(jobs)
-                add(task, Step.WAIT, f"draining: {left} active job(s), deadline {deadline}")
-        elif state is State.REAPED:
-            since = since_of(task)
-            grace_end = (since or now) + timedelta(minutes=policy.reap_grace_minutes)
-            if recovered(task.task_id, snapshot, policy):
-                add(
-                    task,
-                    Step.UNDO,
-                    f"recovered after the reap: no slow inference for {policy.recovery_minutes} min",
-                )
-            elif worker and worker.stats and worker.stats.last_seen > grace_end and worker.pattern.elevated:
-                cordon_or_refuse(
-                    task, f"still slow {policy.reap_grace_minutes} min after the reap: {worker.reason}"
-                )
-            else:
-                add(task, Step.WAIT, "reaped: waiting for the grace period to judge recovery")
-        elif snapshot.start_new and worker is not None and worker.degraded:
-            until = cooldown_until(task)
-            if until is not None and now < until:
-                add(task, Step.SKIP, f"cooldown until {until.isoformat()}")
-                continue
-            rooms = snapshot.rooms_to_reap.get(task.task_id)
-            if rooms:
-                add(task, Step.REAP, f"reap first ({len(rooms)} over-age room(s)): {worker.reason}", rooms)
-            else:
-                unknown = " (its rooms are unknown: LiveKit unavailable)" if rooms is None else ""
-                cordon_or_refuse(task, f"degraded{unknown}: {worker.reason}")
-    for debt in snapshot.capacity_debts:
-        if debt.task_id not in running_ids:
-            steps.append(
-                PlannedStep(debt.task_id, debt.task_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY)
-            )
+    for task in sorted(snapshot.tasks, key=lambda t: state_of(t) is State.HEALTHY):
+        proposal = _propose(task, snapshot, policy)
+        if proposal is not None:
+            steps.append(_guard(task, proposal, guard))
+    steps += [
+        PlannedStep(debt.task_id, debt.task_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY)
+        for debt in snapshot.capacity_debts
+        if debt.task_id not in running_ids
+    ]
     return LadderPlan(tuple(steps), guard.healthy, guard.draining)
-
-
-def cordon_tags(
-    task: EcsTask, now: datetime, reason: str, capacity: str, protected_before: bool, drain_seconds: float
-) -> dict[str, str]:
-    return {
-        STATE_TAG: State.DRAINING.value,
-        SINCE_TAG: str(int(now.timestamp())),
-        DEADLINE_TAG: str(int(now.timestamp() + drain_seconds)),
-        REASON_TAG: tag_value(reason),
-        CAPACITY_TAG: capacity,
-        PROTECTED_BEFORE_TAG: "true" if protected_before else "false",
-    }
-
-
-def tag_value(text: str) -> str:
-    """ECS tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @."""
-    allowed = "".join(c if c.isalnum() or c in " +-=._:/@" else " " for c in text)
-    return " ".join(allowed.split())[:256]

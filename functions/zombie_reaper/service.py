@@ -12,33 +12,18 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import Field
 
-from fleet_remediation.config import ReaperSettings, join_url, settings_from_environment
-from fleet_remediation.detection import vad_alarm_name
-from fleet_remediation.errors import InvalidEventError, UnknownAlarmError
-from fleet_remediation.invocation import decide_mode
-from fleet_remediation.livekit_rooms import RoomService, room_service_factory
-from fleet_remediation.mode import ModeSwitch, SsmModeSwitch
-from fleet_remediation.notifier import Notifier, SnsNotifier
-from fleet_remediation.observability import metrics
-from fleet_remediation.reaping import ReapExecutor, ReapPlan, ReapResult, decide
-from fleet_remediation.report import Decision, Mode, Outcome, ReportBuilder, Trigger
-from fleet_remediation.triggers import (
-    ALARM_DETAIL_TYPE,
-    SCHEDULE_DETAIL_TYPE,
-    AlarmStateChange,
-    ManualEvent,
-    alarm_trigger,
-    is_eventbridge,
-    manual_trigger,
-    parse_detail,
-    parse_eventbridge,
-    parse_manual,
-    schedule_trigger,
-)
-
-RUNBOOK_PATH = "docs/runbooks/zombie-reaper.md"
-# Left for logging the report and flushing metrics after the last LiveKit call.
-SAFETY_MARGIN_SECONDS = 3.0
+from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
+from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
+from fleet_remediation.contract.budgets import REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
+from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
+from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.invocation import decide_mode
+from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+from fleet_remediation.core.observability import metrics
+from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder
+from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Router, ScheduleRoute
+from fleet_remediation.domain.reaping import ReapExecutor, ReapPlan, ReapResult, plan_reap
 
 
 class ReaperManualEvent(ManualEvent):
@@ -64,39 +49,28 @@ class ReaperDependencies:
             room_service_factory=room_service_factory(
                 str(settings.livekit_url),
                 settings.livekit_secret_id,
-                settings.livekit_request_timeout_seconds,
+                settings.reaper.livekit_request_timeout_seconds,
             ),
         )
 
 
-def parse_reaper_event(event: Any, environment_name: str) -> tuple[Trigger, ReaperManualEvent | None]:
+def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
     """The schedule, the VAD alarm (a starving worker is often a zombie's doing), or a manual invoke."""
-    if is_eventbridge(event):
-        envelope = parse_eventbridge(event)
-        if envelope.detail_type == SCHEDULE_DETAIL_TYPE:
-            return schedule_trigger(envelope), None
-        if envelope.detail_type == ALARM_DETAIL_TYPE:
-            change = parse_detail(envelope, AlarmStateChange)
-            expected = vad_alarm_name(environment_name)
-            if change.alarm_name != expected:
-                raise UnknownAlarmError(
-                    f"the reaper handles only {expected}, not {change.alarm_name}", resource=change.alarm_name
-                )
-            return alarm_trigger(change), None
-        raise InvalidEventError(f"the reaper does not handle '{envelope.detail_type}' events")
-    manual = parse_manual(event, ReaperManualEvent)
-    return manual_trigger(manual), manual
+    return Router(
+        "the reaper",
+        [ScheduleRoute(), AlarmRoute({vad_alarm_name(environment_name)}), ManualRoute(ReaperManualEvent)],
+    )
 
 
 def run_reaper(event: Any, report: ReportBuilder, deps: ReaperDependencies, remaining_seconds: float) -> None:
     started = time.monotonic()
     report.environment = deps.settings.environment_name
-    trigger, manual = parse_reaper_event(event, deps.settings.environment_name)
-    report.trigger = trigger
-    if trigger.detail.get("state", "ALARM") != "ALARM":
-        report.summary = {"skipped": f"alarm state {trigger.detail['state']}: nothing to reap on recovery"}
+    routed = reaper_router(deps.settings.environment_name).route(event)
+    report.trigger, manual = routed.trigger, routed.manual
+    if routed.alarm is not None and routed.alarm.state.value != "ALARM":
+        report.summary = {"skipped": f"alarm state {routed.alarm.state.value}: nothing to reap on recovery"}
         return
-    policy = deps.settings.reaper_policy
+    policy = deps.settings.reaper.policy
     override = manual.max_age_seconds if manual else None
     if override is not None and override >= policy.max_age_minutes * 60:
         raise InvalidEventError(
@@ -107,7 +81,7 @@ def run_reaper(event: Any, report: ReportBuilder, deps: ReaperDependencies, rema
     if mode is Mode.OFF:
         report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
         return
-    deadline = started + remaining_seconds - SAFETY_MARGIN_SECONDS
+    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS
     asyncio.run(_reap(report, deps, override, deadline))
 
 
@@ -119,15 +93,15 @@ async def _reap(
     rooms = deps.room_service_factory()
     try:
         snapshot = await rooms.list_rooms()
-        plan = decide(snapshot, settings.reaper_policy, deps.clock(), max_age_override_seconds=override)
+        plan = plan_reap(snapshot, settings.reaper.policy, deps.clock(), max_age_override_seconds=override)
         _record_plan(plan, report)
         results: list[ReapResult] = []
         if report.acts and plan.to_reap:
             executor = ReapExecutor(
                 rooms=rooms,
-                concurrency=settings.reaper_policy.delete_concurrency,
+                concurrency=settings.reaper.policy.delete_concurrency,
                 deadline=deadline,
-                request_timeout_seconds=settings.livekit_request_timeout_seconds,
+                request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
             )
             results = await executor.run(plan.to_reap)
             for result in results:
@@ -206,6 +180,6 @@ def _notify(results: list[ReapResult], report: ReportBuilder, deps: ReaperDepend
             f"max {format_age(d.max_age_seconds)} [{d.rule}], participants {d.room.num_participants}: "
             f"{r.outcome.value}" + (f" ({r.reason})" if r.outcome is not Outcome.DONE else "")
         )
-    lines += ["", f"Runbook: {join_url(settings.runbook_base_url, RUNBOOK_PATH)}"]
+    lines += ["", f"Runbook: {settings.runbook(FunctionName.ZOMBIE_REAPER)}"]
     message_id = deps.notifier.publish(subject, "\n".join(lines), {"environment": settings.environment_name})
     report.notifications.append(message_id)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
-from fleet_remediation.detection import DetectionConfig
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.contract.signals import SignalCatalog
 from fleet_stack.config import ConfigError
 from tests.infra.conftest import Synthesized
 
@@ -177,7 +179,9 @@ def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging
     )
 
 
-def test_responder_function_environment_and_permissions(staging: Synthesized) -> None:
+def test_responder_function_environment_and_permissions(
+    staging: Synthesized, cold_start: Callable[..., Any]
+) -> None:
     functions = resources(staging, "AWS::Lambda::Function")
     responder = next(
         f["Properties"]
@@ -186,7 +190,16 @@ def test_responder_function_environment_and_permissions(staging: Synthesized) ->
     )
     variables = responder["Environment"]["Variables"]
     assert responder["Handler"] == "tts_reach_alarm.handler.lambda_handler"
-    assert variables["ALARM_NAME"] == "livekit-staging-tts-reach"
+    # The alarm's name is derived from the environment by the one naming module on both sides.
+    settings = cold_start(
+        TtsReachSettings,
+        {"Properties": responder},
+        AWS_REGION="ap-northeast-2",
+        NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
+        IDEMPOTENCY_TABLE_NAME="idempotency",
+    )
+    assert settings.alarm_name == "livekit-staging-tts-reach"
+    staging.template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmName": settings.alarm_name})
     assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
     tts_settings = json.loads(variables["DETECTION"])["tts_reach_alarm"]
     assert (tts_settings["window_minutes"], tts_settings["expected_timeout_rate"]) == (5, 0.001)

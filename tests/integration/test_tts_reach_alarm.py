@@ -14,16 +14,17 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from fleet_remediation.detection import DetectionConfig, tts_reach_alarm_name
-from fleet_remediation.idempotency import DynamoDBOnceGuard
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.notifier import SnsNotifier
-from fleet_remediation.report import Mode
-from fleet_remediation.suspect_worker import EventBridgePublisher
-from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
-from tests.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fixed_mode import FixedModeSwitch
+from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.report import Mode
+from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
-from tts_reach_alarm.service import TtsReachDependencies, TtsReachSettings
+from tts_reach_alarm.service import TtsReachDependencies
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod")
@@ -119,18 +120,17 @@ def make_aws(mode: Mode = Mode.ENFORCE) -> Aws:
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    settings = TtsReachSettings(
-        environment_name="prod",
-        mode_parameter_name="/lkfr/prod/mode",
-        notification_topic_arn=topic,
-        runbook_base_url="https://runbooks.example.com/repo",
-        function_timeout_seconds=60,
-        aws_region=REGION,
-        alarm_name=ALARM,
-        agent_log_group="/ppi/livekit/prod/agent",
-        dashboard_name="livekit-prod-fleet",
-        idempotency_table_name="idempotency",
-        detection=DetectionConfig(),
+    settings = TtsReachSettings.model_validate(
+        dict(
+            environment_name="prod",
+            mode_parameter_name="/lkfr/prod/mode",
+            notification_topic_arn=topic,
+            runbook_base_url="https://runbooks.example.com/repo",
+            aws_region=REGION,
+            agent_log_group="/ppi/livekit/prod/agent",
+            idempotency_table_name="idempotency",
+            detection=DetectionConfig(),
+        )
     )
     insights = FakeLogsInsights(responses=[incident_rows(), rooms_rows()])
     deps = TtsReachDependencies(

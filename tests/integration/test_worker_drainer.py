@@ -21,15 +21,15 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
-from fleet_remediation.ecs_tasks import ecs_client_config
-from fleet_remediation.errors import ConcurrentActionError
-from fleet_remediation.report import Mode
-from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
-from tests.fakes.agent_worker import RunningAgentWorker
-from tests.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event, stream_of
-from tests.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
-from tools.livekit_local import LocalLiveKit, free_port
-from worker_drainer.ladder import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
+from devkit.fakes.agent_worker import RunningAgentWorker
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event, stream_of
+from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
+from devkit.livekit_local import LocalLiveKit, free_port
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
+from fleet_remediation.core.errors import ConcurrentActionError
+from fleet_remediation.core.report import Mode
+from worker_drainer.adapters.ecs_tasks import ecs_client_config
+from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
 

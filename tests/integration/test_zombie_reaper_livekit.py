@@ -13,9 +13,15 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tools.lambda_context import LocalLambdaContext
-from tools.livekit_clients import BackgroundLoop, Participant, create_rooms, room_names, wait_for_participants
-from tools.livekit_local import LocalLiveKit
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_clients import (
+    BackgroundLoop,
+    Participant,
+    create_rooms,
+    room_names,
+    wait_for_participants,
+)
+from devkit.livekit_local import LocalLiveKit
 from zombie_reaper import handler
 
 MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
@@ -64,8 +70,12 @@ def aws(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterat
             "RUNBOOK_BASE_URL": "https://runbooks.example.com/repo",
             "LIVEKIT_URL": livekit_server.http_url,
             "LIVEKIT_SECRET_ID": SECRET_NAME,
-            "LIVEKIT_REQUEST_TIMEOUT_SECONDS": "2",
-            "REAPER_POLICY": json.dumps({"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60}),
+            "REAPER": json.dumps(
+                {
+                    "livekit_request_timeout_seconds": 2,
+                    "policy": {"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60},
+                }
+            ),
         }.items():
             monkeypatch.setenv(name, value)
         yield AwsWorld(queue_url=queue_url, sqs=sqs, ssm=ssm)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter
-from worker_drainer import ladder
+from worker_drainer import tags
 
 
 @dataclass
@@ -34,8 +34,8 @@ class Clock:
 
 
 def test_the_agent_reads_the_tag_the_drainer_writes() -> None:
-    assert STATE_TAG == ladder.STATE_TAG
-    assert ladder.State.DRAINING.value == DRAINING_STATE
+    assert STATE_TAG == tags.STATE_TAG
+    assert tags.State.DRAINING.value == DRAINING_STATE
 
 
 def test_load_is_the_job_share_until_the_task_is_marked_then_full() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.detection import legacy_tts_reach
-from fleet_remediation.detection import DetectionConfig, evaluate_alarm
-from fleet_remediation.log_export import read_events
+from devkit.log_export import read_events
+from fleet_remediation.contract.detection import DetectionConfig, evaluate_alarm
 from tools import make_incident_fixture
 from tools.backtest import bucket, load_detection, render, run_backtest
 

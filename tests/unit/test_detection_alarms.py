@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from bench.detection import legacy_tts_reach
-from fleet_remediation.detection import (
+from fleet_remediation.contract.detection import (
     AlarmDefinition,
     DetectionConfig,
     Expression,

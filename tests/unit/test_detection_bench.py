@@ -4,7 +4,7 @@ alarms, the drainer's attribution and the responder would do (no timing is asser
 from __future__ import annotations
 
 from bench.detection import drains, false_pages_per_day, latency, run, transitions_during, vad_attribution
-from fleet_remediation.detection import DetectionConfig
+from fleet_remediation.contract.detection import DetectionConfig
 
 
 def test_a_slow_but_healthy_tts_day_pages_with_the_old_alarm_only() -> None:

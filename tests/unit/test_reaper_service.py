@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.report import Mode
-from tests.fakes_livekit import InMemoryRoomService, room
-from tools.lambda_context import LocalLambdaContext
+from devkit.fakes.livekit import InMemoryRoomService, room
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
@@ -42,14 +43,16 @@ def make_deps(
     rooms: InMemoryRoomService, mode: Mode = Mode.ENFORCE, **policy: Any
 ) -> tuple[ReaperDependencies, RecordingNotifier]:
     notifier = RecordingNotifier()
-    settings = ReaperSettings(
-        environment_name="unit",
-        mode_parameter_name="/livekit-fleet-remediation/unit/mode",
-        notification_topic_arn="arn:aws:sns:eu-west-1:123456789012:t",
-        runbook_base_url="https://runbooks.example.com/repo",
-        livekit_url="http://127.0.0.1:7880",
-        livekit_secret_id="unit/livekit",
-        reaper_policy=ReaperPolicy(**policy),
+    settings = ReaperSettings.model_validate(
+        dict(
+            environment_name="unit",
+            mode_parameter_name="/livekit-fleet-remediation/unit/mode",
+            notification_topic_arn="arn:aws:sns:eu-west-1:123456789012:t",
+            runbook_base_url="https://runbooks.example.com/repo",
+            livekit_url="http://127.0.0.1:7880",
+            livekit_secret_id="unit/livekit",
+            reaper=ReaperSection(policy=ReaperPolicy(**policy)),
+        )
     )
     deps = ReaperDependencies(
         settings=settings,

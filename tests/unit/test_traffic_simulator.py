@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import pytest
 
+from devkit.log_export import read_events
 from devkit.traffic import (
     FIRST_FRAME,
     JOB_REQUEST,
@@ -27,8 +28,7 @@ from devkit.traffic import (
     export,
     scenario,
 )
-from fleet_remediation.log_export import read_events
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.contract.signals import SignalCatalog
 from tools.backtest import bucket
 
 STREAM = re.compile(r"^agent/livekit-agent/[0-9a-f]{32}$")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from fleet_remediation.errors import AwsApiError
-from fleet_remediation.logs_insights import rows_from_results
-from fleet_remediation.signals import SignalCatalog
-from tests.fakes.logs_insights import insights_row
+from devkit.fakes.logs_insights import insights_row
+from fleet_remediation.adapters.logs_insights import rows_from_results
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError
 from tts_reach_alarm.analysis import (
     JobOutcome,
     assess_concentration,

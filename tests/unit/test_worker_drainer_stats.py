@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from fleet_remediation.errors import InvalidEventError
-from fleet_remediation.signals import SignalCatalog
-from tests.fakes.logs_insights import FakeLogsInsights, insights_row
-from worker_drainer.stats import InsightsWorkerLogs, job_sightings_query
+from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import InvalidEventError
+from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, job_sightings_query
 
 START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
 END = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)

@@ -20,20 +20,22 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.detection import (
-    PERIOD_SECONDS,
-    AlarmDefinition,
-    DetectionConfig,
+from fleet_remediation.contract.detection import PERIOD_SECONDS, AlarmDefinition, DetectionConfig
+from fleet_remediation.contract.naming import (
+    ALARM_DETAIL_TYPE,
+    METRICS_NAMESPACE,
+    RUNBOOKS,
+    VAD_RUNBOOK,
+    FunctionName,
     dashboard_name,
+    metric_filter_name,
     tts_reach_alarm_name,
     vad_alarm_name,
 )
-from fleet_remediation.signals import Signal
+from fleet_remediation.contract.signals import Signal
 from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.remediation_function import METRICS_NAMESPACE
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
-ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
 
 
 class Detection(Construct):
@@ -80,8 +82,7 @@ class Detection(Construct):
             vad_alarm_name(env_name),
             vad.definition(),
             self.vad_breach,
-            f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. "
-            "Runbook: docs/runbooks/vad-slow-inference.md",
+            f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
         )
         self.vad_alarm.add_alarm_action(cw_actions.SnsAction(topic))
         self.vad_alarm.add_ok_action(cw_actions.SnsAction(topic))
@@ -97,7 +98,7 @@ class Detection(Construct):
             tts_reach_alarm_name(env_name),
             tts.definition(),
             self.tts_breach,
-            f"Children hear nothing: {tts.describe()}. Runbook: docs/runbooks/tts-reach.md",
+            f"Children hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
         )
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=dashboard_name(env_name), default_interval=Duration.hours(3)
@@ -109,7 +110,7 @@ class Detection(Construct):
             self,
             f"{metric_name}Filter",
             log_group=self.log_group,
-            filter_name=f"lkfr-{self.env_name}-{metric_name}",
+            filter_name=metric_filter_name(self.env_name, metric_name),
             filter_pattern=logs.FilterPattern.literal(pattern),
             metric_namespace=self.namespace,
             metric_name=metric_name,
@@ -173,7 +174,7 @@ class Detection(Construct):
             description=f"{'/'.join(states)} of {alarm.alarm_name} to {function.function_name}",
             event_pattern=events.EventPattern(
                 source=["aws.cloudwatch"],
-                detail_type=[ALARM_STATE_CHANGE],
+                detail_type=[ALARM_DETAIL_TYPE],
                 resources=[alarm.alarm_arn],
                 detail={"state": {"value": list(states)}},
             ),

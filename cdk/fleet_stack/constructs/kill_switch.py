@@ -5,9 +5,7 @@ from __future__ import annotations
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-
-def mode_parameter_name(env_name: str) -> str:
-    return f"/livekit-fleet-remediation/{env_name}/mode"
+from fleet_remediation.contract.naming import mode_parameter_name
 
 
 class KillSwitch(Construct):

@@ -15,23 +15,33 @@ from aws_cdk import aws_sqs as sqs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
+from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
 
 FUNCTIONS_DIR = REPO_ROOT / "functions"
-METRICS_NAMESPACE = "LiveKitFleetRemediation"
 
 
-def livekit_environment(config: EnvironmentConfig, request_timeout_seconds: float) -> dict[str, str]:
-    """What a function that talks to LiveKit reads: the server, the secret, the timeout, the reaper
-    policy (the drainer reaps a task's rooms with the reaper's rules)."""
-    return {
-        "LIVEKIT_URL": str(config.livekit_url),
-        "LIVEKIT_SECRET_ID": config.livekit_secret_name,
-        "LIVEKIT_REQUEST_TIMEOUT_SECONDS": str(request_timeout_seconds),
-        "REAPER_POLICY": config.reaper.policy.model_dump_json(),
+def deployed_settings(
+    model: type[SettingsT],
+    *,
+    env_name: str,
+    config: EnvironmentConfig,
+    topic: sns.ITopic,
+    kill_switch: KillSwitch,
+    **values: object,
+) -> SettingsT:
+    """The function's own settings model, built at synth: what the stack deploys is what the function
+    validates at cold start. A problem names the field under ``environments.<env>.``."""
+    common = {
+        "environment_name": env_name,
+        "mode_parameter_name": kill_switch.parameter_name,
+        "notification_topic_arn": topic.topic_arn,
+        "runbook_base_url": config.runbook_base_url,
     }
+    return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
 
 def _other_function_dirs(function_dir: str) -> list[str]:
@@ -44,28 +54,28 @@ class RemediationFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        env_name: str,
-        config: EnvironmentConfig,
-        function_dir: str,
+        function: FunctionName,
+        settings: FunctionSettings,
         description: str,
         layers: SharedLayers,
         topic: sns.ITopic,
         kill_switch: KillSwitch,
-        timeout: Duration,
-        environment: dict[str, str],
+        log_retention_days: int,
         memory_size: int = 256,
         reserved_concurrency: int | None = None,
         expected_invocations_per_hour: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        function_dir = function.value
+        env_name = settings.environment_name
         if not (FUNCTIONS_DIR / function_dir / "handler.py").is_file():
             raise FileNotFoundError(f"functions/{function_dir}/handler.py does not exist")
-        function_name = f"lkfr-{env_name}-{function_dir.replace('_', '-')}"
+        function_name = lambda_function_name(env_name, function)
         self.log_group = logs.LogGroup(
             self,
             "Logs",
             log_group_name=f"/aws/lambda/{function_name}",
-            retention=_retention(config.log_retention_days),
+            retention=_retention(log_retention_days),
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.role = iam.Role(
@@ -105,7 +115,7 @@ class RemediationFunction(Construct):
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded),
             layers=layers.all,
             role=self.role,
-            timeout=timeout,
+            timeout=Duration.seconds(settings.timeout_seconds),
             memory_size=memory_size,
             reserved_concurrent_executions=reserved_concurrency,
             tracing=lambda_.Tracing.ACTIVE,
@@ -117,12 +127,7 @@ class RemediationFunction(Construct):
                 "POWERTOOLS_SERVICE_NAME": function_dir,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                "ENVIRONMENT_NAME": env_name,
-                "MODE_PARAMETER_NAME": kill_switch.parameter_name,
-                "NOTIFICATION_TOPIC_ARN": topic.topic_arn,
-                "RUNBOOK_BASE_URL": str(config.runbook_base_url),
-                "FUNCTION_TIMEOUT_SECONDS": str(timeout.to_seconds()),
-                **environment,
+                **settings.to_lambda_environment(),
             },
         )
         topic.grant_publish(self.function)

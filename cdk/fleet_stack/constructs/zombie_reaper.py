@@ -9,9 +9,11 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.remediation_function import RemediationFunction, livekit_environment
+from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 
 
@@ -30,21 +32,29 @@ class ZombieReaper(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         reaper = config.reaper
+        self.settings = deployed_settings(
+            ReaperSettings,
+            env_name=env_name,
+            config=config,
+            topic=topic,
+            kill_switch=kill_switch,
+            livekit_url=config.livekit_url,
+            livekit_secret_id=config.livekit_secret_name,
+            reaper=reaper,
+        )
         self.remediation = RemediationFunction(
             self,
             "Reaper",
-            env_name=env_name,
-            config=config,
-            function_dir="zombie_reaper",
+            function=FunctionName.ZOMBIE_REAPER,
+            settings=self.settings,
             description="Deletes LiveKit rooms older than their max age, oldest first, within caps",
             layers=layers,
             topic=topic,
             kill_switch=kill_switch,
-            timeout=Duration.seconds(reaper.timeout_seconds),
+            log_retention_days=config.log_retention_days,
             # One reaper at a time: overlapping runs would race for the same rooms and the same cap.
             reserved_concurrency=1,
             expected_invocations_per_hour=60 // reaper.schedule_minutes,
-            environment=livekit_environment(config, reaper.livekit_request_timeout_seconds),
         )
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)

@@ -1,0 +1,30 @@
+"""Timing budgets, in one place: the functions plan their deadlines with these numbers and the
+settings models check at synth that the per-call timeouts fit the Lambda timeout with them.
+
+Every inner deadline is shorter than its caller's, so a slow dependency ends as a typed error in
+the report, never as a killed Lambda.
+"""
+
+from __future__ import annotations
+
+# Kept free after the last outside call: log the one report and flush the EMF metrics.
+REPORT_MARGIN_SECONDS = 3.0
+# One notification publish (SNS) after the work.
+NOTIFICATION_BUDGET_SECONDS = 2.0
+# The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
+DRAINER_STEP_BUDGET_SECONDS = 8.0
+
+
+def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
+    """At least one room's re-check and delete, the notification and the report."""
+    return 2 * livekit_request_timeout_seconds + REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS
+
+
+def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
+    """Two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms), then publish."""
+    return 2 * query_timeout_seconds + REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS
+
+
+def drainer_seconds_needed(insights_timeout_seconds: float) -> float:
+    """Two Logs Insights queries (statistics, job sightings), one step, and the report."""
+    return 2 * insights_timeout_seconds + DRAINER_STEP_BUDGET_SECONDS + REPORT_MARGIN_SECONDS
