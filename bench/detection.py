@@ -354,6 +354,11 @@ def latency_text(values: Sequence[float | None]) -> str:
     return text + (f" ({missed} missed)" if missed else "")
 
 
+def pages_text(counts: Sequence[int]) -> str:
+    """Transitions to ALARM during each incident: median [most]."""
+    return f"{statistics.median(counts):g} [{max(counts)}]"
+
+
 def transitions_during(result: RunResult, alarm: str) -> list[Transition]:
     assert result.end_minute is not None
     start = judged_from(result, alarm)
@@ -413,10 +418,10 @@ HEALTHY_HEADER = (
 FAILURE_HEADER = (
     "\nFailures: detection latency after onset, minutes (median [worst] over runs; negative = "
     "before the first failed response)\n\n"
-    "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | "
-    "VAD attribution right / none / wrong | responder (new) right / none / wrong | "
+    "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | TTS pages per incident: "
+    "old, new | VAD attribution right / none / wrong | responder (new) right / none / wrong | "
     "drains right / healthy / fleet-wide: old, new |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -433,12 +438,15 @@ def healthy_row(r: RunResult) -> str:
 def failure_row(runs: Sequence[RunResult]) -> str:
     first = runs[0]
     latencies = " | ".join(latency_text([latency(r, alarm) for r in runs]) for alarm in ALARMS)
+    pages = ", ".join(
+        pages_text([len(transitions_during(r, alarm)) for r in runs]) for alarm in ("tts_old", "tts_new")
+    )
     attribution = tally([vad_attribution(r, t) for r in runs for t in transitions_during(r, "vad")])
     verdicts = tally([responder_verdict(r, t) for r in runs for t in transitions_during(r, "tts_new")])
     old = "/".join(map(str, drains(runs, ("tts_old", "vad"))))
     new = "/".join(map(str, drains(runs, ("tts_new", "vad"))))
     return (
-        f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {attribution} | "
+        f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {pages} | {attribution} | "
         f"{verdicts} | {old}, {new} |"
     )
 

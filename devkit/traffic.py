@@ -80,7 +80,7 @@ FAILING_RESPONSE_GAP_SECONDS = (18.0, 26.0)  # seed: the child repeats itself to
 SILENT_LESSON_PATIENCE_SECONDS = (45.0, 100.0)
 SHORT_LESSON_SHARE = 0.25
 RESPONSES_PER_LESSON_MINUTE = 60 / (sum(RESPONSE_GAP_SECONDS) / 2)
-MEAN_LESSON_MINUTES = 16.9  # of the lesson-length mixture below (measured over 10^6 draws)
+MEAN_LESSON_MINUTES = 16.96  # of the lesson-length mixture below (mean of 10^6 draws)
 SLOT_USE_AT_PEAK = 0.6
 DEPLOY_STEP_SECONDS = 90.0
 # Without a zombie, the starved worker's own lessons fall behind this long before their TTS fails.

@@ -74,14 +74,14 @@ def window_metric(metric_id: str, metric_name: str, period: int) -> object:
 
 def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(staging: Synthesized) -> None:
     """Replaces the per-minute reach assertion (threshold 0.97, >= 10 responses, 3 of 5): the alarm
-    is now a 0/1 breach expression over 5-minute sums, ALARM while 1 of the last 2 windows breaches."""
+    is now a 0/1 breach expression over 5-minute sums, ALARM while the window breaches."""
     staging.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "AlarmName": "livekit-staging-tts-reach",
             "ComparisonOperator": "GreaterThanOrEqualToThreshold",
             "Threshold": 1,
-            "EvaluationPeriods": 2,
+            "EvaluationPeriods": 1,
             "DatapointsToAlarm": 1,
             "TreatMissingData": "notBreaching",
             "Metrics": Match.array_with(
@@ -117,10 +117,10 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
 def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesized]) -> None:
     context = copy.deepcopy(cdk_json_context())
     context["environments"]["staging"]["detection"]["tts_reach_alarm"].update(
-        {"window_minutes": 3, "evaluation_windows": 4, "min_timeouts": 5, "reach_min_responses": 50}
+        {"window_minutes": 3, "min_timeouts": 5, "reach_min_responses": 50}
     )
     alarm = tts_alarm(synth("staging", context))
-    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (4, 1)
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 1)
     expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
     assert expression.startswith("IF(FILL(timeouts, 0) >= (5 + 0.001 * FILL(responses, 0)")
     assert "FILL(responses, 0) >= 50 AND" in expression
@@ -239,7 +239,7 @@ def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Syn
     "tts_settings",
     [
         {"datapoints_to_alarm": 9},  # a key of the old alarm: unknown now
-        {"window_minutes": 10, "evaluation_windows": 4},  # the responder's 30 min cannot cover 40
+        {"window_minutes": 45},  # the responder's 30 minutes cannot cover the alarm's 45
     ],
 )
 def test_invalid_detection_settings_fail_at_synth_naming_the_field(

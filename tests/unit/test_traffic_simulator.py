@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import statistics
 from collections import defaultdict
@@ -113,22 +114,24 @@ def test_a_dead_worker_times_out_every_response_and_the_rest_of_the_fleet_does_n
     failure = sim.scenario.failure
     assert failure is not None
     start, end = failure.start_minute * 60, (failure.start_minute + failure.duration_minutes) * 60
-    bad = sim.truth.bad_task
+    bad, sim_end = sim.truth.bad_task, sim.scenario.minutes * 60
     by_lesson: dict[int, list[Event]] = defaultdict(list)
     for event in events:
         by_lesson[event[3]].append(event)
     failed = healthy = 0
     for lesson_events in by_lesson.values():
+        # A lesson still running when the simulation ends has logged no exit yet.
+        exit_at = next((at for at, _, kind, *_ in lesson_events if kind == PROCESS_EXIT), math.inf)
         frames = {round(at - lag, 6) for at, _, kind, _, lag in lesson_events if kind == FIRST_FRAME}
         timeouts = {round(at - lag, 6) for at, _, kind, _, lag in lesson_events if kind == TIMEOUT}
-        exit_at = max(at for at, *_ in lesson_events)
         for at, task, kind, _, _ in lesson_events:
             if kind != RESPONSE or not start <= at < end:
                 continue
             if task == bad:
                 failed += 1
                 assert round(at, 6) not in frames
-                assert (round(at, 6) in timeouts) == (at + 10 < exit_at)
+                # Written 10 s later if the lesson was still on, and seen if the simulation was too.
+                assert (round(at, 6) in timeouts) == (at + 10 < min(exit_at, sim_end))
             else:
                 healthy += round(at, 6) in frames
     assert failed == sim.truth.failed_responses > 5

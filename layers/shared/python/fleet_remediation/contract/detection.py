@@ -6,11 +6,11 @@ VAD alarm (one-minute periods, ``datapoints_to_alarm`` of the last ``evaluation_
 missing data not breaching): a minute breaches when slow-inference warnings >=
 ``min_warnings_per_minute`` AND the largest ``delay`` >= ``min_max_delay_seconds``.
 
-TTS-reach alarm: periods of ``window_minutes`` (default 5), evaluated every minute over the last
-``evaluation_windows`` (default 2) such windows of whole minutes (CloudWatch's default sliding
-evaluation window), in ALARM while any of them breaches: the newest window pages as soon as it
-breaches, and the alarm clears only after a whole quiet window. A window breaches when either
-rule holds:
+TTS-reach alarm: one period of ``window_minutes`` (default 5), evaluated every minute over the last
+``window_minutes`` whole minutes (CloudWatch's default sliding evaluation window), in ALARM while
+that window breaches. (More evaluation periods would not hold the alarm: CloudWatch splits its
+range into consecutive periods, and a burst that straddles two of them breaches neither, so the
+alarm would clear in the middle of it and page again.) A window breaches when either rule holds:
 
 * timeouts: explicit first-audio timeouts (the agent-side emitter's ``tts_first_audio_timeout``)
   >= ``min_timeouts`` + E + ``timeout_sigmas`` x sqrt(E), where E = ``expected_timeout_rate`` x
@@ -315,15 +315,6 @@ class TtsReachAlarmSettings(StrictModel):
     window_minutes: int = Field(
         default=5, ge=1, le=60, description="The alarm's period: sums over this many minutes."
     )
-    evaluation_windows: int = Field(
-        default=2,
-        ge=1,
-        le=12,
-        description=(
-            "ALARM while any of the last N consecutive windows breaches: one breaching window pages, "
-            "and a failure that breaches only now and then at low volume does not flap back to OK."
-        ),
-    )
     min_timeouts: float = Field(
         default=2, ge=1, description="Timeouts rule: the floor, whatever the expected count."
     )
@@ -360,8 +351,8 @@ class TtsReachAlarmSettings(StrictModel):
 
     @model_validator(mode="after")
     def _window_covers_alarm(self) -> TtsReachAlarmSettings:
-        if self.analysis_window_minutes < self.window_minutes * self.evaluation_windows:
-            raise ValueError("analysis_window_minutes must cover window_minutes x evaluation_windows")
+        if self.analysis_window_minutes < self.window_minutes:
+            raise ValueError("analysis_window_minutes must cover window_minutes")
         return self
 
     def definition(self) -> AlarmDefinition:
@@ -395,7 +386,7 @@ class TtsReachAlarmSettings(StrictModel):
                 AlarmInput("timeouts", "first_audio_timeout", Statistic.SUM, "first_audio_timeouts"),
             ),
             period_minutes=self.window_minutes,
-            evaluation_periods=self.evaluation_windows,
+            evaluation_periods=1,
             datapoints_to_alarm=1,
         )
 
@@ -405,8 +396,7 @@ class TtsReachAlarmSettings(StrictModel):
             f"E + {self.timeout_sigmas:g} sqrt(E), E = {self.expected_timeout_rate:.2%} of responses, "
             f"or (>= {self.reach_min_responses} responses and) "
             f"responses without a first frame >= {self.reach_max_missing_fraction:.0%} of responses + "
-            f"{self.reach_lag_allowance:g} x sqrt(responses); ALARM while any of the last "
-            f"{self.evaluation_windows} windows breaches"
+            f"{self.reach_lag_allowance:g} x sqrt(responses)"
         )
 
 
