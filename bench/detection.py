@@ -3,7 +3,7 @@ simulated traffic (``devkit.traffic``), healthy and failing, at 5 to 2,000 respo
 
 For every scenario family and volume it streams the simulated fleet minute by minute (never the
 whole week in memory), feeds each minute's metric-filter counts to the alarms exactly as deployed
-(``fleet_remediation.detection``: the same definitions the CDK stack renders), and at every
+(``fleet_remediation.contract.detection``: the same definitions the CDK stack renders), and at every
 transition to ALARM runs what the alarm would trigger: the drainer's ``assess_fleet`` over
 per-worker slow-VAD statistics of the last 30 minutes (VAD alarm), and the responder's
 ``assess_concentration`` over per-job outcomes of its window followed by the drainer's suspect-worker
@@ -14,9 +14,11 @@ rule (TTS alarm). It prints:
   3 of 5 minutes: the baseline), the new one with the agent-side emitter's timeout line and without
   it (reach rule only), and the VAD alarm; drains of healthy workers;
 * failure families: detection latency after onset (the first response that never reaches a first
-  audio frame; for a fleet-wide slowdown, the first one whose frame comes after the timeout),
-  whether the VAD attribution and the responder named the right worker (or rightly none), and
-  drains of healthy workers and in fleet-wide events.
+  audio frame; for a fleet-wide slowdown, the first one whose frame comes after the timeout) for
+  each alarm and for the first page of either deployed alarm, pages per incident (transitions to
+  ALARM from onset to ten minutes after the failure ends), what the VAD attribution and the
+  responder said at each of their ALARMs (right / nobody named / wrong), and drains: of the bad
+  worker, of healthy workers, and in fleet-wide events.
 
 Times are the end of the minute whose evaluation changes the state; CloudWatch's own ingestion and
 evaluation delay (typically 1-3 minutes) comes on top, for the old and the new alarm alike.
@@ -343,6 +345,11 @@ def latency(result: RunResult, alarm: str) -> float | None:
     return None if found is None else found + 1 - result.onset_minute
 
 
+def first_of(*latencies: float | None) -> float | None:
+    found = [value for value in latencies if value is not None]
+    return min(found) if found else None
+
+
 def latency_text(values: Sequence[float | None]) -> str:
     found = [v for v in values if v is not None]
     missed = len(values) - len(found)
@@ -418,10 +425,11 @@ HEALTHY_HEADER = (
 FAILURE_HEADER = (
     "\nFailures: detection latency after onset, minutes (median [worst] over runs; negative = "
     "before the first failed response)\n\n"
-    "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | TTS pages per incident: "
-    "old, new | VAD attribution right / none / wrong | responder (new) right / none / wrong | "
+    "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | "
+    "first page (TTS new or VAD) | TTS pages per incident: old, new | "
+    "VAD attribution right / none / wrong | responder (new) right / none / wrong | "
     "drains right / healthy / fleet-wide: old, new |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -438,6 +446,7 @@ def healthy_row(r: RunResult) -> str:
 def failure_row(runs: Sequence[RunResult]) -> str:
     first = runs[0]
     latencies = " | ".join(latency_text([latency(r, alarm) for r in runs]) for alarm in ALARMS)
+    first_page = latency_text([first_of(latency(r, "tts_new"), latency(r, "vad")) for r in runs])
     pages = ", ".join(
         pages_text([len(transitions_during(r, alarm)) for r in runs]) for alarm in ("tts_old", "tts_new")
     )
@@ -446,7 +455,8 @@ def failure_row(runs: Sequence[RunResult]) -> str:
     old = "/".join(map(str, drains(runs, ("tts_old", "vad"))))
     new = "/".join(map(str, drains(runs, ("tts_new", "vad"))))
     return (
-        f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {pages} | {attribution} | "
+        f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {first_page} | {pages} | "
+        f"{attribution} | "
         f"{verdicts} | {old}, {new} |"
     )
 

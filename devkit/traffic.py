@@ -458,8 +458,10 @@ class TrafficSimulation:
                 lag = self._latency()
                 if self._slowed(response):
                     lag *= rng.uniform(2.0, 4.0)
-                    if s.emitter and lag > timeout and response + timeout < end:
-                        add(response + timeout, index, TIMEOUT, lesson, timeout)
+                    if lag > timeout:  # the child waited longer than the emitter's deadline
+                        self._failed_response(response)
+                        if s.emitter and response + timeout < end:
+                            add(response + timeout, index, TIMEOUT, lesson, timeout)
                 if response + lag < end:
                     add(response + lag, index, FIRST_FRAME, lesson, lag)
             response += rng.uniform(*RESPONSE_GAP_SECONDS)

@@ -188,3 +188,20 @@ def test_exported_lines_are_the_agents_json_and_the_signals_count_what_was_simul
         if m.vad_warnings or m.responses or m.first_frames or m.first_audio_timeouts
     }
     assert read == {minute: counts for minute, counts in simulated.items() if any(counts)}
+
+
+def test_a_fleet_wide_slowdown_delays_frames_and_starves_vad_on_every_worker() -> None:
+    sim = TrafficSimulation(scenario("fleet-slowdown", 250, 240, seed=2))
+    events = all_events(sim)
+    failure = sim.scenario.failure
+    assert failure is not None
+    start, end = failure.start_minute * 60, (failure.start_minute + failure.duration_minutes) * 60
+    during = [e for e in events if start <= e[0] < end]
+    late = [e for e in during if e[2] == FIRST_FRAME and e[4] > sim.scenario.first_audio_timeout_seconds]
+    assert late  # frames still come, after the timeout
+    assert sim.truth.first_failed_response is not None
+    assert start <= sim.truth.first_failed_response < start + 60
+    running = {t.index for t in sim.running_tasks(start)}
+    backlogged = {e[1] for e in during if e[2] == SLOW_VAD and e[4] > 2.0}
+    timed_out = {e[1] for e in during if e[2] == TIMEOUT}
+    assert backlogged == timed_out == running
