@@ -8,12 +8,15 @@ desired count the way ECS would."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+from moto import mock_aws
+from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import FakeEcsTaskProtection
 from devkit.lambda_context import LocalLambdaContext
@@ -340,3 +343,18 @@ def suspect_event(task_id: str, window_end: datetime) -> dict[str, Any]:
             "evidence": {"failed_jobs_on_worker": 4, "jobs_on_worker": 4},
         },
     }
+
+
+@contextmanager
+def moto_world(
+    livekit: LocalLiveKit, tasks: int = 4, ahead: timedelta = timedelta(hours=2)
+) -> Iterator[DrainerWorld]:
+    """A world inside ``mock_aws()``, its clock ``ahead`` of the wall clock (so LiveKit rooms created
+    now look that old). moto moves a described task one lifecycle step per DescribeTasks by default:
+    the world keeps its tasks RUNNING."""
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with mock_aws():
+            yield build_world(livekit, datetime.now(UTC) + ahead, tasks=tasks)
+    finally:
+        state_manager.unset_transition("ecs::task")
