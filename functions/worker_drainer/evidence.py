@@ -9,6 +9,7 @@ accounts for yet (its line may not be indexed) makes a task's job count unknown,
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,8 +28,8 @@ from worker_drainer.recovery import TtsEvidence
 
 # How far back to look for a task's "received job request" lines when its start time is unknown.
 JOB_LOOKBACK = timedelta(hours=6)
-# A job line reaches Logs Insights after a delay: a live room younger than this that no worker's
-# job line accounts for may be on any worker, so no worker's job count is known to be zero.
+# A job line reaches Logs Insights after a delay: a live managed room younger than this that no
+# worker's job line accounts for may be on any worker, so no worker's job count is known to be zero.
 JOB_LINE_INDEXING_MARGIN = timedelta(minutes=5)
 
 
@@ -46,6 +47,7 @@ class RoomsSeen:
     live: dict[str, LiveRoom] | None
     sightings: dict[str, list[JobSighting]] | None
     now: datetime
+    managed_room_pattern: str = ".*"
 
     def rooms_of(self, task_id: str) -> list[LiveRoom] | None:
         """The live rooms this task's jobs are in (the same room sid as the job request saw)."""
@@ -66,7 +68,9 @@ class RoomsSeen:
         return [
             room.name
             for room in self.live.values()
-            if room.name not in seen and (room.created_at is None or room.created_at >= recent)
+            if room.name not in seen
+            and re.fullmatch(self.managed_room_pattern, room.name)
+            and (room.created_at is None or room.created_at >= recent)
         ]
 
     def active_jobs(self, task_id: str) -> int | None:
@@ -94,7 +98,7 @@ def read_rooms(
     live rooms; how many LiveKit calls that took."""
     sightings = _job_sightings(tasks, deps, report, now, deadline)
     live, calls = _live_rooms(deps, report)
-    return RoomsSeen(live, sightings, now), calls
+    return RoomsSeen(live, sightings, now, deps.settings.reaper.policy.managed_room_pattern), calls
 
 
 def _job_sightings(
