@@ -86,7 +86,8 @@ def message_lines(
     lines: list[Line] = []
     for action in report.actions:
         step = planned.get((action.resource, action.action))
-        head = f"{action.action} {action.resource}: {action.reason}"
+        code = f" [{action.error.code}]" if action.error else ""
+        head = f"{action.action} {action.resource}: {action.reason}{code}"
         section = sections.get(action.outcome)
         if section is not None:
             lines.append(
