@@ -558,7 +558,14 @@ def _quiet_outcome(report: dict[str, Any]) -> str:
         return f"nothing to reap ({seen} room(s), {over} over age)"
     unknown = [c["reason"] for c in report["candidates"] if "not a RUNNING task" in c["reason"]]
     refused = [c["reason"] for c in report["candidates"] if "guardrail" in c["reason"]]
-    parts = [str(summary.get("fleet", "")), *unknown, *refused]
+    # The worker with the most slow-inference warnings, and why it was not enough.
+    slowest = max(report["candidates"], key=lambda c: c["facts"].get("warnings", 0), default=None)
+    worst = (
+        [f"{slowest['resource']}: {slowest['reason']}"]
+        if slowest and slowest["facts"].get("warnings")
+        else []
+    )
+    parts = [str(summary.get("fleet", "")), *worst, *unknown, *refused]
     return "no action: " + "; ".join(p for p in parts if p)
 
 
