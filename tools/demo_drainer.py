@@ -61,6 +61,10 @@ def _step(
     return report
 
 
+def _active_jobs(count: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda info: info.get("active_jobs") == count
+
+
 def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
     if not worker.wait_for(lambda: predicate(worker.worker_info()), WAIT_SECONDS):
         raise RuntimeError(f"the agents worker did not reach: {what} (it says {worker.worker_info()})")
@@ -108,7 +112,7 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
         for jobs, room in enumerate((zombie, lesson), start=1):
             sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
             world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
-            _wait(worker, lambda info, jobs=jobs: info.get("active_jobs") == jobs, f"{jobs} active job(s)")
+            _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
         world.slow(bad, count=240, minutes=25)
         print(
             f"\nECS service {world.task_ids} (moto); task {bad} is a real agents worker with 2 jobs "
@@ -117,7 +121,7 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
         n = first_step
         title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
         _step(f"{n}", title, world, alarm_event(), output)
-        _wait(worker, lambda info: info.get("active_jobs") == 1, "1 active job after the reap")
+        _wait(worker, _active_jobs(1), "1 active job after the reap")
         print(
             f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)"
         )
