@@ -46,6 +46,7 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from devkit.eventbridge_events import schedule_event  # noqa: E402
 from devkit.fixed_mode import FixedModeSwitch  # noqa: E402
 from devkit.log_export import LogEvent, read_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
@@ -65,7 +66,6 @@ from devkit.replay_world import (  # noqa: E402
 )
 from fleet_remediation.contract.naming import (  # noqa: E402
     ALARM_DETAIL_TYPE,
-    SCHEDULE_DETAIL_TYPE,
     FunctionName,
     mode_parameter_name,
     task_id_from_log_stream,
@@ -133,38 +133,26 @@ def stack_rules(env_name: str, config: EnvironmentConfig) -> tuple[Rule, ...]:
     )
 
 
-def alarm_event(alarm: str, state: str, previous: str, at: datetime, region: str) -> dict[str, Any]:
+def alarm_event(
+    alarm: str, state: str, previous: str, at: datetime, *, account: str, region: str
+) -> dict[str, Any]:
+    """CloudWatch's state-change event, with no datapoints: the replay has none to report."""
     stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000+0000")
     return {
         "version": "0",
         "id": f"replay-{alarm}-{at:%Y%m%d%H%M}",
         "detail-type": ALARM_DETAIL_TYPE,
         "source": "aws.cloudwatch",
-        "account": SIMULATED_ACCOUNT,
+        "account": account,
         "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": region,
-        "resources": [f"arn:aws:cloudwatch:{region}:{SIMULATED_ACCOUNT}:alarm:{alarm}"],
+        "resources": [f"arn:aws:cloudwatch:{region}:{account}:alarm:{alarm}"],
         "detail": {
             "alarmName": alarm,
             "state": {"value": state, "reason": "replayed from exported logs", "timestamp": stamp},
             "previousState": {"value": previous, "reason": "", "timestamp": stamp},
             "configuration": {},
         },
-    }
-
-
-def schedule_event(function: FunctionName, env_name: str, at: datetime, region: str) -> dict[str, Any]:
-    rule = f"lkfr-{env_name}-{function.value.replace('_', '-')}-schedule"
-    return {
-        "version": "0",
-        "id": f"replay-{rule}-{at:%Y%m%d%H%M}",
-        "detail-type": SCHEDULE_DETAIL_TYPE,
-        "source": "aws.events",
-        "account": SIMULATED_ACCOUNT,
-        "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": region,
-        "resources": [f"arn:aws:events:{region}:{SIMULATED_ACCOUNT}:rule/{rule}"],
-        "detail": {},
     }
 
 
@@ -420,14 +408,22 @@ class Replay:
                 for change in (t for t in transitions if t.at == now):
                     alarm = names[change.alarm]
                     self.result.alarms.append(AlarmChange(alarm, change.state, now))
-                    event = alarm_event(alarm, change.state, previous[change.alarm], now, self.region)
+                    event = alarm_event(
+                        alarm,
+                        change.state,
+                        previous[change.alarm],
+                        now,
+                        account=self.account,
+                        region=self.region,
+                    )
                     previous[change.alarm] = change.state
                     for rule in self.rules:
                         if rule.alarm == alarm and change.state in rule.states:
                             self._invoke(rule.function, event, f"{alarm} {change.state}")
                 for rule in self.rules:
                     if rule.schedule_minutes is not None and on_schedule(rule, now):
-                        event = schedule_event(rule.function, self.env_name, now, self.region)
+                        name = f"lkfr-{self.env_name}-{rule.function.value.replace('_', '-')}-schedule"
+                        event = schedule_event(name, account=self.account, region=self.region, now=now)
                         self._invoke(rule.function, event, "schedule")
                 if self.progress and time.monotonic() - reported >= PROGRESS_EVERY_SECONDS:
                     reported = time.monotonic()
