@@ -70,9 +70,12 @@ def _task_link(identity: ServiceIdentity, task_id: str) -> str | None:
     )
 
 
-def _details(step: PlannedStep | None, task_id: str, env: str, identity: ServiceIdentity) -> list[str]:
+def _details(
+    step: PlannedStep | None, task_id: str, env: str, identity: ServiceIdentity, done: bool = True
+) -> list[str]:
+    """Why, how to undo what was done (nothing to undo in a dry run), and the task's console page."""
     lines = [f"why: {step.reason}"] if step is not None else []
-    if step is not None and step.step in (Step.CORDON, Step.REAP, Step.COMPLETE_CORDON):
+    if done and step is not None and step.step in (Step.CORDON, Step.REAP, Step.COMPLETE_CORDON):
         lines.append(f"undo: {_undo_command(env, 'undrain', task_id)}")
     link = _task_link(identity, task_id)
     return lines + ([f"task: {link}"] if link else [])
@@ -98,7 +101,10 @@ def message_lines(
     if report.mode is Mode.DRY_RUN:
         for step in plan.acting():
             text = "\n    ".join(
-                [f"{step.step.value} {step.task_id}", *_details(step, step.task_id, env, identity)]
+                [
+                    f"{step.step.value} {step.task_id}",
+                    *_details(step, step.task_id, env, identity, done=False),
+                ]
             )
             lines.append(Line("would", text, f"dry-run#{step.task_id}#{step.step.value}"))
     for step in plan.steps:

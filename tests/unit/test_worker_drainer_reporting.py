@@ -78,6 +78,7 @@ def test_a_dry_run_tells_what_it_would_have_done() -> None:
     assert subject.startswith(f"[prod] DRY RUN — worker drainer would have: cordon {TASK}")
     assert "DRY RUN — would have" in body
     assert "Would have (dry run: nothing was changed) (1):" in body
+    assert "undo:" not in body  # nothing was done, nothing to undo
 
 
 def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
