@@ -124,5 +124,9 @@ class CordonSaga:
         self.ecs.stop_task(task.arn, f"livekit-drainer: {step.reason}"[:STOP_REASON_LIMIT])
         if not replaced:
             return StepResult(Outcome.DONE, "stopped; the service starts its replacement")
-        back = self.keeper.settle(task.task_id, task.arn, want_raised=False)
+        try:
+            back = self.keeper.settle(task.task_id, task.arn, want_raised=False)
+        except RemediationError as exc:
+            # The task is stopped either way; what is owed is settled on the next tick.
+            return failed(exc, "stopped; giving its capacity back did not complete: ")
         return StepResult(Outcome.DONE, f"stopped; {back.reason}")

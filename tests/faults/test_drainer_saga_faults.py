@@ -193,6 +193,7 @@ def test_a_lost_reply_when_capacity_is_given_back_does_not_lower_it_twice(world:
     world.now += timedelta(minutes=1)
     stopped = invoke(world, schedule_event(), deps)
     assert actions(stopped) == [("stop", "unknown")]
+    assert stopped["actions"][0]["reason"].startswith("stopped; giving its capacity back did not complete")
     assert world.task(target)["lastStatus"] == "STOPPED"
     assert world.desired_count() == desired  # the give-back did happen
     assert debt_phase(world, target) is Phase.LOWERING
