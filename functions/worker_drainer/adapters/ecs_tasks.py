@@ -14,33 +14,18 @@ import boto3
 from botocore.config import Config
 
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
-from worker_drainer.adapters.ecs_model import (
-    RUNNING,
-    EcsTask,
-    ServiceCapacity,
-    TaskProtection,
-    task_from,
-    task_id_of,
-)
+
+# The task model lives in ecs_model; re-exported here ("as" names), where callers have always found it.
+from worker_drainer.adapters.ecs_model import RUNNING as RUNNING
+from worker_drainer.adapters.ecs_model import EcsTask as EcsTask
+from worker_drainer.adapters.ecs_model import ServiceCapacity as ServiceCapacity
+from worker_drainer.adapters.ecs_model import TaskProtection as TaskProtection
+from worker_drainer.adapters.ecs_model import task_from
+from worker_drainer.adapters.ecs_model import task_id_of as task_id_of
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
 
-# The task model lives in ecs_model; it is re-exported here, where callers have always found it.
-__all__ = [
-    "ECS_CLUSTER_CONDITION_ACTIONS",
-    "ECS_SERVICE_ACTIONS",
-    "ECS_TASK_ACTIONS",
-    "RUNNING",
-    "BotoEcsTasks",
-    "EcsTask",
-    "EcsTaskService",
-    "ServiceCapacity",
-    "TaskGoneError",
-    "TaskProtection",
-    "ecs_client_config",
-    "task_id_of",
-]
 
 # DescribeTasks takes at most 100 tasks; UpdateTaskProtection at most 10.
 DESCRIBE_BATCH = 100
