@@ -73,7 +73,8 @@ def aws(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterat
             "REAPER": json.dumps(
                 {
                     "livekit_request_timeout_seconds": 2,
-                    "policy": {"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60},
+                    # Only this test's rooms: the livekit-server is shared by the whole session.
+                    "policy": {"managed_room_pattern": "^lesson-zombie-.+$", "max_age_minutes": 60},
                 }
             ),
         }.items():
