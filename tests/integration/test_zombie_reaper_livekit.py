@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +176,7 @@ def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
     livekit_server: LocalLiveKit, aws: AwsWorld
 ) -> None:
     asyncio.run(create_rooms(livekit_server, ["lesson-zombie-switch"]))
+    time.sleep(1.5)  # older than the manual max age below
     aws.set_mode("enabled")
     report = invoke({"dry_run": False, "max_age_seconds": 1})
     assert report["mode"] == "dry-run"
