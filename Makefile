@@ -31,7 +31,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean FORCE
+.PHONY: help setup chromium demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -96,9 +96,14 @@ $(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)
 
 lambda-runtime: $(LAMBDA_RIE) $(LOCAL_DEPS_LAYER)/.built $(LOCAL_RUNTIME)/.built
 
-setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers lambda-runtime ## Install everything (idempotent)
+# The incident page's test drives Debian's chromium headless; installed once, when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "==> chromium (apt-get)"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
-demo: setup ## Run the reaper against a local livekit-server and print its reports
+setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers lambda-runtime chromium ## Install everything (idempotent)
+
+demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
 
 lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)

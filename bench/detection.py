@@ -64,7 +64,8 @@ from fleet_remediation.contract.detection import (
     Statistic,
 )
 from fleet_remediation.contract.policies import DrainerPolicy
-from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration
+from tts_reach_alarm.analysis import Concentration, JobOutcome, Verdict, assess_concentration
+from tts_reach_alarm.transition import analysis_window_minutes
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import FleetAssessment, assess_fleet
 
@@ -73,7 +74,6 @@ FULL_DAYS, QUICK_DAYS = 7, 1
 FULL_SEEDS, QUICK_SEEDS = 3, 1
 # A failure run: two hours of normal traffic (and the zombie's), 40 minutes of failure, then calm.
 FAILURE_RUN_MINUTES = 290
-RESPONDER_SLACK_MINUTES = 2  # as tts_reach_alarm's WINDOW_SLACK_MINUTES
 
 
 def legacy_tts_reach() -> AlarmDefinition:
@@ -174,9 +174,7 @@ class Watch:
         # Per minute: slow-VAD statistics per task; [task, responses, frames] per job. Only the
         # windows the drainer and the responder read are kept.
         self.vad_minutes: deque[dict[int, VadRow]] = deque(maxlen=policy.window_minutes)
-        self.job_minutes: deque[dict[int, list[int]]] = deque(
-            maxlen=tts.analysis_window_minutes + RESPONDER_SLACK_MINUTES
-        )
+        self.job_minutes: deque[dict[int, list[int]]] = deque(maxlen=analysis_window_minutes(config))
         self.responses = 0
 
     def minute(self, minute: int, events: Sequence[Event]) -> list[Transition]:
@@ -386,14 +384,15 @@ def vad_attribution(result: RunResult, transition: Transition) -> str:
 
 
 def responder_verdict(result: RunResult, transition: Transition) -> str:
-    """right / none / wrong: what the responder concluded at one TTS ALARM."""
+    """right / none / wrong: what the responder concluded at one TTS ALARM (inconclusive = none)."""
     verdict = transition.verdict
     assert verdict is not None
-    if result.fleet_wide:
-        return "wrong" if verdict.concentrated else "right"
-    if not verdict.concentrated or verdict.top is None:
+    if verdict.verdict is Verdict.INCONCLUSIVE:
         return "none"
-    return "right" if verdict.top.log_stream.rsplit("/", 1)[-1] == result.bad_task_id else "wrong"
+    if result.fleet_wide:
+        return "right" if verdict.verdict is Verdict.FLEET_WIDE else "wrong"
+    named = verdict.top.log_stream.rsplit("/", 1)[-1] if verdict.concentrated and verdict.top else None
+    return "right" if named == result.bad_task_id else "wrong"
 
 
 def tally(values: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.console_links import alarm_link, dashboard_link, logs_insights_link
 from tts_reach_alarm.analysis import (
     MAX_LISTED_JOBS,
+    Verdict,
     job_outcomes_query,
 )
 from tts_reach_alarm.investigation import Findings
@@ -34,7 +35,7 @@ def compose_alarm_notification(
     settings: TtsReachSettings,
 ) -> tuple[str, str]:
     c = findings.concentration
-    where = f"worker {suspect.task_id}" if suspect else "fleet-wide"
+    where = f"worker {suspect.task_id}" if suspect else c.verdict.value
     subject = (
         f"[{settings.environment_name}] TTS reach ALARM: {len(findings.failing)} lesson(s) without "
         f"first audio, {where}"
@@ -60,8 +61,10 @@ def compose_alarm_notification(
             f"Evidence: p = {suspect.p_value:.3g} that some worker of {c.workers} would look this bad by "
             "chance (exact min-p hypergeometric test); the drainer will cordon and drain it.",
         ]
-    else:
+    elif c.verdict is Verdict.FLEET_WIDE:
         lines.append("Looks fleet-wide (e.g. TTS provider outage): no worker is drained; investigate.")
+    else:
+        lines.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
     lines += ["", "Failing lessons (responses but no first audio frame):"]
     for job in findings.failing[:MAX_LISTED_JOBS]:
         room = findings.rooms.get(job.job_id, {})
