@@ -7,12 +7,9 @@ Envelope: ``source`` = ``EVENT_SOURCE``, ``detail-type`` = ``SUSPECT_WORKER_DETA
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    pass
 
 
 class TimeWindow(BaseModel):
@@ -32,3 +29,8 @@ class SuspectWorkerDetail(BaseModel):
     p_value: float = Field(ge=0, le=1)
     window: TimeWindow
     evidence: dict[str, Any] = Field(default_factory=dict)
+    incident_id: str | None = Field(
+        default=None,
+        description="The TTS-reach alarm's incident (core.messages.transition_incident_id): the drainer "
+        "threads its messages under it.",
+    )
