@@ -112,6 +112,13 @@ ALL_METRICS: tuple[MetricDefinition, ...] = (
 )
 
 
+# Not ours: ECS Container Insights' service-level task counts (Container Insights must be enabled on
+# the agents' cluster), dimensions ClusterName and ServiceName.
+ECS_CONTAINER_INSIGHTS_NAMESPACE = "ECS/ContainerInsights"
+ECS_RUNNING_TASK_COUNT = "RunningTaskCount"
+ECS_DESIRED_TASK_COUNT = "DesiredTaskCount"
+
+
 def error_metric_name(code: str) -> str:
     """One count per typed error code in a report (``ErrorLiveKitUnavailable``)."""
     return f"Error{code}"
