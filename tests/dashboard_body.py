@@ -28,7 +28,7 @@ def _resolve(value: Any, resources: dict[str, Any]) -> str:
         return f"{logical_id}.{attribute}"
     if "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        return separator.join(_resolve(part, resources) for part in parts)
+        return str(separator).join(_resolve(part, resources) for part in parts)
     raise ValueError(f"cannot resolve {value}")
 
 

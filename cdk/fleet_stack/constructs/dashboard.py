@@ -199,11 +199,11 @@ class FleetDashboard(Construct):
                 title="Function health: failed reports, notifications lost",
                 left=[
                     remediation_metric(m.INVOCATION_FAILED, env, function, f"{function.value} failed")
-                    for function in FunctionName
+                    for function in m.INVOCATION_FAILED.functions
                 ]
                 + [
                     remediation_metric(m.NOTIFICATIONS_LOST, env, function, f"{function.value} lost")
-                    for function in FunctionName
+                    for function in m.NOTIFICATIONS_LOST.functions
                 ],
                 width=8,
             ),

@@ -24,33 +24,40 @@ DIMENSIONS = (ENVIRONMENT_DIMENSION, SERVICE_DIMENSION)
 @dataclass(frozen=True)
 class MetricDefinition:
     name: str
-    # The function that emits it; None for the metrics every function emits (one series each).
-    function: FunctionName | None
+    # The functions that emit it, one series each (dimension ``service``).
+    functions: tuple[FunctionName, ...]
     description: str
     unit: str = "Count"
     namespace: str = METRICS_NAMESPACE
 
     def dimensions(self, environment: str, function: FunctionName | None = None) -> dict[str, str]:
-        """The exact dimension set one series of this metric is emitted with."""
-        emitter = function or self.function
-        if emitter is None:
-            raise ValueError(f"{self.name} is emitted by every function: say which one")
-        if self.function is not None and emitter is not self.function:
-            raise ValueError(f"{self.name} is emitted by {self.function.value}, not {emitter.value}")
-        return {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: emitter.value}
+        """The exact dimension set of the series ``function`` emits (the only emitter by default)."""
+        if function is None:
+            if len(self.functions) != 1:
+                raise ValueError(f"{self.name} is emitted by several functions: say which one")
+            function = self.functions[0]
+        if function not in self.functions:
+            raise ValueError(f"{function.value} does not emit {self.name}")
+        return {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: function.value}
 
 
-_REAPER = FunctionName.ZOMBIE_REAPER
-_RESPONDER = FunctionName.TTS_REACH_ALARM
-_DRAINER = FunctionName.WORKER_DRAINER
+_REAPER = (FunctionName.ZOMBIE_REAPER,)
+_RESPONDER = (FunctionName.TTS_REACH_ALARM,)
+_DRAINER = (FunctionName.WORKER_DRAINER,)
 
-# --- every function ----------------------------------------------------------------------------------
+# --- shared by several functions ---------------------------------------------------------------------
 INVOCATION_FAILED = MetricDefinition(
-    "InvocationFailed", None, "1 when the invocation's report ended with status 'failed', else 0."
+    "InvocationFailed",
+    tuple(FunctionName),
+    "1 when the invocation's report ended with status 'failed', else 0.",
 )
-NOTIFICATIONS_SENT = MetricDefinition("NotificationsSent", None, "Notifications delivered to SNS.")
+# Emitted by the functions that deliver through ``adapters.notifier.NotificationDelivery``.
+_DELIVERING = (FunctionName.ZOMBIE_REAPER, FunctionName.TTS_REACH_ALARM)
+NOTIFICATIONS_SENT = MetricDefinition("NotificationsSent", _DELIVERING, "Notifications delivered to SNS.")
 NOTIFICATIONS_LOST = MetricDefinition(
-    "NotificationsLost", None, "Notifications SNS did not take within the budget (the invocation fails)."
+    "NotificationsLost",
+    _DELIVERING,
+    "Notifications SNS did not take within the budget (the invocation fails).",
 )
 
 # --- zombie_reaper -----------------------------------------------------------------------------------
