@@ -13,6 +13,7 @@ LIVEKIT_SERVER := .tools/bin/livekit-server
 LAMBDA_PYTHON := 3.14
 DEPS_LAYER := build/layers/deps/python
 ENV ?= staging
+FUNCTION ?= reaper
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -20,7 +21,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra layers synth deploy bench clean
+.PHONY: help setup setup-deploy demo test lint typecheck unit integration infra layers synth deploy plan bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,7 +57,10 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 
 layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
 
-setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers ## Install everything (idempotent)
+# What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
+setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
+
+setup: setup-deploy $(LIVEKIT_SERVER) ## Install everything, including livekit-server for the tests (idempotent)
 
 demo: setup ## Run the reaper against a local livekit-server and print its reports
 	@$(PY) -m tools.demo
@@ -78,11 +82,14 @@ integration: setup
 infra: setup
 	@$(PY) -m pytest tests/infra -q
 
-synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
+synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
 	@$(PY) cdk/app.py $(ENV) cdk.out
 
-deploy: setup ## Deploy one environment with the CDK CLI (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk deploy -c env=$(ENV) --no-notices
+deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
+	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
+
+plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
+	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)
 
 bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, kill-switch lag (prints figures)
 	@$(PY) -m bench.reaper_scale

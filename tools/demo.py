@@ -188,7 +188,7 @@ def backtest_incident() -> None:
     render(result, config, table)
     full = table.getvalue()
     (OUTPUT_DIR / "backtest.txt").write_text(full)
-    summary = full[full.index("\nlessons:") :].strip()
+    summary = full[full.index("\nsessions:") :].strip()
     print("\n".join(f"  {line}" for line in summary.splitlines()))
     print(f"  (minute-by-minute table: {OUTPUT_DIR}/backtest.txt; python -m tools.backtest --help)")
 

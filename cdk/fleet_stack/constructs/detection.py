@@ -116,7 +116,7 @@ class Detection(Construct):
             alarm_description=(
                 f"TTS reach below {tts.threshold:.0%} with >= {tts.min_responses_per_minute} "
                 f"responses/min in {tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes: "
-                f"children hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
+                f"users hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
             ),
             metric=self.reach,
             threshold=tts.threshold,

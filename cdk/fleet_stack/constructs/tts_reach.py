@@ -63,7 +63,7 @@ class TtsReachResponder(Construct):
             "Responder",
             function=FunctionName.TTS_REACH_ALARM,
             settings=self.settings,
-            description="On the TTS-reach alarm: find failing lessons, blame a worker beyond chance, notify",
+            description="On the TTS-reach alarm: find silent sessions, blame a worker beyond chance, notify",
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
