@@ -19,17 +19,12 @@ stderr), 2 on bad arguments.
 
 from __future__ import annotations
 
-import os
-
-# The plan prints the report itself: keep Powertools' JSON logs, EMF lines and traces off the terminal.
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +55,7 @@ from fleet_remediation.contract.settings import (
 )
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
+from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report import Mode
 from fleet_stack.config import ConfigError, EnvironmentConfig, environment_names, load_environment
 from tools.render import render_report
@@ -215,6 +211,24 @@ class UsageError(Exception):
     pass
 
 
+@contextmanager
+def quiet() -> Iterator[None]:
+    """The plan prints the report itself: Powertools' JSON log lines and EMF documents stay off the
+    terminal while it runs (and come back after, for whoever called ``main`` in-process). Tracing is
+    off anyway outside Lambda."""
+    level, disabled = logger.log_level, os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    logger.setLevel("WARNING")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if disabled is None:
+            os.environ.pop("POWERTOOLS_METRICS_DISABLED", None)
+        else:
+            os.environ["POWERTOOLS_METRICS_DISABLED"] = disabled
+
+
 def render(report: dict[str, Any], held: list[tuple[str, str]]) -> str:
     summary = dict(report.get("summary") or {})
     would = summary.pop("would_notify", None)
@@ -237,10 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, args.env)
         os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
-        if args.function == "reaper":
-            report = plan_reaper(args.env, config, notifier)
-        else:
-            report = plan_drainer(args.env, config, notifier, args.ledger_table)
+        with quiet():
+            if args.function == "reaper":
+                report = plan_reaper(args.env, config, notifier)
+            else:
+                report = plan_drainer(args.env, config, notifier, args.ledger_table)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)

@@ -26,6 +26,7 @@ from typing import Any
 import boto3
 import jsonschema
 import pytest
+from livekit import api
 from moto import mock_aws
 
 from devkit.fakes.sns_faults import SnsThrottling
@@ -150,6 +151,12 @@ def save_sample(name: str, text_note: dict[str, Any], chat_note: dict[str, Any])
     (SAMPLES / f"{name}.email.txt").write_text(f"Subject: {text_note['Subject']}\n\n{text_note['Message']}\n")
     chat = json.loads(chat_note["Message"])
     (SAMPLES / f"{name}.chat.json").write_text(json.dumps(chat, indent=2, ensure_ascii=False) + "\n")
+
+
+async def delete_rooms(server: LocalLiveKit, names: list[str]) -> None:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as lk:
+        for name in names:
+            await lk.room.delete_room(api.DeleteRoomRequest(room=name))
 
 
 def incident_line(text: str) -> str:
@@ -286,6 +293,7 @@ def test_a_lost_notification_fails_the_invocation_and_the_retry_resends_it_witho
     assert report["summary"]["replayed"].startswith("a retry of this event")
     assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [("notify-lost-a", "done")]
     assert "notify-lost-b" in asyncio.run(room_names(livekit_server))
+    asyncio.run(delete_rooms(livekit_server, ["notify-lost-b"]))  # the server is shared by the session
     (text_note,) = topics.received(topics.text_queue)
     assert "notify-lost-a" in text_note["Message"]
     # The chat copy went out on the first attempt (its own once-key) and is not sent twice.

@@ -13,12 +13,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from livekit import api
 from moto import mock_aws
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
@@ -30,6 +31,28 @@ from tools import plan
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.livekit
+
+
+@pytest.fixture
+def rooms(livekit_server: LocalLiveKit) -> Iterator[Callable[[list[str]], None]]:
+    """Creates rooms on the session's livekit-server and deletes them afterwards: the server is
+    shared, and another test's reaper must not find this test's rooms."""
+    created: list[str] = []
+
+    def create(names: list[str]) -> None:
+        asyncio.run(create_rooms(livekit_server, names))
+        created.extend(names)
+
+    yield create
+
+    async def delete_all() -> None:
+        async with api.LiveKitAPI(
+            livekit_server.http_url, livekit_server.api_key, livekit_server.api_secret
+        ) as lk:
+            for name in created:
+                await lk.room.delete_room(api.DeleteRoomRequest(room=name))
+
+    asyncio.run(delete_all())
 
 
 def write_config(tmp_path: Path, livekit: LocalLiveKit, **staging: Any) -> Path:
@@ -54,7 +77,7 @@ def moto_server() -> Iterator[str]:
 
 
 def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
-    livekit_server: LocalLiveKit, moto_server: str, tmp_path: Path
+    livekit_server: LocalLiveKit, moto_server: str, tmp_path: Path, rooms: Callable[[list[str]], None]
 ) -> None:
     config = write_config(tmp_path, livekit_server)
     environment = {
@@ -79,7 +102,7 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
     boto3.client("ssm", **aws).put_parameter(
         Name="/livekit-fleet-remediation/staging/mode", Value="enforce", Type="String"
     )
-    asyncio.run(create_rooms(livekit_server, ["lesson-plan-cli", "test-plan-cli", "lobby"]))
+    rooms(["lesson-plan-cli", "test-plan-cli", "lobby"])
 
     done = subprocess.run(
         [sys.executable, "-m", "tools.plan", "reaper", "--env", "staging", "--config", str(config)],
@@ -109,10 +132,13 @@ def livekit_env(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_json_prints_the_raw_report_and_livekit_comes_from_the_usual_variables(
-    livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    livekit_env: LocalLiveKit,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rooms: Callable[[list[str]], None],
 ) -> None:
     # No secret exists anywhere (moto is empty): the key can only have come from the environment.
-    asyncio.run(create_rooms(livekit_env, ["lesson-plan-json"]))
+    rooms(["lesson-plan-json"])
     config = write_config(tmp_path, livekit_env, livekit_url="https://livekit.invalid.example.com")
     with mock_aws():
         assert plan.main(["reaper", "--env", "staging", "--json", "--config", str(config)]) == 0
