@@ -182,7 +182,7 @@ def plan_drainer(
         worker_logs=InsightsWorkerLogs(
             CloudWatchLogsInsights(),
             drainer.agent_log_group,
-            SignalCatalog.from_settings(drainer.signals).slow_vad,
+            SignalCatalog.from_settings(drainer.signals),
         ),
         worker_probe=NoWorkerProbe(),
         room_service_factory=rooms_factory(drainer, drainer.drainer.livekit_request_timeout_seconds),

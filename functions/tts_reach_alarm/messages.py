@@ -11,7 +11,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
 from fleet_remediation.core.report import ReportBuilder
-from tts_reach_alarm.analysis import MAX_LISTED_JOBS, job_outcomes_query
+from tts_reach_alarm.analysis import MAX_LISTED_JOBS, Verdict, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
@@ -81,9 +81,10 @@ def compose_alarm_notification(
         would = f"sent worker {short} to the drainer (TTS ALARM: {silent})"
         off = f"TTS ALARM, worker {short}: {silent}; drainer not asked"
     else:
-        acted = f"TTS ALARM, fleet-wide: {silent}; nothing drained"
-        would = f"only notified (TTS ALARM, fleet-wide: {silent})"
-        off = f"TTS ALARM, fleet-wide: {silent}"
+        where = c.verdict.value  # fleet-wide, or inconclusive: too little to blame anyone
+        acted = f"TTS ALARM, {where}: {silent}; nothing drained"
+        would = f"only notified (TTS ALARM, {where}: {silent})"
+        off = f"TTS ALARM, {where}: {silent}"
     reach = "n/a" if findings.reach is None else f"{findings.reach:.1%}"
     alarm_view = ", ".join(f"{p:.3f}" for p in transition.reach_datapoints) or "n/a"
     window = transition.window
@@ -102,8 +103,10 @@ def compose_alarm_notification(
             f"{suspect.p_value:.3g} that some worker of {c.workers} would look this bad by chance "
             "(exact min-p hypergeometric test)"
         )
-    else:
+    elif c.verdict is Verdict.FLEET_WIDE:
         why.append("Looks fleet-wide (e.g. a TTS provider outage): no worker is drained; investigate.")
+    else:
+        why.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
     details = []
     for job in findings.failing[:MAX_LISTED_JOBS]:
         room = findings.rooms.get(job.job_id, {})

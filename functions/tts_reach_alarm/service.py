@@ -127,7 +127,7 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
         "failing_jobs": len(findings.failing),
         "reach_in_window": None if findings.reach is None else round(findings.reach, 4),
         "alarm_datapoints": list(transition.reach_datapoints),
-        "verdict": "concentrated" if c.concentrated else "fleet-wide",
+        "verdict": c.verdict.value,
         "reason": c.reason,
         "p_value": c.p_value_family,
     }

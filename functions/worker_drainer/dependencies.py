@@ -49,7 +49,7 @@ class DrainerDependencies:
             worker_logs=InsightsWorkerLogs(
                 CloudWatchLogsInsights(),
                 settings.agent_log_group,
-                SignalCatalog.from_settings(settings.signals).slow_vad,
+                SignalCatalog.from_settings(settings.signals),
             ),
             worker_probe=HttpWorkerProbe(policy.worker_http_port, policy.worker_http_timeout_seconds),
             room_service_factory=room_service_factory(

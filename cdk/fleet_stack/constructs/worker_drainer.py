@@ -13,6 +13,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, FunctionName
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
@@ -79,6 +80,7 @@ class WorkerDrainer(Construct):
             reaper=config.reaper,
             drainer=drainer,
             signals=config.detection.signals,
+            tts_reach_alarm=config.detection.tts_reach_alarm,
             ecs_cluster=config.ecs_cluster,
             ecs_service=config.ecs_service,
             ledger_table_name=self.ledger.table_name,
@@ -122,7 +124,8 @@ class WorkerDrainer(Construct):
                 detail_type=[SUSPECT_WORKER_DETAIL_TYPE],
                 detail={"environment": [env_name]},
             ),
-            targets=[self._target(Duration.hours(1))],
+            # The drainer refuses a suspect-worker event older than this: no use delivering it later.
+            targets=[self._target(Duration.seconds(SUSPECT_EVENT_MAX_AGE_SECONDS))],
         )
 
     def _target(self, max_event_age: Duration) -> targets.LambdaFunction:

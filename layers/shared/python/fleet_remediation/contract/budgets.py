@@ -28,5 +28,6 @@ def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
 
 
 def drainer_seconds_needed(insights_timeout_seconds: float) -> float:
-    """Two Logs Insights queries (statistics, job sightings), one step, and the report."""
-    return 2 * insights_timeout_seconds + DRAINER_STEP_BUDGET_SECONDS + REPORT_MARGIN_SECONDS
+    """Three Logs Insights queries (statistics, job sightings, a suspect worker's TTS outcomes), one
+    step, and the report."""
+    return 3 * insights_timeout_seconds + DRAINER_STEP_BUDGET_SECONDS + REPORT_MARGIN_SECONDS

@@ -84,8 +84,16 @@ DRAINER_TASKS_DRAINING = MetricDefinition(
 DRAINER_GUARDRAIL_REFUSALS = MetricDefinition(
     "DrainerGuardrailRefusals", _DRAINER, "Steps a guardrail refused (blast radius, healthy minimum)."
 )
-# The ladder's acting steps (worker_drainer.ladder.Step values), each planned and done.
-DRAINER_STEPS = ("reap", "cordon", "stop", "undo", "revert-capacity")
+# The ladder's acting steps (worker_drainer.plan_model.ACTING_STEPS values), each planned and done.
+DRAINER_STEPS = (
+    "reap",
+    "cordon",
+    "complete-cordon",
+    "stop",
+    "undo",
+    "settle-capacity",
+    "revert-capacity",
+)
 
 
 def _step_title(step: str) -> str:

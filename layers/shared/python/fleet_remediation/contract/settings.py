@@ -20,7 +20,7 @@ from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import budgets, naming
-from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.signals import SignalSettings
@@ -108,7 +108,7 @@ class DrainerSection(StrictModel):
         needed = budgets.drainer_seconds_needed(self.insights_timeout_seconds)
         if needed >= self.timeout_seconds:
             raise ValueError(
-                f"insights_timeout_seconds ({self.insights_timeout_seconds}) x 2 + "
+                f"insights_timeout_seconds ({self.insights_timeout_seconds}) x 3 + "
                 f"{budgets.DRAINER_STEP_BUDGET_SECONDS:g} s of steps + {budgets.REPORT_MARGIN_SECONDS:g} s "
                 f"must be below timeout_seconds ({self.timeout_seconds})"
             )
@@ -226,6 +226,9 @@ class DrainerSettings(LiveKitSettings):
     reaper: ReaperSection
     drainer: DrainerSection
     signals: SignalSettings = SignalSettings()
+    # The responder's alarm section (detection.tts_reach_alarm): a suspect-worker event must carry a
+    # p-value below its concentration_alpha.
+    tts_reach_alarm: TtsReachAlarmSettings = TtsReachAlarmSettings()
     ecs_cluster: str = Field(min_length=1)
     ecs_service: str = Field(min_length=1)
     ledger_table_name: str = Field(min_length=1)
