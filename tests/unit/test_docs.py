@@ -63,7 +63,12 @@ def commands(program: str) -> list[Command]:
         candidates = [
             (line, f"{name}:{start}") for start, block in _code_blocks(text) for line in _logical_lines(block)
         ]
-        candidates += [(span, f"{name} (inline)") for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", text)]
+        # Inline code is a command to paste when it carries options; "`aws lambda invoke` calls" is prose.
+        candidates += [
+            (span, f"{name} (inline)")
+            for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", text)
+            if " --" in span
+        ]
         for line, where in candidates:
             # A command starts its line: "aws ...", "$ aws ...", "npx cdk ...", "node_modules/.bin/cdk ...".
             line = re.sub(r"^(\$ )?(npx |node_modules/\.bin/)?", "", line)

@@ -48,6 +48,8 @@ def deployed_settings(
         "notification_topic_arn": notifications.topic.topic_arn,
         "chat_topic_arn": notifications.chat_topic.topic_arn if notifications.chat_topic else None,
         "runbook_base_url": config.runbook_base_url,
+        # Lambda sets AWS_REGION itself (never deployed): the synth-time model says what it will read.
+        "aws_region": config.region,
     }
     return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
