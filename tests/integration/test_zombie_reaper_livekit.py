@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +74,8 @@ def aws(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterat
             "REAPER": json.dumps(
                 {
                     "livekit_request_timeout_seconds": 2,
-                    "policy": {"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60},
+                    # Only this test's rooms: the livekit-server is shared by the whole session.
+                    "policy": {"managed_room_pattern": "^lesson-zombie-.+$", "max_age_minutes": 60},
                 }
             ),
         }.items():
@@ -175,9 +177,14 @@ def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: py
 def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
     livekit_server: LocalLiveKit, aws: AwsWorld
 ) -> None:
-    asyncio.run(create_rooms(livekit_server, ["lesson-switch"]))
+    asyncio.run(create_rooms(livekit_server, ["lesson-zombie-switch"]))
+    time.sleep(1.5)  # older than the manual max age below
     aws.set_mode("enabled")
     report = invoke({"dry_run": False, "max_age_seconds": 1})
     assert report["mode"] == "dry-run"
     assert [e["code"] for e in report["errors"]] == ["KillSwitchError"]
-    assert "lesson-switch" in asyncio.run(room_names(livekit_server))
+    # The room was a candidate (managed and over the max age), so only the fail-safe kept it.
+    assert any(
+        c["resource"] == "lesson-zombie-switch" for c in report["candidates"] if c["decision"] == "would-act"
+    )
+    assert "lesson-zombie-switch" in asyncio.run(room_names(livekit_server))
