@@ -263,7 +263,7 @@ class ReplayResult:
                 }
                 for a in self.actions
             ],
-            "sessions": {
+            "lessons": {
                 "total": self.lessons.total,
                 "failed_in_log": len(self.lessons.failed),
                 "failed_after_remediation": self.lessons.failed_after_remediation,

@@ -136,7 +136,7 @@ def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
 def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"alarms", "verdicts", "actions", "sessions"}
+    assert set(document) == {"alarms", "verdicts", "actions", "lessons"}
     for alarm in document["alarms"]:
         assert set(alarm) == {"alarm", "state", "at"}
         assert alarm["state"] in ("ALARM", "OK")
@@ -151,7 +151,7 @@ def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
         assert action["action"] in ACTIONS
         assert action["reason"]
         _at(action["at"])
-    lessons = document["sessions"]
+    lessons = document["lessons"]
     assert set(lessons) == {"total", "failed_in_log", "failed_after_remediation", "spared"}
     assert lessons["failed_after_remediation"] == lessons["failed_in_log"] - len(lessons["spared"])
     assert all(isinstance(job, str) for job in lessons["spared"])
