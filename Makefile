@@ -24,6 +24,7 @@ LOCAL_LAMBDA := build/lambda-local
 LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
 LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
 ENV ?= staging
+FUNCTION ?= reaper
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -31,7 +32,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup chromium demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy bench clean FORCE
+.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy plan bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -101,7 +102,10 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { echo "==> chromium (apt-get)"; \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
 
-setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers lambda-runtime chromium ## Install everything (idempotent)
+# What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
+setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
+
+setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium ## Install everything (idempotent)
 
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
@@ -126,16 +130,20 @@ infra: setup
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
 	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
 
-synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
+synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
 	@$(PY) cdk/app.py $(ENV) cdk.out
 
-deploy: setup ## Deploy one environment with the CDK CLI (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk deploy -c env=$(ENV) --no-notices
+deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
+	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
 
-bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, detection (prints figures)
+plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
+	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)
+
+bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, kill-switch lag, detection (prints figures)
 	@$(PY) -m bench.reaper_scale
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
+	@$(PY) -m bench.kill_switch_lag
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)

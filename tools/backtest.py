@@ -245,9 +245,9 @@ def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None
         )
     failing = result.failing_lessons
     first_failure = failing[0].started if failing else None
-    out.write(f"\nlessons: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
+    out.write(f"\nsessions: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
     if first_failure:
-        out.write(f"first failing lesson started {first_failure:%H:%M:%S}\n")
+        out.write(f"first failing session started {first_failure:%H:%M:%S}\n")
     for name, alarm, states in (
         ("VAD", "vad", result.vad_alarm),
         ("TTS reach", "tts_reach", result.tts_alarm),
@@ -259,8 +259,8 @@ def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None
         if first_failure is not None:
             latency = (fired - first_failure).total_seconds() / 60
             out.write(
-                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing lesson; "
-                f"{result.failed_before(fired)} of {len(failing)} failing lessons had started by then\n"
+                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing session; "
+                f"{result.failed_before(fired)} of {len(failing)} failing sessions had started by then\n"
             )
     if result.verdicts:
         out.write(

@@ -697,11 +697,11 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
         out.write(f"{at:%H:%M}  {who:<16} {text}\n")
     outcome = result.lessons
     out.write(
-        f"\nLessons: {outcome.total} jobs; {len(outcome.failed)} failed in the log (responses, no first "
+        f"\nSessions: {outcome.total} jobs; {len(outcome.failed)} failed in the log (responses, no first "
         f"audio); {outcome.failed_after_remediation} would still have failed; {len(outcome.spared)} spared.\n"
-        "Model: a failed lesson is spared only when its job request reached its worker after that worker was "
-        "cordoned (LiveKit would have placed it on another, healthy worker); every other failed lesson still "
-        "fails.\n"
+        "Model: a failed session is spared only when its job request reached its worker after that worker "
+        "was cordoned (LiveKit would have placed it on another, healthy worker); every other failed session "
+        "still fails.\n"
     )
     for lesson in outcome.spared:
         spans = result.out_of_rotation.get(task_id_from_log_stream(lesson.stream), [])
@@ -716,7 +716,7 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
         lesson, room, when = outcome.after_reap[0]
         worker = task_id_from_log_stream(lesson.stream)
         out.write(
-            f"Not counted: {len(outcome.after_reap)} failed lesson(s) started on a worker after one of its "
+            f"Not counted: {len(outcome.after_reap)} failed session(s) started on a worker after one of its "
             f"rooms was reaped (first: {room} at {when:%H:%M} on {worker}); a reap that cures the worker "
             "would have spared them too, but the model does not assume it.\n"
         )

@@ -332,7 +332,7 @@ PAGE = """<!doctype html>
 
   // 5. Failed lessons at their job request: red failed, green spared; shaded while their worker was
   // out of rotation (cordoned).
-  var lessonPanel = panel("Failed lessons", 34);
+  var lessonPanel = panel("Failed sessions", 34);
   data.out_of_rotation.forEach(function (span) {
     var shade = el("rect", {x: x(span.from), y: lessonPanel.top, height: lessonPanel.height,
                             width: Math.max(2, x(span.to) - x(span.from)), fill: "#27ae60",
@@ -346,8 +346,8 @@ PAGE = """<!doctype html>
     title(dot, hhmm(l.at) + " " + l.job + " on " + l.worker + (l.spared ? ": spared" : ": failed"));
     drawn.lessonMarkers += 1;
   });
-  legendItem("#c0392b", "failed lesson");
-  legendItem("#27ae60", "spared lesson (worker out of rotation)");
+  legendItem("#c0392b", "failed session");
+  legendItem("#27ae60", "spared session (worker out of rotation)");
 
   // The time axis, every 15 or 30 minutes.
   var axis = el("g", {"class": "axis"}, svg);
@@ -364,7 +364,7 @@ PAGE = """<!doctype html>
   document.getElementById("subtitle").textContent = data.subtitle;
   var sm = data.summary;
   document.getElementById("summary").innerHTML = "";
-  [["", sm.failed_in_log, " lessons failed in the log; "], ["", sm.failed_after_remediation,
+  [["", sm.failed_in_log, " sessions failed in the log; "], ["", sm.failed_after_remediation,
     " would still have failed with remediation; "], ["", sm.spared, " spared"]].forEach(function (part) {
     var b = document.createElement("b");
     b.textContent = String(part[1]);

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
-from fleet_remediation.core.observability import metrics
+from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.plan_model import ACTING_STEPS, LadderPlan, PlannedStep, Snapshot, Step
@@ -82,17 +81,13 @@ def summarize(
 
 
 def record_metrics(plan: LadderPlan, report: ReportBuilder) -> None:
-    count = MetricUnit.Count
-    metrics.add_metric(name="DrainerTasksDraining", unit=count, value=plan.draining)
+    emit(metric_definitions.DRAINER_TASKS_DRAINING, plan.draining)
     for step in sorted(ACTING_STEPS):
         planned = sum(p.step is step for p in plan.steps)
         done = sum(a.action == step.value and a.outcome is Outcome.DONE for a in report.actions)
-        metrics.add_metric(
-            name=f"Drainer{step.name.title().replace('_', '')}Planned", unit=count, value=planned
-        )
-        metrics.add_metric(name=f"Drainer{step.name.title().replace('_', '')}Done", unit=count, value=done)
-    metrics.add_metric(
-        name="DrainerGuardrailRefusals",
-        unit=count,
-        value=sum(s.reason.startswith("guardrail") for s in plan.steps),
+        emit(metric_definitions.DRAINER_STEP_PLANNED[step.value], planned)
+        emit(metric_definitions.DRAINER_STEP_DONE[step.value], done)
+    emit(
+        metric_definitions.DRAINER_GUARDRAIL_REFUSALS,
+        sum(s.reason.startswith("guardrail") for s in plan.steps),
     )

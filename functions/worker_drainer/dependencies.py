@@ -38,7 +38,7 @@ class DrainerDependencies:
         policy = settings.drainer.policy
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name),
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
             notifier=SnsNotifier(settings.notification_topic_arn),
             ecs=BotoEcsTasks(
                 settings.ecs_cluster,

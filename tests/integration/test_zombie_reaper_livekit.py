@@ -138,7 +138,7 @@ def test_reaper_against_a_real_livekit_server(
     assert "ops-console" in remaining
     assert not remaining & {"lesson-zombie-1", "lesson-zombie-2"}
     (notification,) = aws.notifications()
-    assert "2 room(s) deleted, 0 failed" in notification["Subject"]
+    assert notification["Subject"].startswith("[it] zombie reaper deleted 2 of 2 over-age room(s)")
     assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
 
     # A second run finds nothing left to do.
@@ -162,7 +162,9 @@ def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
     assert stopped.http_url in report["errors"][0]["message"]
     assert report["candidates"] == []
     assert report["actions"] == []
-    assert aws.notifications() == []
+    (notification,) = aws.notifications()
+    assert notification["Subject"].startswith("[it] FAILED: zombie reaper checked for over-age rooms")
+    assert notification["MessageAttributes"]["severity"]["Value"] == "critical"
 
 
 def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,7 @@ from devkit.lambda_emulator import (
 )
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.contract.naming import mode_parameter_name
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit
@@ -210,8 +211,13 @@ def smoke(
     assert sorted(functions) == sorted(FUNCTIONS)
     config = cdk_environment()
     account, region = config["account"], config["region"]
-    switch = assembly.resources_of_type("AWS::SSM::Parameter")
-    assert [p["Properties"]["Value"] for p in switch.values()] == ["dry-run"], "staging must start in dry-run"
+    switches = {
+        p["Properties"]["Name"]: p["Properties"]["Value"]
+        for p in assembly.resources_of_type("AWS::SSM::Parameter").values()
+    }
+    assert switches.pop(mode_parameter_name(ENV_NAME)) == "dry-run", "staging must start in dry-run"
+    # Each function's own switch starts at enforce: the environment's switch governs.
+    assert set(switches.values()) == {"enforce"}
     (deps_id,) = {dependency_layer_id(function) for function in functions.values()}
     reaper = functions["zombie_reaper"]
     deps_layer = next(layer.path for layer in reaper.layers if layer.logical_id == deps_id)

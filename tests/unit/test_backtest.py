@@ -128,5 +128,5 @@ def test_render_reports_latency(events, tmp_path: Path) -> None:  # type: ignore
     out = io.StringIO()
     render(run_backtest(events, config), config, out)
     text = out.getvalue()
-    assert "TTS reach alarm fires 17:37: +4.1 min from the first failing lesson" in text
-    assert "3 of 24 failing lessons had started by then" in text
+    assert "TTS reach alarm fires 17:37: +4.1 min from the first failing session" in text
+    assert "3 of 24 failing sessions had started by then" in text

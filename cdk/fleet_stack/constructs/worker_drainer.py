@@ -10,7 +10,6 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
@@ -20,6 +19,7 @@ from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 from worker_drainer.adapters.ecs_tasks import (
@@ -48,7 +48,7 @@ class WorkerDrainer(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         livekit_secret: secretsmanager.ISecret,
         detection: Detection,
@@ -73,7 +73,7 @@ class WorkerDrainer(Construct):
             DrainerSettings,
             env_name=env_name,
             config=config,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
@@ -93,7 +93,7 @@ class WorkerDrainer(Construct):
             settings=self.settings,
             description="Attributes slow VAD to one ECS task; reaps, cordons, drains, stops or undoes",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             log_retention_days=config.log_retention_days,
             # The ledger lease serialises acting invocations; two lets an alarm run beside a tick.

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 # Kept free after the last outside call: log the one report and flush the EMF metrics.
 REPORT_MARGIN_SECONDS = 3.0
-# One notification publish (SNS) after the work.
-NOTIFICATION_BUDGET_SECONDS = 2.0
+# Delivering one notification after the work: the readable text and the chat JSON, each one SNS
+# publish retried with backoff inside ``PUBLISH_BUDGET_SECONDS``.
+PUBLISH_BUDGET_SECONDS = 3.0
+NOTIFICATION_BUDGET_SECONDS = 2 * PUBLISH_BUDGET_SECONDS
 # The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
 DRAINER_STEP_BUDGET_SECONDS = 8.0
 

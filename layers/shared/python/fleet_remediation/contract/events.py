@@ -37,3 +37,8 @@ class SuspectWorkerDetail(BaseModel):
     p_value: float = Field(ge=0, le=1)
     window: TimeWindow
     evidence: dict[str, Any] = Field(default_factory=dict)
+    incident_id: str | None = Field(
+        default=None,
+        description="The TTS-reach alarm's incident (core.messages.transition_incident_id): the drainer "
+        "threads its messages under it.",
+    )

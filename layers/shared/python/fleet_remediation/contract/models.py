@@ -33,5 +33,7 @@ def describe_validation_error(exc: ValidationError, *, upper: bool = False, pref
         parts = [str(part) for part in error["loc"]]
         if upper and parts:
             parts[0] = parts[0].upper()
-        lines.append(f"{prefix}{'.'.join(parts)}: {error['msg']}")
+        # A check across fields has no location of its own: name the model itself.
+        where = f"{prefix}{'.'.join(parts)}" if parts else prefix.rstrip(".")
+        lines.append(f"{where}: {error['msg']}")
     return "; ".join(lines)

@@ -135,12 +135,21 @@ class FunctionSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, case_sensitive=False)
     # Fields the Lambda runtime itself sets (reserved variables): read at run time, never deployed.
-    runtime_provided: ClassVar[frozenset[str]] = frozenset()
+    runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
+    # The function these settings configure (its own kill switch, runbook, metrics, log group).
+    function: ClassVar[naming.FunctionName]
 
     environment_name: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")
     mode_parameter_name: str = Field(min_length=1)
-    notification_topic_arn: str = Field(min_length=1)
+    function_mode_parameter_name: str | None = Field(
+        default=None, min_length=1, description="This function's own kill switch, under the environment's."
+    )
+    notification_topic_arn: str = Field(min_length=1, description="Readable-text notifications (e-mail).")
+    chat_topic_arn: str | None = Field(
+        default=None, min_length=1, description="Amazon Q Developer custom-notification JSON (chat channels)."
+    )
     runbook_base_url: AnyHttpUrl
+    aws_region: str | None = Field(default=None, description="Set by Lambda; used for console links.")
 
     @property
     def timeout_seconds(self) -> float:
@@ -159,6 +168,10 @@ class FunctionSettings(BaseSettings):
     def runbook(self, function: naming.FunctionName) -> str:
         return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function])
 
+    @property
+    def dashboard_name(self) -> str:
+        return naming.dashboard_name(self.environment_name)
+
 
 def _as_variable(value: Any) -> str:
     if isinstance(value, BaseModel):
@@ -174,7 +187,14 @@ class LiveKitSettings(FunctionSettings):
 
 
 class ReaperSettings(LiveKitSettings):
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.ZOMBIE_REAPER
+
     reaper: ReaperSection
+    idempotency_table_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Once-keys: a retried run replays its results; a dry run announces a room set once.",
+    )
 
     @property
     def timeout_seconds(self) -> float:
@@ -182,11 +202,12 @@ class ReaperSettings(LiveKitSettings):
 
 
 class TtsReachSettings(FunctionSettings):
-    runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.TTS_REACH_ALARM
 
     aws_region: str = Field(min_length=1, description="Set by Lambda; used for console links.")
     agent_log_group: str = Field(min_length=1)
     idempotency_table_name: str = Field(min_length=1)
+    ecs_cluster: str | None = Field(default=None, min_length=1, description="For the suspect task's link.")
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
 
@@ -198,12 +219,10 @@ class TtsReachSettings(FunctionSettings):
     def alarm_name(self) -> str:
         return naming.tts_reach_alarm_name(self.environment_name)
 
-    @property
-    def dashboard_name(self) -> str:
-        return naming.dashboard_name(self.environment_name)
-
 
 class DrainerSettings(LiveKitSettings):
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.WORKER_DRAINER
+
     reaper: ReaperSection
     drainer: DrainerSection
     signals: SignalSettings = SignalSettings()

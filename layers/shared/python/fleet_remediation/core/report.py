@@ -116,6 +116,9 @@ class ReportBuilder:
         self.summary: dict[str, Any] = {}
         self.notifications: list[str] = []
         self._intents: list[Intent] = []
+        # Raised once the report is logged, so Lambda retries the asynchronous event (e.g. a
+        # notification SNS did not take); the retry's once-keys keep it from repeating actions.
+        self.failure_after_report: RemediationError | None = None
 
     def candidate(self, resource: str, decision: Decision, reason: str, **facts: Any) -> None:
         self.candidates.append(Candidate(resource=resource, decision=decision, reason=reason, facts=facts))
@@ -178,6 +181,11 @@ class ReportBuilder:
 
     def error(self, error: RemediationError) -> None:
         self.errors.append(ErrorRecord.from_error(error))
+
+    def fail_after_report(self, error: RemediationError) -> None:
+        """End the invocation with ``error`` after its report is logged (the first one wins)."""
+        if self.failure_after_report is None:
+            self.failure_after_report = error
 
     def internal_error(self, exc: BaseException) -> None:
         self.errors.append(ErrorRecord(code="InternalError", message=f"{type(exc).__name__}: {exc}"))

@@ -14,6 +14,7 @@ from enum import StrEnum
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.core.errors import LiveKitApiError, RemediationError
+from fleet_remediation.core.kill_switch import ModeSwitch, still_enforcing
 from fleet_remediation.core.report import Outcome
 
 
@@ -121,12 +122,15 @@ class ReapResult:
 
 @dataclass
 class ReapExecutor:
-    """Deletes the planned rooms with bounded concurrency inside a deadline (``time.monotonic``)."""
+    """Deletes the planned rooms with bounded concurrency inside a deadline (``time.monotonic``).
+    With a ``mode_switch`` it re-reads the kill switch right before each delete: a switch turned
+    away from ``enforce`` mid-run stops the deletions not yet started."""
 
     rooms: RoomService
     concurrency: int
     deadline: float
     request_timeout_seconds: float
+    mode_switch: ModeSwitch | None = None
     results: list[ReapResult] = field(default_factory=list)
 
     async def run(self, to_reap: Sequence[RoomDecision]) -> list[ReapResult]:
@@ -154,6 +158,11 @@ class ReapExecutor:
                     Outcome.SKIPPED,
                     f"room was recreated (sid {current[0].sid} != {decision.room.sid})",
                 )
+            if self.mode_switch is not None:
+                # A blocking SSM read (cached for seconds): off the event loop, so the others go on.
+                enforcing, why_not = await asyncio.to_thread(still_enforcing, self.mode_switch)
+                if not enforcing:
+                    return ReapResult(decision, Outcome.SKIPPED, why_not)
             await self.rooms.delete_room(name)
         except LiveKitApiError as exc:
             if exc.twirp_code == NOT_FOUND:
