@@ -300,16 +300,17 @@ class TtsReachAlarmSettings(StrictModel):
     """The TTS-reach alarm (see the module docstring) and the responder's analysis.
 
     Defaults: healthy traffic has rare isolated first-audio timeouts (a provider request that hangs
-    once); with a floor of 4 plus 0.4 % of responses, isolated timeouts at 0.1 % of responses stay
-    below the threshold by more than four standard deviations at 5 to 2,000 responses a minute, while
-    one silent worker in 60 (1.7 % of responses) crosses it in about a minute and a half.
-    Without the timeout line, healthy lessons reach a first audio frame for nearly every response
-    (seed: 57 of 57); the 3 % tolerance covers responses cut short by the child (interruptions,
-    lessons ending mid-sentence) and the lag allowance covers responses whose frame is still on the
+    once), assumed at 0.1 % of responses. The threshold 2 + E + 4.5 sqrt(E) (E = that share of the
+    window's responses) asks for 3 timeouts in a window of 25 responses, 5 of 175, 9 of 1,250 and
+    27 of 10,000: isolated hangs reach it about once in 10^5 windows or less, while one silent
+    worker's sessions in progress reach it within a minute or two (bench.detection).
+    Without the timeout line, healthy sessions reach a first audio frame for nearly every response
+    (seed: 57 of 57); the 3 % tolerance covers responses cut short by the user (interruptions,
+    sessions ending mid-sentence) and the lag allowance covers responses whose frame is still on the
     way when the window closes (about 4 standard deviations at a 9 s lag).
 
     The responder looks further back than the alarm (``analysis_window_minutes``) because a
-    worker's failed lessons accumulate: with too few jobs no test can tell one worker from chance.
+    worker's failed sessions accumulate: with too few jobs no test can tell one worker from chance.
     """
 
     window_minutes: int = Field(
