@@ -64,7 +64,8 @@ from fleet_remediation.contract.detection import (
     Statistic,
 )
 from fleet_remediation.contract.policies import DrainerPolicy
-from tts_reach_alarm.analysis import Concentration, JobOutcome, Verdict, assess_concentration
+from fleet_remediation.domain.job_outcomes import JobOutcome
+from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.transition import analysis_window_minutes
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import FleetAssessment, assess_fleet

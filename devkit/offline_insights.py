@@ -18,6 +18,7 @@ from devkit.log_export import LogEvent
 from fleet_remediation.adapters.logs_insights import QueryResult, Row
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.job_outcomes import JobOutcomeCounter
 from tts_reach_alarm.analysis import MAX_JOBS, job_outcomes_query, job_rooms_query
 
 _QUOTED = re.compile(r'"([^"]*)"')
@@ -58,20 +59,19 @@ class OfflineLogsInsights:
         return QueryResult(query_id=f"offline-{self.calls}", rows=rows[:MAX_JOBS], statistics={})
 
     def _job_outcomes(self, start: datetime, end: datetime) -> list[Row]:
-        """``stats sum(responses), sum(first frames) by job_id, @logStream`` over lines with a job_id."""
-        started, frame = self.catalog.response_started, self.catalog.first_audio_frame
-        counts: dict[tuple[str, str], list[int]] = {}
+        """``stats sum(...) as responses, first_frames, timeouts by job_id, @logStream``."""
+        counter = JobOutcomeCounter(self.catalog)
         for event in self._window(start, end):
-            job_id = event.record.get("job_id")
-            is_start, is_frame = started.matches(event.record), frame.matches(event.record)
-            if not isinstance(job_id, str) or not job_id or not (is_start or is_frame):
-                continue
-            pair = counts.setdefault((job_id, event.stream), [0, 0])
-            pair[0] += is_start
-            pair[1] += is_frame
+            counter.add(event.stream, event.record)
         return [
-            {"job_id": job_id, "@logStream": stream, "responses": str(r), "first_frames": str(f)}
-            for (job_id, stream), (r, f) in counts.items()
+            {
+                "job_id": job.job_id,
+                "@logStream": job.log_stream,
+                "responses": str(job.responses),
+                "first_frames": str(job.first_frames),
+                "timeouts": str(job.timeouts),
+            }
+            for job in counter.outcomes()
         ]
 
     def _job_rooms(self, job_ids: set[str], start: datetime, end: datetime) -> list[Row]:

@@ -8,12 +8,8 @@ from datetime import datetime
 
 from devkit.log_export import LogEvent
 from fleet_remediation.contract.signals import Signal, SignalCatalog
-from worker_drainer.adapters.worker_logs import (
-    JOB_REQUEST_MESSAGE,
-    JobSighting,
-    SlowVadStats,
-    TtsJobOutcome,
-)
+from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
+from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
 
 
 class OfflineWorkerLogs:
@@ -72,18 +68,10 @@ class OfflineWorkerLogs:
 
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
-    ) -> list[TtsJobOutcome]:
+    ) -> list[JobOutcome]:
         self.calls += 1
-        signals = (self.catalog.response_started, self.catalog.first_audio_frame)
-        timeout = self.catalog.first_audio_timeout
-        counts: dict[str, list[int]] = {}
+        counter = JobOutcomeCounter(self.catalog)
         for event in self._in_window(start, end):
-            job_id = event.record.get("job_id")
-            if event.stream != log_stream or not job_id:
-                continue
-            hits = [signal.matches(event.record) for signal in (*signals, timeout)]
-            if any(hits):
-                row = counts.setdefault(str(job_id), [0, 0, 0])
-                for index, hit in enumerate(hits):
-                    row[index] += int(hit)
-        return [TtsJobOutcome(log_stream, job_id, *row) for job_id, row in sorted(counts.items())]
+            if event.stream == log_stream:
+                counter.add(event.stream, event.record)
+        return counter.outcomes()

@@ -37,6 +37,7 @@ from fleet_remediation.contract.detection import DetectionConfig, MinuteCounts, 
 from fleet_remediation.contract.events import TimeWindow  # noqa: E402
 from fleet_remediation.contract.settings import TtsReachSettings  # noqa: E402
 from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402
+from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter  # noqa: E402
 from tts_reach_alarm.analysis import Concentration  # noqa: E402
 from tts_reach_alarm.investigation import investigate  # noqa: E402
 from tts_reach_alarm.transition import analysis_window_minutes  # noqa: E402
@@ -76,16 +77,25 @@ class Lesson:
     stream: str
     started: datetime | None = None
     room: str | None = None
-    responses: int = 0
-    first_frames: int = 0
+    outcome: JobOutcome | None = None
+
+    @property
+    def responses(self) -> int:
+        return self.outcome.responses if self.outcome else 0
+
+    @property
+    def first_frames(self) -> int:
+        return self.outcome.first_frames if self.outcome else 0
 
     @property
     def failed(self) -> bool:
-        return self.responses > 0 and self.first_frames == 0
+        return self.outcome is not None and self.outcome.failed
 
 
 def lessons(events: Iterable[LogEvent], catalog: SignalCatalog) -> dict[str, Lesson]:
+    """Every job in the log, judged by the responder's own job-outcome evaluator."""
     found: dict[str, Lesson] = {}
+    counter = JobOutcomeCounter(catalog)
     for event in events:
         job_id = event.record.get("job_id")
         if not isinstance(job_id, str):
@@ -93,8 +103,9 @@ def lessons(events: Iterable[LogEvent], catalog: SignalCatalog) -> dict[str, Les
         lesson = found.setdefault(job_id, Lesson(job_id, event.stream))
         if event.record.get("message") == "received job request":
             lesson.started, lesson.room = event.at, event.record.get("room")
-        lesson.responses += catalog.response_started.matches(event.record)
-        lesson.first_frames += catalog.first_audio_frame.matches(event.record)
+        counter.add(event.stream, event.record)
+    for outcome in counter.outcomes():
+        found[outcome.job_id].outcome = outcome
     return found
 
 

@@ -22,6 +22,7 @@ from enum import StrEnum
 from fleet_remediation.adapters.logs_insights import Row
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.job_outcomes import JobOutcome
 
 # Bounded so one query's result stays well under the Insights 10,000-row limit.
 MAX_JOBS = 5000
@@ -29,18 +30,18 @@ MAX_LISTED_JOBS = 50
 
 
 def job_outcomes_query(catalog: SignalCatalog, *, failing_only: bool = False) -> str:
-    """Responses and first audio frames per job and log stream. TTS lines carry ``job_id`` but no
-    ``room`` (incident report), so jobs are keyed by ``job_id``. ``failing_only`` keeps the jobs
-    with responses but no first frame (the query a person pastes)."""
-    started, frame = catalog.response_started, catalog.first_audio_frame
-    either = [signal.insights_filter().removeprefix("filter ") for signal in (started, frame)]
-    both = f"({either[0]} or {either[1]})"
+    """Responses, first audio frames and explicit first-audio timeouts per job and log stream. TTS
+    lines carry ``job_id`` but no ``room`` (incident report), so jobs are keyed by ``job_id``.
+    ``failing_only`` keeps the failed jobs (``JobOutcome.failed``: the query a person pastes)."""
+    started, frame, timeout = catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout
+    any_of = " or ".join(s.insights_filter().removeprefix("filter ") for s in (started, frame, timeout))
     return "\n| ".join(
         [
-            f"filter {both} and ispresent(job_id)",
+            f"filter ({any_of}) and ispresent(job_id)",
             f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-            f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames by job_id, @logStream',
-            *(["filter responses > 0 and first_frames = 0"] if failing_only else []),
+            f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
+            f'sum(strcontains({timeout.field}, "{timeout.text}")) as timeouts by job_id, @logStream',
+            *(["filter (responses > 0 and first_frames = 0) or timeouts > 0"] if failing_only else []),
             f"limit {MAX_JOBS}",
         ]
     )
@@ -56,19 +57,6 @@ def job_rooms_query(job_ids: Sequence[str]) -> str:
             f"limit {MAX_JOBS}",
         ]
     )
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    job_id: str
-    log_stream: str
-    responses: int
-    first_frames: int
-
-    @property
-    def failed(self) -> bool:
-        """The incident's definition: the agent responded, but no first audio frame ever came."""
-        return self.responses > 0 and self.first_frames == 0
 
 
 def _count(row: Row, name: str) -> int:
@@ -87,7 +75,8 @@ def parse_job_outcomes(rows: Iterable[Row]) -> list[JobOutcome]:
         job_id, stream = row.get("job_id"), row.get("@logStream")
         if not job_id or not stream:
             raise AwsApiError(f"Logs Insights row lacks job_id or @logStream: {row}", aws_code="BadResult")
-        outcomes.append(JobOutcome(job_id, stream, _count(row, "responses"), _count(row, "first_frames")))
+        counts = (_count(row, "responses"), _count(row, "first_frames"), _count(row, "timeouts"))
+        outcomes.append(JobOutcome(job_id, stream, *counts))
     return outcomes
 
 
@@ -239,7 +228,3 @@ def assess_concentration(jobs: Sequence[JobOutcome], *, alpha: float, min_failed
     return judged(
         Verdict.CONCENTRATED, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected
     )
-
-
-def failing_jobs(jobs: Iterable[JobOutcome]) -> list[JobOutcome]:
-    return sorted((job for job in jobs if job.failed), key=lambda j: (j.log_stream, j.job_id))

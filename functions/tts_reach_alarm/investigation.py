@@ -10,12 +10,11 @@ from datetime import timedelta
 from fleet_remediation.adapters.logs_insights import LogsInsights
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.domain.job_outcomes import JobOutcome, failing_jobs
 from tts_reach_alarm.analysis import (
     MAX_LISTED_JOBS,
     Concentration,
-    JobOutcome,
     assess_concentration,
-    failing_jobs,
     job_outcomes_query,
     job_rooms_query,
     parse_job_outcomes,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fleet_remediation.contract.policies import DrainerPolicy
-from worker_drainer.adapters.worker_logs import TtsJobOutcome
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.attribution import WorkerAssessment
 from worker_drainer.tags import Cause
 
@@ -34,7 +34,7 @@ class TtsEvidence:
     failed: int
 
     @classmethod
-    def from_outcomes(cls, outcomes: Sequence[TtsJobOutcome]) -> TtsEvidence:
+    def from_outcomes(cls, outcomes: Sequence[JobOutcome]) -> TtsEvidence:
         answered = [o for o in outcomes if o.responses > 0 or o.timeouts > 0]
         return cls(jobs=len(answered), failed=sum(o.failed for o in answered))
 

@@ -123,3 +123,12 @@ def test_tts_pair_must_be_distinguishable() -> None:
         SignalSettings.model_validate(
             {"response_started": {"text": "tts"}, "first_audio_frame": {"text": "tts_first"}}
         )
+
+
+def test_the_timeout_text_must_be_distinguishable_from_the_pair() -> None:
+    with pytest.raises(
+        ValidationError, match=r"first_audio_timeout\.text must not contain first_audio_frame\.text"
+    ):
+        SignalSettings.model_validate(
+            {"first_audio_frame": {"text": "tts_frame"}, "first_audio_timeout": {"text": "tts_frame_timeout"}}
+        )

@@ -10,8 +10,8 @@ from devkit.fakes.logs_insights import insights_row
 from fleet_remediation.adapters.logs_insights import rows_from_results
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import (
-    JobOutcome,
     Verdict,
     assess_concentration,
     family_wise_p_value,
@@ -107,6 +107,10 @@ def test_malformed_rows_are_typed_errors() -> None:
 
 def test_outcomes_query_uses_the_signal_definitions() -> None:
     query = job_outcomes_query(SignalCatalog.default(), failing_only=True)
-    assert 'message = "agent_response_started" or message = "tts_node_first_audio_frame"' in query
+    assert (
+        'message = "agent_response_started" or message = "tts_node_first_audio_frame" '
+        'or message = "tts_first_audio_timeout"'
+    ) in query
+    assert 'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts' in query
     assert "by job_id, @logStream" in query
-    assert "filter responses > 0 and first_frames = 0" in query
+    assert "filter (responses > 0 and first_frames = 0) or timeouts > 0" in query

@@ -15,12 +15,8 @@ from devkit.fakes.logs_insights import FakeInsightsClient
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, RemediationError
-from worker_drainer.adapters.worker_logs import (
-    InsightsWorkerLogs,
-    ResultTruncatedError,
-    TtsJobOutcome,
-    tts_outcomes_query,
-)
+from fleet_remediation.domain.job_outcomes import JobOutcome
+from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, ResultTruncatedError, tts_outcomes_query
 
 START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
 END = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
@@ -126,4 +122,4 @@ def test_tts_outcomes_count_responses_first_frames_and_timeouts_per_job() -> Non
         ("AJ_late", True),
     ]
     assert client.started == [query]
-    assert TtsJobOutcome(STREAM, "j", 0, 0, 0).failed is False
+    assert JobOutcome(STREAM, "j", 0, 0, 0).failed is False

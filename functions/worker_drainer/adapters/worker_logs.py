@@ -16,6 +16,7 @@ from typing import Protocol
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, InvalidEventError
+from fleet_remediation.domain.job_outcomes import JobOutcome
 
 # The agents log this when a job is offered to the worker (livekit-agents worker.py).
 JOB_REQUEST_MESSAGE = "received job request"
@@ -55,23 +56,6 @@ class JobSighting:
     seen_at: datetime
 
 
-@dataclass(frozen=True)
-class TtsJobOutcome:
-    """One job's TTS lines on one stream within the window: responses started, first audio frames,
-    and explicit first-audio timeouts."""
-
-    log_stream: str
-    job_id: str
-    responses: int
-    first_frames: int
-    timeouts: int
-
-    @property
-    def failed(self) -> bool:
-        """The alarm's definition (a response with no first audio), or an explicit timeout line."""
-        return (self.responses > 0 and self.first_frames == 0) or self.timeouts > 0
-
-
 class WorkerLogs(Protocol):
     calls: int
 
@@ -85,7 +69,7 @@ class WorkerLogs(Protocol):
 
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
-    ) -> list[TtsJobOutcome]: ...
+    ) -> list[JobOutcome]: ...
 
 
 class ResultTruncatedError(AwsApiError):
@@ -210,7 +194,7 @@ class InsightsWorkerLogs:
 
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
-    ) -> list[TtsJobOutcome]:
+    ) -> list[JobOutcome]:
         self.calls += 1
         query = tts_outcomes_query(self.catalog, log_stream)
         result = self.insights.run_query(self.log_group, query, start, end, deadline)
@@ -219,7 +203,7 @@ class InsightsWorkerLogs:
                 f"TTS outcomes reached the {MAX_TTS_JOBS}-job limit", aws_code="ResultTruncated"
             )
         return [
-            TtsJobOutcome(
+            JobOutcome(
                 log_stream=row["@logStream"],
                 job_id=row["job_id"],
                 responses=int(_number(row, "responses")),

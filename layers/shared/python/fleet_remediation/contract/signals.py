@@ -76,11 +76,17 @@ class SignalSettings(StrictModel):
     first_audio_timeout: SignalDefinition = SignalDefinition(text="tts_first_audio_timeout")
 
     @model_validator(mode="after")
-    def _tts_pair_distinguishable(self) -> SignalSettings:
-        # The responder's query counts both events with strcontains(): neither text may hold the other.
-        started, frame = self.response_started.text, self.first_audio_frame.text
-        if started in frame or frame in started:
-            raise ValueError("response_started.text and first_audio_frame.text must not contain each other")
+    def _tts_signals_distinguishable(self) -> SignalSettings:
+        # The responder's query counts the TTS events with strcontains(): no text may hold another.
+        texts = {
+            "response_started": self.response_started.text,
+            "first_audio_frame": self.first_audio_frame.text,
+            "first_audio_timeout": self.first_audio_timeout.text,
+        }
+        for name, text in texts.items():
+            for other, other_text in texts.items():
+                if name != other and text in other_text:
+                    raise ValueError(f"{other}.text must not contain {name}.text")
         return self
 
 
