@@ -44,9 +44,25 @@ def client(url: str, server: LocalLiveKit, **kwargs: Any) -> LiveKitRoomService:
 
 
 def a_room(server: LocalLiveKit) -> str:
-    name = f"lesson-fault-{uuid.uuid4().hex[:8]}"
+    # Outside the "lesson-" pattern other tests on the shared server reap, and removed afterwards.
+    name = f"adapter-fault-{uuid.uuid4().hex[:8]}"
     asyncio.run(create_rooms(server, [name]))
     return name
+
+
+@pytest.fixture(autouse=True)
+def _remove_rooms(livekit_server: LocalLiveKit) -> Iterator[None]:
+    yield
+
+    async def remove() -> None:
+        async with api.LiveKitAPI(
+            livekit_server.http_url, livekit_server.api_key, livekit_server.api_secret
+        ) as lk:
+            for room in (await lk.room.list_rooms(api.ListRoomsRequest())).rooms:
+                if room.name.startswith("adapter-fault-"):
+                    await lk.room.delete_room(api.DeleteRoomRequest(room=room.name))
+
+    asyncio.run(remove())
 
 
 async def timed(call: Any) -> tuple[float, BaseException | None]:
