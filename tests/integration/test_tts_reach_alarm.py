@@ -18,7 +18,7 @@ from fleet_remediation.detection import DetectionConfig, tts_reach_alarm_name
 from fleet_remediation.idempotency import DynamoDBOnceGuard
 from fleet_remediation.mode import FixedModeSwitch
 from fleet_remediation.notifier import SnsNotifier
-from fleet_remediation.report import Mode
+from fleet_remediation.report import MAX_STRING_CHARS, Mode
 from fleet_remediation.suspect_worker import EventBridgePublisher
 from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from tests.fakes.logs_insights import FakeLogsInsights, insights_row
@@ -290,3 +290,15 @@ def test_concurrent_deliveries_of_one_transition_give_one_notification(aws: Aws,
     second = reports["second"]
     assert "ConcurrentAction" in [e["code"] for e in second["errors"]]
     assert second["notifications"] == []
+
+
+def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None:
+    event = alarm_event("OK")
+    event["detail"]["state"]["reason"] = "r" * 1_000_000
+    aws.deps.mode_switch = FixedModeSwitch(Mode.DRY_RUN)
+    report = lambda_handler(event, lambda_context, dependencies=aws.deps)
+    serialized = json.dumps(report)
+    assert len(serialized) < 8 * MAX_STRING_CHARS
+    assert "r" * (MAX_STRING_CHARS + 1) not in serialized
+    assert report["truncated"]["strings"] >= 1
+    assert report["summary"]["would_publish"]["message"].endswith("more characters]")
