@@ -20,7 +20,15 @@ from fleet_remediation.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.mode import ModeSwitch, SsmModeSwitch
 from fleet_remediation.notifier import Notifier, SnsNotifier
 from fleet_remediation.observability import metrics
-from fleet_remediation.reaping import ReapExecutor, ReapPlan, ReapResult, decide
+from fleet_remediation.reaping import (
+    ReapExecutor,
+    ReapPlan,
+    ReapResult,
+    RoomDecision,
+    Verdict,
+    collector_paused,
+    decide,
+)
 from fleet_remediation.report import Decision, Mode, Outcome, ReportBuilder, Trigger
 from fleet_remediation.triggers import (
     ALARM_DETAIL_TYPE,
@@ -118,9 +126,10 @@ async def _reap(
     # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
     rooms = deps.room_service_factory()
     try:
-        snapshot = await rooms.list_rooms()
-        plan = decide(snapshot, settings.reaper_policy, deps.clock(), max_age_override_seconds=override)
-        _record_plan(plan, report)
+        with collector_paused():
+            snapshot = await rooms.list_rooms()
+            plan = decide(snapshot, settings.reaper_policy, deps.clock(), max_age_override_seconds=override)
+            _record_plan(plan, report)
         results: list[ReapResult] = []
         if report.acts and plan.to_reap:
             executor = ReapExecutor(
@@ -152,25 +161,27 @@ async def _reap(
 
 
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
+    by_verdict: dict[Verdict, list[RoomDecision]] = {}
     for d in plan.decisions:
-        if d.reap:
-            decision = report.planned()
-        elif report.lists_skip(d.verdict.value):
-            decision = Decision.SKIP
-        else:
-            # Most of a large fleet: counted by verdict, nothing built.
-            report.count_skip(d.verdict.value)
-            continue
-        report.candidate(
-            d.room.name,
-            decision,
-            f"{d.verdict.value}: {d.reason}",
-            sid=d.room.sid,
-            age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
-            max_age_seconds=d.max_age_seconds,
-            rule=d.rule,
-            participants=d.room.num_participants,
-        )
+        by_verdict.setdefault(d.verdict, []).append(d)
+    for verdict, decisions in by_verdict.items():
+        listed = decisions
+        if verdict is not Verdict.REAP:
+            # Most of a large fleet: a sample is listed, the rest only counted.
+            listed = decisions[: report.skip_sample_room(verdict.value)]
+            report.count_skip(verdict.value, len(decisions) - len(listed))
+        decision = report.planned() if verdict is Verdict.REAP else Decision.SKIP
+        for d in listed:
+            report.candidate(
+                d.room.name,
+                decision,
+                f"{verdict.value}: {d.reason}",
+                sid=d.room.sid,
+                age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
+                max_age_seconds=d.max_age_seconds,
+                rule=d.rule,
+                participants=d.room.num_participants,
+            )
 
 
 def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:
