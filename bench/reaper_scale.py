@@ -4,23 +4,28 @@
     python -m bench.reaper_scale --rooms 100000 --json   # one JSON object per size
     python -m bench.reaper_scale --rooms 10000 --latency # and through a 20 ms-each-way proxy
 
-For each size N a fresh livekit-server gets N rooms in three groups, created in this order: A
-(1 %), B (1 %), then the rest, with a pause before and after each group boundary. The reaper runs
-first, enforcing, with its injected clock fixed at "end of A + max age", so exactly group A is
-over age: N rooms seen, 1 % to delete, the per-run cap raised to that backlog. Then the naive
-script (bench._naive_child: list, filter by creation time, delete one by one) runs with the clock
-at "end of B + max age": the same work on the N - 1 % rooms left. LiveKit cannot backdate a room;
-the fixed clocks are the only simulated part. Each contender runs in its own fresh process, so peak
-RSS and CPU are its own (CPU is counted around the run, not the imports).
+For each size N a fresh livekit-server gets N rooms: 2 x ``--repeat`` groups of 1 % each, created
+one after the other with a pause at each boundary, then the rest. The reaper (enforcing, the
+per-run cap raised to the backlog) and the naive script (bench._naive_child: list, filter by
+creation time, delete one by one) then run in turns, each with its clock fixed at "end of the
+next group + max age", so each run finds exactly one group (1 %) over age: the first reaper run
+sees N rooms, each later run 1 % fewer. Medians are printed (this machine is shared; single runs
+vary). LiveKit cannot backdate a room; the fixed clocks are the only simulated part. Each run is
+a fresh process, so peak RSS and CPU are its own (CPU is counted around the run, not the imports).
 
 ``--latency`` repeats the comparison through devkit.fault_proxy delaying each leg by
 ``--delay-ms`` (default 20 ms each way, so 40 ms per round trip) on ``--latency-rooms`` rooms
 (default 10,000, so 100 deletions): the reaper's concurrent deletes against the naive script's
 sequential ones.
 
-livekit-server holds every room live (about 190 KiB each in v1.13.5's dev mode: 100,000 rooms take
-about 19 GB), so a size that would not fit in this machine's available memory is skipped with the
-reason, and the server is the first process the kernel may kill under memory pressure.
+Where the rooms live (``--store``): livekit-server holds every room it creates live in memory
+(about 190 KiB each in v1.13.5's dev mode: 100,000 rooms would take about 19 GB, and creating
+them slows down as they accumulate), so above 20,000 rooms (``auto``) the server runs with a
+throwaway Redis as its room store (devkit.redis_store) and the rooms beyond the over-age groups
+are written into that store. The server still answers every ListRooms and DeleteRoom itself;
+the over-age groups, the only rooms deleted, are created through its API. ``memory`` keeps all
+rooms live (a size that would not fit the available memory is skipped, with the reason), and
+the server is the first process the kernel may kill under memory pressure.
 """
 
 from __future__ import annotations
@@ -29,27 +34,38 @@ import argparse
 import asyncio
 import json
 import math
+import secrets
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from livekit import api
+from livekit.protocol.models import Room
 
 from devkit.fault_proxy import Fault, FaultProxy
+from devkit.redis_store import LocalRedis
 from fleet_remediation.reaping import RECHECK_BATCH_SIZE
 from tools.livekit_local import LocalLiveKit
 
-CREATE_CONCURRENCY = 64
+CREATE_CONCURRENCY = 16
+CREATE_ATTEMPTS = 5
 MAX_AGE_MINUTES = 60
 OVER_AGE_FRACTION = 0.01
 # Rooms must outlive setup and both runs; LiveKit closes an empty room after this.
 ROOM_EMPTY_TIMEOUT_SECONDS = 4 * 3600
-SERVER_KIB_PER_ROOM = 200
-MEMORY_MARGIN_MIB = 2048
+# Larger fleets keep the rooms beyond the over-age groups in the server's Redis room store.
+API_FLEET_LIMIT = 20_000
+SERVER_KIB_PER_ROOM = 190  # measured: 181-187 KiB per room at 5,000-26,000 rooms
+MEMORY_MARGIN_MIB = 1536
+# While creating, the machine's free memory is watched; below the floor the size is abandoned.
+MEMORY_FLOOR_MIB = 1536
+MEMORY_CHECK_EVERY = 500
 GROUP_GAP_SECONDS = 1.0  # creation times have millisecond precision: a clear gap at each boundary
 
 
@@ -79,13 +95,23 @@ async def create_rooms(server: LocalLiveKit, prefix: str, count: int) -> None:
 
         async def one(index: int) -> None:
             nonlocal done
+            request = api.CreateRoomRequest(
+                name=f"{prefix}-{index:06d}", empty_timeout=ROOM_EMPTY_TIMEOUT_SECONDS
+            )
             async with gate:
-                await lk.room.create_room(
-                    api.CreateRoomRequest(
-                        name=f"{prefix}-{index:06d}", empty_timeout=ROOM_EMPTY_TIMEOUT_SECONDS
-                    )
-                )
+                for attempt in range(CREATE_ATTEMPTS):
+                    try:
+                        await lk.room.create_room(request)
+                        break
+                    except api.ServerError as exc:
+                        # A loaded server answers 503 "no response from servers" (its internal RPC
+                        # timed out); creating the same room again is harmless.
+                        if exc.status < 500 or attempt + 1 == CREATE_ATTEMPTS:
+                            raise
+                        await asyncio.sleep(0.5 * (attempt + 1))
             done += 1
+            if done % MEMORY_CHECK_EVERY == 0 and available_mib() < MEMORY_FLOOR_MIB:
+                raise MemoryError(f"only {available_mib():.0f} MiB left after {done} rooms: stopped")
             if done % step == 0 or done == count:
                 log(f"    {prefix}: {done}/{count} rooms ({time.monotonic() - started:.0f} s)")
 
@@ -101,8 +127,12 @@ def run_child(module: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def build_fleet(server: LocalLiveKit, total: int, groups: int) -> tuple[int, list[datetime]]:
-    """``groups`` groups of 1 % each, then the rest; returns the group size and each group's end."""
+def build_fleet(
+    server: LocalLiveKit, total: int, groups: int, store: LocalRedis | None
+) -> tuple[int, list[datetime]]:
+    """``groups`` groups of 1 % each, then the rest; returns the group size and each group's end.
+    The groups are always created through the API; the rest too, unless ``store`` is given, then
+    they are written into the server's Redis room store."""
     old = max(1, round(total * OVER_AGE_FRACTION))
     ends = []
     for group in range(groups):
@@ -110,8 +140,40 @@ def build_fleet(server: LocalLiveKit, total: int, groups: int) -> tuple[int, lis
         time.sleep(GROUP_GAP_SECONDS)
         ends.append(datetime.now(UTC))
         time.sleep(GROUP_GAP_SECONDS)
-    asyncio.run(create_rooms(server, "lesson-new", total - groups * old))
+    rest = total - groups * old
+    if store is None:
+        asyncio.run(create_rooms(server, "lesson-new", rest))
+    else:
+        now = time.time()
+        written = store.write_rooms(
+            Room(
+                name=f"lesson-new-{index:06d}",
+                sid=f"RM_{secrets.token_hex(6)}",
+                creation_time=int(now),
+                creation_time_ms=int(now * 1000),
+                empty_timeout=ROOM_EMPTY_TIMEOUT_SECONDS,
+                departure_timeout=20,
+            )
+            for index in range(rest)
+        )
+        log(f"    lesson-new: {written} rooms written to the server's Redis room store")
     return old, ends
+
+
+@contextmanager
+def fleet_server(total: int, store: str) -> Iterator[tuple[LocalLiveKit, LocalRedis | None]]:
+    if store == "redis":
+        with LocalRedis() as redis, LocalLiveKit(extra_config=redis.livekit_config()) as server:
+            first_to_kill(server)
+            yield server, redis
+    else:
+        with LocalLiveKit() as server:
+            first_to_kill(server)
+            yield server, None
+
+
+def store_for(total: int, requested: str) -> str:
+    return requested if requested != "auto" else ("memory" if total <= API_FLEET_LIMIT else "redis")
 
 
 def compare(
@@ -132,25 +194,28 @@ def median_of(runs: list[dict[str, Any]], key: str) -> Any:
     return statistics.median(run[key] for run in runs)
 
 
-def measure_size(total: int, repeat: int) -> dict[str, Any]:
+def measure_size(total: int, repeat: int, store: str) -> dict[str, Any]:
     need = total * SERVER_KIB_PER_ROOM / 1024 + MEMORY_MARGIN_MIB
-    if available_mib() < need:
+    if store == "memory" and available_mib() < need:
         return {
             "rooms": total,
-            "skipped": f"livekit-server needs about {need / 1024:.1f} GiB for {total} rooms; "
-            f"{available_mib() / 1024:.1f} GiB available",
+            "skipped": f"livekit-server needs about {need / 1024:.1f} GiB for {total} live rooms; "
+            f"{available_mib() / 1024:.1f} GiB available (use --store redis)",
         }
     started = time.monotonic()
-    with LocalLiveKit() as server:
-        first_to_kill(server)
-        log(f"  creating {total} rooms ...")
-        old, ends = build_fleet(server, total, 2 * repeat)
+    with fleet_server(total, store) as (server, redis):
+        log(f"  creating {total} rooms ({store} store) ...")
+        try:
+            old, ends = build_fleet(server, total, 2 * repeat, redis)
+        except MemoryError as exc:
+            return {"rooms": total, "skipped": str(exc)}
         setup = time.monotonic() - started
         log(f"  the reaper and the naive script in turns, {repeat} each ({setup:.0f} s of setup)")
         reapers, naives = compare(server.http_url, old, ends)
     first = reapers[0]
     return {
         "rooms": total,
+        "store": store,
         "over_age": first["over_age"],
         "reaped": first["reaped"],
         "wall_seconds": median_of(reapers, "wall_seconds"),
@@ -179,11 +244,10 @@ def measure_size(total: int, repeat: int) -> dict[str, Any]:
     }
 
 
-def measure_latency(total: int, delay_ms: float, repeat: int) -> dict[str, Any]:
-    with LocalLiveKit() as server, FaultProxy("127.0.0.1", server.port) as proxy:
-        first_to_kill(server)
-        log(f"  creating {total} rooms for the latency run ...")
-        old, ends = build_fleet(server, total, 2 * repeat)
+def measure_latency(total: int, delay_ms: float, repeat: int, store: str) -> dict[str, Any]:
+    with fleet_server(total, store) as (server, redis), FaultProxy("127.0.0.1", server.port) as proxy:
+        log(f"  creating {total} rooms for the latency run ({store} store) ...")
+        old, ends = build_fleet(server, total, 2 * repeat, redis)
         proxy.inject(Fault.DELAY, delay_ms=delay_ms)
         log(f"  both through the proxy ({delay_ms:g} ms each way), {repeat} each")
         reapers, naives = compare(proxy.url, old, ends)
@@ -191,6 +255,7 @@ def measure_latency(total: int, delay_ms: float, repeat: int) -> dict[str, Any]:
         "latency": {
             "delay_ms_each_way": delay_ms,
             "rooms": total,
+            "store": store,
             "deletions": {"reaper": reapers[0]["reaped"], "naive": naives[0]["reaped"]},
             "reaper_wall_seconds": median_of(reapers, "wall_seconds"),
             "naive_wall_seconds": median_of(naives, "wall_seconds"),
@@ -210,7 +275,8 @@ def print_size(row: dict[str, Any]) -> None:
         return
     naive = row["naive"]
     print(
-        f"{row['rooms']:>7} {row['over_age']:>6} {row['reaped']:>6} {row['wall_seconds']:>7.2f} "
+        f"{row['rooms']:>7} {row['store']:>6} {row['over_age']:>6} {row['reaped']:>6} "
+        f"{row['wall_seconds']:>7.2f} "
         f"{row['peak_rss_mib']:>8.1f} {row['livekit_calls']:>5}/{row['livekit_calls_bound']:<5} "
         f"{row['report_bytes'] / 1024:>8.1f} {row['cpu_us_per_room']:>8.2f} | "
         f"{naive['wall_seconds']:>7.2f} {naive['cpu_us_per_room']:>8.2f} {naive['livekit_calls']:>6} | "
@@ -233,24 +299,32 @@ def main() -> None:
     parser.add_argument("--latency-rooms", type=int, default=10_000)
     parser.add_argument("--delay-ms", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each contender per size (medians)")
+    parser.add_argument(
+        "--store",
+        choices=["auto", "memory", "redis"],
+        default="auto",
+        help=f"where the rooms beyond the over-age groups live (auto: memory up to {API_FLEET_LIMIT} rooms)",
+    )
     args = parser.parse_args()
     sizes = args.rooms or [1000, 10_000]
     if not args.json:
         print("reaper vs a naive list-then-delete script, real livekit-server (dev mode, loopback)")
         print(
-            "  rooms   over reaped  wall s  RSS MiB calls/bound  report KB  CPU us/room | "
+            "  rooms  store   over reaped  wall s  RSS MiB calls/bound  report KB  CPU us/room | "
             "naive: wall s  CPU us/room  calls | CPU/room reaper:naive"
         )
     for total in sizes:
         log(f"{total} rooms:")
-        row = measure_size(total, args.repeat)
+        row = measure_size(total, args.repeat, store_for(total, args.store))
         if args.json:
             print(json.dumps(row), flush=True)
         else:
             print_size(row)
     if args.latency:
         log(f"latency: {args.latency_rooms} rooms, {args.delay_ms:g} ms each way")
-        result = measure_latency(args.latency_rooms, args.delay_ms, args.repeat)
+        result = measure_latency(
+            args.latency_rooms, args.delay_ms, args.repeat, store_for(args.latency_rooms, args.store)
+        )
         if args.json:
             print(json.dumps(result), flush=True)
         else:
