@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from livekit import api
 
-from tools.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
 
 MAX_AGE = timedelta(minutes=60)
 

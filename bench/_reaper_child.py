@@ -26,13 +26,14 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 import aiohttp  # noqa: F401
 import livekit.api  # noqa: F401
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings
-from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.observability import logger
-from fleet_remediation.report import Mode
-from tools.lambda_context import LocalLambdaContext
-from tools.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
+from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.observability import logger
+from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
@@ -51,15 +52,19 @@ def cpu_seconds() -> float:
 
 def main(url: str, clock_iso: str, cap: int) -> None:
     clock = datetime.fromisoformat(clock_iso)
-    settings = ReaperSettings(
-        environment_name="bench",
-        mode_parameter_name="/bench/mode",
-        notification_topic_arn="arn:aws:sns:local:000000000000:bench",
-        runbook_base_url="https://example.com",
-        livekit_url=url,
-        livekit_secret_id="bench",
-        livekit_request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
-        reaper_policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5),
+    settings = ReaperSettings.model_validate(
+        dict(
+            environment_name="bench",
+            mode_parameter_name="/bench/mode",
+            notification_topic_arn="arn:aws:sns:local:000000000000:bench",
+            runbook_base_url="https://example.com",
+            livekit_url=url,
+            livekit_secret_id="bench",
+            reaper=ReaperSection(
+                policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5),
+                livekit_request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
+            ),
+        )
     )
     services: list[LiveKitRoomService] = []
 

@@ -36,8 +36,8 @@ from livekit import api  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from moto.moto_api import state_manager  # noqa: E402
 
-from tests.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event  # noqa: E402
-from tools.livekit_local import LocalLiveKit  # noqa: E402
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event  # noqa: E402
+from devkit.livekit_local import LocalLiveKit  # noqa: E402
 
 
 class WorkerEndpoint:
@@ -103,6 +103,8 @@ def main() -> None:
                 seconds, report = _run(world, alarm_event())
                 cordon_times.append(seconds)
                 lines.append(_line("alarm -> cordon (nothing to reap)", seconds, report))
+                # ECS starts the replacement (moto has no scheduler): a stop waits for it.
+                world.run_service_scheduler()
                 world.now += timedelta(minutes=1)
                 world.worker_urls[bad] = endpoint.url
                 lines.append(_line("tick, 1 draining, /worker reachable", *_run(world, schedule_event())))

@@ -49,9 +49,9 @@ from livekit import api
 from livekit.protocol.models import Room
 
 from devkit.fault_proxy import Fault, FaultProxy
+from devkit.livekit_local import LocalLiveKit
 from devkit.redis_store import LocalRedis
-from fleet_remediation.reaping import RECHECK_BATCH_SIZE
-from tools.livekit_local import LocalLiveKit
+from fleet_remediation.domain.reaping import RECHECK_BATCH_SIZE
 
 CREATE_CONCURRENCY = 16
 CREATE_ATTEMPTS = 5

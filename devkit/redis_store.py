@@ -25,7 +25,7 @@ from types import TracebackType
 
 from livekit.protocol.models import Room
 
-from tools.livekit_local import free_port
+from devkit.livekit_local import free_port
 
 ROOMS_HASH = b"rooms"  # livekit-server's RedisStore.RoomsKey
 WRITE_BATCH = 1000

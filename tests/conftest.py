@@ -18,8 +18,8 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
-from tools.lambda_context import LocalLambdaContext
-from tools.livekit_local import LocalLiveKit
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_local import LocalLiveKit
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,8 @@
 """Per-environment configuration from cdk.json context, validated at synth.
 
-An invalid value fails ``cdk synth`` with a message naming the field
+The functions' sections (``reaper``, ``tts_reach``, ``drainer``) and ``detection`` are the very models
+the functions read at cold start (``fleet_remediation.contract``); this file adds only what exists at
+deploy time. An invalid value fails ``cdk synth`` with a message naming the field
 (``environments.prod.reaper.policy.max_age_minutes: ...``), never a Lambda at 3 a.m.
 """
 
@@ -11,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
-from fleet_remediation.config import ReaperPolicy, StrictModel, describe_validation_error
-from fleet_remediation.detection import DetectionConfig
-from fleet_stack.drainer_config import DrainerConfig
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.models import StrictModel, describe_validation_error
+from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -22,51 +24,67 @@ class ConfigError(Exception):
     """Raised at synth for an invalid or missing environment configuration."""
 
 
+SNS_TOPIC_ARN_PATTERN = r"^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}$"
+
+
+def _check_email(address: str, field: str) -> None:
+    local, _, domain = address.partition("@")
+    if not local or "." not in domain:
+        raise ValueError(f"{field} {address!r} is not an e-mail address")
+
+
+class SlackChannel(StrictModel):
+    """A Slack channel for Amazon Q Developer in chat applications. The workspace must have been
+    authorised once in the Amazon Q Developer console; the stack creates the channel configuration."""
+
+    workspace_id: str = Field(pattern=r"^[0-9A-Z]{1,255}$", description="Slack workspace (team) id, T...")
+    channel_id: str = Field(pattern=r"^[A-Za-z0-9]+$", description="Slack channel id, C...")
+
+
+class ChatNotifications(StrictModel):
+    """Amazon Q Developer in chat applications forwards only messages in its custom-notification
+    schema (or AWS services' own events), so chat gets a second topic carrying that JSON."""
+
+    topic_arn: str | None = Field(
+        default=None,
+        pattern=SNS_TOPIC_ARN_PATTERN,
+        description="An existing topic already mapped to a chat channel, instead of a new one.",
+    )
+    slack: SlackChannel | None = Field(default=None, description="Map the chat topic to this channel.")
+
+
+class PagerSubscription(StrictModel):
+    """A paging integration. It receives only CloudWatch's alarm notifications (one page per alarm
+    transition, even when a function is broken), never the functions' follow-up messages."""
+
+    protocol: Literal["https", "email", "sms"]
+    endpoint: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _endpoint_fits_protocol(self) -> PagerSubscription:
+        if self.protocol == "https" and not self.endpoint.startswith("https://"):
+            raise ValueError(f"endpoint {self.endpoint!r} must start with https://")
+        if self.protocol == "email":
+            _check_email(self.endpoint, "endpoint")
+        return self
+
+
 class NotificationTargets(StrictModel):
     emails: tuple[str, ...] = Field(
         default=(), description="E-mail addresses subscribed to the environment's notification topic."
     )
+    topic_arn: str | None = Field(
+        default=None,
+        pattern=SNS_TOPIC_ARN_PATTERN,
+        description="Publish to this existing topic instead of creating one (same account and region).",
+    )
+    chat: ChatNotifications | None = None
+    pagers: tuple[PagerSubscription, ...] = ()
 
     @model_validator(mode="after")
     def _emails_look_like_emails(self) -> NotificationTargets:
         for index, address in enumerate(self.emails):
-            local, _, domain = address.partition("@")
-            if not local or "." not in domain:
-                raise ValueError(f"emails[{index}] {address!r} is not an e-mail address")
-        return self
-
-
-class ReaperConfig(StrictModel):
-    schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    policy: ReaperPolicy = ReaperPolicy()
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> ReaperConfig:
-        # A re-check and a delete must both fit inside the function with room for the report.
-        if 2 * self.livekit_request_timeout_seconds + 5 > self.timeout_seconds:
-            raise ValueError(
-                f"livekit_request_timeout_seconds ({self.livekit_request_timeout_seconds}) must leave room "
-                f"for two LiveKit calls and 5 s of reporting inside timeout_seconds ({self.timeout_seconds})"
-            )
-        return self
-
-
-class TtsReachConfig(StrictModel):
-    """The TTS-reach responder function (issue 3); its alarm lives in ``detection``."""
-
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
-    query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> TtsReachConfig:
-        # Two queries in sequence and the report must fit inside the function.
-        if 2 * self.query_timeout_seconds + 5 >= self.timeout_seconds:
-            raise ValueError(
-                f"query_timeout_seconds ({self.query_timeout_seconds}) x 2 + 5 s must be below "
-                f"timeout_seconds ({self.timeout_seconds})"
-            )
+            _check_email(address, f"emails[{index}]")
         return self
 
 
@@ -88,25 +106,44 @@ class EnvironmentConfig(StrictModel):
     )
     log_retention_days: int = Field(default=30, ge=1, le=3653)
     notifications: NotificationTargets = NotificationTargets()
-    reaper: ReaperConfig = ReaperConfig()
+    reaper: ReaperSection = ReaperSection()
     detection: DetectionConfig = DetectionConfig()
-    tts_reach: TtsReachConfig = TtsReachConfig()
-    drainer: DrainerConfig = DrainerConfig()
+    tts_reach: TtsReachSection = TtsReachSection()
+    drainer: DrainerSection = DrainerSection()
+
+    @model_validator(mode="after")
+    def _existing_topics_are_ours(self) -> EnvironmentConfig:
+        # An SNS topic in another region or account cannot be an alarm action of this stack.
+        topics = {"notifications.topic_arn": self.notifications.topic_arn}
+        if self.notifications.chat is not None:
+            topics["notifications.chat.topic_arn"] = self.notifications.chat.topic_arn
+        for field, arn in topics.items():
+            if arn is None:
+                continue
+            _, _, _, region, account, _ = arn.split(":", 5)
+            if region != self.region:
+                raise ValueError(f"{field}: topic is in {region}, the environment in {self.region}")
+            if self.account is not None and account != self.account:
+                raise ValueError(f"{field}: topic is in account {account}, the environment in {self.account}")
+        return self
+
+
+def environment_names(context: dict[str, Any] | None) -> list[str]:
+    """The environments the ``environments`` context key defines, sorted."""
+    environments = (context or {}).get("environments")
+    if not isinstance(environments, dict) or not environments:
+        raise ConfigError("cdk.json context has no 'environments' object")
+    return sorted(environments)
 
 
 def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:
     """Pick and validate one environment from the ``environments`` context key."""
-    environments = (context or {}).get("environments")
-    if not isinstance(environments, dict) or not environments:
-        raise ConfigError("cdk.json context has no 'environments' object")
+    known = environment_names(context)
+    environments = (context or {})["environments"]
     if not name:
-        raise ConfigError(
-            f"choose an environment with -c env=NAME (one of: {', '.join(sorted(environments))})"
-        )
+        raise ConfigError(f"choose an environment (one of: {', '.join(known)})")
     if name not in environments:
-        raise ConfigError(
-            f"environment {name!r} is not in cdk.json (have: {', '.join(sorted(environments))})"
-        )
+        raise ConfigError(f"environment {name!r} is not in cdk.json (have: {', '.join(known)})")
     if not re.fullmatch(ENVIRONMENT_NAME_PATTERN, name):
         raise ConfigError(f"environments.{name}: name must match {ENVIRONMENT_NAME_PATTERN}")
     try:

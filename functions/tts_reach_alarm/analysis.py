@@ -17,10 +17,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
-from fleet_remediation.errors import AwsApiError
-from fleet_remediation.logs_insights import Row
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.adapters.logs_insights import Row
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError
 
 # Bounded so one query's result stays well under the Insights 10,000-row limit.
 MAX_JOBS = 5000
@@ -128,25 +129,40 @@ def hypergeometric_tail(population: int, marked: int, draws: int, observed: int)
 
 
 @dataclass(frozen=True)
-class WorkerStats:
+class WorkerJobStats:
     log_stream: str
     jobs: int
     failed_jobs: int
+
+
+class Verdict(StrEnum):
+    """What the failing jobs say about where the failure is."""
+
+    # One worker holds more failed jobs than chance allows: drain it.
+    CONCENTRATED = "concentrated"
+    # Enough failures, and they are spread over the fleet (or no worker stands out): notify only.
+    FLEET_WIDE = "fleet-wide"
+    # Too little to tell (no failed job, one failed job, or one worker): notify only, blame no one.
+    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
 class Concentration:
     """Whether failures concentrate on ``top`` (the worker with most failed jobs)."""
 
-    concentrated: bool
+    verdict: Verdict
     reason: str
     jobs: int
     failed_jobs: int
     workers: int
-    top: WorkerStats | None
+    top: WorkerJobStats | None
     p_value: float | None
     p_value_family: float | None
     alpha: float
+
+    @property
+    def concentrated(self) -> bool:
+        return self.verdict is Verdict.CONCENTRATED
 
     def evidence(self) -> dict[str, object]:
         return {
@@ -162,42 +178,67 @@ class Concentration:
         }
 
 
-def worker_stats(jobs: Iterable[JobOutcome]) -> list[WorkerStats]:
+def worker_job_stats(jobs: Iterable[JobOutcome]) -> list[WorkerJobStats]:
     """Per log stream, most failures first (ties: more jobs, then name, for a stable order)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for job in jobs:
         totals[job.log_stream][0] += 1
         totals[job.log_stream][1] += int(job.failed)
-    stats = [WorkerStats(stream, counts[0], counts[1]) for stream, counts in totals.items()]
+    stats = [WorkerJobStats(stream, counts[0], counts[1]) for stream, counts in totals.items()]
     return sorted(stats, key=lambda s: (-s.failed_jobs, -s.jobs, s.log_stream))
 
 
 def assess_concentration(jobs: Sequence[JobOutcome], *, alpha: float, min_failed_jobs: int) -> Concentration:
-    workers = worker_stats(jobs)
+    workers = worker_job_stats(jobs)
     failed = sum(job.failed for job in jobs)
 
-    def verdict(
-        concentrated: bool,
+    def judged(
+        verdict: Verdict,
         reason: str,
-        top: WorkerStats | None = None,
+        top: WorkerJobStats | None = None,
         p: float | None = None,
         corrected: float | None = None,
     ) -> Concentration:
-        return Concentration(concentrated, reason, len(jobs), failed, len(workers), top, p, corrected, alpha)
+        return Concentration(verdict, reason, len(jobs), failed, len(workers), top, p, corrected, alpha)
 
     if failed == 0:
-        return verdict(False, "no job with responses but no first audio frame in the window")
+        return judged(
+            Verdict.INCONCLUSIVE, "inconclusive: no job with responses but no first audio frame in the window"
+        )
     top = workers[0]
     if len(workers) < 2:
-        return verdict(False, "only one worker had jobs in the window: nothing to compare", top)
+        return judged(
+            Verdict.INCONCLUSIVE,
+            "inconclusive: only one worker had jobs in the window: nothing to compare",
+            top,
+        )
     p = hypergeometric_tail(len(jobs), top.jobs, failed, top.failed_jobs)
     corrected = family_wise_p_value([w.jobs for w in workers], failed, p)
     share = f"{top.failed_jobs} of {failed} failed jobs on a worker that ran {top.jobs} of {len(jobs)} jobs"
+    if failed < min_failed_jobs:
+        # One failure cannot tell one worker from chance, nor show that the fleet is failing.
+        return judged(
+            Verdict.INCONCLUSIVE,
+            f"inconclusive: {share}, fewer than {min_failed_jobs} in all",
+            top,
+            p,
+            corrected,
+        )
     if top.failed_jobs < min_failed_jobs:
-        return verdict(False, f"fleet-wide: {share}, fewer than {min_failed_jobs}", top, p, corrected)
+        return judged(
+            Verdict.FLEET_WIDE,
+            f"fleet-wide: {share}, no worker with {min_failed_jobs} or more",
+            top,
+            p,
+            corrected,
+        )
     if corrected >= alpha:
-        return verdict(False, f"fleet-wide: {share} (p={corrected:.3g} >= {alpha})", top, p, corrected)
-    return verdict(True, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected)
+        return judged(
+            Verdict.FLEET_WIDE, f"fleet-wide: {share} (p={corrected:.3g} >= {alpha})", top, p, corrected
+        )
+    return judged(
+        Verdict.CONCENTRATED, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected
+    )
 
 
 def failing_jobs(jobs: Iterable[JobOutcome]) -> list[JobOutcome]:

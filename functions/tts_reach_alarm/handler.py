@@ -7,9 +7,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.invocation import run_reported
-from fleet_remediation.observability import logger, metrics, tracer
-from fleet_remediation.report import ReportBuilder
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.observability import logger, metrics, tracer
+from fleet_remediation.core.report import ReportBuilder
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fleet_remediation.drainer_policy import DrainerPolicy
-from worker_drainer.stats import WorkerStats
+from fleet_remediation.contract.policies import DrainerPolicy
+from worker_drainer.adapters.worker_logs import SlowVadStats
 
 # The seed's "normal range": one or two warnings, at most 0.8 s behind.
 NORMAL_MAX_WARNINGS = 2
@@ -43,7 +43,7 @@ class WorkerAssessment:
     rate_per_minute: float
     degraded: bool
     reason: str
-    stats: WorkerStats | None
+    stats: SlowVadStats | None
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class FleetAssessment:
         return next((w for w in self.workers if w.task_id == task_id), None)
 
 
-def classify(stats: WorkerStats | None, policy: DrainerPolicy) -> tuple[Pattern, float]:
+def classify(stats: SlowVadStats | None, policy: DrainerPolicy) -> tuple[Pattern, float]:
     """The worker's warning pattern and its rate per minute of window."""
     if stats is None or stats.warnings == 0:
         return Pattern.QUIET, 0.0
@@ -86,7 +86,7 @@ def classify(stats: WorkerStats | None, policy: DrainerPolicy) -> tuple[Pattern,
     return Pattern.SUB_THRESHOLD, rate
 
 
-def _describe(pattern: Pattern, stats: WorkerStats | None, rate: float) -> str:
+def _describe(pattern: Pattern, stats: SlowVadStats | None, rate: float) -> str:
     if stats is None:
         return "no slow-inference warnings in the window"
     return (
@@ -96,14 +96,14 @@ def _describe(pattern: Pattern, stats: WorkerStats | None, rate: float) -> str:
 
 
 def assess_fleet(
-    stats: Iterable[WorkerStats],
+    stats: Iterable[SlowVadStats],
     stream_to_task: Mapping[str, str],
     fleet_task_ids: Iterable[str],
     policy: DrainerPolicy,
 ) -> FleetAssessment:
     """Assess every running task of the service. ``stream_to_task`` maps log streams to task ids;
     tasks without a stats row had no warning at all, and count as quiet in the fleet comparison."""
-    by_task: dict[str, WorkerStats] = {}
+    by_task: dict[str, SlowVadStats] = {}
     unattributed: list[str] = []
     for stream_stats in stats:
         task_id = stream_to_task.get(stream_stats.log_stream)
@@ -145,8 +145,3 @@ def assess_fleet(
         else f"{len(elevated)} of {fleet_size} workers elevated, {sum(w.degraded for w in workers)} degraded"
     )
     return FleetAssessment(tuple(workers), fleet_wide, reason, tuple(unattributed))
-
-
-def log_stream_for(task_id: str, prefix: str, container: str) -> str:
-    """The awslogs stream of a task's container: ``<prefix>/<container>/<task id>``."""
-    return f"{prefix}/{container}/{task_id}"

@@ -7,10 +7,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.invocation import run_reported
-from fleet_remediation.observability import logger, metrics, tracer
-from fleet_remediation.report import ReportBuilder
-from worker_drainer.service import DrainerDependencies, run_drainer
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.observability import logger, metrics, tracer
+from fleet_remediation.core.report import ReportBuilder
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.service import run_drainer
 
 
 @cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached
@@ -26,6 +27,7 @@ def lambda_handler(
 ) -> dict[str, Any]:
     def body(report: ReportBuilder) -> None:
         deps = dependencies or _default_dependencies()
-        run_drainer(event, report, deps, context.get_remaining_time_in_millis() / 1000)
+        remaining = context.get_remaining_time_in_millis() / 1000
+        run_drainer(event, report, deps, remaining, function_arn=context.invoked_function_arn)
 
     return run_reported("worker_drainer", context.aws_request_id, body)

@@ -7,9 +7,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.invocation import run_reported
-from fleet_remediation.observability import logger, metrics, tracer
-from fleet_remediation.report import ReportBuilder
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.observability import logger, metrics, tracer
+from fleet_remediation.core.report import ReportBuilder
 from zombie_reaper.service import ReaperDependencies, run_reaper
 
 
@@ -26,6 +26,6 @@ def lambda_handler(
 ) -> dict[str, Any]:
     def body(report: ReportBuilder) -> None:
         deps = dependencies or _default_dependencies()
-        run_reaper(event, report, deps, context.get_remaining_time_in_millis() / 1000)
+        run_reaper(event, report, deps, context.get_remaining_time_in_millis() / 1000, context)
 
     return run_reported("zombie_reaper", context.aws_request_id, body)

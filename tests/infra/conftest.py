@@ -42,3 +42,21 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthesized
 @pytest.fixture(scope="session")
 def staging(synth: Callable[..., Synthesized]) -> Synthesized:
     return synth("staging")
+
+
+@pytest.fixture
+def cold_start(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """Read a function's settings model the way Lambda starts it: from the environment variables the
+    template deploys (tokens, which only CloudFormation resolves, replaced by ``resolved``)."""
+    from fleet_remediation.contract.settings import settings_from_environment
+
+    def _cold_start(model: type[Any], function: dict[str, Any], **resolved: str) -> Any:
+        variables = function["Properties"]["Environment"]["Variables"]
+        plain = {name: value for name, value in variables.items() if isinstance(value, str)}
+        unresolved = set(variables) - set(plain) - set(resolved)
+        assert not unresolved, f"deployed variables left unresolved by the test: {sorted(unresolved)}"
+        for name, value in {**plain, **resolved}.items():
+            monkeypatch.setenv(name, value)
+        return settings_from_environment(model)
+
+    return _cold_start

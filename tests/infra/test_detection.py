@@ -6,12 +6,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
-from fleet_remediation.signals import SignalCatalog
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.contract.signals import SignalCatalog
 from fleet_stack.config import ConfigError
 from tests.infra.conftest import Synthesized
 
@@ -85,8 +87,10 @@ def test_tts_reach_alarm_is_metric_math_with_minimum_volume(staging: Synthesized
         for r in resources(staging, "AWS::CloudWatch::Alarm").values()
         if r["Properties"]["AlarmName"] == "livekit-staging-tts-reach"
     )
-    # The responder notifies for this alarm; an SNS action would notify twice.
-    assert "AlarmActions" not in alarm["Properties"]
+    # The page does not depend on the responder: CloudWatch itself notifies ALARM and OK.
+    assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"]
+    (action,) = [a["Ref"] for a in alarm["Properties"]["AlarmActions"]]
+    assert action.startswith("NotificationsTopic")
 
 
 def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
@@ -141,7 +145,9 @@ def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging
     )
 
 
-def test_responder_function_environment_and_permissions(staging: Synthesized) -> None:
+def test_responder_function_environment_and_permissions(
+    staging: Synthesized, cold_start: Callable[..., Any]
+) -> None:
     functions = resources(staging, "AWS::Lambda::Function")
     responder = next(
         f["Properties"]
@@ -150,7 +156,16 @@ def test_responder_function_environment_and_permissions(staging: Synthesized) ->
     )
     variables = responder["Environment"]["Variables"]
     assert responder["Handler"] == "tts_reach_alarm.handler.lambda_handler"
-    assert variables["ALARM_NAME"] == "livekit-staging-tts-reach"
+    # The alarm's name is derived from the environment by the one naming module on both sides.
+    settings = cold_start(
+        TtsReachSettings,
+        {"Properties": responder},
+        AWS_REGION="ap-northeast-2",
+        NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
+        IDEMPOTENCY_TABLE_NAME="idempotency",
+    )
+    assert settings.alarm_name == "livekit-staging-tts-reach"
+    staging.template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmName": settings.alarm_name})
     assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
     assert json.loads(variables["DETECTION"])["tts_reach_alarm"]["threshold"] == 0.97
     assert "IDEMPOTENCY_TABLE_NAME" in variables

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_cdk import assertions
@@ -70,7 +71,7 @@ def test_reaper_runs_on_python_with_both_layers_and_a_dlq(staging: Synthesized) 
                         "MODE_PARAMETER_NAME": "/livekit-fleet-remediation/staging/mode",
                         "LIVEKIT_URL": "https://livekit.staging.example.com/",
                         "LIVEKIT_SECRET_ID": "ppi/livekit/staging/api-credentials",
-                        "REAPER_POLICY": Match.string_like_regexp('"max_age_minutes":60'),
+                        "REAPER": Match.string_like_regexp('"max_age_minutes":60'),
                     }
                 )
             },
@@ -79,17 +80,24 @@ def test_reaper_runs_on_python_with_both_layers_and_a_dlq(staging: Synthesized) 
     staging.template.resource_count_is("AWS::Lambda::LayerVersion", 2)
 
 
-def test_reaper_environment_is_what_the_function_validates(staging: Synthesized) -> None:
-    from fleet_remediation.config import ReaperSettings, settings_from_environment
+def test_reaper_environment_is_what_the_function_validates(
+    staging: Synthesized, cold_start: Callable[..., Any]
+) -> None:
+    from fleet_remediation.contract.settings import ReaperSettings
 
     functions = staging.template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"FunctionName": "lkfr-staging-zombie-reaper"}}
     )
     (function,) = functions.values()
-    env = {k: v for k, v in function["Properties"]["Environment"]["Variables"].items() if isinstance(v, str)}
-    env["NOTIFICATION_TOPIC_ARN"] = "arn:aws:sns:ap-northeast-2:111111111111:topic"
-    settings = settings_from_environment(ReaperSettings, env)
-    assert settings.reaper_policy.rules[1].max_age_minutes == 30
+    settings = cold_start(
+        ReaperSettings,
+        function,
+        NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:topic",
+        IDEMPOTENCY_TABLE_NAME="reaper-once",
+    )
+    assert settings.reaper.policy.rules[1].max_age_minutes == 30
+    assert settings.function_mode_parameter_name == "/livekit-fleet-remediation/staging/zombie-reaper/mode"
+    assert settings.idempotency_table_name == "reaper-once"
 
 
 def test_schedule_rule_targets_the_reaper_with_retries_and_a_dlq(staging: Synthesized) -> None:

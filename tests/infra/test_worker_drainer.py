@@ -10,11 +10,10 @@ import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
-from fleet_remediation.config import settings_from_environment
-from fleet_remediation.drainer_policy import DrainerSettings
-from fleet_remediation.ecs_tasks import ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
+from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import ConfigError
 from tests.infra.conftest import Synthesized
+from worker_drainer.adapters.ecs_tasks import ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
 
 Match = assertions.Match
 FUNCTION_NAME = "lkfr-staging-worker-drainer"
@@ -44,17 +43,19 @@ def _with_drainer(**drainer: Any) -> dict[str, Any]:
     return context
 
 
-def test_the_function_environment_is_what_the_function_validates(staging: Synthesized) -> None:
+def test_the_function_environment_is_what_the_function_validates(
+    staging: Synthesized, cold_start: Callable[..., Any]
+) -> None:
     function = _drainer_function(staging)
-    env = {k: v for k, v in function["Properties"]["Environment"]["Variables"].items() if isinstance(v, str)}
-    env |= {
-        "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:ap-northeast-2:111111111111:t",
-        "LEDGER_TABLE_NAME": "ledger",
-    }
-    settings = settings_from_environment(DrainerSettings, env)
+    settings = cold_start(
+        DrainerSettings,
+        function,
+        NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
+        LEDGER_TABLE_NAME="ledger",
+    )
     assert settings.ecs_cluster == "ppi-livekit-staging"
     assert settings.agent_container_name == "ppi-livekit-agent"
-    assert settings.drainer_policy.max_draining_tasks >= 1
+    assert settings.drainer.policy.max_draining_tasks >= 1
     assert function["Properties"]["DeadLetterConfig"]["TargetArn"]
 
 

@@ -14,9 +14,9 @@ import pytest
 from livekit import api
 
 from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
-from tests.fakes.agent_worker import RunningAgentWorker
-from tests.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
-from tools.livekit_local import LocalLiveKit
+from devkit.fakes.agent_worker import RunningAgentWorker
+from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
+from devkit.livekit_local import LocalLiveKit
 
 pytestmark = pytest.mark.livekit
 # Long enough for livekit-server to offer a job to the only worker several times over.

@@ -15,15 +15,15 @@ import pytest
 from livekit import api
 
 from devkit.fault_proxy import Fault, FaultProxy
-from fleet_remediation.errors import (
+from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService
+from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
     LiveKitTimeoutError,
     LiveKitUnavailableError,
 )
-from fleet_remediation.livekit_rooms import LiveKitCredentials, LiveKitRoomService
-from tools.livekit_clients import create_rooms, room_names
-from tools.livekit_local import LocalLiveKit
 
 TIMEOUT = 0.5
 # What a request may take beyond its deadline: cancelling the request and closing its connection.

@@ -14,16 +14,18 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from fleet_remediation.detection import DetectionConfig, tts_reach_alarm_name
-from fleet_remediation.idempotency import DynamoDBOnceGuard
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.notifier import SnsNotifier
-from fleet_remediation.report import MAX_STRING_CHARS, Mode
-from fleet_remediation.suspect_worker import EventBridgePublisher
-from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
-from tests.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fixed_mode import FixedModeSwitch
+from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
+from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
-from tts_reach_alarm.service import TtsReachDependencies, TtsReachSettings
+from tts_reach_alarm.messages import ALARM_REASON_LIMIT
+from tts_reach_alarm.service import TtsReachDependencies
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod")
@@ -119,18 +121,17 @@ def make_aws(mode: Mode = Mode.ENFORCE) -> Aws:
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    settings = TtsReachSettings(
-        environment_name="prod",
-        mode_parameter_name="/lkfr/prod/mode",
-        notification_topic_arn=topic,
-        runbook_base_url="https://runbooks.example.com/repo",
-        function_timeout_seconds=60,
-        aws_region=REGION,
-        alarm_name=ALARM,
-        agent_log_group="/ppi/livekit/prod/agent",
-        dashboard_name="livekit-prod-fleet",
-        idempotency_table_name="idempotency",
-        detection=DetectionConfig(),
+    settings = TtsReachSettings.model_validate(
+        dict(
+            environment_name="prod",
+            mode_parameter_name="/lkfr/prod/mode",
+            notification_topic_arn=topic,
+            runbook_base_url="https://runbooks.example.com/repo",
+            aws_region=REGION,
+            agent_log_group="/ppi/livekit/prod/agent",
+            idempotency_table_name="idempotency",
+            detection=DetectionConfig(),
+        )
     )
     insights = FakeLogsInsights(responses=[incident_rows(), rooms_rows()])
     deps = TtsReachDependencies(
@@ -158,7 +159,10 @@ def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambd
     notes = aws.drain(aws.sns_queue)
     assert len(notes) == 1
     body = notes[0]["Message"]
-    assert "b9238a5f30f04c3a9207df1601ba88bf" in notes[0]["Subject"]
+    assert notes[0]["Subject"] == (
+        "[prod] TTS ALARM, worker b9238a5f: 4 silent session(s); sent to the drainer"
+    )
+    assert "Suspect worker: task b9238a5f30f04c3a9207df1601ba88bf" in body
     assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
     assert "https://runbooks.example.com/repo/docs/runbooks/tts-reach.md" in body
     assert "#alarmsV2:alarm/livekit-prod-tts-reach" in body
@@ -184,9 +188,12 @@ def test_the_same_transition_twice_gives_one_notification(aws: Aws, lambda_conte
     second = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
     assert len(aws.drain(aws.sns_queue)) == 1
     assert len(aws.drain(aws.events_queue)) == 1
-    assert [a["outcome"] for a in first["actions"]] == ["done", "done"]
-    assert [a["outcome"] for a in second["actions"]] == ["already-done", "already-done"]
-    assert second["notifications"] == []
+    assert [(a["action"], a["outcome"]) for a in first["actions"]] == [("emit-suspect-worker", "done")]
+    assert [(a["action"], a["outcome"]) for a in second["actions"]] == [
+        ("emit-suspect-worker", "already-done")
+    ]
+    # The repeat names the message the first delivery sent: nothing new went out.
+    assert second["notifications"] == first["notifications"]
 
 
 def test_ok_sends_one_resolved_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
@@ -215,15 +222,33 @@ def test_fleet_wide_failure_only_notifies(aws: Aws, lambda_context) -> None:  # 
     assert aws.drain(aws.events_queue) == []
 
 
-def test_dry_run_decides_and_publishes_nothing(lambda_context) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_tells_what_it_would_have_done_and_hands_nothing_over(lambda_context) -> None:  # type: ignore[no-untyped-def]
     with mock_aws():
         aws = make_aws(Mode.DRY_RUN)
         report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
         assert report["mode"] == "dry-run"
         assert report["candidates"][0]["decision"] == "would-act"
-        assert "b9238a5f30f04c3a9207df1601ba88bf" in report["summary"]["would_publish"]["subject"]
         assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
-        assert aws.drain(aws.sns_queue) == []
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"] == (
+            "[prod] DRY RUN - would have sent worker b9238a5f to the drainer (TTS ALARM: 4 silent session(s))"
+        )
+        assert note["Message"].startswith("DRY RUN — would have sent worker b9238a5f to the drainer")
+        assert note["MessageAttributes"]["severity"]["Value"] == "critical"
+        assert aws.drain(aws.events_queue) == []
+
+
+def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:  # type: ignore[no-untyped-def]
+    with mock_aws():
+        aws = make_aws(Mode.OFF)
+        report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+        assert report["mode"] == "off"
+        assert report["summary"]["verdict"] == "concentrated"
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"] == (
+            "[prod] remediation is off - TTS ALARM, worker b9238a5f: 4 silent session(s); drainer not asked"
+        )
+        assert note["Message"].startswith("remediation is off — TTS ALARM, worker b9238a5f")
         assert aws.drain(aws.events_queue) == []
 
 
@@ -293,12 +318,13 @@ def test_concurrent_deliveries_of_one_transition_give_one_notification(aws: Aws,
 
 
 def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None:
+    """CloudWatch caps a state reason at 1,023 characters; a forged event's 1 MB reason reaches
+    neither the report nor the message (SNS would refuse a message that long)."""
     event = alarm_event("OK")
     event["detail"]["state"]["reason"] = "r" * 1_000_000
     aws.deps.mode_switch = FixedModeSwitch(Mode.DRY_RUN)
     report = lambda_handler(event, lambda_context, dependencies=aws.deps)
     serialized = json.dumps(report)
+    assert report["errors"] == []
     assert len(serialized) < 8 * MAX_STRING_CHARS
-    assert "r" * (MAX_STRING_CHARS + 1) not in serialized
-    assert report["truncated"]["strings"] >= 1
-    assert report["summary"]["would_publish"]["message"].endswith("more characters]")
+    assert "r" * (ALARM_REASON_LIMIT + 1) not in serialized

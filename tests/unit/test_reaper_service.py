@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from fleet_remediation.config import ReaperPolicy, ReaperSettings
-from fleet_remediation.mode import FixedModeSwitch
-from fleet_remediation.report import Mode
-from tests.fakes_livekit import InMemoryRoomService, room
-from tools.lambda_context import LocalLambdaContext
+from devkit.fakes.livekit import InMemoryRoomService, room
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
@@ -42,14 +43,16 @@ def make_deps(
     rooms: InMemoryRoomService, mode: Mode = Mode.ENFORCE, **policy: Any
 ) -> tuple[ReaperDependencies, RecordingNotifier]:
     notifier = RecordingNotifier()
-    settings = ReaperSettings(
-        environment_name="unit",
-        mode_parameter_name="/livekit-fleet-remediation/unit/mode",
-        notification_topic_arn="arn:aws:sns:eu-west-1:123456789012:t",
-        runbook_base_url="https://runbooks.example.com/repo",
-        livekit_url="http://127.0.0.1:7880",
-        livekit_secret_id="unit/livekit",
-        reaper_policy=ReaperPolicy(**policy),
+    settings = ReaperSettings.model_validate(
+        dict(
+            environment_name="unit",
+            mode_parameter_name="/livekit-fleet-remediation/unit/mode",
+            notification_topic_arn="arn:aws:sns:eu-west-1:123456789012:t",
+            runbook_base_url="https://runbooks.example.com/repo",
+            livekit_url="http://127.0.0.1:7880",
+            livekit_secret_id="unit/livekit",
+            reaper=ReaperSection(policy=ReaperPolicy(**policy)),
+        )
     )
     deps = ReaperDependencies(
         settings=settings,
@@ -105,9 +108,12 @@ def test_a_scheduled_run_in_enforce_mode_deletes_over_age_rooms_and_notifies() -
     assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [("lesson-zombie", "done")]
     assert set(rooms.rooms) == {"lesson-live"}
     ((subject, message),) = notifier.messages
-    assert "1 room(s) deleted, 0 failed" in subject
-    assert "lesson-zombie (RM_lesson-zombie) age 3h00m" in message
-    assert "https://runbooks.example.com/repo/docs/runbooks/zombie-reaper.md" in message
+    assert subject == "[unit] zombie reaper deleted 1 of 1 over-age room(s) (oldest lesson-zombie, 3h00m)"
+    assert "lesson-zombie (RM_lesson-zombie): age 3h00m >= max 1h00m [default]" in message
+    assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in message
+    assert "Runbook: https://runbooks.example.com/repo/docs/runbooks/zombie-reaper.md" in message
+    stop = "aws ssm put-parameter --overwrite --name /livekit-fleet-remediation/unit/zombie-reaper/mode"
+    assert f"{stop} --value off" in message
     assert report["notifications"] == ["msg-1"]
 
 
@@ -170,7 +176,10 @@ def test_an_error_on_one_room_is_recorded_and_the_others_go_on() -> None:
     failed = next(a for a in report["actions"] if a["outcome"] == "failed")
     assert failed["error"]["code"] == "LiveKitApiError"
     assert report["status"] == "partial"
-    assert "2 room(s) deleted, 1 failed" in notifier.messages[0][0]
+    subject, message = notifier.messages[0]
+    assert subject.startswith("[unit] PARTIAL: zombie reaper deleted 2 of 3 over-age room(s)")
+    assert "done 2 · already done 0 · refused 0 · failed 1 · unknown 0" in message
+    assert "severity warning" in message
 
 
 def test_a_trimmed_run_says_so_in_the_report() -> None:
@@ -192,7 +201,7 @@ def test_no_time_left_skips_rooms_instead_of_being_killed_by_the_timeout() -> No
     assert "lesson-zombie" in rooms.rooms
 
 
-def test_livekit_down_is_a_typed_error_and_nothing_else() -> None:
+def test_livekit_down_is_a_typed_error_said_as_a_failure_never_as_success() -> None:
     rooms = old_and_new()
     rooms.unavailable = True
     deps, notifier = make_deps(rooms)
@@ -201,7 +210,12 @@ def test_livekit_down_is_a_typed_error_and_nothing_else() -> None:
     assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
     assert report["candidates"] == []
     assert report["actions"] == []
-    assert notifier.messages == []
+    ((subject, message),) = notifier.messages
+    assert subject == (
+        "[unit] FAILED: zombie reaper checked for over-age rooms, but the run failed: LiveKitUnavailable"
+    )
+    assert "severity critical · status failed" in message
+    assert "done 0 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert rooms.closed
 
 

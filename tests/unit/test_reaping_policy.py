@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from fleet_remediation.config import ReaperPolicy, RoomRule
-from fleet_remediation.reaping import Verdict, decide
-from tests.fakes_livekit import room
+from devkit.fakes.livekit import room
+from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
+from fleet_remediation.domain.reaping import Verdict, plan_reap
 
 NOW = datetime(2026, 9, 15, 18, 12, 48, tzinfo=UTC)
 
@@ -19,7 +19,7 @@ def ago(minutes: float) -> datetime:
 
 
 def verdicts(plan_rooms: list, policy: ReaperPolicy, **kwargs: float) -> dict[str, Verdict]:
-    plan = decide(plan_rooms, policy, NOW, **kwargs)
+    plan = plan_reap(plan_rooms, policy, NOW, **kwargs)
     return {d.room.name: d.verdict for d in plan.decisions}
 
 
@@ -35,13 +35,13 @@ def test_a_room_exactly_at_the_max_age_is_reaped_and_one_second_younger_is_not()
 def test_the_incident_zombie_is_reaped() -> None:
     # 15:08:03 → 18:12:48 is 3 h 04 min 45 s: far beyond the one-hour P0 cap.
     zombie = room("lesson-newpp01_up_wjv1", datetime(2026, 9, 15, 15, 8, 3, tzinfo=UTC))
-    (decision,) = decide([zombie], ReaperPolicy(), NOW).decisions
+    (decision,) = plan_reap([zombie], ReaperPolicy(), NOW).decisions
     assert decision.verdict is Verdict.REAP
     assert decision.age_seconds == 3 * 3600 + 4 * 60 + 45
 
 
 def test_future_and_missing_creation_times_are_reported_not_reaped() -> None:
-    plan = decide(
+    plan = plan_reap(
         [room("lesson-future", NOW + timedelta(minutes=5)), room("lesson-unknown", None)], ReaperPolicy(), NOW
     )
     by_name = {d.room.name: d for d in plan.decisions}
@@ -88,7 +88,7 @@ def test_protected_rooms_are_never_reaped_even_with_a_manual_override() -> None:
 
 def test_a_manual_override_only_tightens_each_rule() -> None:
     policy = ReaperPolicy(max_age_minutes=60, rules=(RoomRule(name_pattern=r"^test-.*$", max_age_minutes=5),))
-    plan = decide(
+    plan = plan_reap(
         [room("test-a", ago(6)), room("lesson-b", ago(20))], policy, NOW, max_age_override_seconds=600
     )
     by_name = {d.room.name: d for d in plan.decisions}
@@ -100,7 +100,7 @@ def test_a_manual_override_only_tightens_each_rule() -> None:
 def test_the_cap_keeps_the_oldest_rooms_and_trims_the_newest() -> None:
     policy = ReaperPolicy(max_age_minutes=60, max_deletions_per_run=2)
     rooms = [room(f"lesson-{age}", ago(age)) for age in (70, 400, 65, 90, 30)]
-    plan = decide(rooms, policy, NOW)
+    plan = plan_reap(rooms, policy, NOW)
     assert [d.room.name for d in plan.to_reap] == ["lesson-400", "lesson-90"]
     trimmed = [d.room.name for d in plan.decisions if d.verdict is Verdict.OVER_CAP]
     assert trimmed == ["lesson-70", "lesson-65"]
@@ -109,7 +109,7 @@ def test_the_cap_keeps_the_oldest_rooms_and_trims_the_newest() -> None:
 
 def test_equal_ages_are_ordered_by_name_so_runs_are_deterministic() -> None:
     policy = ReaperPolicy(max_deletions_per_run=1)
-    plan = decide([room("lesson-b", ago(90)), room("lesson-a", ago(90))], policy, NOW)
+    plan = plan_reap([room("lesson-b", ago(90)), room("lesson-a", ago(90))], policy, NOW)
     assert [d.room.name for d in plan.to_reap] == ["lesson-a"]
 
 

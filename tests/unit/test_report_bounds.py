@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from fleet_remediation.errors import InvalidEventError
-from fleet_remediation.observability import logger
-from fleet_remediation.report import (
+from devkit.fakes.livekit import InMemoryRoomService, room
+from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.observability import logger
+from fleet_remediation.core.report import (
     MAX_COLLECTION_ITEMS,
     MAX_REPORT_BYTES,
     MAX_SKIP_REASONS,
@@ -25,7 +26,6 @@ from fleet_remediation.report import (
     Trigger,
     TriggerKind,
 )
-from tests.fakes_livekit import InMemoryRoomService, room
 from tests.unit.test_reaper_service import NOW, invoke, make_deps
 
 # One CloudWatch Logs event before 2025 (the stricter of the two limits).

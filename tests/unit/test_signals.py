@@ -10,8 +10,8 @@ import pytest
 from livekit.agents.cli.log import JsonFormatter
 from pydantic import ValidationError
 
-from fleet_remediation.detection import DetectionConfig
-from fleet_remediation.signals import SignalCatalog, SignalDefinition, SignalSettings
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.signals import SignalCatalog, SignalDefinition, SignalSettings
 from tests.metric_filter_pattern import insights_filter_matches, pattern_matches
 
 

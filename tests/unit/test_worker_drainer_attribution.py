@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fleet_remediation.drainer_policy import DrainerPolicy
-from fleet_remediation.log_export import read_events
-from fleet_remediation.signals import SignalCatalog
+from devkit.log_export import read_events
+from devkit.offline_worker_logs import OfflineWorkerLogs
+from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.signals import SignalCatalog
+from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import Pattern, assess_fleet, classify
-from worker_drainer.stats import OfflineWorkerLogs, WorkerStats
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "incident-2026-09-15.jsonl"
 BAD_TASK = "b9238a5f30f04c3a9207df1601ba88bf"
@@ -19,11 +20,11 @@ T0 = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
 POLICY = DrainerPolicy()
 
 
-def stats(stream: str, warnings: int, span_s: float, max_delay: float, jobs: int = 1) -> WorkerStats:
-    return WorkerStats(stream, warnings, max_delay, T0, T0 + timedelta(seconds=span_s), jobs)
+def stats(stream: str, warnings: int, span_s: float, max_delay: float, jobs: int = 1) -> SlowVadStats:
+    return SlowVadStats(stream, warnings, max_delay, T0, T0 + timedelta(seconds=span_s), jobs)
 
 
-def fleet(*rows: WorkerStats, size: int = 10) -> tuple[dict[str, str], list[str]]:
+def fleet(*rows: SlowVadStats, size: int = 10) -> tuple[dict[str, str], list[str]]:
     ids = [f"task{i}" for i in range(size)]
     return {f"agent/c/{task_id}": task_id for task_id in ids}, ids
 

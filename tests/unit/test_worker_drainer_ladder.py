@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from fleet_remediation.drainer_policy import DrainerPolicy
-from fleet_remediation.ecs_tasks import EcsTask
-from fleet_remediation.ledger import CapacityDebt
-from fleet_remediation.livekit_rooms import LiveRoom
-from fleet_remediation.reaping import RoomDecision, Verdict
+from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.domain.reaping import RoomDecision, Verdict
+from worker_drainer.adapters.ecs_tasks import EcsTask
+from worker_drainer.adapters.ledger import CapacityDebt
+from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import assess_fleet
-from worker_drainer.ladder import (
-    COOLDOWN_TAG,
-    DEADLINE_TAG,
-    SINCE_TAG,
-    STATE_TAG,
-    ManualRequest,
-    Snapshot,
-    Step,
-    decide,
-)
-from worker_drainer.stats import WorkerStats
+from worker_drainer.ladder import ManualRequest, Snapshot, Step, plan_ladder
+from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, DEADLINE_TAG, SINCE_TAG, STATE_TAG
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)
@@ -34,11 +26,11 @@ def epoch(moment: datetime) -> str:
     return str(int(moment.timestamp()))
 
 
-def slow(task_id: str, last_seen: datetime = NOW) -> WorkerStats:
-    return WorkerStats(f"agent/c/{task_id}", 300, 40.0, last_seen - timedelta(minutes=25), last_seen, 8)
+def slow(task_id: str, last_seen: datetime = NOW) -> SlowVadStats:
+    return SlowVadStats(f"agent/c/{task_id}", 300, 40.0, last_seen - timedelta(minutes=25), last_seen, 8)
 
 
-def snapshot(tasks: list[EcsTask], rows: list[WorkerStats], **kwargs: object) -> Snapshot:
+def snapshot(tasks: list[EcsTask], rows: list[SlowVadStats], **kwargs: object) -> Snapshot:
     streams = {f"agent/c/{t.task_id}": t.task_id for t in tasks}
     fleet = assess_fleet(rows, streams, [t.task_id for t in tasks], POLICY)
     return Snapshot(now=NOW, tasks=tasks, fleet=fleet, **kwargs)  # type: ignore[arg-type]
@@ -56,27 +48,27 @@ def steps_by_task(plan_steps: tuple) -> dict[str, Step]:  # type: ignore[type-ar
 def test_a_degraded_worker_with_an_over_age_room_is_reaped_first() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
     snap = snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": [zombie_room()]})
-    plan = decide(snap, POLICY)
+    plan = plan_ladder(snap, POLICY)
     assert steps_by_task(plan.steps) == {"t0": Step.REAP}
     assert plan.steps[0].rooms[0].room.name == "lesson-zombie"
 
 
 def test_with_nothing_to_reap_the_degraded_worker_is_cordoned() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
-    plan = decide(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), POLICY)
     assert steps_by_task(plan.steps) == {"t0": Step.CORDON}
 
 
 def test_livekit_unavailable_still_cordons_and_says_why() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
-    plan = decide(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": None}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": None}), POLICY)
     assert plan.steps[0].step is Step.CORDON
     assert "LiveKit unavailable" in plan.steps[0].reason
 
 
 def test_a_schedule_tick_does_not_start_a_new_ladder() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
-    assert decide(snapshot(tasks, [slow("t0")], start_new=False), POLICY).steps == ()
+    assert plan_ladder(snapshot(tasks, [slow("t0")], start_new=False), POLICY).steps == ()
 
 
 def test_reaped_and_still_slow_after_the_grace_is_cordoned() -> None:
@@ -84,13 +76,13 @@ def test_reaped_and_still_slow_after_the_grace_is_cordoned() -> None:
     tasks = [task("t0", **{STATE_TAG: "reaped", SINCE_TAG: epoch(reaped_at)})] + [
         task(f"t{i}") for i in range(1, 5)
     ]
-    assert steps_by_task(decide(snapshot(tasks, [slow("t0")]), POLICY).steps) == {"t0": Step.CORDON}
+    assert steps_by_task(plan_ladder(snapshot(tasks, [slow("t0")]), POLICY).steps) == {"t0": Step.CORDON}
 
 
 def test_reaped_within_the_grace_waits() -> None:
     tasks = [task("t0", **{STATE_TAG: "reaped", SINCE_TAG: epoch(NOW - timedelta(minutes=1))})]
     tasks += [task(f"t{i}") for i in range(1, 5)]
-    assert steps_by_task(decide(snapshot(tasks, [slow("t0")]), POLICY).steps) == {"t0": Step.WAIT}
+    assert steps_by_task(plan_ladder(snapshot(tasks, [slow("t0")]), POLICY).steps) == {"t0": Step.WAIT}
 
 
 def draining(task_id: str, deadline: datetime, **extra: str) -> EcsTask:
@@ -99,15 +91,15 @@ def draining(task_id: str, deadline: datetime, **extra: str) -> EcsTask:
 
 def test_draining_with_jobs_waits_and_without_jobs_stops() -> None:
     tasks = [draining("t0", NOW + timedelta(minutes=30))] + [task(f"t{i}") for i in range(1, 5)]
-    busy = decide(snapshot(tasks, [slow("t0")], active_jobs={"t0": 1}), POLICY)
+    busy = plan_ladder(snapshot(tasks, [slow("t0")], active_jobs={"t0": 1}), POLICY)
     assert steps_by_task(busy.steps) == {"t0": Step.WAIT}
-    idle = decide(snapshot(tasks, [slow("t0")], active_jobs={"t0": 0}), POLICY)
+    idle = plan_ladder(snapshot(tasks, [slow("t0")], active_jobs={"t0": 0}), POLICY)
     assert steps_by_task(idle.steps) == {"t0": Step.STOP}
 
 
 def test_unknown_active_jobs_wait_until_the_deadline_then_stop() -> None:
     tasks = [draining("t0", NOW - timedelta(seconds=1))] + [task(f"t{i}") for i in range(1, 5)]
-    plan = decide(snapshot(tasks, [slow("t0")], active_jobs={"t0": None}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], active_jobs={"t0": None}), POLICY)
     assert plan.steps[0].step is Step.STOP
     assert "deadline" in plan.steps[0].reason
 
@@ -115,22 +107,22 @@ def test_unknown_active_jobs_wait_until_the_deadline_then_stop() -> None:
 def test_a_draining_worker_that_recovered_is_undone() -> None:
     quiet_since = NOW - timedelta(minutes=POLICY.recovery_minutes + 1)
     tasks = [draining("t0", NOW + timedelta(minutes=30))] + [task(f"t{i}") for i in range(1, 5)]
-    plan = decide(snapshot(tasks, [slow("t0", last_seen=quiet_since)], active_jobs={"t0": 1}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0", last_seen=quiet_since)], active_jobs={"t0": 1}), POLICY)
     assert steps_by_task(plan.steps) == {"t0": Step.UNDO}
 
 
 def test_not_yet_recovered_is_not_undone() -> None:
     recent = NOW - timedelta(minutes=POLICY.recovery_minutes - 1)
     tasks = [draining("t0", NOW + timedelta(minutes=30))] + [task(f"t{i}") for i in range(1, 5)]
-    plan = decide(snapshot(tasks, [slow("t0", last_seen=recent)], active_jobs={"t0": 1}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0", last_seen=recent)], active_jobs={"t0": 1}), POLICY)
     assert steps_by_task(plan.steps) == {"t0": Step.WAIT}
 
 
 def test_at_most_k_tasks_drain_at_once() -> None:
-    policy = DrainerPolicy(max_draining_tasks=1, max_draining_fraction=1.0, min_healthy_tasks=0)
+    policy = DrainerPolicy(max_draining_tasks=1, max_draining_fraction=1.0, min_healthy_tasks=1)
     tasks = [draining("t0", NOW + timedelta(minutes=30))] + [task(f"t{i}") for i in range(1, 10)]
     rows = [slow("t0"), slow("t1")]
-    plan = decide(
+    plan = plan_ladder(
         snapshot(tasks, rows, start_new=True, rooms_to_reap={"t1": []}, active_jobs={"t0": 1}), policy
     )
     refused = next(s for s in plan.steps if s.task_id == "t1")
@@ -141,7 +133,7 @@ def test_at_most_k_tasks_drain_at_once() -> None:
 def test_at_most_a_fraction_of_the_fleet_drains() -> None:
     policy = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.2, min_healthy_tasks=0)
     tasks = [task(f"t{i}") for i in range(4)]
-    plan = decide(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), policy)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), policy)
     assert plan.steps[0].step is Step.SKIP
     assert "20% of the fleet" in plan.steps[0].reason
 
@@ -149,7 +141,7 @@ def test_at_most_a_fraction_of_the_fleet_drains() -> None:
 def test_never_fewer_than_the_minimum_healthy_tasks() -> None:
     policy = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=1.0, min_healthy_tasks=3)
     tasks = [task(f"t{i}") for i in range(3)]
-    plan = decide(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), policy)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), policy)
     assert plan.steps[0].step is Step.SKIP
     assert "minimum 3" in plan.steps[0].reason
 
@@ -158,7 +150,7 @@ def test_a_task_in_cooldown_is_not_marked_again() -> None:
     tasks = [task("t0", **{COOLDOWN_TAG: epoch(NOW + timedelta(minutes=5))})] + [
         task(f"t{i}") for i in range(1, 5)
     ]
-    plan = decide(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), POLICY)
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}), POLICY)
     assert plan.steps[0].step is Step.SKIP
     assert "cooldown" in plan.steps[0].reason
 
@@ -166,7 +158,7 @@ def test_a_task_in_cooldown_is_not_marked_again() -> None:
 def test_a_fleet_wide_slowdown_drains_nobody() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
     rows = [slow(f"t{i}") for i in range(4)]
-    plan = decide(
+    plan = plan_ladder(
         snapshot(tasks, rows, start_new=True, rooms_to_reap={f"t{i}": [] for i in range(4)}), POLICY
     )
     assert plan.acting() == ()
@@ -174,17 +166,19 @@ def test_a_fleet_wide_slowdown_drains_nobody() -> None:
 
 def test_manual_drain_and_undrain_name_one_task() -> None:
     tasks = [task(f"t{i}") for i in range(5)]
-    drain = decide(snapshot(tasks, [], manual=ManualRequest("drain", "t3")), POLICY)
+    drain = plan_ladder(snapshot(tasks, [], manual=ManualRequest("drain", "t3")), POLICY)
     assert steps_by_task(drain.steps) == {"t3": Step.CORDON}
     marked = [draining("t3", NOW + timedelta(minutes=30))] + [task(f"t{i}") for i in range(3)]
-    undrain = decide(snapshot(marked, [slow("t3")], manual=ManualRequest("undrain", "t3")), POLICY)
+    undrain = plan_ladder(snapshot(marked, [slow("t3")], manual=ManualRequest("undrain", "t3")), POLICY)
     assert steps_by_task(undrain.steps) == {"t3": Step.UNDO}
-    unknown = decide(snapshot(tasks, [], manual=ManualRequest("drain", "nope")), POLICY)
+    unknown = plan_ladder(snapshot(tasks, [], manual=ManualRequest("drain", "nope")), POLICY)
     assert steps_by_task(unknown.steps) == {"nope": Step.SKIP}
 
 
 def test_capacity_is_given_back_for_a_task_that_is_gone() -> None:
-    tasks = [task(f"t{i}") for i in range(3)]
+    # t1 still drains with its extra capacity (and jobs): its debt stays; the stopped task's is paid.
+    holding = draining("t1", NOW + timedelta(minutes=30), **{CAPACITY_TAG: "desired-count"})
+    tasks = [task("t0"), holding, task("t2")]
     debts = [CapacityDebt("gone", "arn:aws:ecs:eu-west-1:1:task/c/gone", 0), CapacityDebt("t1", "arn:t1", 0)]
-    plan = decide(snapshot(tasks, [], capacity_debts=debts), POLICY)
-    assert steps_by_task(plan.steps) == {"gone": Step.REVERT_CAPACITY}
+    plan = plan_ladder(snapshot(tasks, [slow("t1")], capacity_debts=debts, active_jobs={"t1": 1}), POLICY)
+    assert steps_by_task(plan.steps) == {"gone": Step.REVERT_CAPACITY, "t1": Step.WAIT}

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from fleet_remediation.errors import InvalidEventError
-from fleet_remediation.signals import SignalCatalog
-from tests.fakes.logs_insights import FakeLogsInsights, insights_row
-from worker_drainer.stats import InsightsWorkerLogs, job_sightings_query
+from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import InvalidEventError
+from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, job_sightings_query
 
 START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
 END = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
@@ -34,7 +34,7 @@ def test_worker_stats_query_uses_the_signal_and_rows_become_stats() -> None:
             ]
         ]
     )
-    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default().slow_vad)
+    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default())
     (row,) = logs.worker_stats(START, END, deadline=0)
     query = str(fake.calls[0]["query"])
     assert query.startswith('filter message like "inference is slower than realtime"')
@@ -60,7 +60,7 @@ def test_job_sightings_are_read_for_the_named_streams_only() -> None:
             ]
         ]
     )
-    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default().slow_vad)
+    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default())
     (sighting,) = logs.job_sightings([STREAM], START, END, deadline=0)
     assert f'@logStream in ["{STREAM}"]' in str(fake.calls[0]["query"])
     assert 'message = "received job request"' in str(fake.calls[0]["query"])

@@ -6,32 +6,52 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.naming import (
+    METRICS_NAMESPACE,
+    FunctionName,
+    function_alarm_name,
+    function_log_group_name,
+    lambda_function_name,
+)
+from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
 
 FUNCTIONS_DIR = REPO_ROOT / "functions"
-METRICS_NAMESPACE = "LiveKitFleetRemediation"
 
 
-def livekit_environment(config: EnvironmentConfig, request_timeout_seconds: float) -> dict[str, str]:
-    """What a function that talks to LiveKit reads: the server, the secret, the timeout, the reaper
-    policy (the drainer reaps a task's rooms with the reaper's rules)."""
-    return {
-        "LIVEKIT_URL": str(config.livekit_url),
-        "LIVEKIT_SECRET_ID": config.livekit_secret_name,
-        "LIVEKIT_REQUEST_TIMEOUT_SECONDS": str(request_timeout_seconds),
-        "REAPER_POLICY": config.reaper.policy.model_dump_json(),
+def deployed_settings(
+    model: type[SettingsT],
+    *,
+    env_name: str,
+    config: EnvironmentConfig,
+    notifications: Notifications,
+    kill_switch: KillSwitch,
+    **values: object,
+) -> SettingsT:
+    """The function's own settings model, built at synth: what the stack deploys is what the function
+    validates at cold start. A problem names the field under ``environments.<env>.``."""
+    common = {
+        "environment_name": env_name,
+        "mode_parameter_name": kill_switch.parameter_name,
+        "function_mode_parameter_name": kill_switch.function_parameter_name(model.function),
+        "notification_topic_arn": notifications.topic.topic_arn,
+        "chat_topic_arn": notifications.chat_topic.topic_arn if notifications.chat_topic else None,
+        "runbook_base_url": config.runbook_base_url,
+        # Lambda sets AWS_REGION itself (never deployed): the synth-time model says what it will read.
+        "aws_region": config.region,
     }
+    return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
 
 def _other_function_dirs(function_dir: str) -> list[str]:
@@ -44,28 +64,28 @@ class RemediationFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        env_name: str,
-        config: EnvironmentConfig,
-        function_dir: str,
+        function: FunctionName,
+        settings: FunctionSettings,
         description: str,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
-        timeout: Duration,
-        environment: dict[str, str],
+        log_retention_days: int,
         memory_size: int = 256,
         reserved_concurrency: int | None = None,
         expected_invocations_per_hour: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        function_dir = function.value
+        env_name = settings.environment_name
         if not (FUNCTIONS_DIR / function_dir / "handler.py").is_file():
             raise FileNotFoundError(f"functions/{function_dir}/handler.py does not exist")
-        function_name = f"lkfr-{env_name}-{function_dir.replace('_', '-')}"
+        function_name = lambda_function_name(env_name, function)
         self.log_group = logs.LogGroup(
             self,
             "Logs",
-            log_group_name=f"/aws/lambda/{function_name}",
-            retention=_retention(config.log_retention_days),
+            log_group_name=function_log_group_name(env_name, function),
+            retention=_retention(log_retention_days),
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.role = iam.Role(
@@ -105,7 +125,7 @@ class RemediationFunction(Construct):
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded),
             layers=layers.all,
             role=self.role,
-            timeout=timeout,
+            timeout=Duration.seconds(settings.timeout_seconds),
             memory_size=memory_size,
             reserved_concurrent_executions=reserved_concurrency,
             tracing=lambda_.Tracing.ACTIVE,
@@ -117,16 +137,11 @@ class RemediationFunction(Construct):
                 "POWERTOOLS_SERVICE_NAME": function_dir,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                "ENVIRONMENT_NAME": env_name,
-                "MODE_PARAMETER_NAME": kill_switch.parameter_name,
-                "NOTIFICATION_TOPIC_ARN": topic.topic_arn,
-                "RUNBOOK_BASE_URL": str(config.runbook_base_url),
-                "FUNCTION_TIMEOUT_SECONDS": str(timeout.to_seconds()),
-                **environment,
+                **settings.to_lambda_environment(),
             },
         )
-        topic.grant_publish(self.function)
-        kill_switch.parameter.grant_read(self.function)
+        notifications.grant_publish(self.function)
+        kill_switch.grant_read(function, self.function)
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -140,25 +155,21 @@ class RemediationFunction(Construct):
             ],
             apply_to_children=True,
         )
-        self.alarms = self._self_monitoring(
-            env_name, function_dir, function_name, topic, expected_invocations_per_hour
-        )
+        self.alarms = self._self_monitoring(env_name, function, expected_invocations_per_hour)
+        for alarm in self.alarms:
+            notifications.notify_on_state_changes(alarm)
 
     def _self_monitoring(
-        self,
-        env_name: str,
-        function_dir: str,
-        function_name: str,
-        topic: sns.ITopic,
-        expected_invocations_per_hour: int | None,
+        self, env_name: str, function: FunctionName, expected_invocations_per_hour: int | None
     ) -> list[cloudwatch.Alarm]:
         five_minutes = Duration.minutes(5)
         # Typed failures (LiveKit unreachable, a bad secret) return a report instead of raising, so
         # Lambda's Errors metric misses them; the report's own EMF metric does not.
+        failed = metric_definitions.INVOCATION_FAILED
         failed_reports = cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name="InvocationFailed",
-            dimensions_map={"service": function_dir, "environment": env_name},
+            namespace=failed.namespace,
+            metric_name=failed.name,
+            dimensions_map=failed.dimensions(env_name, function),
             statistic="Sum",
             period=five_minutes,
         )
@@ -166,7 +177,7 @@ class RemediationFunction(Construct):
             failed_reports.create_alarm(
                 self,
                 "FailedReportsAlarm",
-                alarm_name=f"{function_name}-failed-reports",
+                alarm_name=function_alarm_name(env_name, function, "failed-reports"),
                 alarm_description="Invocations keep ending with status 'failed' (see report.errors).",
                 threshold=1,
                 evaluation_periods=3,
@@ -176,7 +187,7 @@ class RemediationFunction(Construct):
             self.function.metric_errors(period=five_minutes).create_alarm(
                 self,
                 "ErrorsAlarm",
-                alarm_name=f"{function_name}-errors",
+                alarm_name=function_alarm_name(env_name, function, "errors"),
                 alarm_description="The remediation function itself failed (see its report in the logs).",
                 threshold=1,
                 evaluation_periods=1,
@@ -185,7 +196,7 @@ class RemediationFunction(Construct):
             self.function.metric_throttles(period=five_minutes).create_alarm(
                 self,
                 "ThrottlesAlarm",
-                alarm_name=f"{function_name}-throttles",
+                alarm_name=function_alarm_name(env_name, function, "throttles"),
                 alarm_description="Invocations were throttled (reserved concurrency or account limit).",
                 threshold=1,
                 evaluation_periods=1,
@@ -194,7 +205,7 @@ class RemediationFunction(Construct):
             self.dlq.metric_approximate_number_of_messages_visible(period=five_minutes).create_alarm(
                 self,
                 "DeadLettersAlarm",
-                alarm_name=f"{function_name}-dlq",
+                alarm_name=function_alarm_name(env_name, function, "dlq"),
                 alarm_description="Deliveries failed and landed in the DLQ; inspect and redrive.",
                 threshold=1,
                 evaluation_periods=1,
@@ -206,7 +217,7 @@ class RemediationFunction(Construct):
                 self.function.metric_invocations(period=Duration.hours(1)).create_alarm(
                     self,
                     "ScheduleStoppedAlarm",
-                    alarm_name=f"{function_name}-schedule-stopped",
+                    alarm_name=function_alarm_name(env_name, function, "schedule-stopped"),
                     alarm_description="The schedule stopped invoking the function (expected "
                     f"{expected_invocations_per_hour}/h).",
                     threshold=max(1, expected_invocations_per_hour // 2),
@@ -215,9 +226,6 @@ class RemediationFunction(Construct):
                     treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
                 )
             )
-        action = cw_actions.SnsAction(topic)
-        for alarm in alarms:
-            alarm.add_alarm_action(action)
         return alarms
 
 

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from fleet_remediation.detection import dashboard_name, tts_reach_alarm_name
+from fleet_remediation.contract.naming import EVENT_BUS_NAME, FunctionName
+from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.remediation_function import RemediationFunction
+from fleet_stack.constructs.notifications import Notifications
+from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 
 
@@ -26,12 +27,11 @@ class TtsReachResponder(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         detection: Detection,
     ) -> None:
         super().__init__(scope, construct_id)
-        function_config = config.tts_reach
         # Powertools Idempotency records: one per alarm transition and action, expiring after a day.
         self.idempotency_table = dynamodb.Table(
             self,
@@ -45,26 +45,29 @@ class TtsReachResponder(Construct):
             ),
             removal_policy=RemovalPolicy.DESTROY,
         )
+        self.settings = deployed_settings(
+            TtsReachSettings,
+            env_name=env_name,
+            config=config,
+            notifications=notifications,
+            kill_switch=kill_switch,
+            aws_region=Stack.of(self).region,
+            agent_log_group=config.agent_log_group,
+            idempotency_table_name=self.idempotency_table.table_name,
+            ecs_cluster=config.ecs_cluster,
+            detection=config.detection,
+            tts_reach=config.tts_reach,
+        )
         self.remediation = RemediationFunction(
             self,
             "Responder",
-            env_name=env_name,
-            config=config,
-            function_dir="tts_reach_alarm",
-            description="On the TTS-reach alarm: find failing lessons, blame a worker beyond chance, notify",
+            function=FunctionName.TTS_REACH_ALARM,
+            settings=self.settings,
+            description="On the TTS-reach alarm: find silent sessions, blame a worker beyond chance, notify",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
-            timeout=Duration.seconds(function_config.timeout_seconds),
-            environment={
-                "ALARM_NAME": tts_reach_alarm_name(env_name),
-                "AGENT_LOG_GROUP": config.agent_log_group,
-                "DASHBOARD_NAME": dashboard_name(env_name),
-                "EVENT_BUS_NAME": "default",
-                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
-                "DETECTION": config.detection.model_dump_json(),
-                "QUERY_TIMEOUT_SECONDS": str(function_config.query_timeout_seconds),
-            },
+            log_retention_days=config.log_retention_days,
         )
         self.function = self.remediation.function
         self.idempotency_table.grant_read_write_data(self.function)
@@ -82,7 +85,9 @@ class TtsReachResponder(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["events:PutEvents"],
-                resources=[stack.format_arn(service="events", resource="event-bus", resource_name="default")],
+                resources=[
+                    stack.format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)
+                ],
             )
         )
         NagSuppressions.add_resource_suppressions(

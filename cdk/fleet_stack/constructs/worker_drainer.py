@@ -10,18 +10,24 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from fleet_remediation.ecs_tasks import ECS_CLUSTER_CONDITION_ACTIONS, ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
-from fleet_remediation.ledger import LEDGER_ACTIONS
-from fleet_remediation.triggers import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
+from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, FunctionName
+from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.remediation_function import RemediationFunction, livekit_environment
+from fleet_stack.constructs.notifications import Notifications
+from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
+from worker_drainer.adapters.ecs_tasks import (
+    ECS_CLUSTER_CONDITION_ACTIONS,
+    ECS_SERVICE_ACTIONS,
+    ECS_TASK_ACTIONS,
+)
+from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 
 # What a Lambda function needs to attach to a VPC; EC2 grants these on "*" only.
 VPC_ACCESS_ACTIONS = (
@@ -42,7 +48,7 @@ class WorkerDrainer(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         livekit_secret: secretsmanager.ISecret,
         detection: Detection,
@@ -63,32 +69,36 @@ class WorkerDrainer(Construct):
             # The audit trail outlives a stack update or a mistaken delete.
             removal_policy=RemovalPolicy.RETAIN,
         )
+        self.settings = deployed_settings(
+            DrainerSettings,
+            env_name=env_name,
+            config=config,
+            notifications=notifications,
+            kill_switch=kill_switch,
+            livekit_url=config.livekit_url,
+            livekit_secret_id=config.livekit_secret_name,
+            reaper=config.reaper,
+            drainer=drainer,
+            signals=config.detection.signals,
+            tts_reach_alarm=config.detection.tts_reach_alarm,
+            ecs_cluster=config.ecs_cluster,
+            ecs_service=config.ecs_service,
+            ledger_table_name=self.ledger.table_name,
+            agent_log_group=config.agent_log_group,
+        )
         self.remediation = RemediationFunction(
             self,
             "Drainer",
-            env_name=env_name,
-            config=config,
-            function_dir="worker_drainer",
+            function=FunctionName.WORKER_DRAINER,
+            settings=self.settings,
             description="Attributes slow VAD to one ECS task; reaps, cordons, drains, stops or undoes",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
-            timeout=Duration.seconds(drainer.timeout_seconds),
+            log_retention_days=config.log_retention_days,
             # The ledger lease serialises acting invocations; two lets an alarm run beside a tick.
             reserved_concurrency=2,
             expected_invocations_per_hour=60 // drainer.schedule_minutes,
-            environment={
-                **livekit_environment(config, drainer.livekit_request_timeout_seconds),
-                "DRAINER_POLICY": drainer.policy.model_dump_json(),
-                "ECS_CLUSTER": config.ecs_cluster,
-                "ECS_SERVICE": config.ecs_service,
-                "ECS_REQUEST_TIMEOUT_SECONDS": str(drainer.ecs_request_timeout_seconds),
-                "LEDGER_TABLE_NAME": self.ledger.table_name,
-                "AGENT_LOG_GROUP": config.agent_log_group,
-                "AGENT_LOG_STREAM_PREFIX": drainer.agent_log_stream_prefix,
-                "AGENT_CONTAINER_NAME": drainer.agent_container_name or config.ecs_service,
-                "INSIGHTS_TIMEOUT_SECONDS": str(drainer.insights_timeout_seconds),
-            },
         )
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
@@ -114,7 +124,8 @@ class WorkerDrainer(Construct):
                 detail_type=[SUSPECT_WORKER_DETAIL_TYPE],
                 detail={"environment": [env_name]},
             ),
-            targets=[self._target(Duration.hours(1))],
+            # The drainer refuses a suspect-worker event older than this: no use delivering it later.
+            targets=[self._target(Duration.seconds(SUSPECT_EVENT_MAX_AGE_SECONDS))],
         )
 
     def _target(self, max_event_age: Duration) -> targets.LambdaFunction:

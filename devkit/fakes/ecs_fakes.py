@@ -1,0 +1,203 @@
+"""Explicit fakes for what moto 5.2.1 does not implement, behind the real boto3 client.
+
+- ``FakeEcsTaskProtection``: moto has no UpdateTaskProtection / GetTaskProtection. The fake answers
+  those two operations on a moto-backed client (botocore ``before-call`` hook), keeping per-task
+  protection state and ECS's documented behaviour: ``expiresInMinutes`` (1-2,880, default 120 when
+  enabling) sets an ``expirationDate`` after which the task reads as unprotected (by the fake's
+  clock), and the failures ``MISSING`` / ``TASK_NOT_VALID`` (a task that is not part of a service),
+  so ``BotoEcsTasks`` runs its real request and failure handling.
+- ``EcsThrottling``: makes chosen ECS operations answer ``ThrottlingException`` without reaching moto.
+- ``FakeEcsTaskMetadataEndpoint``: a local HTTP server standing in for the ECS task metadata
+  endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's). Like the ECS
+  agent it omits ``TaskTags`` when the task has none, and when the tag lookup fails it omits them
+  and reports the failure in ``Errors`` (``ErrorField: "TaskTags"``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+
+# UpdateTaskProtection: expiresInMinutes defaults to 120 and accepts 1 to 2,880.
+DEFAULT_PROTECTION_MINUTES = 120
+MAX_PROTECTION_MINUTES = 2880
+
+
+class FakeEcsTaskProtection:
+    def __init__(
+        self,
+        client: Any,
+        shared_with: FakeEcsTaskProtection | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """``shared_with``: another client's fake whose protection state (and clock) this one serves."""
+        self.client = client
+        self.protected: dict[str, bool] = shared_with.protected if shared_with else {}
+        self.updates: list[tuple[str, bool]] = shared_with.updates if shared_with else []
+        self.expires: dict[str, datetime] = shared_with.expires if shared_with else {}
+        self._owner = shared_with
+        self._clock = clock or (lambda: datetime.now(UTC))
+        client.meta.events.register("before-call.ecs.UpdateTaskProtection", self._update)
+        client.meta.events.register("before-call.ecs.GetTaskProtection", self._get)
+
+    def now(self) -> datetime:
+        return self._owner.now() if self._owner else self._clock()
+
+    def set_clock(self, clock: Callable[[], datetime]) -> None:
+        self._clock = clock
+
+    def enabled(self, task_arn: str) -> bool:
+        """Protected right now: enabled and not yet expired."""
+        expiry = self.expires.get(task_arn)
+        return self.protected.get(task_arn, False) and (expiry is None or expiry > self.now())
+
+    def _resolve(self, cluster: str, task: str) -> tuple[str | None, str | None]:
+        found = self.client.describe_tasks(cluster=cluster, tasks=[task])["tasks"]
+        if not found or found[0]["lastStatus"] == "STOPPED":
+            return None, "MISSING"
+        if not found[0].get("group", "").startswith("service:"):
+            return found[0]["taskArn"], "TASK_NOT_VALID"
+        return found[0]["taskArn"], None
+
+    def _answer(
+        self, params: dict[str, Any], enable: bool | None, minutes: int | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        protected, failures = [], []
+        for task in params["tasks"]:
+            arn, failure = self._resolve(params["cluster"], task)
+            if failure:
+                failures.append({"arn": arn or task, "reason": failure})
+                continue
+            assert arn is not None
+            if enable is not None:
+                self.protected[arn] = enable
+                self.updates.append((arn, enable))
+                if enable:
+                    self.expires[arn] = self.now() + timedelta(minutes=minutes or DEFAULT_PROTECTION_MINUTES)
+                else:
+                    self.expires.pop(arn, None)
+            answer: dict[str, Any] = {"taskArn": arn, "protectionEnabled": self.enabled(arn)}
+            if self.enabled(arn):
+                answer["expirationDate"] = self.expires[arn]
+            protected.append(answer)
+        http = AWSResponse("https://ecs.fake", 200, HTTPHeaders(), None)
+        return http, {"protectedTasks": protected, "failures": failures, "ResponseMetadata": {}}
+
+    def _update(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        request = _request_body(params)
+        minutes = request.get("expiresInMinutes")
+        if minutes is not None and not 1 <= int(minutes) <= MAX_PROTECTION_MINUTES:
+            error = {
+                "Error": {
+                    "Code": "InvalidParameterException",
+                    "Message": f"expiresInMinutes must be between 1 and {MAX_PROTECTION_MINUTES}",
+                },
+                "ResponseMetadata": {},
+            }
+            return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
+        return self._answer(request, bool(request["protectionEnabled"]), minutes)
+
+    def _get(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        return self._answer(_request_body(params), None)
+
+
+def _request_body(request_dict: dict[str, Any]) -> dict[str, Any]:
+    # ``before-call`` sees the serialised request; ECS speaks JSON.
+    body = request_dict["body"]
+    return dict(json.loads(body.decode() if isinstance(body, bytes) else body))
+
+
+class EcsThrottling:
+    """Answer ``operation`` with ``ThrottlingException`` for its next ``times`` calls.
+
+    At ``before-call`` the call never reaches moto, so nothing changes behind the error. (At
+    ``before-send`` botocore would still let moto apply the request: it emits to every handler.)
+    botocore's retries sit below ``before-call``, so each throttled call is one client call.
+    """
+
+    def __init__(self, client: Any, operation: str, times: int) -> None:
+        self.remaining = times
+        self.throttled = 0
+        client.meta.events.register_first(f"before-call.ecs.{operation}", self._call)
+
+    def _call(self, **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if self.remaining <= 0:
+            return None
+        self.remaining -= 1
+        self.throttled += 1
+        error = {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}, "ResponseMetadata": {}}
+        return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
+
+
+class FakeEcsTaskMetadataEndpoint:
+    """Serves ``GET /taskWithTags`` as ECS task metadata endpoint v4 does (``TaskARN``, ``TaskTags``)."""
+
+    def __init__(
+        self,
+        task_arn: str,
+        tags: Callable[[], dict[str, str]],
+        tag_lookup_error: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """``tag_lookup_error``: an AWS error code while the agent's tag lookup fails, else None."""
+        self.task_arn = task_arn
+        self.tags = tags
+        self.tag_lookup_error = tag_lookup_error
+        self.requests = 0
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                endpoint.requests += 1
+                if not self.path.rstrip("/").endswith("/taskWithTags"):
+                    self.send_error(404)
+                    return
+                body = json.dumps(endpoint.body()).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"TaskARN": self.task_arn}
+        error = self.tag_lookup_error()
+        if error is not None:
+            body["Errors"] = [
+                {
+                    "ErrorField": "TaskTags",
+                    "ErrorCode": error,
+                    "ErrorMessage": f"ListTagsForResource failed: {error}",
+                    "StatusCode": 400,
+                    "ResourceARN": self.task_arn,
+                }
+            ]
+            return body
+        tags = self.tags()
+        if tags:  # the agent leaves an empty map out (omitempty)
+            body["TaskTags"] = tags
+        return body
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v4/fake"
+
+    def start(self) -> FakeEcsTaskMetadataEndpoint:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

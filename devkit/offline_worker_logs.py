@@ -1,0 +1,89 @@
+"""``WorkerLogs`` over exported log events: the drainer's statistics without AWS (backtests, the
+replay, local runs and tests). Never deployed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from devkit.log_export import LogEvent
+from fleet_remediation.contract.signals import Signal, SignalCatalog
+from worker_drainer.adapters.worker_logs import (
+    JOB_REQUEST_MESSAGE,
+    JobSighting,
+    SlowVadStats,
+    TtsJobOutcome,
+)
+
+
+class OfflineWorkerLogs:
+    """``WorkerLogs`` evaluated over exported log events: the same statistics the Insights queries
+    compute, for backtests, local runs and tests without AWS."""
+
+    def __init__(
+        self, events: Sequence[LogEvent], slow_vad: Signal, catalog: SignalCatalog | None = None
+    ) -> None:
+        self.events = list(events)
+        self.slow_vad = slow_vad
+        self.catalog = catalog or SignalCatalog.default()
+        self.calls = 0
+
+    def _in_window(self, start: datetime, end: datetime) -> list[LogEvent]:
+        return [event for event in self.events if start <= event.at < end]
+
+    def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[SlowVadStats]:
+        self.calls += 1
+        by_stream: dict[str, list[LogEvent]] = {}
+        for event in self._in_window(start, end):
+            if self.slow_vad.matches(event.record):
+                by_stream.setdefault(event.stream, []).append(event)
+        return [
+            SlowVadStats(
+                log_stream=stream,
+                warnings=len(rows),
+                max_delay=max((self.slow_vad.value(event.record) or 0.0) for event in rows),
+                first_seen=min(event.at for event in rows),
+                last_seen=max(event.at for event in rows),
+                jobs=len({str(event.record.get("job_id")) for event in rows if event.record.get("job_id")}),
+            )
+            for stream, rows in sorted(by_stream.items())
+        ]
+
+    def job_sightings(
+        self, log_streams: Sequence[str], start: datetime, end: datetime, deadline: float
+    ) -> list[JobSighting]:
+        if not log_streams:
+            return []
+        self.calls += 1
+        wanted = set(log_streams)
+        return [
+            JobSighting(
+                log_stream=event.stream,
+                job_id=str(event.record.get("job_id", "")),
+                room=str(event.record.get("room", "")),
+                room_id=str(event.record.get("room_id", "")),
+                seen_at=event.at,
+            )
+            for event in self._in_window(start, end)
+            if event.stream in wanted
+            and event.record.get("message") == JOB_REQUEST_MESSAGE
+            and event.record.get("room")
+        ]
+
+    def tts_outcomes(
+        self, log_stream: str, start: datetime, end: datetime, deadline: float
+    ) -> list[TtsJobOutcome]:
+        self.calls += 1
+        signals = (self.catalog.response_started, self.catalog.first_audio_frame)
+        timeout = self.catalog.first_audio_timeout
+        counts: dict[str, list[int]] = {}
+        for event in self._in_window(start, end):
+            job_id = event.record.get("job_id")
+            if event.stream != log_stream or not job_id:
+                continue
+            hits = [signal.matches(event.record) for signal in (*signals, timeout)]
+            if any(hits):
+                row = counts.setdefault(str(job_id), [0, 0, 0])
+                for index, hit in enumerate(hits):
+                    row[index] += int(hit)
+        return [TtsJobOutcome(log_stream, job_id, *row) for job_id, row in sorted(counts.items())]

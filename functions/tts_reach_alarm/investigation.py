@@ -1,0 +1,62 @@
+"""The snapshot: the jobs of the alarm's window from Logs Insights, the failing ones' rooms, and
+whether the failures concentrate on one worker."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from fleet_remediation.adapters.logs_insights import LogsInsights
+from fleet_remediation.contract.events import TimeWindow
+from fleet_remediation.contract.settings import TtsReachSettings
+from tts_reach_alarm.analysis import (
+    MAX_LISTED_JOBS,
+    Concentration,
+    JobOutcome,
+    assess_concentration,
+    failing_jobs,
+    job_outcomes_query,
+    job_rooms_query,
+    parse_job_outcomes,
+)
+
+
+@dataclass(frozen=True)
+class Findings:
+    jobs: list[JobOutcome]
+    failing: list[JobOutcome]
+    rooms: dict[str, dict[str, str]]
+    concentration: Concentration
+
+    @property
+    def reach(self) -> float | None:
+        responses = sum(job.responses for job in self.jobs)
+        return sum(job.first_frames for job in self.jobs) / responses if responses else None
+
+
+def investigate(
+    window: TimeWindow, settings: TtsReachSettings, insights: LogsInsights, deadline: float
+) -> Findings:
+    catalog = settings.detection.catalog()
+    query_deadline = min(deadline, time.monotonic() + settings.tts_reach.query_timeout_seconds)
+    result = insights.run_query(
+        settings.agent_log_group, job_outcomes_query(catalog), window.start, window.end, query_deadline
+    )
+    jobs = parse_job_outcomes(result.rows)
+    failing = failing_jobs(jobs)
+    rooms: dict[str, dict[str, str]] = {}
+    if failing:
+        listed = [job.job_id for job in failing[:MAX_LISTED_JOBS]]
+        # A job's "received job request" line may predate the window by up to a lesson's length.
+        lookback = window.start - timedelta(hours=3)
+        query_deadline = min(deadline, time.monotonic() + settings.tts_reach.query_timeout_seconds)
+        found = insights.run_query(
+            settings.agent_log_group, job_rooms_query(listed), lookback, window.end, query_deadline
+        )
+        rooms = {row["job_id"]: row for row in found.rows if row.get("job_id")}
+    alarm = settings.detection.tts_reach_alarm
+    concentration = assess_concentration(
+        jobs, alpha=alarm.concentration_alpha, min_failed_jobs=alarm.min_failed_jobs
+    )
+    return Findings(jobs, failing, rooms, concentration)

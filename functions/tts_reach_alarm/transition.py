@@ -1,0 +1,81 @@
+"""What the responder handles: an alarm state (ALARM or OK) over a window, or a manual ALARM
+analysis; routed by the shared router and validated before anything is read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import Field
+
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.events import TimeWindow
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.report import Trigger
+from fleet_remediation.core.routing import AlarmRoute, AlarmStateChange, ManualEvent, ManualRoute, Router
+
+# Alarms are evaluated after their minutes close and logs arrive late: the window reaches back further.
+WINDOW_SLACK_MINUTES = 2
+HANDLED_STATES = ("ALARM", "OK")
+
+
+class TtsReachManualEvent(ManualEvent):
+    """Run the ALARM analysis by hand, e.g. ``{"dry_run": true, "window_end": "2026-09-15T17:50:00Z"}``."""
+
+    window_end: datetime | None = None
+    window_minutes: int | None = Field(default=None, ge=1, le=24 * 60)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What to handle: an alarm state (ALARM or OK) over a window, or a manual ALARM analysis."""
+
+    state: str
+    window: TimeWindow
+    change: AlarmStateChange | None
+    reach_datapoints: tuple[float, ...] = ()
+    manual: TtsReachManualEvent | None = None
+
+    def once_key(self, action: str) -> dict[str, str]:
+        assert self.change is not None  # manual runs are deliberate and not deduplicated
+        return {
+            "alarm": self.change.alarm_name,
+            "state": self.change.state.value,
+            "timestamp": self.change.state.timestamp.isoformat(),
+            "action": action,
+        }
+
+
+def analysis_window_minutes(detection: DetectionConfig) -> int:
+    return detection.tts_reach_alarm.analysis_window_minutes + WINDOW_SLACK_MINUTES
+
+
+def _recent_datapoints(change: AlarmStateChange) -> tuple[float, ...]:
+    """The alarm's own view of reach, from ``state.reasonData`` (a JSON string), if present."""
+    raw = change.state.reason_data
+    try:
+        points = json.loads(raw).get("recentDatapoints", []) if raw else []
+        return tuple(float(p) for p in points)
+    except (ValueError, TypeError, AttributeError):
+        return ()
+
+
+def responder_router(settings: TtsReachSettings) -> Router[TtsReachManualEvent]:
+    return Router("tts_reach_alarm", [AlarmRoute({settings.alarm_name}), ManualRoute(TtsReachManualEvent)])
+
+
+def parse_transition(event: Any, settings: TtsReachSettings, now: datetime) -> tuple[Trigger, Transition]:
+    routed = responder_router(settings).route(event)
+    minutes = analysis_window_minutes(settings.detection)
+    if routed.alarm is not None:
+        change = routed.alarm
+        end = change.state.timestamp.astimezone(UTC)
+        window = TimeWindow(start=end - timedelta(minutes=minutes), end=end)
+        return routed.trigger, Transition(change.state.value, window, change, _recent_datapoints(change))
+    manual = routed.manual
+    assert manual is not None  # the router yields an alarm or a manual event, nothing else
+    end = (manual.window_end or now).astimezone(UTC)
+    window = TimeWindow(start=end - timedelta(minutes=manual.window_minutes or minutes), end=end)
+    return routed.trigger, Transition("ALARM", window, None, manual=manual)

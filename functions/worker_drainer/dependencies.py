@@ -1,0 +1,60 @@
+"""What the drainer talks to, injected: built from the function's settings on a cold start, or
+replaced by in-memory and local stand-ins in tests, the demo and the replay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
+from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTaskService
+from worker_drainer.adapters.ledger import DynamoLedger, Ledger
+from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, WorkerLogs
+from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
+
+
+@dataclass
+class DrainerDependencies:
+    settings: DrainerSettings
+    mode_switch: ModeSwitch
+    notifier: Notifier
+    ecs: EcsTaskService
+    ledger: Ledger
+    worker_logs: WorkerLogs
+    worker_probe: WorkerProbe
+    room_service_factory: Callable[[], RoomService]
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    @classmethod
+    def from_environment(cls) -> DrainerDependencies:
+        settings = settings_from_environment(DrainerSettings)
+
+        policy = settings.drainer.policy
+        return cls(
+            settings=settings,
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
+            notifier=SnsNotifier(settings.notification_topic_arn),
+            ecs=BotoEcsTasks(
+                settings.ecs_cluster,
+                settings.ecs_service,
+                request_timeout_seconds=settings.drainer.ecs_request_timeout_seconds,
+            ),
+            ledger=DynamoLedger(settings.ledger_table_name, settings.ecs_service),
+            worker_logs=InsightsWorkerLogs(
+                CloudWatchLogsInsights(),
+                settings.agent_log_group,
+                SignalCatalog.from_settings(settings.signals),
+            ),
+            worker_probe=HttpWorkerProbe(policy.worker_http_port, policy.worker_http_timeout_seconds),
+            room_service_factory=room_service_factory(
+                str(settings.livekit_url),
+                settings.livekit_secret_id,
+                settings.drainer.livekit_request_timeout_seconds,
+            ),
+        )

@@ -1,0 +1,84 @@
+"""What invokes the drainer: the reconcile schedule, the VAD alarm, a suspect-worker event from the
+TTS responder, or a manual invoke (plan, drain, undrain); routed by the shared router."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, field_validator, model_validator
+
+from fleet_remediation.contract.events import SuspectWorkerDetail
+from fleet_remediation.contract.naming import vad_alarm_name
+from fleet_remediation.core.report import Trigger
+from fleet_remediation.core.routing import (
+    AlarmRoute,
+    ManualEvent,
+    ManualRoute,
+    Router,
+    ScheduleRoute,
+    SuspectWorkerRoute,
+)
+from worker_drainer.validation import TaskReference, parse_task_reference
+
+
+class DrainerManualEvent(ManualEvent):
+    """Strict: ``"dry_run": "false"`` (or 0, or "no") is an error, never an enforce."""
+
+    dry_run: StrictBool = True
+    action: Literal["plan", "drain", "undrain"] = "plan"
+    task: str | None = Field(default=None, max_length=256)
+
+    @field_validator("task")
+    @classmethod
+    def _task_is_an_id_or_an_arn(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_task_reference(value)
+        return value
+
+    @property
+    def reference(self) -> TaskReference | None:
+        return parse_task_reference(self.task) if self.task else None
+
+    @model_validator(mode="after")
+    def _task_for_drain(self) -> DrainerManualEvent:
+        if self.action != "plan" and not self.task:
+            raise ValueError(f"action '{self.action}' needs 'task' (a task id or ARN)")
+        if self.action == "plan" and self.task:
+            raise ValueError("action 'plan' takes no 'task'")
+        return self
+
+
+@dataclass(frozen=True)
+class DrainerTrigger:
+    """The routed event and what it allows: ``start_new`` ladders (an ALARM, a suspect worker, a
+    manual plan) or only advancing the ones in progress (the schedule, an alarm's OK)."""
+
+    trigger: Trigger
+    start_new: bool
+    manual: DrainerManualEvent | None = None
+    suspect: SuspectWorkerDetail | None = None
+
+
+def drainer_router(environment_name: str) -> Router[DrainerManualEvent]:
+    return Router(
+        "the worker drainer",
+        [
+            ScheduleRoute(),
+            AlarmRoute({vad_alarm_name(environment_name)}),
+            SuspectWorkerRoute(),
+            ManualRoute(DrainerManualEvent),
+        ],
+    )
+
+
+def route_drainer_event(event: Any, environment_name: str) -> DrainerTrigger:
+    routed = drainer_router(environment_name).route(event)
+    if routed.manual is not None:
+        return DrainerTrigger(routed.trigger, routed.manual.action == "plan", manual=routed.manual)
+    if routed.alarm is not None:
+        # OK and INSUFFICIENT_DATA still advance existing ladders; only ALARM starts new ones.
+        return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM")
+    if routed.suspect is not None:
+        return DrainerTrigger(routed.trigger, True, suspect=routed.suspect)
+    return DrainerTrigger(routed.trigger, False)

@@ -1,0 +1,194 @@
+"""The snapshot the decision needs, read once per invocation: the service's running tasks (and the
+check that an event's task is one of them), the slow-VAD statistics per worker, each draining
+task's active jobs and rooms, the over-age rooms of candidates, TTS evidence for suspect workers,
+capacity debts and the service's desired count."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from fleet_remediation.contract.events import SuspectWorkerDetail
+from fleet_remediation.contract.policies import CapacityMode
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.report import Decision, ReportBuilder
+from fleet_remediation.domain.reaping import RoomDecision, plan_reap
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.attribution import FleetAssessment, assess_fleet
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.events import DrainerTrigger
+from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
+from worker_drainer.plan_model import ManualRequest, Snapshot
+from worker_drainer.recovery import TtsEvidence
+from worker_drainer.tags import CAPACITY_TAG, Cause, State, cause_of, since_of, state_of
+from worker_drainer.validation import (
+    ServiceIdentity,
+    check_manual_target,
+    validate_suspect_running,
+)
+
+
+def read_snapshot(
+    parsed: DrainerTrigger,
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    deadline: float,
+    identity: ServiceIdentity,
+) -> tuple[Snapshot, int]:
+    """Everything the decision needs, and how many LiveKit calls reading it took. Raises
+    ``UntrustedEventError`` (before anything else is read) when the event names a task that is
+    not one of the service's running tasks in our account, region and cluster."""
+    now = deps.clock()
+    tasks = deps.ecs.running_tasks()
+    _check_targets(parsed, tasks, deps, report, identity)
+    marked = any(state_of(t) is not State.HEALTHY for t in tasks)
+    fleet = _assess(parsed, deps, tasks, report, now, deadline) if parsed.start_new or marked else None
+    candidates = [
+        t
+        for t in tasks
+        if fleet and parsed.start_new and state_of(t) is State.HEALTHY and _degraded(fleet, t.task_id)
+    ]
+    draining = [t for t in tasks if state_of(t) is State.DRAINING]
+    active_jobs = {t.task_id: deps.worker_probe.active_jobs(t) for t in draining}
+    guards = any(rule.protected for rule in deps.settings.reaper.policy.rules)
+    rooms: RoomsSeen | None = None
+    livekit_calls = 0
+    if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
+        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline)
+    manual = parsed.manual
+    reference = manual.reference if manual else None
+    snapshot = Snapshot(
+        now=now,
+        tasks=tasks,
+        fleet=fleet,
+        rooms_to_reap=_rooms_to_reap(candidates, rooms, deps, now),
+        active_jobs=_active_jobs(active_jobs, rooms),
+        capacity_debts=deps.ledger.capacity_debts(),
+        start_new=parsed.start_new,
+        manual=ManualRequest(manual.action, reference.task_id if reference else None) if manual else None,
+        suspect_task_id=parsed.suspect.task_id if parsed.suspect else None,
+        guards_protected_rooms=guards,
+        protected_rooms=_protected(draining, rooms, deps),
+        tts_evidence=_tts_evidence(tasks, deps, report, now, deadline),
+    )
+    return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, report)), livekit_calls
+
+
+def _check_targets(
+    parsed: DrainerTrigger,
+    tasks: Sequence[EcsTask],
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    identity: ServiceIdentity,
+) -> None:
+    suspect, manual = parsed.suspect, parsed.manual
+    reference = manual.reference if manual else None
+    if reference is not None:
+        check_manual_target(reference, identity, tasks)
+    if suspect is not None and suspect.task_id not in {t.task_id for t in tasks}:
+        report.candidate(
+            suspect.task_id,
+            Decision.SKIP,
+            f"suspect worker is not a RUNNING task of service {deps.settings.ecs_service} "
+            "(already stopped, or elsewhere)",
+            log_stream=suspect.log_stream,
+            p_value=suspect.p_value,
+        )
+        validate_suspect_running(suspect, tasks, deps.settings.ecs_service)
+
+
+def _degraded(fleet: FleetAssessment, task_id: str) -> bool:
+    worker = fleet.for_task(task_id)
+    return worker is not None and worker.degraded
+
+
+def _assess(
+    parsed: DrainerTrigger,
+    deps: DrainerDependencies,
+    tasks: Sequence[EcsTask],
+    report: ReportBuilder,
+    now: datetime,
+    deadline: float,
+) -> FleetAssessment | None:
+    """The window's slow-VAD statistics per worker, judged against the fleet (None: logs unknown)."""
+    policy = deps.settings.drainer.policy
+    window_start = now - timedelta(minutes=policy.window_minutes)
+    try:
+        stats = deps.worker_logs.worker_stats(window_start, now, query_deadline(deps, deadline))
+    except RemediationError as exc:
+        report.error(exc)
+        return None
+    streams = {deps.settings.log_stream_for(t.task_id): t.task_id for t in tasks}
+    fleet = assess_fleet(stats, streams, [t.task_id for t in tasks], policy)
+    return fleet if parsed.suspect is None else _with_suspect(fleet, parsed.suspect)
+
+
+def _with_suspect(fleet: FleetAssessment, suspect: SuspectWorkerDetail) -> FleetAssessment:
+    """tts_reach_alarm found the failing rooms concentrated on this worker: that is attribution
+    enough, unless the slowness is fleet-wide."""
+    if fleet.fleet_wide:
+        return fleet
+    workers = tuple(
+        dataclasses.replace(
+            w,
+            degraded=True,
+            reason=f"suspect worker ({suspect.alarm_name}, p={suspect.p_value:.4f}); {w.reason}",
+        )
+        if w.task_id == suspect.task_id
+        else w
+        for w in fleet.workers
+    )
+    return dataclasses.replace(fleet, workers=workers)
+
+
+def _active_jobs(probed: dict[str, int | None], rooms: RoomsSeen | None) -> dict[str, int | None]:
+    """/worker's answer where it gave one, else the task's live rooms (logs + LiveKit), else unknown."""
+    return {
+        task_id: jobs if jobs is not None or rooms is None else rooms.active_jobs(task_id)
+        for task_id, jobs in probed.items()
+    }
+
+
+def _rooms_to_reap(
+    candidates: Sequence[EcsTask], rooms: RoomsSeen | None, deps: DrainerDependencies, now: datetime
+) -> dict[str, Sequence[RoomDecision] | None]:
+    policy = deps.settings.reaper.policy
+    found: dict[str, Sequence[RoomDecision] | None] = {}
+    for task in candidates:
+        mine = rooms.rooms_of(task.task_id) if rooms else None
+        found[task.task_id] = None if mine is None else plan_reap(mine, policy, now).to_reap
+    return found
+
+
+def _protected(
+    draining: Sequence[EcsTask], rooms: RoomsSeen | None, deps: DrainerDependencies
+) -> dict[str, tuple[str, ...] | None]:
+    policy = deps.settings.reaper.policy
+    return {t.task_id: rooms.protected_rooms(t.task_id, policy) if rooms else None for t in draining}
+
+
+def _tts_evidence(
+    tasks: Sequence[EcsTask], deps: DrainerDependencies, report: ReportBuilder, now: datetime, deadline: float
+) -> dict[str, TtsEvidence | None]:
+    """Only for TTS-suspect marks old enough for evidence to matter (a query per such task)."""
+    policy = deps.settings.drainer.policy
+    earliest = timedelta(minutes=min(policy.reap_grace_minutes, policy.recovery_minutes))
+    evidence: dict[str, TtsEvidence | None] = {}
+    for task in tasks:
+        since = since_of(task)
+        marked = state_of(task) is not State.HEALTHY and cause_of(task) is Cause.TTS_SUSPECT
+        if marked and since is not None and now - since >= earliest:
+            evidence[task.task_id] = read_tts_evidence(task, since, deps, report, now, deadline)
+    return evidence
+
+
+def _desired_count(snapshot: Snapshot, deps: DrainerDependencies, report: ReportBuilder) -> int | None:
+    holds = any(t.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value for t in snapshot.tasks)
+    if not holds and not snapshot.capacity_debts:
+        return None
+    try:
+        return deps.ecs.capacity().desired_count
+    except RemediationError as exc:
+        report.error(exc)
+        return None

@@ -1,0 +1,125 @@
+"""CloudWatch Logs Insights adapter: StartQuery, then GetQueryResults until the query completes or
+the deadline (always shorter than the caller's) passes; failures become typed errors.
+
+Rows come back as plain dicts (``{"@logStream": "...", "failed": "3"}``; Insights returns every
+value as a string) without the ``@ptr`` field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, aws_api_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_logs import CloudWatchLogsClient
+
+Row = dict[str, str]
+DONE = "Complete"
+FAILED_STATUSES = frozenset({"Failed", "Cancelled", "Timeout", "Unknown"})
+# One API call must end well inside the query deadline.
+API_CALL_TIMEOUT_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    query_id: str
+    rows: list[Row]
+    statistics: dict[str, float]
+
+
+class LogsInsights(Protocol):
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> QueryResult:
+        """Run ``query`` over [start, end); ``deadline`` is a ``time.monotonic()`` instant."""
+        ...
+
+
+def rows_from_results(results: list[list[dict[str, str]]]) -> list[Row]:
+    """``[[{"field": ..., "value": ...}, ...], ...]`` → ``[{field: value, ...}, ...]`` minus ``@ptr``."""
+    return [
+        {cell["field"]: cell.get("value", "") for cell in row if cell.get("field") != "@ptr"}
+        for row in results
+    ]
+
+
+class CloudWatchLogsInsights:
+    def __init__(
+        self,
+        client: CloudWatchLogsClient | None = None,
+        *,
+        poll_interval_seconds: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client or boto3.client(
+            "logs",
+            config=Config(
+                connect_timeout=API_CALL_TIMEOUT_SECONDS,
+                read_timeout=API_CALL_TIMEOUT_SECONDS,
+                retries={"max_attempts": 2, "mode": "standard"},
+            ),
+        )
+        self._poll = poll_interval_seconds
+        self._sleep = sleep
+        self._monotonic = monotonic
+
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> QueryResult:
+        if self._monotonic() >= deadline:
+            raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
+        started: Any = self._call(
+            "StartQuery",
+            log_group,
+            lambda: self._client.start_query(
+                logGroupName=log_group,
+                startTime=int(start.timestamp()),
+                endTime=int(end.timestamp()),
+                queryString=query,
+            ),
+        )
+        query_id = str(started["queryId"])
+        while True:
+            response: Any = self._call(
+                "GetQueryResults", log_group, lambda: self._client.get_query_results(queryId=query_id)
+            )
+            status = response.get("status")
+            if status == DONE:
+                return QueryResult(
+                    query_id=query_id,
+                    rows=rows_from_results(response.get("results", [])),
+                    statistics={k: float(v) for k, v in response.get("statistics", {}).items()},
+                )
+            if status in FAILED_STATUSES:
+                raise AwsApiError(
+                    f"Logs Insights query {query_id} ended with status {status}",
+                    aws_code=f"Query{status}",
+                    resource=log_group,
+                )
+            if self._monotonic() + self._poll >= deadline:
+                self._stop(query_id)
+                raise DeadlineExceededError(
+                    f"Logs Insights query {query_id} still {status} at the deadline", resource=log_group
+                )
+            self._sleep(self._poll)
+
+    def _stop(self, query_id: str) -> None:
+        # Best effort: an abandoned query keeps counting against the account's concurrency limit.
+        with contextlib.suppress(ClientError, BotoCoreError):
+            self._client.stop_query(queryId=query_id)
+
+    @staticmethod
+    def _call(operation: str, log_group: str, call: Callable[[], object]) -> object:
+        with aws_api_errors(f"Logs {operation}", log_group):
+            return call()

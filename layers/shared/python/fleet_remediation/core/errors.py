@@ -1,0 +1,135 @@
+"""Typed errors: every failure a report can carry has a stable ``code``.
+
+Handlers never let a bare exception decide what the report says; anything that is not one of
+these is reported as ``InternalError`` and re-raised so the asynchronous delivery reaches the DLQ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+
+class RemediationError(Exception):
+    """Base class. ``code`` is what the report and the metrics show."""
+
+    code = "RemediationError"
+
+    def __init__(self, message: str, *, resource: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.resource = resource
+
+
+class ConfigurationError(RemediationError):
+    """The function's environment or the deployed configuration is invalid."""
+
+    code = "ConfigurationError"
+
+
+class InvalidEventError(RemediationError):
+    """The invocation event is malformed or carries an option that is not allowed."""
+
+    code = "InvalidEvent"
+
+
+class UnknownAlarmError(InvalidEventError):
+    """An alarm event for an alarm this function does not handle."""
+
+    code = "UnknownAlarm"
+
+
+class SecretError(RemediationError):
+    """The LiveKit credentials could not be read from Secrets Manager or are malformed."""
+
+    code = "SecretError"
+
+
+class LiveKitUnavailableError(RemediationError):
+    """The LiveKit server could not be reached within the deadline."""
+
+    code = "LiveKitUnavailable"
+
+
+class LiveKitTimeoutError(LiveKitUnavailableError):
+    """A LiveKit request got no complete answer within its deadline. The request may have reached
+    the server, so whether it acted is unknown until the resource is read again."""
+
+    code = "LiveKitTimeout"
+
+
+class LiveKitApiError(RemediationError):
+    """The LiveKit server answered with an error we do not treat as success."""
+
+    code = "LiveKitApiError"
+
+    def __init__(
+        self, message: str, *, twirp_code: str, resource: str | None = None, http_status: int | None = None
+    ) -> None:
+        super().__init__(message, resource=resource)
+        self.twirp_code = twirp_code
+        self.http_status = http_status
+
+
+class LiveKitBadReplyError(RemediationError):
+    """The LiveKit server (or something in front of it) answered 200 with a body that is not the
+    expected protobuf message. The request may have been carried out."""
+
+    code = "LiveKitBadReply"
+
+
+class AwsApiError(RemediationError):
+    """An AWS API call failed with an error code we do not treat as success."""
+
+    code = "AwsApiError"
+
+    def __init__(self, message: str, *, aws_code: str, resource: str | None = None) -> None:
+        super().__init__(message, resource=resource)
+        self.aws_code = aws_code
+
+
+@contextmanager
+def aws_api_errors(operation: str, resource: str | None) -> Iterator[None]:
+    """Turns a botocore failure of ``operation`` (e.g. "ECS StopTask") into ``AwsApiError``: the
+    service's error code when it answered, ``Transport`` when it could not be reached."""
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        detail = error.get("Message", "")
+        raise AwsApiError(
+            f"{operation} failed: {code}" + (f": {detail}" if detail else ""),
+            aws_code=code,
+            resource=resource,
+        ) from exc
+    except BotoCoreError as exc:
+        raise AwsApiError(f"{operation} failed: {exc}", aws_code="Transport", resource=resource) from exc
+
+
+class KillSwitchError(RemediationError):
+    """The per-environment mode parameter could not be read or holds an unknown value."""
+
+    code = "KillSwitchError"
+
+
+class DeadlineExceededError(RemediationError):
+    """Work was left undone because the invocation's deadline was reached."""
+
+    code = "DeadlineExceeded"
+
+
+class ConcurrentActionError(RemediationError):
+    """Another invocation holds the ledger entry for this resource."""
+
+    code = "ConcurrentAction"
+
+
+class NotificationLostError(RemediationError):
+    """SNS did not take a notification within its budget. The invocation fails after its report, so
+    an asynchronous delivery is retried (and, failing that, kept in the DLQ); the retry repeats no
+    action, only the delivery (see ``adapters.notifier.NotificationDelivery``)."""
+
+    code = "NotificationLost"
