@@ -105,6 +105,7 @@ def main(url: str, clock_iso: str, cap: int) -> None:
                 "report_bytes": max((len(line.encode()) for line in report_lines), default=0),
                 "report_lines": len(report_lines),
                 "errors": [e["code"] for e in report["errors"]],
+                "truncated": report["truncated"],
             }
         )
     )

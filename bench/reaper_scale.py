@@ -226,6 +226,7 @@ def measure_size(total: int, repeat: int, store: str) -> dict[str, Any]:
         "cpu_us_per_room": median_of(reapers, "cpu_us_per_room"),
         "tokens_signed": first["tokens_signed"],
         "errors": sorted({code for r in reapers for code in r["errors"]}),
+        "report_truncated": first["truncated"],
         "runs": len(reapers),
         "naive": {
             "wall_seconds": median_of(naives, "wall_seconds"),
