@@ -147,11 +147,12 @@ $(REDIS_SERVER):
 	@apt-get install -y -qq redis-server >/dev/null 2>&1 || \
 		(apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
 
-bench: setup $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, drainer tick, kill-switch lag
+bench: setup $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, drainer tick, kill-switch lag, detection
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
 	@$(PY) -m bench.kill_switch_lag
+	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)
 	rm -rf build cdk.out .demo

@@ -33,7 +33,7 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
 
 from devkit.log_export import LogEvent, read_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
-from fleet_remediation.contract.detection import DetectionConfig, NOfM  # noqa: E402
+from fleet_remediation.contract.detection import DetectionConfig, MinuteCounts, evaluate_alarm  # noqa: E402
 from fleet_remediation.contract.events import TimeWindow  # noqa: E402
 from fleet_remediation.contract.settings import TtsReachSettings  # noqa: E402
 from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402
@@ -44,32 +44,11 @@ from tts_reach_alarm.transition import analysis_window_minutes  # noqa: E402
 MINUTE = timedelta(minutes=1)
 
 
-@dataclass
-class Minute:
+@dataclass(kw_only=True)
+class Minute(MinuteCounts):
+    """One minute's metric-filter counts (what the alarms read), and when it starts."""
+
     start: datetime
-    vad_warnings: int = 0
-    vad_max_delay: float | None = None
-    responses: int = 0
-    first_frames: int = 0
-
-    def vad_breaching(self, config: DetectionConfig) -> bool:
-        alarm = config.vad_alarm
-        return (
-            self.vad_warnings >= alarm.min_warnings_per_minute
-            and (self.vad_max_delay or 0.0) >= alarm.min_max_delay_seconds
-        )
-
-    def reach(self, config: DetectionConfig) -> float | None:
-        """As the alarm's metric math: no responses = missing; under the minimum volume = 1.0."""
-        if self.responses == 0:
-            return None
-        if self.responses < config.tts_reach_alarm.min_responses_per_minute:
-            return 1.0
-        return self.first_frames / self.responses
-
-    def tts_breaching(self, config: DetectionConfig) -> bool:
-        reach = self.reach(config)
-        return reach is not None and reach < config.tts_reach_alarm.threshold
 
 
 def bucket(events: Sequence[LogEvent], catalog: SignalCatalog) -> list[Minute]:
@@ -77,7 +56,7 @@ def bucket(events: Sequence[LogEvent], catalog: SignalCatalog) -> list[Minute]:
         return []
     first = events[0].at.replace(second=0, microsecond=0)
     last = events[-1].at.replace(second=0, microsecond=0)
-    minutes = [Minute(first + i * MINUTE) for i in range(int((last - first) / MINUTE) + 1)]
+    minutes = [Minute(start=first + i * MINUTE) for i in range(int((last - first) / MINUTE) + 1)]
     for event in events:
         minute = minutes[int((event.at - first) / MINUTE)]
         if catalog.slow_vad.matches(event.record):
@@ -85,17 +64,10 @@ def bucket(events: Sequence[LogEvent], catalog: SignalCatalog) -> list[Minute]:
             delay = catalog.slow_vad.value(event.record)
             if delay is not None:
                 minute.vad_max_delay = max(minute.vad_max_delay or 0.0, delay)
-        if catalog.response_started.matches(event.record):
-            minute.responses += 1
-        if catalog.first_audio_frame.matches(event.record):
-            minute.first_frames += 1
+        minute.responses += catalog.response_started.matches(event.record)
+        minute.first_frames += catalog.first_audio_frame.matches(event.record)
+        minute.first_audio_timeouts += catalog.first_audio_timeout.matches(event.record)
     return minutes
-
-
-def alarm_states(breaching: Sequence[bool], rule: NOfM) -> list[bool]:
-    """In ALARM at minute i when N of the last M datapoints (missing = not breaching) breach."""
-    m, n = rule.evaluation_periods, rule.datapoints_to_alarm
-    return [sum(breaching[max(0, i - m + 1) : i + 1]) >= n for i in range(len(breaching))]
 
 
 @dataclass
@@ -168,7 +140,9 @@ class AlarmTransition:
 @dataclass
 class BacktestResult:
     minutes: list[Minute]
+    vad_breaching: list[bool]
     vad_alarm: list[bool]
+    tts_breaching: list[bool]
     tts_alarm: list[bool]
     lessons: dict[str, Lesson]
     # The responder's verdict at every ALARM of the TTS-reach alarm, in time order.
@@ -186,7 +160,7 @@ class BacktestResult:
         return sorted(found, key=lambda t: t.at)
 
     def first_alarm(self, states: Sequence[bool]) -> datetime | None:
-        """When the alarm would first go to ALARM: the end of the minute that completes N of M."""
+        """When the alarm would first go to ALARM: the end of the minute whose evaluation breaches."""
         for minute, state in zip(self.minutes, states, strict=True):
             if state:
                 return minute.start + MINUTE
@@ -208,11 +182,19 @@ class BacktestResult:
 
 
 def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> BacktestResult:
+    """Both alarms evaluated at the end of every minute, exactly as their definitions deploy."""
     catalog = config.catalog()
     minutes = bucket(events, catalog)
-    vad = alarm_states([m.vad_breaching(config) for m in minutes], config.vad_alarm)
-    tts = alarm_states([m.tts_breaching(config) for m in minutes], config.tts_reach_alarm)
-    result = BacktestResult(minutes, vad, tts, lessons(events, catalog))
+    vad = evaluate_alarm(config.vad_alarm.definition(), minutes)
+    tts = evaluate_alarm(config.tts_reach_alarm.definition(), minutes)
+    result = BacktestResult(
+        minutes,
+        [breaching for breaching, _ in vad],
+        [state for _, state in vad],
+        [breaching for breaching, _ in tts],
+        [state for _, state in tts],
+        lessons(events, catalog),
+    )
     result.verdicts = [
         (t.at, responder_view(events, config, t.at))
         for t in result.transitions()
@@ -236,25 +218,30 @@ def _transitions(result: BacktestResult, alarm: str) -> list[str]:
 
 
 def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None:
-    vad, tts = config.vad_alarm, config.tts_reach_alarm
+    tts = config.tts_reach_alarm
     out.write(
-        f"VAD alarm: >= {vad.min_warnings_per_minute:g} warnings/min and max delay >= "
-        f"{vad.min_max_delay_seconds:g}s, {vad.datapoints_to_alarm} of {vad.evaluation_periods} minutes\n"
-        f"TTS reach alarm: reach < {tts.threshold:g} with >= {tts.min_responses_per_minute} responses/min, "
-        f"{tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes (missing data not breaching)\n\n"
+        f"VAD alarm: {config.vad_alarm.describe()}\n"
+        f"TTS reach alarm: {tts.describe()} (evaluated every minute)\n\n"
     )
-    out.write("minute  vad_n  max_delay  vad  VAD    resp  frames  reach   tts  TTS\n")
-    for minute, vad_state, tts_state in zip(result.minutes, result.vad_alarm, result.tts_alarm, strict=True):
+    window = f"{tts.window_minutes}-min window"
+    out.write(f"minute  vad_n  max_delay  vad  VAD    resp  frames  timeouts  {window}  TTS\n")
+    rows = zip(
+        result.minutes,
+        result.vad_breaching,
+        result.vad_alarm,
+        result.tts_breaching,
+        result.tts_alarm,
+        strict=True,
+    )
+    for minute, vad_breach, vad_state, tts_breach, tts_state in rows:
         if not (minute.vad_warnings or minute.responses or vad_state or tts_state):
             continue
-        reach = minute.reach(config)
-        reach_text = "-" if reach is None else f"{reach:.2f}"
         delay = "-" if minute.vad_max_delay is None else f"{minute.vad_max_delay:.1f}"
         out.write(
             f"{minute.start:%H:%M}   {minute.vad_warnings:>4}  {delay:>9}  "
-            f"{'X' if minute.vad_breaching(config) else '.':>3}  {'ALARM' if vad_state else 'ok':<5}  "
-            f"{minute.responses:>4}  {minute.first_frames:>6}  {reach_text:>5}  "
-            f"{'X' if minute.tts_breaching(config) else '.':>3}  {'ALARM' if tts_state else 'ok'}\n"
+            f"{'X' if vad_breach else '.':>3}  {'ALARM' if vad_state else 'ok':<5}  "
+            f"{minute.responses:>4}  {minute.first_frames:>6}  {minute.first_audio_timeouts:>8}  "
+            f"{'breaching' if tts_breach else '.':>13}  {'ALARM' if tts_state else 'ok'}\n"
         )
     failing = result.failing_lessons
     first_failure = failing[0].started if failing else None

@@ -92,8 +92,8 @@ def compose_alarm_notification(
     alarm_view = ", ".join(f"{p:.3f}" for p in transition.reach_datapoints) or "n/a"
     window = transition.window
     why = [
-        f"Alarm {settings.alarm_name} (threshold {settings.detection.tts_reach_alarm.threshold:.0%}); "
-        f"alarm datapoints: {alarm_view}",
+        f"Alarm {settings.alarm_name} ({settings.detection.tts_reach_alarm.describe()}); "
+        f"alarm datapoints (1 = breaching window): {alarm_view}",
         f"Window {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC: reach (first audio frames / "
         f"responses) {reach}",
         f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {failing} silent "

@@ -53,7 +53,8 @@ def analysis_window_minutes(detection: DetectionConfig) -> int:
 
 
 def _recent_datapoints(change: AlarmStateChange) -> tuple[float, ...]:
-    """The alarm's own view of reach, from ``state.reasonData`` (a JSON string), if present."""
+    """The alarm's own datapoints (1 = a breaching window), from ``state.reasonData`` (a JSON
+    string), if present."""
     raw = change.state.reason_data
     try:
         points = json.loads(raw).get("recentDatapoints", []) if raw else []

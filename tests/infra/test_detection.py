@@ -12,6 +12,7 @@ import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
+from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_stack.config import ConfigError
@@ -42,55 +43,91 @@ def test_metric_filters_come_from_the_signal_definitions_without_dimensions(stag
     assert delay["MetricTransformations"][0]["MetricValue"] == "$.delay"
 
 
-def test_tts_reach_alarm_is_metric_math_with_minimum_volume(staging: Synthesized) -> None:
+STAGING_TTS_EXPRESSION = (
+    "IF(FILL(timeouts, 0) >= (2 + 0.001 * FILL(responses, 0) + 4.5 * ((0.001 * FILL(responses, 0)) ^ 0.5)) "
+    "OR (FILL(responses, 0) >= 20 AND (FILL(responses, 0) - FILL(frames, 0)) >= "
+    "(0.03 * FILL(responses, 0) + 1 * (FILL(responses, 0) ^ 0.5))), 1, 0)"
+)
+
+
+def tts_alarm(synthesized: Synthesized, env_name: str = "staging") -> dict:
+    return next(
+        r["Properties"]
+        for r in resources(synthesized, "AWS::CloudWatch::Alarm").values()
+        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach"
+    )
+
+
+def window_metric(metric_id: str, metric_name: str, period: int) -> object:
+    return Match.object_like(
+        {
+            "Id": metric_id,
+            "MetricStat": {
+                "Metric": {"MetricName": metric_name, "Namespace": "LiveKitAgents/staging"},
+                "Period": period,
+                "Stat": "Sum",
+            },
+            "ReturnData": False,
+        }
+    )
+
+
+def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(staging: Synthesized) -> None:
+    """Replaces the per-minute reach assertion (threshold 0.97, >= 10 responses, 3 of 5): the alarm
+    is now a 0/1 breach expression over 5-minute sums, ALARM while the window breaches."""
     staging.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "AlarmName": "livekit-staging-tts-reach",
-            "ComparisonOperator": "LessThanThreshold",
-            "Threshold": 0.97,
-            "EvaluationPeriods": 5,
-            "DatapointsToAlarm": 3,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "Threshold": 1,
+            "EvaluationPeriods": 1,
+            "DatapointsToAlarm": 1,
             "TreatMissingData": "notBreaching",
             "Metrics": Match.array_with(
                 [
-                    Match.object_like(
-                        {
-                            "Expression": (
-                                "IF(FILL(responses, 0) >= 10, FILL(frames, 0) / FILL(responses, 0), 1)"
-                            ),
-                            "ReturnData": True,
-                        }
-                    ),
-                    Match.object_like(
-                        {
-                            "Id": "responses",
-                            "MetricStat": Match.object_like(
-                                {
-                                    "Metric": {
-                                        "MetricName": "AgentResponsesStarted",
-                                        "Namespace": "LiveKitAgents/staging",
-                                    },
-                                    "Period": 60,
-                                    "Stat": "Sum",
-                                }
-                            ),
-                            "ReturnData": False,
-                        }
-                    ),
+                    Match.object_like({"Expression": STAGING_TTS_EXPRESSION, "ReturnData": True}),
+                    window_metric("responses", "AgentResponsesStarted", 300),
+                    window_metric("frames", "TtsFirstAudioFrames", 300),
+                    window_metric("timeouts", "TtsFirstAudioTimeouts", 300),
                 ]
             ),
         },
     )
-    alarm = next(
-        r
-        for r in resources(staging, "AWS::CloudWatch::Alarm").values()
-        if r["Properties"]["AlarmName"] == "livekit-staging-tts-reach"
-    )
+    alarm = tts_alarm(staging)
     # The page does not depend on the responder: CloudWatch itself notifies ALARM and OK.
-    assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"]
-    (action,) = [a["Ref"] for a in alarm["Properties"]["AlarmActions"]]
+    assert alarm["AlarmActions"] == alarm["OKActions"]
+    (action,) = [a["Ref"] for a in alarm["AlarmActions"]]
     assert action.startswith("NotificationsTopic")
+
+
+def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: Synthesized) -> None:
+    detection = DetectionConfig.model_validate(cdk_json_context()["environments"]["staging"]["detection"])
+    expressions = {
+        alarm["AlarmName"]: next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
+        for alarm in (r["Properties"] for r in resources(staging, "AWS::CloudWatch::Alarm").values())
+        if "Metrics" in alarm
+    }
+    assert (
+        expressions["livekit-staging-tts-reach"] == detection.tts_reach_alarm.definition().expression.render()
+    )
+    assert (
+        expressions["livekit-staging-vad-slow-inference"]
+        == detection.vad_alarm.definition().expression.render()
+    )
+
+
+def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesized]) -> None:
+    context = copy.deepcopy(cdk_json_context())
+    context["environments"]["staging"]["detection"]["tts_reach_alarm"].update(
+        {"window_minutes": 3, "min_timeouts": 5, "reach_min_responses": 50}
+    )
+    alarm = tts_alarm(synth("staging", context))
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 1)
+    expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
+    assert expression.startswith("IF(FILL(timeouts, 0) >= (5 + 0.001 * FILL(responses, 0)")
+    assert "FILL(responses, 0) >= 50 AND" in expression
+    assert {m["MetricStat"]["Period"] for m in alarm["Metrics"] if "MetricStat" in m} == {180}
 
 
 def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
@@ -167,7 +204,8 @@ def test_responder_function_environment_and_permissions(
     assert settings.alarm_name == "livekit-staging-tts-reach"
     staging.template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmName": settings.alarm_name})
     assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
-    assert json.loads(variables["DETECTION"])["tts_reach_alarm"]["threshold"] == 0.97
+    tts_settings = json.loads(variables["DETECTION"])["tts_reach_alarm"]
+    assert (tts_settings["window_minutes"], tts_settings["expected_timeout_rate"]) == (5, 0.001)
     assert "IDEMPOTENCY_TABLE_NAME" in variables
     staging.template.has_resource_properties(
         "AWS::DynamoDB::Table",
@@ -200,10 +238,17 @@ def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Syn
         assert text in body
 
 
+@pytest.mark.parametrize(
+    "tts_settings",
+    [
+        {"datapoints_to_alarm": 9},  # a key of the old alarm: unknown now
+        {"window_minutes": 45},  # the responder's 30 minutes cannot cover the alarm's 45
+    ],
+)
 def test_invalid_detection_settings_fail_at_synth_naming_the_field(
-    synth: Callable[..., Synthesized],
+    synth: Callable[..., Synthesized], tts_settings: dict[str, int]
 ) -> None:
     context = copy.deepcopy(cdk_json_context())
-    context["environments"]["staging"]["detection"] = {"tts_reach_alarm": {"datapoints_to_alarm": 9}}
+    context["environments"]["staging"]["detection"] = {"tts_reach_alarm": tts_settings}
     with pytest.raises(ConfigError, match=r"environments\.staging\.detection\.tts_reach_alarm"):
         synth("staging", context)

@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.contract.detection import PERIOD_SECONDS, DetectionConfig
+from fleet_remediation.contract.detection import PERIOD_SECONDS, AlarmDefinition, DetectionConfig
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     RUNBOOKS,
@@ -61,72 +61,39 @@ class Detection(Construct):
                 delay_metric, delay_pattern, f"$.{catalog.slow_vad.value_field}", cloudwatch.Unit.SECONDS
             )
 
-        self.vad_warnings = self._metric(catalog.slow_vad, "Sum")
-        self.vad_max_delay = cloudwatch.Metric(
-            namespace=self.namespace, metric_name=str(delay_metric), statistic="Maximum", period=PERIOD
-        )
-        self.responses = self._metric(catalog.response_started, "Sum")
-        self.first_frames = self._metric(catalog.first_audio_frame, "Sum")
+        self._catalog = catalog
+        self.vad_warnings = self._metric(catalog.slow_vad.metric_name, "Sum")
+        self.vad_max_delay = self._metric(str(delay_metric), "Maximum")
+        self.responses = self._metric(catalog.response_started.metric_name, "Sum")
+        self.first_frames = self._metric(catalog.first_audio_frame.metric_name, "Sum")
+        self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
 
         vad = detection.vad_alarm
-        self.vad_breach = cloudwatch.MathExpression(
-            expression=(
-                f"IF(FILL(warnings, 0) >= {vad.min_warnings_per_minute:g} "
-                f"AND FILL(maxdelay, 0) >= {vad.min_max_delay_seconds:g}, 1, 0)"
-            ),
-            using_metrics={"warnings": self.vad_warnings, "maxdelay": self.vad_max_delay},
-            label="VAD breaching minute (1 = slow-inference rate and delay both over)",
-            period=PERIOD,
+        self.vad_breach = self._breach_expression(
+            vad.definition(), "VAD breaching minute (1 = slow-inference rate and delay both over)"
         )
-        self.vad_alarm = cloudwatch.Alarm(
-            self,
+        self.vad_alarm = self._alarm(
             "VadAlarm",
-            alarm_name=vad_alarm_name(env_name),
-            alarm_description=(
-                f"Silero VAD slower than realtime (CPU starvation): >= {vad.min_warnings_per_minute:g} "
-                f"warnings/min and max delay >= {vad.min_max_delay_seconds:g}s in "
-                f"{vad.datapoints_to_alarm} of {vad.evaluation_periods} minutes. "
-                f"Runbook: {VAD_RUNBOOK}"
-            ),
-            metric=self.vad_breach,
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=vad.evaluation_periods,
-            datapoints_to_alarm=vad.datapoints_to_alarm,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            vad_alarm_name(env_name),
+            vad.definition(),
+            self.vad_breach,
+            f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
         )
 
         tts = detection.tts_reach_alarm
-        # Under the minimum volume the expression is 1 (full reach): a quiet night cannot alarm.
-        self.reach = cloudwatch.MathExpression(
-            expression=(
-                f"IF(FILL(responses, 0) >= {tts.min_responses_per_minute}, "
-                "FILL(frames, 0) / FILL(responses, 0), 1)"
-            ),
-            using_metrics={"responses": self.responses, "frames": self.first_frames},
-            label="TTS reach (first audio frames / responses)",
-            period=PERIOD,
+        self.tts_breach = self._breach_expression(
+            tts.definition(),
+            f"TTS reach breaching ({tts.window_minutes}-min window; 1 = timeouts or missing frames over)",
         )
         # The stack sends both alarms' ALARM and OK to the notification topics (Notifications): the
         # page does not depend on the responder, whose analysis follows in the same incident.
-        self.tts_reach_alarm = cloudwatch.Alarm(
-            self,
+        self.tts_reach_alarm = self._alarm(
             "TtsReachAlarm",
-            alarm_name=tts_reach_alarm_name(env_name),
-            alarm_description=(
-                f"TTS reach below {tts.threshold:.0%} with >= {tts.min_responses_per_minute} "
-                f"responses/min in {tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes: "
-                f"users hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
-            ),
-            metric=self.reach,
-            threshold=tts.threshold,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=tts.evaluation_periods,
-            datapoints_to_alarm=tts.datapoints_to_alarm,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            tts_reach_alarm_name(env_name),
+            tts.definition(),
+            self.tts_breach,
+            f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
         )
-        self._catalog = catalog
-        self.tts_threshold = tts.threshold
 
     def _filter(self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit) -> None:
         logs.MetricFilter(
@@ -141,9 +108,44 @@ class Detection(Construct):
             unit=unit,
         )
 
-    def _metric(self, signal: Signal, statistic: str) -> cloudwatch.Metric:
+    def _metric(self, metric_name: str, statistic: str, period: Duration = PERIOD) -> cloudwatch.Metric:
         return cloudwatch.Metric(
-            namespace=self.namespace, metric_name=signal.metric_name, statistic=statistic, period=PERIOD
+            namespace=self.namespace, metric_name=metric_name, statistic=statistic, period=period
+        )
+
+    def _breach_expression(self, definition: AlarmDefinition, label: str) -> cloudwatch.MathExpression:
+        """The definition's metric math over the metric-filter metrics it names, per its period."""
+        period = Duration.minutes(definition.period_minutes)
+        using: dict[str, cloudwatch.IMetric] = {}
+        for source in definition.inputs:
+            signal: Signal = getattr(self._catalog, source.signal)
+            name = signal.value_metric_name if source.value_metric else signal.metric_name
+            using[source.metric_id] = self._metric(str(name), source.statistic.value, period)
+        return cloudwatch.MathExpression(
+            expression=definition.expression.render(), using_metrics=using, label=label, period=period
+        )
+
+    def _alarm(
+        self,
+        construct_id: str,
+        alarm_name: str,
+        definition: AlarmDefinition,
+        breach: cloudwatch.MathExpression,
+        description: str,
+    ) -> cloudwatch.Alarm:
+        """ALARM when N of the last M datapoints of the 0/1 breach expression are 1; CloudWatch
+        evaluates it every minute over a sliding window, as ``AlarmEvaluator`` replays it."""
+        return cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_name=alarm_name,
+            alarm_description=description,
+            metric=breach,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=definition.evaluation_periods,
+            datapoints_to_alarm=definition.datapoints_to_alarm,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
     def route_alarm(
@@ -183,14 +185,15 @@ class Detection(Construct):
         started, frame = catalog.response_started, catalog.first_audio_frame
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="TTS reach (fleet)",
-                left=[self.reach],
+                title="TTS reach alarm condition (1 = breaching window)",
+                left=[self.tts_breach],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1.1),
-                left_annotations=[cloudwatch.HorizontalAnnotation(value=self.tts_threshold, label="alarm")],
                 width=12,
             ),
             cloudwatch.GraphWidget(
-                title="Responses vs first audio frames", left=[self.responses, self.first_frames], width=12
+                title="Responses, first audio frames and first-audio timeouts per minute",
+                left=[self.responses, self.first_frames, self.first_audio_timeouts],
+                width=12,
             ),
         )
         self.dashboard.add_widgets(

@@ -1,17 +1,38 @@
-"""Detection parameters shared by the CDK alarms and the offline backtest: one model, so the
-backtest evaluates exactly the alarms that are deployed.
+"""Detection parameters shared by the CDK alarms and the offline evaluators (backtest, benchmark):
+one model, and from it one definition per alarm that yields both the CloudWatch metric math the
+stack deploys and the Python evaluation of that same expression over minute counts.
 
-Both alarms use one-minute periods and fire when ``datapoints_to_alarm`` of the last
-``evaluation_periods`` minutes breach; missing data is not breaching.
+VAD alarm (one-minute periods, ``datapoints_to_alarm`` of the last ``evaluation_periods`` minutes,
+missing data not breaching): a minute breaches when slow-inference warnings >=
+``min_warnings_per_minute`` AND the largest ``delay`` >= ``min_max_delay_seconds``.
 
-* VAD alarm: a minute breaches when slow-inference warnings >= ``min_warnings_per_minute`` AND the
-  largest ``delay`` >= ``min_max_delay_seconds``.
-* TTS reach alarm: reach = first audio frames ÷ responses started in the minute. A minute with
-  fewer than ``min_responses_per_minute`` responses counts as reach 1.0 (not breaching); a minute
-  without any response is missing data. A minute breaches when reach < ``threshold``.
+TTS-reach alarm: one period of ``window_minutes`` (default 5), evaluated every minute over the last
+``window_minutes`` whole minutes (CloudWatch's default sliding evaluation window), in ALARM while
+that window breaches. (More evaluation periods would not hold the alarm: CloudWatch splits its
+range into consecutive periods, and a burst that straddles two of them breaches neither, so the
+alarm would clear in the middle of it and page again.) A window breaches when either rule holds:
+
+* timeouts: explicit first-audio timeouts (the agent-side emitter's ``tts_first_audio_timeout``)
+  >= ``min_timeouts`` + E + ``timeout_sigmas`` x sqrt(E), where E = ``expected_timeout_rate`` x
+  responses is the count that isolated hangs of a healthy provider produce. A silent TTS is
+  counted, not inferred, so the first-audio lag cannot make it breach; the threshold follows the
+  Poisson noise of healthy timeouts, so it is quiet at any volume and still low where traffic is.
+* reach (for agents without the timeout line): responses without a first audio frame in the
+  window >= ``reach_max_missing_fraction`` x responses + ``reach_lag_allowance`` x sqrt(responses),
+  with at least ``reach_min_responses`` responses. A frame that follows its response by 0.3-9 s
+  lands in the next minute only for responses started in the window's last seconds, so over
+  five minutes the lag moves a few responses, on the order of sqrt(responses), never a share.
+
+Metric cost does not grow with traffic: every input is a dimensionless metric-filter metric.
 """
 
 from __future__ import annotations
+
+import operator
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
 from pydantic import Field, model_validator
 
@@ -22,34 +43,304 @@ PERIOD_SECONDS = 60
 DEFAULT_NAMESPACE_PREFIX = "LiveKitAgents"
 
 
-class NOfM(StrictModel):
-    evaluation_periods: int = Field(default=5, ge=1, le=60, description="M: minutes looked at.")
-    datapoints_to_alarm: int = Field(default=3, ge=1, le=60, description="N: breaching minutes needed.")
+# --- minute counts: what the metric filters publish, one minute at a time --------------------------
+@dataclass
+class MinuteCounts:
+    """The metric-filter metrics of one minute (``None``: no datapoint for a Maximum)."""
 
-    @model_validator(mode="after")
-    def _n_within_m(self) -> NOfM:
-        if self.datapoints_to_alarm > self.evaluation_periods:
-            raise ValueError("datapoints_to_alarm must not exceed evaluation_periods")
-        return self
+    vad_warnings: int = 0
+    vad_max_delay: float | None = None
+    responses: int = 0
+    first_frames: int = 0
+    first_audio_timeouts: int = 0
 
 
-class VadAlarmSettings(NOfM):
+class Statistic(StrEnum):
+    SUM = "Sum"
+    MAXIMUM = "Maximum"
+
+
+@dataclass(frozen=True)
+class AlarmInput:
+    """One metric of an alarm's expression: its id there, the signal whose metric filter feeds it
+    (``value_metric``: the signal's value metric, e.g. the VAD delay, instead of its count), the
+    statistic, and the ``MinuteCounts`` field that holds it offline."""
+
+    metric_id: str
+    signal: str
+    statistic: Statistic
+    minute_field: str
+    value_metric: bool = False
+
+
+# --- a small metric-math expression tree: rendered for CloudWatch, evaluated offline ---------------
+class Expression:
+    """A CloudWatch metric-math expression that can also be evaluated in Python, so the deployed
+    alarm and the offline evaluators cannot disagree. Booleans are 1 and 0, as in metric math."""
+
+    def render(self) -> str:
+        raise NotImplementedError
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Series(Expression):
+    """A metric with no datapoint counted as 0 (``FILL(id, 0)``): quiet periods publish nothing."""
+
+    metric_id: str
+
+    def render(self) -> str:
+        return f"FILL({self.metric_id}, 0)"
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        return values.get(self.metric_id, 0.0)
+
+
+@dataclass(frozen=True)
+class Const(Expression):
+    value: float
+
+    def render(self) -> str:
+        return f"{self.value:g}"
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        return self.value
+
+
+_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "^": operator.pow,
+}
+_COMPARISON: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": operator.lt}
+
+
+@dataclass(frozen=True)
+class Arithmetic(Expression):
+    op: str
+    left: Expression
+    right: Expression
+
+    def render(self) -> str:
+        return f"{self._operand(self.left)} {self.op} {self._operand(self.right)}"
+
+    def _operand(self, child: Expression) -> str:
+        # Parentheses wherever precedence could matter; a product or a sum inside a sum needs none.
+        if isinstance(child, Arithmetic) and not (self.op == "+" and child.op in "+*"):
+            return f"({child.render()})"
+        return child.render()
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        return _ARITHMETIC[self.op](self.left.evaluate(values), self.right.evaluate(values))
+
+
+@dataclass(frozen=True)
+class Compare(Expression):
+    op: str
+    left: Expression
+    right: Expression
+
+    def render(self) -> str:
+        def side(child: Expression) -> str:
+            return f"({child.render()})" if isinstance(child, Arithmetic) else child.render()
+
+        return f"{side(self.left)} {self.op} {side(self.right)}"
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        return float(_COMPARISON[self.op](self.left.evaluate(values), self.right.evaluate(values)))
+
+
+@dataclass(frozen=True)
+class Logical(Expression):
+    op: str  # "AND" or "OR"
+    operands: tuple[Expression, ...]
+
+    def render(self) -> str:
+        def part(child: Expression) -> str:
+            return f"({child.render()})" if isinstance(child, Logical) else child.render()
+
+        return f" {self.op} ".join(part(child) for child in self.operands)
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        results = (child.evaluate(values) != 0 for child in self.operands)
+        return float(all(results) if self.op == "AND" else any(results))
+
+
+@dataclass(frozen=True)
+class If(Expression):
+    condition: Expression
+    then: Expression
+    otherwise: Expression
+
+    def render(self) -> str:
+        return f"IF({self.condition.render()}, {self.then.render()}, {self.otherwise.render()})"
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        branch = self.then if self.condition.evaluate(values) != 0 else self.otherwise
+        return branch.evaluate(values)
+
+
+def _ge(left: Expression, right: Expression) -> Compare:
+    return Compare(">=", left, right)
+
+
+def _add(left: Expression, right: Expression) -> Arithmetic:
+    return Arithmetic("+", left, right)
+
+
+def _times(factor: float, expression: Expression) -> Arithmetic:
+    return Arithmetic("*", Const(factor), expression)
+
+
+def _indicator(condition: Expression) -> If:
+    """1 for a breaching period, 0 otherwise: the alarm compares it with threshold 1."""
+    return If(condition, Const(1), Const(0))
+
+
+# --- one alarm, defined once -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlarmDefinition:
+    """What the CDK construct deploys and what ``AlarmEvaluator`` replays: ``expression`` over
+    ``inputs`` per period of ``period_minutes``, ALARM when ``datapoints_to_alarm`` of the last
+    ``evaluation_periods`` datapoints are >= 1, missing data not breaching."""
+
+    expression: Expression
+    inputs: tuple[AlarmInput, ...]
+    period_minutes: int
+    evaluation_periods: int
+    datapoints_to_alarm: int
+
+    def datapoint(self, minutes: Sequence[MinuteCounts]) -> float:
+        """The expression over one period's minutes (Sum or Maximum of each input, as published)."""
+        values: dict[str, float] = {}
+        for source in self.inputs:
+            present = [value for m in minutes if (value := getattr(m, source.minute_field)) is not None]
+            if present:
+                combine = sum if source.statistic is Statistic.SUM else max
+                values[source.metric_id] = float(combine(present))
+        return self.expression.evaluate(values)
+
+
+class AlarmEvaluator:
+    """The alarm evaluated offline at the end of every minute, as CloudWatch evaluates it each minute
+    over a sliding window of the last ``evaluation_periods`` x ``period_minutes`` whole minutes.
+    Needs memory for that window only, so it runs over a stream of minutes of any length."""
+
+    def __init__(self, definition: AlarmDefinition) -> None:
+        self.definition = definition
+        self._minutes: deque[MinuteCounts] = deque(
+            maxlen=definition.period_minutes * definition.evaluation_periods
+        )
+
+    def push(self, minute: MinuteCounts) -> tuple[bool, bool]:
+        """Add the minute that just closed; return (does the newest period breach, is the alarm in
+        ALARM)."""
+        self._minutes.append(minute)
+        d, window = self.definition, list(self._minutes)
+        breaching = []
+        for end in range(len(window), 0, -d.period_minutes):
+            period = window[max(0, end - d.period_minutes) : end]
+            breaching.append(d.datapoint(period) >= 1)
+        newest, in_alarm = breaching[0], sum(breaching) >= d.datapoints_to_alarm
+        return newest, in_alarm
+
+
+def evaluate_alarm(definition: AlarmDefinition, minutes: Sequence[MinuteCounts]) -> list[tuple[bool, bool]]:
+    """``AlarmEvaluator.push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
+    evaluator = AlarmEvaluator(definition)
+    return [evaluator.push(minute) for minute in minutes]
+
+
+# --- settings --------------------------------------------------------------------------------------
+class VadAlarmSettings(StrictModel):
     """Incident report: 1-2 warnings of 0.2-0.8 s are normal; a resident job logs hundreds."""
 
     min_warnings_per_minute: float = Field(default=3, gt=0)
     min_max_delay_seconds: float = Field(default=2.0, gt=0)
+    evaluation_periods: int = Field(default=5, ge=1, le=60, description="M: minutes looked at.")
+    datapoints_to_alarm: int = Field(default=3, ge=1, le=60, description="N: breaching minutes needed.")
+
+    @model_validator(mode="after")
+    def _n_within_m(self) -> VadAlarmSettings:
+        if self.datapoints_to_alarm > self.evaluation_periods:
+            raise ValueError("datapoints_to_alarm must not exceed evaluation_periods")
+        return self
+
+    def definition(self) -> AlarmDefinition:
+        condition = Logical(
+            "AND",
+            (
+                _ge(Series("warnings"), Const(self.min_warnings_per_minute)),
+                _ge(Series("maxdelay"), Const(self.min_max_delay_seconds)),
+            ),
+        )
+        return AlarmDefinition(
+            expression=_indicator(condition),
+            inputs=(
+                AlarmInput("warnings", "slow_vad", Statistic.SUM, "vad_warnings"),
+                AlarmInput("maxdelay", "slow_vad", Statistic.MAXIMUM, "vad_max_delay", value_metric=True),
+            ),
+            period_minutes=1,
+            evaluation_periods=self.evaluation_periods,
+            datapoints_to_alarm=self.datapoints_to_alarm,
+        )
+
+    def describe(self) -> str:
+        return (
+            f">= {self.min_warnings_per_minute:g} slow-inference warnings/min and max delay >= "
+            f"{self.min_max_delay_seconds:g}s in {self.datapoints_to_alarm} of "
+            f"{self.evaluation_periods} minutes"
+        )
 
 
-class TtsReachAlarmSettings(NOfM):
-    """Healthy lessons reach a first audio frame for every response (seed: 57 of 57). Below ten
-    responses a minute one interrupted response moves reach by 10 %: too noisy to alarm on.
+class TtsReachAlarmSettings(StrictModel):
+    """The TTS-reach alarm (see the module docstring) and the responder's analysis.
+
+    Defaults: healthy traffic has rare isolated first-audio timeouts (a provider request that hangs
+    once), assumed at 0.1 % of responses. The threshold 2 + E + 4.5 sqrt(E) (E = that share of the
+    window's responses) asks for 3 timeouts in a window of 25 responses, 5 of 175, 9 of 1,250 and
+    27 of 10,000: isolated hangs reach it about once in 10^5 windows or less, while one silent
+    worker's sessions in progress reach it within a minute or two (bench.detection).
+    Without the timeout line, healthy sessions reach a first audio frame for nearly every response
+    (seed: 57 of 57); the 3 % tolerance covers responses cut short by the user (interruptions,
+    sessions ending mid-sentence) and the lag allowance covers responses whose frame is still on the
+    way when the window closes (about 4 standard deviations at a 9 s lag).
 
     The responder looks further back than the alarm (``analysis_window_minutes``) because a
-    worker's failed lessons accumulate: with too few jobs no test can tell one worker from chance.
+    worker's failed sessions accumulate: with too few jobs no test can tell one worker from chance.
     """
 
-    threshold: float = Field(default=0.97, gt=0, le=1, description="Alarm when reach is below this.")
-    min_responses_per_minute: int = Field(default=10, ge=1)
+    window_minutes: int = Field(
+        default=5, ge=1, le=60, description="The alarm's period: sums over this many minutes."
+    )
+    min_timeouts: float = Field(
+        default=2, ge=1, description="Timeouts rule: the floor, whatever the expected count."
+    )
+    expected_timeout_rate: float = Field(
+        default=0.001,
+        ge=0,
+        lt=1,
+        description="Timeouts rule: share of responses that time out on healthy traffic (isolated hangs).",
+    )
+    timeout_sigmas: float = Field(
+        default=4.5,
+        ge=0,
+        description="Timeouts rule: standard deviations above the expected count (Poisson) to breach.",
+    )
+    reach_min_responses: int = Field(
+        default=20, ge=1, description="Reach rule: silent below this many responses in the window."
+    )
+    reach_max_missing_fraction: float = Field(
+        default=0.03, ge=0, lt=1, description="Reach rule: share of responses that may lack a frame."
+    )
+    reach_lag_allowance: float = Field(
+        default=1.0,
+        ge=0,
+        description="Reach rule: plus this many sqrt(responses) for frames still on the way.",
+    )
     analysis_window_minutes: int = Field(default=30, ge=1, le=180)
     concentration_alpha: float = Field(
         default=0.05,
@@ -61,9 +352,53 @@ class TtsReachAlarmSettings(NOfM):
 
     @model_validator(mode="after")
     def _window_covers_alarm(self) -> TtsReachAlarmSettings:
-        if self.analysis_window_minutes < self.evaluation_periods:
-            raise ValueError("analysis_window_minutes must cover evaluation_periods")
+        if self.analysis_window_minutes < self.window_minutes:
+            raise ValueError("analysis_window_minutes must cover window_minutes")
         return self
+
+    def definition(self) -> AlarmDefinition:
+        responses, frames, timeouts = Series("responses"), Series("frames"), Series("timeouts")
+        expected = _times(self.expected_timeout_rate, responses)
+        timeouts_rule = _ge(
+            timeouts,
+            _add(
+                _add(Const(self.min_timeouts), expected),
+                _times(self.timeout_sigmas, Arithmetic("^", expected, Const(0.5))),
+            ),
+        )
+        reach_rule = Logical(
+            "AND",
+            (
+                _ge(responses, Const(self.reach_min_responses)),
+                _ge(
+                    Arithmetic("-", responses, frames),
+                    _add(
+                        _times(self.reach_max_missing_fraction, responses),
+                        _times(self.reach_lag_allowance, Arithmetic("^", responses, Const(0.5))),
+                    ),
+                ),
+            ),
+        )
+        return AlarmDefinition(
+            expression=_indicator(Logical("OR", (timeouts_rule, reach_rule))),
+            inputs=(
+                AlarmInput("responses", "response_started", Statistic.SUM, "responses"),
+                AlarmInput("frames", "first_audio_frame", Statistic.SUM, "first_frames"),
+                AlarmInput("timeouts", "first_audio_timeout", Statistic.SUM, "first_audio_timeouts"),
+            ),
+            period_minutes=self.window_minutes,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"in a {self.window_minutes}-min window: first-audio timeouts >= {self.min_timeouts:g} + "
+            f"E + {self.timeout_sigmas:g} sqrt(E), E = {self.expected_timeout_rate:.2%} of responses, "
+            f"or (>= {self.reach_min_responses} responses and) "
+            f"responses without a first frame >= {self.reach_max_missing_fraction:.0%} of responses + "
+            f"{self.reach_lag_allowance:g} x sqrt(responses)"
+        )
 
 
 class DetectionConfig(StrictModel):
