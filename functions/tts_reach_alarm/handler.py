@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.core.invocation import run_reported
-from fleet_remediation.core.observability import logger, metrics, tracer
+from fleet_remediation.core.observability import capture_lambda_handler, logger, metrics
 from fleet_remediation.core.report import ReportBuilder
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach
 
@@ -20,7 +20,7 @@ def _default_dependencies() -> TtsReachDependencies:
 
 @metrics.log_metrics
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@capture_lambda_handler
 def lambda_handler(
     event: dict[str, Any], context: LambdaContext, dependencies: TtsReachDependencies | None = None
 ) -> dict[str, Any]:

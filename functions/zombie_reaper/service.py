@@ -46,6 +46,7 @@ from fleet_remediation.domain.reaping import (
     ReapResult,
     RoomDecision,
     Verdict,
+    collector_paused,
     plan_reap,
 )
 
@@ -102,6 +103,8 @@ class RunOutcome(BaseModel):
     once-key so a retried event replays it."""
 
     candidates: list[Candidate] = Field(default_factory=list)
+    skipped: dict[str, int] = Field(default_factory=dict)
+    truncated: dict[str, int] = Field(default_factory=dict)
     actions: list[ActionRecord] = Field(default_factory=list)
     errors: list[ErrorRecord] = Field(default_factory=list)
     summary: dict[str, Any] = Field(default_factory=dict)
@@ -150,6 +153,8 @@ def run_reaper(
         stored, replayed = run(), False
     outcome = RunOutcome.model_validate(stored)
     report.candidates.extend(outcome.candidates)
+    report.skipped.update(outcome.skipped)
+    report.truncated.update(outcome.truncated)
     report.actions.extend(outcome.actions)
     report.errors.extend(outcome.errors)
     report.summary = outcome.summary
@@ -174,14 +179,19 @@ async def _reap(
     deadline: float,
 ) -> RunOutcome:
     settings = deps.settings
-    scratch = ReportBuilder(report.function, report.invocation_id, report.started_at)
+    scratch = ReportBuilder(
+        report.function, report.invocation_id, report.started_at, full_detail=report.full_detail
+    )
     scratch.mode, scratch.trigger = report.mode, report.trigger
     # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
     rooms = deps.room_service_factory()
     try:
-        snapshot = await rooms.list_rooms()
-        plan = plan_reap(snapshot, settings.reaper.policy, deps.clock(), max_age_override_seconds=override)
-        _record_plan(plan, scratch)
+        with collector_paused():
+            snapshot = await rooms.list_rooms()
+            plan = plan_reap(
+                snapshot, settings.reaper.policy, deps.clock(), max_age_override_seconds=override
+            )
+            _record_plan(plan, scratch)
         results: list[ReapResult] = []
         if scratch.acts and plan.to_reap:
             executor = ReapExecutor(
@@ -213,8 +223,12 @@ async def _reap(
         note = _compose_failure(exc, scratch, deps, routed)
     finally:
         await rooms.aclose()
+    # Debug-level detail is logged with this report only; a retry replays the stored outcome.
+    report.detail += scratch.detail
     return RunOutcome(
         candidates=scratch.candidates,
+        skipped=dict(scratch.skipped),
+        truncated=dict(scratch.truncated),
         actions=scratch.actions,
         errors=scratch.errors,
         summary=scratch.summary,
@@ -223,18 +237,27 @@ async def _reap(
 
 
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
+    by_verdict: dict[Verdict, list[RoomDecision]] = {}
     for d in plan.decisions:
-        decision = report.planned() if d.reap else Decision.SKIP
-        report.candidate(
-            d.room.name,
-            decision,
-            f"{d.verdict.value}: {d.reason}",
-            sid=d.room.sid,
-            age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
-            max_age_seconds=d.max_age_seconds,
-            rule=d.rule,
-            participants=d.room.num_participants,
-        )
+        by_verdict.setdefault(d.verdict, []).append(d)
+    for verdict, decisions in by_verdict.items():
+        listed = decisions
+        if verdict is not Verdict.REAP:
+            # Most of a large fleet: a sample is listed, the rest only counted.
+            listed = decisions[: report.skip_sample_room(verdict.value)]
+            report.count_skip(verdict.value, len(decisions) - len(listed))
+        decision = report.planned() if verdict is Verdict.REAP else Decision.SKIP
+        for d in listed:
+            report.candidate(
+                d.room.name,
+                decision,
+                f"{verdict.value}: {d.reason}",
+                sid=d.room.sid,
+                age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
+                max_age_seconds=d.max_age_seconds,
+                rule=d.rule,
+                participants=d.room.num_participants,
+            )
 
 
 def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:

@@ -2,15 +2,42 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.shared import constants
+from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
 
 from fleet_remediation.contract.metrics import MetricDefinition
 from fleet_remediation.contract.naming import METRICS_NAMESPACE
 
 logger = Logger()
 metrics = Metrics(namespace=METRICS_NAMESPACE)
-tracer = Tracer()
+
+HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
+
+
+def tracing_enabled() -> bool:
+    """Powertools' own rule: traced in Lambda (``LAMBDA_TASK_ROOT``) unless POWERTOOLS_TRACE_DISABLED
+    says otherwise, never under SAM or Chalice locally."""
+    if resolve_truthy_env_var_choice(env=os.getenv(constants.TRACER_DISABLED_ENV, "false")):
+        return False
+    local = os.getenv(constants.SAM_LOCAL_ENV) or os.getenv(constants.CHALICE_LOCAL_ENV)
+    return bool(os.getenv(constants.LAMBDA_TASK_ROOT_ENV)) and not local
+
+
+def capture_lambda_handler(handler: HandlerT) -> HandlerT:
+    """Powertools Tracer's ``capture_lambda_handler`` when tracing is on; otherwise the handler as
+    it is. A Tracer loads the X-Ray SDK (about 150 ms of a cold start) even when disabled, so it
+    is only created when it will trace."""
+    if not tracing_enabled():
+        return handler
+    from aws_lambda_powertools import Tracer
+
+    return cast(HandlerT, Tracer().capture_lambda_handler(handler))
 
 
 def emit(metric: MetricDefinition, value: float) -> None:
