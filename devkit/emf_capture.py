@@ -169,13 +169,14 @@ def capture_worker_drainer() -> None:
     ecs.register_task_definition(
         family="agent", containerDefinitions=[{"name": container, "image": "agent:1", "memory": 512}]
     )
+    # Five tasks: enough for the guardrails (max_draining_fraction) to allow one drain.
     ecs.create_service(
-        cluster=settings.ecs_cluster, serviceName=settings.ecs_service, taskDefinition="agent", desiredCount=3
+        cluster=settings.ecs_cluster, serviceName=settings.ecs_service, taskDefinition="agent", desiredCount=5
     )
     started = ecs.run_task(
         cluster=settings.ecs_cluster,
         taskDefinition="agent",
-        count=3,
+        count=5,
         launchType="FARGATE",
         group=f"service:{settings.ecs_service}",
     )["tasks"]
