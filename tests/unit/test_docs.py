@@ -29,6 +29,8 @@ DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 ENVIRONMENTS = sorted(cdk_json_context()["environments"])
 # The example company's names: fine in the example cdk.json, never in the docs.
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
+# The replay's --json document keeps the key its contract names (issue 9): "lessons".
+CONTRACT_KEYS = re.compile(r'"lessons"')
 PLACEHOLDER = re.compile(r"<[^<>]+>")
 
 
@@ -194,6 +196,6 @@ def test_the_docs_carry_no_company_specific_names(document: Path) -> None:
     found = [
         f"{document.relative_to(REPO)}:{number}: {line.strip()}"
         for number, line in enumerate(document.read_text().splitlines(), 1)
-        if COMPANY_SPECIFIC.search(line)
+        if COMPANY_SPECIFIC.search(CONTRACT_KEYS.sub('"..."', line))
     ]
     assert found == []
