@@ -51,6 +51,8 @@ from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from tts_reach_alarm import handler as responder_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.service import TtsReachDependencies
+from worker_drainer.adapters.ledger import LEDGER_ACTIONS
+from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
 from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
@@ -284,10 +286,16 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
     desired = world.desired_count()
+    # Every DynamoDB operation from here on (the ledger, the outbox, the once-keys; the test's own
+    # audit reads are Queries): each must be one the stack grants on the ledger table.
+    operations: set[str] = set()
+    boto3._get_default_session().events.register(
+        "before-call.dynamodb", lambda model, **_: operations.add(f"dynamodb:{model.name}")
+    )
     sns = boto3.client("sns")
     deps = world.dependencies(sns_client=sns)
     # SNS refuses the first publish (the e-mail) for good; the chat copy goes out.
-    SnsThrottling(sns, times=1, code="AuthorizationError")
+    refusing = SnsThrottling(sns, times=1, code="AuthorizationError")
     first_attempt = LocalLambdaContext()
     with pytest.raises(NotificationLostError):
         world.invoke(alarm_event(), deps, first_attempt)
@@ -296,7 +304,15 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     emails, chats = delivered(world)
     assert (emails, len(chats)) == ([], 1)
 
-    # Lambda retries the same event with the same request id; SNS takes messages again.
+    # Lambda retries the same event with the same request id: SNS refuses the held e-mail again, so
+    # the retry fails too and the message stays held.
+    refusing.remaining = 1
+    retry = LocalLambdaContext()
+    retry.aws_request_id = first_attempt.aws_request_id
+    with pytest.raises(NotificationLostError):
+        world.invoke(alarm_event(), deps, retry)
+    assert delivered(world) == ([], [])
+    # Lambda's second retry: SNS takes messages again.
     retry = LocalLambdaContext()
     retry.aws_request_id = first_attempt.aws_request_id
     report = world.invoke(alarm_event(), dataclasses.replace(deps), retry)
@@ -312,3 +328,5 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     again = LocalLambdaContext()
     again.aws_request_id = first_attempt.aws_request_id
     assert "held_notifications" not in world.invoke(alarm_event(), deps, again)["summary"]
+    assert {"dynamodb:GetItem", "dynamodb:UpdateItem"} <= operations  # the outbox and once-keys ran
+    assert operations <= set(LEDGER_ACTIONS) | set(OUTBOX_ACTIONS)
