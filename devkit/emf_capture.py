@@ -10,7 +10,8 @@ stdout, exactly as CloudWatch Logs would receive them. Never deployed.
 
 Scenarios: the reaper reaps an over-age room on the real livekit-server, then loses a notification
 (its topic is gone); the responder analyses a concentrated TTS ALARM, then loses a notification;
-the drainer runs a reconcile tick over a moto ECS service.
+the drainer runs a reconcile tick over a moto ECS service, drains a task by hand (its message is
+sent), then undrains it and loses that message.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def _alarm_event(alarm_name: str, timestamp: str) -> dict[str, Any]:
 
 
 def _common_aws() -> None:
-    """The topic, the kill switches (enforce) and the idempotency table the deployed names point to."""
-    boto3.client("sns").create_topic(Name=os.environ["NOTIFICATION_TOPIC_ARN"].rsplit(":", 1)[1])
+    """The topics, the kill switches (enforce) and the idempotency table the deployed names point to."""
+    for variable in ("NOTIFICATION_TOPIC_ARN", "CHAT_TOPIC_ARN"):
+        if os.environ.get(variable):
+            boto3.client("sns").create_topic(Name=os.environ[variable].rsplit(":", 1)[1])
     ssm = boto3.client("ssm")
     for variable in ("MODE_PARAMETER_NAME", "FUNCTION_MODE_PARAMETER_NAME"):
         ssm.put_parameter(Name=os.environ[variable], Value="enforce", Type="String")
@@ -166,16 +169,17 @@ def capture_worker_drainer() -> None:
     ecs.register_task_definition(
         family="agent", containerDefinitions=[{"name": container, "image": "agent:1", "memory": 512}]
     )
+    # Five tasks: enough for the guardrails (max_draining_fraction) to allow one drain.
     ecs.create_service(
-        cluster=settings.ecs_cluster, serviceName=settings.ecs_service, taskDefinition="agent", desiredCount=3
+        cluster=settings.ecs_cluster, serviceName=settings.ecs_service, taskDefinition="agent", desiredCount=5
     )
-    ecs.run_task(
+    started = ecs.run_task(
         cluster=settings.ecs_cluster,
         taskDefinition="agent",
-        count=3,
+        count=5,
         launchType="FARGATE",
         group=f"service:{settings.ecs_service}",
-    )
+    )["tasks"]
     FakeEcsTaskProtection(ecs)
     boto3.client("dynamodb").create_table(
         TableName=settings.ledger_table_name,
@@ -192,6 +196,10 @@ def capture_worker_drainer() -> None:
         worker_logs=OfflineWorkerLogs([], SignalCatalog.from_settings(settings.signals).slow_vad),
     )
     _invoke(handler, _schedule_event("drainer-reconcile", datetime.now(UTC)), deps)
+    task_id = started[0]["taskArn"].rsplit("/", 1)[1]
+    _invoke(handler, {"action": "drain", "task": task_id, "dry_run": False}, deps)
+    lost = dataclasses.replace(deps, notifier=_missing_topic())
+    _invoke(handler, {"action": "undrain", "task": task_id, "dry_run": False}, lost)
 
 
 def main(argv: list[str]) -> int:

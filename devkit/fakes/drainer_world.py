@@ -1,6 +1,7 @@
 """A moto-backed AWS world for the worker drainer: an ECS service with N running tasks (with
-``FakeEcsTaskProtection``, as moto lacks task protection), the DynamoDB ledger, the kill switch in
-SSM and an SNS topic (with an SQS queue subscribed, to read what was sent), plus agent logs
+``FakeEcsTaskProtection``, as moto lacks task protection), the DynamoDB ledger (with the outbox and
+the delivery once-keys), the kill switch in SSM and two SNS topics, e-mail and chat (each with an
+SQS queue subscribed, to read what was sent), plus agent logs
 evaluated offline (``OfflineWorkerLogs``: moto has no Logs Insights statistics) and the real LiveKit
 server. moto does not run a service's scheduler: ``run_service_scheduler`` starts tasks up to the
 desired count the way ECS would."""
@@ -32,6 +33,7 @@ from fleet_remediation.core.kill_switch import SsmModeSwitch
 from worker_drainer import handler
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from worker_drainer.adapters.ledger import DynamoLedger
+from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe
 from worker_drainer.dependencies import DrainerDependencies
 
@@ -42,6 +44,7 @@ CONTAINER = "ppi-livekit-agent"
 MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
 TABLE = "it-drainer-ledger"
 TOPIC = "it-notifications"
+CHAT_TOPIC = "it-chat"
 # moto's account and region: the function's own ARN says where "ours" is.
 FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-it-worker-drainer"
 
@@ -126,6 +129,7 @@ class DrainerWorld:
                 "environment_name": "it",
                 "mode_parameter_name": MODE_PARAMETER,
                 "notification_topic_arn": boto3.client("sns").create_topic(Name=TOPIC)["TopicArn"],
+                "chat_topic_arn": boto3.client("sns").create_topic(Name=CHAT_TOPIC)["TopicArn"],
                 "runbook_base_url": "https://runbooks.example.com/repo",
                 "livekit_url": self.livekit.http_url,
                 "livekit_secret_id": "unused-credentials-are-injected",
@@ -148,6 +152,7 @@ class DrainerWorld:
         clock: Callable[[], datetime] | None = None,
         ecs_client: Any = None,
         dynamodb_client: Any = None,
+        sns_client: Any = None,
     ) -> DrainerDependencies:
         settings = self.settings()
         url = self.livekit_url or self.livekit.http_url
@@ -164,7 +169,10 @@ class DrainerWorld:
         return DrainerDependencies(
             settings=settings,
             mode_switch=SsmModeSwitch(MODE_PARAMETER),
-            notifier=SnsNotifier(settings.notification_topic_arn),
+            notifier=SnsNotifier(settings.notification_topic_arn, sns_client),
+            chat_notifier=SnsNotifier(str(settings.chat_topic_arn), sns_client),
+            once=ledger_once_guard(TABLE),
+            outbox=DynamoOutbox(TABLE),
             ecs=BotoEcsTasks(CLUSTER, SERVICE, client=ecs_client or self.ecs_client),
             ledger=DynamoLedger(TABLE, SERVICE, client=dynamodb_client),
             worker_logs=OfflineWorkerLogs(self.events, SignalCatalog.default().slow_vad),
@@ -173,8 +181,15 @@ class DrainerWorld:
             clock=clock or (lambda: self.now),
         )
 
-    def invoke(self, event: dict[str, Any], deps: DrainerDependencies | None = None) -> dict[str, Any]:
-        context = LocalLambdaContext()
+    def invoke(
+        self,
+        event: dict[str, Any],
+        deps: DrainerDependencies | None = None,
+        context: LocalLambdaContext | None = None,
+    ) -> dict[str, Any]:
+        """One invocation; pass the ``context`` of an earlier one to replay Lambda's retry of it
+        (the same request id)."""
+        context = context or LocalLambdaContext()
         context.invoked_function_arn = FUNCTION_ARN
         return dict(handler.lambda_handler(event, context, dependencies=deps or self.dependencies()))
 
@@ -202,17 +217,21 @@ class DrainerWorld:
         return [t["taskArn"].rsplit("/", 1)[1] for t in started]
 
     def notifications(self) -> list[tuple[str, str]]:
-        """(subject, message) of every notification published so far, oldest first, read once."""
+        """(subject, message) of every e-mail notification published so far, oldest first, read once."""
+        return [(envelope.get("Subject", ""), envelope["Message"]) for envelope in self.received(TOPIC)]
+
+    def received(self, topic: str = TOPIC) -> list[dict[str, Any]]:
+        """The SNS envelopes (Subject, Message, MessageAttributes) published to ``topic`` so far,
+        oldest first, read once."""
         sqs = boto3.client("sqs")
-        url = sqs.get_queue_url(QueueName=TOPIC)["QueueUrl"]
-        sent: list[tuple[str, str]] = []
+        url = sqs.get_queue_url(QueueName=topic)["QueueUrl"]
+        sent: list[dict[str, Any]] = []
         while True:
             batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
             if not batch:
                 return sent
             for message in batch:
-                envelope = json.loads(message["Body"])
-                sent.append((envelope.get("Subject", ""), envelope["Message"]))
+                sent.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
     def task(self, task_id: str) -> dict[str, Any]:
@@ -306,23 +325,26 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
         BillingMode="PAY_PER_REQUEST",
     )
     boto3.client("ssm").put_parameter(Name=MODE_PARAMETER, Value="enforce", Type="String")
-    _subscribe_queue()
+    for topic in (TOPIC, CHAT_TOPIC):
+        _subscribe_queue(topic)
     world = DrainerWorld(ecs_client=ecs, protection=protection, task_arns=arns, livekit=livekit, now=now)
     protection.set_clock(lambda: world.now)
     return world
 
 
-def _subscribe_queue() -> None:
+def _subscribe_queue(topic: str) -> None:
+    """A queue named like the topic, subscribed to it."""
     sqs = boto3.client("sqs")
-    url = sqs.create_queue(QueueName=TOPIC)["QueueUrl"]
+    url = sqs.create_queue(QueueName=topic)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    topic_arn = boto3.client("sns").create_topic(Name=TOPIC)["TopicArn"]
+    topic_arn = boto3.client("sns").create_topic(Name=topic)["TopicArn"]
     boto3.client("sns").subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
 
 
 def suspect_event(task_id: str, window_end: datetime) -> dict[str, Any]:
     """The event tts_reach_alarm puts on EventBridge when failing lessons concentrate on one worker
-    (its window ends at ``window_end``, e.g. the world's clock: the drainer refuses stale ones)."""
+    (its window ends at ``window_end``, e.g. the world's clock: the drainer refuses stale ones), as
+    a responder that predates incident ids sent it (no ``incident_id``)."""
     start = window_end - timedelta(minutes=32)
     return {
         "version": "0",

@@ -1,5 +1,5 @@
 """What the drainer records: each task's decision in the report, the summary, and EMF metrics.
-(What it tells people is composed in ``reporting``.)"""
+(What it tells people: ``message_lines`` and ``messages``; when and how: ``reporting``.)"""
 
 from __future__ import annotations
 

@@ -7,14 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
-from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTaskService
 from worker_drainer.adapters.ledger import DynamoLedger, Ledger
+from worker_drainer.adapters.outbox import DynamoOutbox, NotificationOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, WorkerLogs
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
 
@@ -30,6 +32,15 @@ class DrainerDependencies:
     worker_probe: WorkerProbe
     room_service_factory: Callable[[], RoomService]
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    chat_notifier: Notifier | None = None
+    # Per-channel once-keys of each delivery, and the outbox holding a message SNS did not take for
+    # Lambda's retry. Runs Lambda never retries (the plan CLI, the replay) need neither.
+    once: OnceGuard = field(default_factory=RunEveryTime)
+    outbox: NotificationOutbox | None = None
+
+    @property
+    def delivery(self) -> NotificationDelivery:
+        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
@@ -40,6 +51,9 @@ class DrainerDependencies:
             settings=settings,
             mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
             notifier=SnsNotifier(settings.notification_topic_arn),
+            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
+            once=ledger_once_guard(settings.ledger_table_name),
+            outbox=DynamoOutbox(settings.ledger_table_name),
             ecs=BotoEcsTasks(
                 settings.ecs_cluster,
                 settings.ecs_service,

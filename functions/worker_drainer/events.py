@@ -13,6 +13,7 @@ from fleet_remediation.contract.naming import vad_alarm_name
 from fleet_remediation.core.report import Trigger
 from fleet_remediation.core.routing import (
     AlarmRoute,
+    AlarmStateChange,
     ManualEvent,
     ManualRoute,
     Router,
@@ -58,6 +59,8 @@ class DrainerTrigger:
     start_new: bool
     manual: DrainerManualEvent | None = None
     suspect: SuspectWorkerDetail | None = None
+    # The VAD alarm's state change: the incident the run belongs to.
+    alarm: AlarmStateChange | None = None
 
 
 def drainer_router(environment_name: str) -> Router[DrainerManualEvent]:
@@ -78,7 +81,7 @@ def route_drainer_event(event: Any, environment_name: str) -> DrainerTrigger:
         return DrainerTrigger(routed.trigger, routed.manual.action == "plan", manual=routed.manual)
     if routed.alarm is not None:
         # OK and INSUFFICIENT_DATA still advance existing ladders; only ALARM starts new ones.
-        return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM")
+        return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM", alarm=routed.alarm)
     if routed.suspect is not None:
         return DrainerTrigger(routed.trigger, True, suspect=routed.suspect)
     return DrainerTrigger(routed.trigger, False)

@@ -33,6 +33,7 @@ from worker_drainer.tags import (
     State,
     cordon_complete,
     excluded,
+    incident_of,
     reaped_tags,
     state_of,
 )
@@ -50,6 +51,8 @@ class DrainerExecutor:
     reaper_policy: ReaperPolicy
     service: str
     invocation_id: str
+    # The run's incident: recorded on a task whose ladder this run starts (see ``tags.INCIDENT_TAG``).
+    incident_id: str
     clock: Callable[[], datetime]
     deadline: float
     livekit_request_timeout_seconds: float
@@ -159,7 +162,7 @@ class DrainerExecutor:
             case Step.REAP:
                 return self._reap(current, step)
             case Step.CORDON:
-                return self.saga.cordon(current, step)
+                return self.saga.cordon(current, step, self._incident(current))
             case Step.COMPLETE_CORDON:
                 return self.saga.complete(current)
             case Step.STOP:
@@ -167,6 +170,10 @@ class DrainerExecutor:
             case Step.UNDO:
                 return self.saga.undo(current, by_operator=step.cause is Cause.MANUAL)
         raise AssertionError(f"not an acting step: {step.step}")
+
+    def _incident(self, task: EcsTask) -> str:
+        """A ladder in progress keeps the incident that started it."""
+        return incident_of(task) or self.incident_id
 
     @staticmethod
     def _changed(step: PlannedStep, current: EcsTask) -> StepResult | None:
@@ -214,7 +221,7 @@ class DrainerExecutor:
             return [r.outcome for r in results]
 
         outcomes = asyncio.run(reap())
-        self.ecs.tag_task(task.arn, reaped_tags(self.clock(), step.cause or Cause.VAD))
+        self.ecs.tag_task(task.arn, reaped_tags(self.clock(), step.cause or Cause.VAD, self._incident(task)))
         names = ", ".join(d.room.name for d in step.rooms)
         return StepResult(
             Outcome.DONE, f"reaped {outcomes.count(Outcome.DONE)} room(s) ({names}); cordon if still bad"

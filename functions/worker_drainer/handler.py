@@ -28,6 +28,6 @@ def lambda_handler(
     def body(report: ReportBuilder) -> None:
         deps = dependencies or _default_dependencies()
         remaining = context.get_remaining_time_in_millis() / 1000
-        run_drainer(event, report, deps, remaining, function_arn=context.invoked_function_arn)
+        run_drainer(event, report, deps, remaining, context)
 
     return run_reported("worker_drainer", context.aws_request_id, body)

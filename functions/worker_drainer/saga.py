@@ -47,7 +47,7 @@ class CordonSaga:
     reaper_policy: ReaperPolicy
     clock: Callable[[], datetime]
 
-    def cordon(self, task: EcsTask, step: PlannedStep) -> StepResult:
+    def cordon(self, task: EcsTask, step: PlannedStep, incident_id: str) -> StepResult:
         refusal = Guardrails(self.ecs.running_tasks(), self.policy).refusal()
         if refusal:
             return StepResult(Outcome.SKIPPED, f"re-check: {refusal}")
@@ -55,7 +55,7 @@ class CordonSaga:
         drain_seconds = self.policy.drain_deadline_seconds(self.reaper_policy)
         mode = self.policy.capacity_mode.value
         tags = cordon_tags(
-            self.clock(), step.reason, step.cause or Cause.VAD, mode, protection, drain_seconds
+            self.clock(), step.reason, step.cause or Cause.VAD, mode, protection, drain_seconds, incident_id
         )
         # The tag first: it is what the agent's load function reads to stop taking jobs.
         self.ecs.tag_task(task.arn, tags)

@@ -5,11 +5,15 @@ A cordon writes, in one TagResource call, everything needed to finish or undo it
 when and why (``cause``: manual, VAD attribution or TTS suspect), the drain deadline, how capacity
 is replaced, the scale-in protection it found (and that protection's expiry), and the saga's
 progress (``cordon``: started, then complete once protection and capacity are settled).
+The ladder's first rung (reap or cordon) also records the incident that started it (``incident``),
+so the messages of its later steps (stop, undo) thread under that incident.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -28,8 +32,10 @@ CAPACITY_TAG = f"{TAG_PREFIX}capacity"
 PROTECTED_BEFORE_TAG = f"{TAG_PREFIX}protected-before"
 PROTECTED_UNTIL_TAG = f"{TAG_PREFIX}protected-until"
 COOLDOWN_TAG = f"{TAG_PREFIX}cooldown-until"
+INCIDENT_TAG = f"{TAG_PREFIX}incident"
 STATE_TAGS = (
     STATE_TAG,
+    INCIDENT_TAG,
     SINCE_TAG,
     DEADLINE_TAG,
     REASON_TAG,
@@ -41,6 +47,9 @@ STATE_TAGS = (
 )
 # CAPACITY_TAG when raising the desired count failed for sure: the service replaces the task on stop.
 NO_EXTRA_CAPACITY = "none"
+# ECS tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @.
+TAG_VALUE_LIMIT = 256
+_TAG_VALUE = re.compile(r"[A-Za-z0-9+\-=._:/@]{1,256}")
 # UpdateTaskProtection accepts expiresInMinutes from 1 to 2,880 (48 hours).
 PROTECTION_MAX_MINUTES = 2880
 
@@ -77,6 +86,21 @@ def cause_of(task: EcsTask) -> Cause:
         return Cause(task.tags.get(CAUSE_TAG, Cause.VAD.value))
     except ValueError:
         return Cause.VAD
+
+
+def incident_of(task: EcsTask) -> str | None:
+    """The incident that started the task's ladder (None: not marked, or marked before incidents)."""
+    return task.tags.get(INCIDENT_TAG) or None
+
+
+def incident_tag_value(incident_id: str) -> str:
+    """The incident id as a tag value: unchanged when it fits (every id the functions make does);
+    otherwise its allowed characters and a digest of the whole, so two ids never share a value."""
+    if _TAG_VALUE.fullmatch(incident_id):
+        return incident_id
+    digest = hashlib.sha256(incident_id.encode()).hexdigest()[:12]
+    kept = re.sub(r"[^A-Za-z0-9+\-=._:/@]", "-", incident_id)[: TAG_VALUE_LIMIT - len(digest) - 1]
+    return f"{kept}.{digest}"
 
 
 def cordon_complete(task: EcsTask) -> bool:
@@ -119,9 +143,11 @@ def cordon_tags(
     capacity: str,
     protection: TaskProtection,
     drain_seconds: float,
+    incident_id: str,
 ) -> dict[str, str]:
     tags = {
         STATE_TAG: State.DRAINING.value,
+        INCIDENT_TAG: incident_tag_value(incident_id),
         SINCE_TAG: _epoch(now),
         DEADLINE_TAG: str(int(now.timestamp() + drain_seconds)),
         REASON_TAG: tag_value(reason),
@@ -135,8 +161,13 @@ def cordon_tags(
     return tags
 
 
-def reaped_tags(now: datetime, cause: Cause) -> dict[str, str]:
-    return {STATE_TAG: State.REAPED.value, SINCE_TAG: _epoch(now), CAUSE_TAG: cause.value}
+def reaped_tags(now: datetime, cause: Cause, incident_id: str) -> dict[str, str]:
+    return {
+        STATE_TAG: State.REAPED.value,
+        SINCE_TAG: _epoch(now),
+        CAUSE_TAG: cause.value,
+        INCIDENT_TAG: incident_tag_value(incident_id),
+    }
 
 
 @dataclass(frozen=True)
@@ -163,6 +194,6 @@ def protection_to_restore(task: EcsTask, now: datetime) -> ProtectionRestore:
 
 
 def tag_value(text: str) -> str:
-    """ECS tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @."""
+    """Free text (a reason) as a tag value: other characters become spaces."""
     allowed = "".join(c if c.isalnum() or c in " +-=._:/@" else " " for c in text)
-    return " ".join(allowed.split())[:256]
+    return " ".join(allowed.split())[:TAG_VALUE_LIMIT]

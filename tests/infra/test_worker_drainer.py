@@ -126,6 +126,23 @@ def test_ecs_permissions_are_scoped_to_the_clusters_tasks_and_the_service(stagin
     assert not any("ec2:CreateNetworkInterface" in str(s["Action"]) for s in statements)
 
 
+def test_the_ledger_table_is_the_only_table_and_grants_what_ledger_outbox_and_once_keys_call(
+    staging: Synthesized,
+) -> None:
+    (statement,) = [s for s in _statements(staging) if "dynamodb:" in str(s["Action"])]
+    # Leases, debts, the journal and notices (Put/Delete/Query); the outbox (Get/Put/Delete); the
+    # delivery once-keys (Powertools Idempotency: Put, then Update).
+    assert sorted(statement["Action"]) == [
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+    ]
+    (table,) = statement["Resource"]["Fn::GetAtt"][:1]
+    assert table.startswith("WorkerDrainerLedger")
+
+
 def test_vpc_configuration_attaches_the_function_and_its_eni_permissions(
     synth: Callable[..., Synthesized],
 ) -> None:

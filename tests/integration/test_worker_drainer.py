@@ -24,6 +24,7 @@ from moto.moto_api import state_manager
 from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
+    CHAT_TOPIC,
     DrainerWorld,
     alarm_event,
     build_world,
@@ -254,7 +255,11 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
     report = world.invoke(alarm_event())
     assert report["summary"]["fleet_wide"] is True
     assert report["actions"] == []
-    assert len(report["notifications"]) == 1
+    # One message, on each channel: the e-mail text and the chat JSON.
+    assert len(report["notifications"]) == 2
+    ((subject, _),) = world.notifications()
+    assert subject == "[it] worker drainer: drained nothing: fleet-wide slow inference"
+    assert len(world.received(CHAT_TOPIC)) == 1
 
 
 def test_throttled_capacity_raise_leaves_no_debt_and_the_count_unchanged(world: DrainerWorld) -> None:

@@ -230,11 +230,12 @@ def test_a_partial_run_says_what_failed_and_what_is_unknown(world: DrainerWorld)
     report = world.invoke(alarm_event())
     assert report["status"] == "partial"
     ((subject, message),) = world.notifications()
-    assert subject.startswith("[it] worker drainer partial: 1 done, 1 error")
-    assert "0 failed" not in subject
+    assert subject == f"[it] PARTIAL: worker drainer: cordon task {bad[:8]} done"
+    assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert "LiveKitUnavailable" in message
     assert "rooms unknown" in message
-    assert "undo: aws lambda invoke --function-name lkfr-it-worker-drainer" in message
+    assert "aws lambda invoke --function-name lkfr-it-worker-drainer" in message
+    assert f'"action": "undrain", "task": "{bad}"' in message
 
 
 def test_a_dry_run_notifies_what_it_would_have_done_once(world: DrainerWorld) -> None:
@@ -245,8 +246,9 @@ def test_a_dry_run_notifies_what_it_would_have_done_once(world: DrainerWorld) ->
     first = world.invoke(alarm_event())
     assert first["actions"] == []
     ((subject, message),) = world.notifications()
-    assert subject == f"[it] DRY RUN — worker drainer would have: cordon {bad}"[:100]
-    assert "DRY RUN — would have" in message
+    assert subject == f"[it] DRY RUN - would have cordoned task {bad[:8]}"
+    assert message.startswith(f"DRY RUN — would have cordoned task {bad[:8]}")
+    assert f"would cordon {bad}" in message
     world.invoke(alarm_event())  # the same condition again: told once per hour, as enforce would act once
     assert world.notifications() == []
     assert STATE_TAG not in world.tags(bad)
@@ -263,5 +265,6 @@ def test_a_guardrail_refusal_is_told(world: DrainerWorld) -> None:
     assert report["actions"] == []
     assert _candidate(report, second)["reason"].startswith("skip: guardrail")
     ((subject, message),) = world.notifications()
-    assert "guardrail: 1 draining, at most 1 at once" in message
-    assert "1 refused" in subject
+    refusal = "guardrail: 1 draining, at most 1 at once"
+    assert subject == f"[it] worker drainer: skipped task {second[:8]}: {refusal}"
+    assert "refused 1" in message

@@ -66,7 +66,7 @@ def test_a_stop_waits_for_its_replacement_to_run() -> None:
 
 
 def cordoned(protection: TaskProtection) -> EcsTask:
-    tags = cordon_tags(NOW, "why", Cause.VAD, "desired-count", protection, 3600)
+    tags = cordon_tags(NOW, "why", Cause.VAD, "desired-count", protection, 3600, "it.incident")
     return EcsTask(ARN, "RUNNING", "RUNNING", "service:svc", tags)
 
 

@@ -1,29 +1,61 @@
-"""The drainer's message (pure composition): honest counts, what failed and what is unknown, the
-undo command, links; a dry run says what it WOULD have done."""
+"""The drainer's message (pure composition, in the shared model): honest counts, what failed and
+what is unknown, why, the undo command, links; a dry run says what it WOULD have done; the chat
+rendering follows the Amazon Q custom-notification schema; which incident a run threads under."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
+import jsonschema
+import pytest
+
+from devkit.fakes.drainer_world import alarm_event, schedule_event, suspect_event
+from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.core import messages
 from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError
-from fleet_remediation.core.report import Mode, Outcome, ReportBuilder, Trigger, TriggerKind
-from worker_drainer.ladder import LadderPlan, PlannedStep, Step
-from worker_drainer.reporting import compose, message_lines
-from worker_drainer.tags import Cause, State
+from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder, Trigger, TriggerKind
+from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.events import route_drainer_event
+from worker_drainer.incidents import message_incident, trigger_incident
+from worker_drainer.ladder import LadderPlan, PlannedStep, Snapshot, Step
+from worker_drainer.message_lines import UNKNOWN_NOTE, Line, message_lines
+from worker_drainer.messages import MessageContext, compose, severity
+from worker_drainer.tags import INCIDENT_TAG, Cause, State, incident_tag_value
 from worker_drainer.validation import ServiceIdentity
 
 TASK = "2789d2380f1c4e0c8a4f0b3b6c2d1e0f"
+TASK_ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"
 IDENTITY = ServiceIdentity.of("agents", "arn:aws:lambda:eu-west-1:123456789012:function:f")
+INCIDENT = "prod.livekit-prod-vad-slow-inference.20260915T174000Z"
 CORDON = PlannedStep(
     TASK,
-    f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}",
+    TASK_ARN,
     Step.CORDON,
     "degraded: resident: 240 warnings over 25.0 min, 9.60/min, max delay 20.0s",
     State.HEALTHY,
     cause=Cause.VAD,
 )
 PLAN = LadderPlan((CORDON,), 3, 1)
+SETTINGS = DrainerSettings.model_validate(
+    {
+        "environment_name": "prod",
+        "mode_parameter_name": "/livekit-fleet-remediation/prod/mode",
+        "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:notifications",
+        "runbook_base_url": "https://runbooks.example.com/repo",
+        "livekit_url": "http://127.0.0.1:7880",
+        "livekit_secret_id": "unused",
+        "reaper": {},
+        "drainer": {},
+        "ecs_cluster": "agents",
+        "ecs_service": "agent-svc",
+        "ledger_table_name": "ledger",
+        "agent_log_group": "/example/agent",
+    }
+)
+CONTEXT = MessageContext(SETTINGS, IDENTITY, INCIDENT, "livekit-prod-vad-slow-inference")
 
 
 def report(mode: Mode) -> ReportBuilder:
@@ -33,15 +65,19 @@ def report(mode: Mode) -> ReportBuilder:
     return built
 
 
+def note_of(built: ReportBuilder, plan: LadderPlan = PLAN) -> messages.Notification:
+    return compose(message_lines(built, plan, None), built, CONTEXT)
+
+
 def test_a_partial_run_is_never_summarized_as_success() -> None:
     built = report(Mode.ENFORCE)
     built.error(LiveKitUnavailableError("cannot reach LiveKit at https://lk: timeout"))
     built.action(TASK, "cordon", Outcome.DONE, "cordoned (protection was on; desired count 4 -> 5)")
-    subject, body = compose(message_lines(built, PLAN, None, "prod", IDENTITY), built, "prod", "https://rb")
-    assert subject.startswith("[prod] worker drainer partial:")
-    assert "1 done" in subject
-    assert "1 error" in subject
-    assert "0 failed" not in subject
+    note = note_of(built)
+    subject, body = messages.render_email(note)
+    assert subject == "[prod] PARTIAL: worker drainer: cordon task 2789d238 done"
+    assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in body
+    assert note.severity is messages.Severity.WARNING
     assert "LiveKitUnavailable: cannot reach LiveKit" in body
     assert "rooms unknown" in body  # what the error leaves unknown
 
@@ -52,33 +88,46 @@ def test_failed_and_unknown_steps_are_counted_apart() -> None:
     lost = AwsApiError("ECS TagResource failed: Read timeout", aws_code="Transport")
     built.action(TASK, "cordon", Outcome.FAILED, refused.message, refused)
     built.action("t2", "stop", Outcome.UNKNOWN, lost.message, lost)
-    subject, body = compose(message_lines(built, PLAN, None, "prod", IDENTITY), built, "prod", "https://rb")
-    assert "1 failed" in subject
-    assert "1 unknown" in subject
-    assert "Failed (1):" in body
-    assert "Unknown outcome" in body
+    subject, body = messages.render_email(note_of(built))
+    assert subject.startswith(
+        "[prod] PARTIAL: worker drainer: cordon task 2789d238 failed; stop task t2 unknown"
+    )
+    assert "failed 1 · unknown 1" in body
+    assert f"cordon {TASK}: failed — ECS UpdateService failed: ThrottlingException [AwsApiError]" in body
+    assert f"stop t2: unknown — ECS TagResource failed: Read timeout [AwsApiError] ({UNKNOWN_NOTE})" in body
 
 
 def test_each_action_says_why_how_to_undo_and_where_to_look() -> None:
     built = report(Mode.ENFORCE)
     built.action(TASK, "cordon", Outcome.DONE, "cordoned")
-    _, body = compose(message_lines(built, PLAN, None, "prod", IDENTITY), built, "prod", "https://rb")
-    assert "why: degraded: resident: 240 warnings" in body
-    command = next(line for line in body.splitlines() if "undo: " in line)
-    assert "--function-name lkfr-prod-worker-drainer" in command
-    assert "--cli-binary-format raw-in-base64-out" in command
-    payload = json.loads(re.search(r"--payload '([^']*)'", command).group(1))  # type: ignore[union-attr]
+    note = note_of(built)
+    assert f"cordon {TASK}: degraded: resident: 240 warnings over 25.0 min" in "\n".join(note.why)
+    undrain = next(undo for undo in note.undo if "undrain" in undo.label)
+    assert "--function-name lkfr-prod-worker-drainer" in undrain.command
+    assert "--cli-binary-format raw-in-base64-out" in undrain.command
+    payload = json.loads(re.search(r"--payload '([^']*)'", undrain.command).group(1))  # type: ignore[union-attr]
     assert payload == {"action": "undrain", "task": TASK, "dry_run": False}
+    _, body = messages.render_email(note)
     assert f"https://eu-west-1.console.aws.amazon.com/ecs/v2/clusters/agents/tasks/{TASK}/" in body
+    assert "#alarmsV2:alarm/livekit-prod-vad-slow-inference" in body
+    assert "Runbook: https://runbooks.example.com/repo/" in body
+    assert note.resources == [TASK_ARN]
 
 
 def test_a_dry_run_tells_what_it_would_have_done() -> None:
     built = report(Mode.DRY_RUN)
-    subject, body = compose(message_lines(built, PLAN, None, "prod", IDENTITY), built, "prod", "https://rb")
-    assert subject.startswith(f"[prod] DRY RUN — worker drainer would have: cordon {TASK}")
-    assert "DRY RUN — would have" in body
-    assert "Would have (dry run: nothing was changed) (1):" in body
-    assert "undo:" not in body  # nothing was done, nothing to undo
+    built.candidate(TASK, Decision.WOULD_ACT, "cordon: degraded")
+    note = note_of(built)
+    subject, body = messages.render_email(note)
+    assert subject == "[prod] DRY RUN - would have cordoned task 2789d238"
+    assert body.startswith("DRY RUN — would have cordoned task 2789d238")
+    assert "would act 1 · done 0" in body
+    assert "undrain" not in body  # nothing was done, nothing to undo
+    exclude = next(undo for undo in note.undo if "Keep the drainer off" in undo.label)
+    assert exclude.command == (
+        f"aws ecs tag-resource --resource-arn {TASK_ARN} --tags key=livekit-drainer:exclude,value=true"
+    )
+    assert note.severity is messages.Severity.WARNING  # as in enforce: a worker would be taken out
 
 
 def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
@@ -86,5 +135,77 @@ def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
         TASK, TASK, Step.SKIP, "guardrail: 1 draining, at most 1 at once", State.HEALTHY, notify=True
     )
     quiet = PlannedStep("t9", "t9", Step.WAIT, "draining", State.DRAINING)
-    lines = message_lines(report(Mode.ENFORCE), LadderPlan((refusal, quiet), 3, 1), None, "prod", IDENTITY)
+    built = report(Mode.ENFORCE)
+    lines = message_lines(built, LadderPlan((refusal, quiet), 3, 1), None)
     assert [(line.section, line.key) for line in lines] == [("refused", f"{TASK}#guardrail: 1")]
+    note = compose(lines, built, CONTEXT)
+    assert note.headline == "worker drainer: skipped task 2789d238: guardrail: 1 draining, at most 1 at once"
+    assert note.counts.refused == 1
+    assert note.severity is messages.Severity.WARNING
+
+
+def test_fleet_wide_slowness_is_critical_and_an_undo_alone_is_information() -> None:
+    fleet = Line("fleet", "fleet-wide slow inference, nothing drained", key="fleet")
+    undone = Line("done", f"undo {TASK}: done — unmarked", "undo", TASK, outcome=Outcome.DONE)
+    assert severity([fleet]) is messages.Severity.CRITICAL
+    assert severity([undone]) is messages.Severity.INFO
+
+
+@pytest.mark.parametrize("mode", [Mode.DRY_RUN, Mode.ENFORCE])
+def test_the_chat_message_follows_the_custom_notification_schema(mode: Mode) -> None:
+    built = report(mode)
+    if mode is Mode.ENFORCE:
+        built.action(TASK, "cordon", Outcome.DONE, "cordoned")
+    else:
+        built.candidate(TASK, Decision.WOULD_ACT, "cordon: degraded")
+    note = note_of(built)
+    chat = messages.render_chat(note)
+    jsonschema.validate(chat, CHAT_NOTIFICATION_SCHEMA)
+    assert chat["metadata"]["threadId"] == INCIDENT
+    assert chat["metadata"]["eventType"] == "LiveKitFleetRemediation.worker_drainer"
+    assert messages.message_attributes(note)["severity"] == "warning"
+    assert any("aws ssm put-parameter" in step for step in chat["content"]["nextSteps"])
+
+
+NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
+
+
+def test_each_trigger_names_its_incident() -> None:
+    def incident(event: dict[str, object]) -> str:
+        return trigger_incident(route_drainer_event(event, "it"), "it", NOW)
+
+    opened = "it.livekit-it-vad-slow-inference.20260915T174000Z"
+    assert incident(alarm_event()) == opened
+    resolved = alarm_event("OK")
+    resolved["detail"]["previousState"] = {"value": "ALARM", "timestamp": "2026-09-15T17:40:00.000+0000"}  # type: ignore[index]
+    assert incident(resolved) == opened  # an OK belongs to the ALARM it ends
+    assert incident(schedule_event()) == "it.worker-drainer.20260915T174100Z"
+    assert incident({"action": "drain", "task": TASK}) == "it.worker-drainer.20260915T174500Z"
+    carried = suspect_event(TASK, NOW)
+    carried["detail"]["incident_id"] = "it.livekit-it-tts-reach.20260915T174100Z"  # type: ignore[index]
+    assert incident(carried) == "it.livekit-it-tts-reach.20260915T174100Z"
+    # An older responder's event without one: the same id its alarm and window name, every time.
+    assert incident(suspect_event(TASK, NOW)) == "it.livekit-it-tts-reach.20260915T174500Z"
+
+
+def test_a_schedule_run_threads_under_the_incident_that_started_the_ladder() -> None:
+    parsed = route_drainer_event(schedule_event(), "it")
+    stop = PlannedStep(TASK, TASK_ARN, Step.STOP, "drained: no active jobs", State.DRAINING)
+    task = EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc", {INCIDENT_TAG: INCIDENT})
+    snapshot = Snapshot(NOW, [task], None)
+    run = "it.worker-drainer.20260915T174100Z"
+    assert message_incident(parsed, run, LadderPlan((stop,), 3, 1), snapshot) == INCIDENT
+    unmarked = Snapshot(NOW, [EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc")], None)
+    assert message_incident(parsed, run, LadderPlan((stop,), 3, 1), unmarked) == run
+    # An alarm's run threads under the alarm's incident, whatever ladders it advances.
+    by_alarm = route_drainer_event(alarm_event(), "it")
+    assert message_incident(by_alarm, "it.alarm", LadderPlan((stop,), 3, 1), snapshot) == "it.alarm"
+
+
+def test_an_incident_id_is_made_to_fit_an_ecs_tag_value() -> None:
+    assert incident_tag_value(INCIDENT) == INCIDENT
+    odd = "team incident #42 (sev1) ✓ " + "x" * 300
+    fitted = incident_tag_value(odd)
+    assert re.fullmatch(r"[A-Za-z0-9+\-=._:/@]{1,256}", fitted)
+    assert fitted == incident_tag_value(odd)  # deterministic
+    assert fitted != incident_tag_value(odd.replace("#42", "#43"))

@@ -28,6 +28,7 @@ from worker_drainer.adapters.ecs_tasks import (
     ECS_TASK_ACTIONS,
 )
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
+from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
 
 # What a Lambda function needs to attach to a VPC; EC2 grants these on "*" only.
 VPC_ACCESS_ACTIONS = (
@@ -167,7 +168,9 @@ class WorkerDrainer(Construct):
             )
         )
         self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=list(LEDGER_ACTIONS), resources=[self.ledger.table_arn])
+            iam.PolicyStatement(
+                actions=sorted(set(LEDGER_ACTIONS) | set(OUTBOX_ACTIONS)), resources=[self.ledger.table_arn]
+            )
         )
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn])

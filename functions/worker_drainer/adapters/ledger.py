@@ -12,6 +12,8 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
   on the same item, its outcome (written after); an item without an outcome was interrupted.
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
+- ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
+  held for Lambda's retry, and the delivery once-keys (``adapters.outbox``).
 """
 
 from __future__ import annotations

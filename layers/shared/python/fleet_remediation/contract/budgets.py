@@ -29,5 +29,10 @@ def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
 
 def drainer_seconds_needed(insights_timeout_seconds: float) -> float:
     """Three Logs Insights queries (statistics, job sightings, a suspect worker's TTS outcomes), one
-    step, and the report."""
-    return 3 * insights_timeout_seconds + DRAINER_STEP_BUDGET_SECONDS + REPORT_MARGIN_SECONDS
+    step, the notification and the report."""
+    return (
+        3 * insights_timeout_seconds
+        + DRAINER_STEP_BUDGET_SECONDS
+        + NOTIFICATION_BUDGET_SECONDS
+        + REPORT_MARGIN_SECONDS
+    )

@@ -51,8 +51,8 @@ INVOCATION_FAILED = MetricDefinition(
     tuple(FunctionName),
     "1 when the invocation's report ended with status 'failed', else 0.",
 )
-# Emitted by the functions that deliver through ``adapters.notifier.NotificationDelivery``.
-_DELIVERING = (FunctionName.ZOMBIE_REAPER, FunctionName.TTS_REACH_ALARM)
+# Emitted by the functions that deliver through ``adapters.notifier.NotificationDelivery``: all three.
+_DELIVERING = (FunctionName.ZOMBIE_REAPER, FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
 NOTIFICATIONS_SENT = MetricDefinition("NotificationsSent", _DELIVERING, "Notifications delivered to SNS.")
 NOTIFICATIONS_LOST = MetricDefinition(
     "NotificationsLost",

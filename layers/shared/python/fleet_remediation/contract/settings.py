@@ -92,7 +92,7 @@ class DrainerSection(StrictModel):
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     insights_timeout_seconds: float = Field(
-        default=15.0, gt=0, le=120, description="Per Logs Insights query."
+        default=13.0, gt=0, le=120, description="Per Logs Insights query."
     )
     agent_log_stream_prefix: str = Field(
         default="agent", min_length=1, description="awslogs-stream-prefix of the agent container."
@@ -109,7 +109,8 @@ class DrainerSection(StrictModel):
         if needed >= self.timeout_seconds:
             raise ValueError(
                 f"insights_timeout_seconds ({self.insights_timeout_seconds}) x 3 + "
-                f"{budgets.DRAINER_STEP_BUDGET_SECONDS:g} s of steps + {budgets.REPORT_MARGIN_SECONDS:g} s "
+                f"{budgets.DRAINER_STEP_BUDGET_SECONDS:g} s of steps + "
+                f"{budgets.NOTIFICATION_BUDGET_SECONDS + budgets.REPORT_MARGIN_SECONDS:g} s of reporting "
                 f"must be below timeout_seconds ({self.timeout_seconds})"
             )
         return self

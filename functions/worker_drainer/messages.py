@@ -1,0 +1,218 @@
+"""The drainer's message, in the shared model (``core.messages``), rendered to e-mail and chat like
+the other functions': one ``Notification`` made of a run's lines (``message_lines``).
+
+* headline: what happened ("worker drainer: cordon task 2789d238 done"), or in a dry run what
+  would have ("DRY RUN — would have cordoned task 2789d238"): steps first, then refusals, then
+  fleet-wide slowness, then errors;
+* why: the trigger and each step's evidence (the decision's reason);
+* counts: the report's, with the plan's refusals counted as refused;
+* undo: end a drain (``undrain``), drain again after an undo, keep the drainer off a task a dry run
+  would have drained (the exclude tag), and this function's own kill switch;
+* links: the runbook, the alarm behind the run, each task in the ECS console, the dashboard, and
+  this run's report in Logs Insights;
+* severity: critical for fleet-wide slowness (nothing the drainer can do), a warning when a worker
+  is (or would be) taken out or a step is refused, else info; a partial or failed run escalates.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName, lambda_function_name
+from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.core import messages
+from fleet_remediation.core.console_links import alarm_link, ecs_task_link
+from fleet_remediation.core.report import ReportBuilder, TriggerKind
+from worker_drainer.message_lines import Line
+from worker_drainer.plan_model import PlannedStep, Step
+from worker_drainer.validation import ServiceIdentity
+
+FUNCTION = FunctionName.WORKER_DRAINER
+# How a step reads after "DRY RUN — would have ...".
+DONE_FORM = {
+    Step.REAP: "reaped the over-age rooms of",
+    Step.CORDON: "cordoned",
+    Step.COMPLETE_CORDON: "completed the cordon of",
+    Step.STOP: "stopped",
+    Step.UNDO: "un-drained",
+    Step.SETTLE_CAPACITY: "settled the capacity held for",
+    Step.REVERT_CAPACITY: "given back the capacity of",
+}
+# Steps that take a worker out of service; the others put things back.
+TAKING_OUT = frozenset({Step.REAP, Step.CORDON, Step.COMPLETE_CORDON, Step.STOP})
+MARKING = frozenset({Step.REAP, Step.CORDON, Step.COMPLETE_CORDON})
+HEADLINE_ITEMS = 2
+
+
+@dataclass(frozen=True)
+class MessageContext:
+    settings: DrainerSettings
+    identity: ServiceIdentity
+    incident_id: str
+    # The alarm behind the run (the VAD alarm, or the TTS-reach alarm of a suspect-worker event).
+    alarm_name: str | None = None
+
+    @property
+    def region(self) -> str | None:
+        return self.identity.region or self.settings.aws_region
+
+
+def invoke_command(environment: str, action: str, task_id: str) -> str:
+    payload = json.dumps({"action": action, "task": task_id, "dry_run": False})
+    return (
+        f"aws lambda invoke --function-name {lambda_function_name(environment, FUNCTION)} "
+        f"--cli-binary-format raw-in-base64-out --payload '{payload}' {action}.json"
+    )
+
+
+def exclude_command(task_arn: str) -> str:
+    return f"aws ecs tag-resource --resource-arn {task_arn} --tags key={EXCLUDE_TAG},value=true"
+
+
+def _step(line: Line) -> Step | None:
+    return Step(line.action) if line.action in DONE_FORM else None
+
+
+def _done_form(line: Line) -> str:
+    step = _step(line)
+    return f"{DONE_FORM[step] if step else line.action} task {(line.task_id or '?')[:8]}"
+
+
+def _listing(items: list[str]) -> str:
+    more = len(items) - HEADLINE_ITEMS
+    return "; ".join(items[:HEADLINE_ITEMS]) + (f" (+{more} more)" if more > 0 else "")
+
+
+def headline(lines: list[Line]) -> tuple[str, str]:
+    """(as done in enforce, as "would have" in a dry run) for the most important lines."""
+    acted = [line for line in lines if line.outcome is not None]
+    would = [line for line in lines if line.section == "would"]
+    refused = [line for line in lines if line.section == "refused" and line.outcome is None]
+    errors = sorted({line.code for line in lines if line.code})
+    if acted or would:
+        done = [f"{a.action} task {(a.task_id or '?')[:8]} {a.outcome.value}" for a in acted if a.outcome]
+        forms = [_done_form(line) for line in acted + would]
+        return f"worker drainer: {_listing(done or forms)}", _listing(forms)
+    if refused:
+        skipped = [
+            f"skipped task {(r.task_id or '?')[:8]}: {r.step.reason if r.step else r.text}" for r in refused
+        ]
+        return f"worker drainer: {_listing(skipped)}", _listing(skipped)
+    if any(line.section == "fleet" for line in lines):
+        return (
+            "worker drainer: drained nothing: fleet-wide slow inference",
+            "drained nothing: fleet-wide slow inference",
+        )
+    problem = f"could not finish: {', '.join(errors) or 'unknown error'}"
+    return f"worker drainer: {problem}", f"checked the workers, but {problem}"
+
+
+def severity(lines: list[Line]) -> messages.Severity:
+    if any(line.section == "fleet" for line in lines):
+        return messages.Severity.CRITICAL
+    stepping = [_step(line) for line in lines if line.section in ("done", "failed", "unknown", "would")]
+    if any(line.section == "refused" for line in lines) or TAKING_OUT.intersection(stepping):
+        return messages.Severity.WARNING
+    return messages.Severity.INFO
+
+
+def undo_steps(lines: list[Line], environment: str) -> list[messages.Undo]:
+    found: dict[str, messages.Undo] = {}
+    for line in lines:
+        step, task = _step(line), line.task_id
+        if task is None:
+            continue
+        if line.section in ("done", "unknown") and step in MARKING:
+            label = f"End the drain of task {task} (undrain; the operator's cooldown follows)"
+            found.setdefault(
+                label, messages.Undo(label=label, command=invoke_command(environment, "undrain", task))
+            )
+        elif line.section == "done" and step is Step.UNDO:
+            label = f"Drain task {task} again by hand (it stays drained until undrain)"
+            found.setdefault(
+                label, messages.Undo(label=label, command=invoke_command(environment, "drain", task))
+            )
+        elif line.section == "would" and step in MARKING and line.step is not None:
+            label = f"Keep the drainer off task {task} for good"
+            found.setdefault(label, messages.Undo(label=label, command=exclude_command(line.step.task_arn)))
+    return [*found.values(), messages.stop_function_undo(environment, FUNCTION)]
+
+
+def trigger_line(report: ReportBuilder) -> str:
+    trigger = report.trigger
+    if trigger is None:
+        return "Trigger: unknown"
+    detail = trigger.detail
+    facts = {
+        TriggerKind.ALARM: f"{detail.get('state')} since {detail.get('since')}",
+        TriggerKind.SUSPECT_WORKER: f"task {detail.get('task_id')} named by the TTS responder, "
+        f"p = {detail.get('p_value')}",
+        TriggerKind.SCHEDULE: f"tick of {detail.get('time')}",
+        TriggerKind.MANUAL: f"{detail.get('action')} by hand",
+    }[trigger.kind]
+    return f"Trigger: {trigger.kind.value} {trigger.source}: {facts}"
+
+
+def _why(lines: list[Line], report: ReportBuilder) -> list[str]:
+    why = [trigger_line(report)]
+    for line in lines:
+        step = line.step
+        evidence = f"{step.step.value} {step.task_id}: {step.reason}" if step is not None else None
+        if evidence and line.section != "refused" and evidence not in why:
+            why.append(evidence)
+    return why + [line.text for line in lines if line.section == "fleet"]
+
+
+def _tasks(lines: list[Line]) -> list[PlannedStep]:
+    """The steps the message is about, one per task, in the order told."""
+    seen: dict[str, PlannedStep] = {}
+    for line in lines:
+        if line.step is not None:
+            seen.setdefault(line.step.task_id, line.step)
+    return list(seen.values())
+
+
+def _links(lines: list[Line], report: ReportBuilder, context: MessageContext) -> list[messages.Link]:
+    settings, region = context.settings, context.region
+    general = messages.function_links(
+        region=region,
+        environment=settings.environment_name,
+        function=FUNCTION,
+        runbook=settings.runbook(FUNCTION),
+        invocation_id=report.invocation_id,
+        around=report.started_at,
+    )
+    links = general[:1]  # the runbook first
+    if region is not None:
+        if context.alarm_name:
+            links.append(messages.Link(label="Alarm", url=alarm_link(region, context.alarm_name)))
+        for step in _tasks(lines)[: messages.MAX_LISTED]:
+            url = ecs_task_link(region, settings.ecs_cluster, step.task_id)
+            links.append(messages.Link(label=f"ECS task {step.task_id}", url=url))
+    return links + general[1:]
+
+
+def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -> messages.Notification:
+    env = context.settings.environment_name
+    counts = messages.Counts.from_report(report)
+    # Refusals by the plan (a guardrail, an excluded task, a protected room) are refusals too.
+    refused = sum(line.section == "refused" and line.outcome is None for line in lines)
+    acted, would = headline(lines)
+    return messages.Notification(
+        environment=env,
+        function=FUNCTION,
+        incident_id=context.incident_id,
+        severity=severity(lines),
+        mode=report.mode,
+        status=report.status(),
+        headline=messages.mode_headline(report.mode, acted=acted, would=would),
+        why=_why(lines, report),
+        details=[line.text for line in lines if line.section not in ("error", "fleet")],
+        counts=counts.model_copy(update={"refused": counts.refused + refused}),
+        errors=[line.text for line in lines if line.section == "error"],
+        undo=undo_steps(lines, env),
+        links=_links(lines, report, context),
+        resources=[step.task_arn for step in _tasks(lines)],
+        invocation_id=report.invocation_id,
+    )
