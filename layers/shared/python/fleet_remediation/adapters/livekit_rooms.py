@@ -1,26 +1,47 @@
-"""LiveKit RoomService adapter: explicit timeouts, typed errors, credentials that are never logged."""
+"""LiveKit RoomService adapter: a deadline on every request, typed errors, one signed token per
+client, credentials that are never logged.
+
+livekit-api and aiohttp are imported when a client is created, not with this module: a handler
+whose invocation never reaches LiveKit (kill switch off, a bad event) does not pay for them on a
+cold start.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
-import aiohttp
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
-from livekit import api as lkapi
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from fleet_remediation.core.errors import LiveKitApiError, LiveKitUnavailableError, SecretError
+from fleet_remediation.core.errors import (
+    LiveKitApiError,
+    LiveKitBadReplyError,
+    LiveKitTimeoutError,
+    LiveKitUnavailableError,
+    RemediationError,
+    SecretError,
+)
+
+if TYPE_CHECKING:
+    from livekit import api as lkapi
+    from livekit.api.room_service import RoomService as LiveKitRooms
 
 # LiveKit answers a DeleteRoom/ListRooms for a room that no longer exists with this Twirp code.
 NOT_FOUND = "not_found"
 SECRET_MAX_AGE_SECONDS = 300
+# One token signs every call of a client; it is signed again this long before it expires. A client
+# lives for one invocation (at most Lambda's 15 minutes), so it is signed about once per run.
+TOKEN_TTL = timedelta(minutes=10)
+TOKEN_RENEW_MARGIN_SECONDS = 60.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveRoom:
     name: str
     sid: str
@@ -62,63 +83,127 @@ def read_credentials(secret_id: str, provider: SecretsProvider | None = None) ->
 
 def _created_at(room: Any) -> datetime | None:
     # creation_time_ms is newer and more precise; fall back to seconds; 0 means "not set".
-    millis = int(getattr(room, "creation_time_ms", 0) or 0)
+    millis = room.creation_time_ms
     if millis > 0:
         return datetime.fromtimestamp(millis / 1000, tz=UTC)
-    seconds = int(room.creation_time or 0)
+    seconds = room.creation_time
     return datetime.fromtimestamp(seconds, tz=UTC) if seconds > 0 else None
 
 
 class LiveKitRoomService:
-    """RoomService over livekit-api. Every request has its own timeout and no region failover
-    (a self-hosted server has one origin; failover would multiply the time a dead server costs)."""
+    """RoomService over livekit-api.
+
+    Deadlines: livekit-api 1.2.2 passes ``timeout=None`` on every request, which aiohttp reads as
+    "no limit" (the session's timeout is never used), so each request runs inside its own
+    ``asyncio.timeout``; what it bounds is the whole request: connect, send, wait, read, decode.
+    No region failover (a self-hosted server has one origin; failover would multiply the time a
+    dead server costs).
+
+    Signing: livekit-api signs a fresh JWT for every call; this client signs one token with the
+    grants the reaper needs (list, create/delete) and reuses it until shortly before it expires.
+    """
 
     def __init__(
-        self, url: str, credentials: LiveKitCredentials, request_timeout_seconds: float = 5.0
+        self,
+        url: str,
+        credentials: LiveKitCredentials,
+        request_timeout_seconds: float = 5.0,
+        *,
+        token_ttl: timedelta = TOKEN_TTL,
     ) -> None:
+        import aiohttp
+
         self.url = url
         self.calls = 0
-        self._timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
-        self._api = lkapi.LiveKitAPI(
-            url,
-            credentials.api_key.get_secret_value(),
-            credentials.api_secret.get_secret_value(),
-            timeout=self._timeout,
-            failover=False,
-        )
+        self.tokens_signed = 0
+        self.request_timeout_seconds = request_timeout_seconds
+        self._credentials = credentials
+        self._token_ttl = token_ttl
+        # Our own session, so the token can be renewed without a new connection pool; its timeout
+        # is a second guard for any request that does pass the session default through.
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=request_timeout_seconds))
+        self._api: lkapi.LiveKitAPI | None = None
+        self._renew_at = 0.0
 
     async def list_rooms(self, names: Sequence[str] | None = None) -> list[LiveRoom]:
+        from livekit import api as lkapi
+
         request = lkapi.ListRoomsRequest(names=list(names or []))
-        response = await self._call("ListRooms", self._api.room.list_rooms(request), resource=None)
+        response = await self._call("ListRooms", lambda rooms: rooms.list_rooms(request), resource=None)
         return [
-            LiveRoom(
-                name=room.name,
-                sid=room.sid,
-                created_at=_created_at(room),
-                num_participants=int(room.num_participants),
-            )
-            for room in response.rooms
+            LiveRoom(room.name, room.sid, _created_at(room), room.num_participants) for room in response.rooms
         ]
 
     async def delete_room(self, name: str) -> None:
-        await self._call("DeleteRoom", self._api.room.delete_room(lkapi.DeleteRoomRequest(room=name)), name)
+        from livekit import api as lkapi
+
+        request = lkapi.DeleteRoomRequest(room=name)
+        await self._call("DeleteRoom", lambda rooms: rooms.delete_room(request), resource=name)
 
     async def aclose(self) -> None:
-        await self._api.aclose()
+        await self._session.close()
 
-    async def _call(self, method: str, request: Any, resource: str | None) -> Any:
+    def _rooms(self) -> LiveKitRooms:
+        from livekit import api as lkapi
+
+        if self._api is None or time.monotonic() >= self._renew_at:
+            token = (
+                lkapi.AccessToken(
+                    self._credentials.api_key.get_secret_value(),
+                    self._credentials.api_secret.get_secret_value(),
+                )
+                .with_grants(lkapi.VideoGrants(room_list=True, room_create=True))
+                .with_ttl(self._token_ttl)
+                .to_jwt()
+            )
+            self.tokens_signed += 1
+            # A pre-signed token is livekit-api's documented token mode; the session stays ours.
+            self._api = lkapi.LiveKitAPI.with_token(token, self.url, session=self._session, failover=False)
+            self._renew_at = time.monotonic() + self._token_ttl.total_seconds() - TOKEN_RENEW_MARGIN_SECONDS
+        return self._api.room
+
+    async def _call(self, method: str, send: Callable[[LiveKitRooms], Any], resource: str | None) -> Any:
         self.calls += 1
         try:
-            return await request
-        except lkapi.ServerError as exc:
-            raise LiveKitApiError(
-                f"LiveKit {method} failed: {exc.code}: {exc.message}", twirp_code=exc.code, resource=resource
-            ) from exc
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise LiveKitUnavailableError(
-                f"LiveKit {method} at {self.url} did not answer: {type(exc).__name__}: {exc}",
-                resource=resource,
-            ) from exc
+            async with asyncio.timeout(self.request_timeout_seconds):
+                return await send(self._rooms())
+        except Exception as exc:
+            error = _typed_error(method, self.url, self.request_timeout_seconds, exc, resource)
+            if error is None:
+                raise
+            raise error from exc
+
+
+def _typed_error(
+    method: str, url: str, timeout_seconds: float, exc: Exception, resource: str | None
+) -> RemediationError | None:
+    """The typed error for what livekit-api, aiohttp or protobuf raised; None for anything else
+    (a bug of ours, which the handler reports as InternalError)."""
+    import aiohttp
+    from google.protobuf.message import DecodeError
+    from livekit import api as lkapi
+
+    if isinstance(exc, lkapi.ServerError):
+        return LiveKitApiError(
+            f"LiveKit {method} failed: HTTP {exc.status} {exc.code}: {exc.message}",
+            twirp_code=exc.code,
+            resource=resource,
+            http_status=exc.status,
+        )
+    if isinstance(exc, TimeoutError):
+        return LiveKitTimeoutError(
+            f"LiveKit {method} at {url} did not answer within {timeout_seconds:g}s", resource=resource
+        )
+    if isinstance(exc, DecodeError):
+        return LiveKitBadReplyError(
+            f"LiveKit {method} at {url} answered with a body that is not a {method} reply: {exc}",
+            resource=resource,
+        )
+    if isinstance(exc, (aiohttp.ClientError, OSError)):
+        return LiveKitUnavailableError(
+            f"LiveKit {method} at {url} did not answer: {type(exc).__name__}: {exc}", resource=resource
+        )
+    return None
 
 
 def room_service_factory(

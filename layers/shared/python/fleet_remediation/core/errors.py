@@ -53,14 +53,31 @@ class LiveKitUnavailableError(RemediationError):
     code = "LiveKitUnavailable"
 
 
+class LiveKitTimeoutError(LiveKitUnavailableError):
+    """A LiveKit request got no complete answer within its deadline. The request may have reached
+    the server, so whether it acted is unknown until the resource is read again."""
+
+    code = "LiveKitTimeout"
+
+
 class LiveKitApiError(RemediationError):
     """The LiveKit server answered with an error we do not treat as success."""
 
     code = "LiveKitApiError"
 
-    def __init__(self, message: str, *, twirp_code: str, resource: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, twirp_code: str, resource: str | None = None, http_status: int | None = None
+    ) -> None:
         super().__init__(message, resource=resource)
         self.twirp_code = twirp_code
+        self.http_status = http_status
+
+
+class LiveKitBadReplyError(RemediationError):
+    """The LiveKit server (or something in front of it) answered 200 with a body that is not the
+    expected protobuf message. The request may have been carried out."""
+
+    code = "LiveKitBadReply"
 
 
 class AwsApiError(RemediationError):
