@@ -17,10 +17,15 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import (
+    NOTIFICATION_BUDGET_SECONDS,
+    NOTIFICATION_PUBLISH,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
@@ -52,8 +57,8 @@ class TtsReachDependencies:
         settings = settings_from_environment(TtsReachSettings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name),
-            notifier=SnsNotifier(settings.notification_topic_arn),
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name, provider=ssm_provider()),
+            notifier=SnsNotifier(settings.notification_topic_arn, client=aws_client(NOTIFICATION_PUBLISH)),
             events=EventBridgePublisher(EVENT_BUS_NAME),
             insights=CloudWatchLogsInsights(),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),

@@ -7,9 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
+from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
@@ -38,8 +40,8 @@ class DrainerDependencies:
         policy = settings.drainer.policy
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name),
-            notifier=SnsNotifier(settings.notification_topic_arn),
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name, provider=ssm_provider()),
+            notifier=SnsNotifier(settings.notification_topic_arn, client=aws_client(NOTIFICATION_PUBLISH)),
             ecs=BotoEcsTasks(
                 settings.ecs_cluster,
                 settings.ecs_service,

@@ -12,9 +12,10 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import Field
 
+from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH, REPORT_MARGIN_SECONDS
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
 from fleet_remediation.core.errors import InvalidEventError
@@ -44,8 +45,8 @@ class ReaperDependencies:
 
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name),
-            notifier=SnsNotifier(settings.notification_topic_arn),
+            mode_switch=SsmModeSwitch(settings.mode_parameter_name, provider=ssm_provider()),
+            notifier=SnsNotifier(settings.notification_topic_arn, client=aws_client(NOTIFICATION_PUBLISH)),
             room_service_factory=room_service_factory(
                 str(settings.livekit_url),
                 settings.livekit_secret_id,

@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from fleet_remediation.adapters.aws_clients import secrets_provider
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -66,7 +67,7 @@ class LiveKitCredentials(BaseModel):
 
 def read_credentials(secret_id: str, provider: SecretsProvider | None = None) -> LiveKitCredentials:
     """Read ``{"api_key": ..., "api_secret": ...}`` from Secrets Manager (cached five minutes)."""
-    secrets = provider or SecretsProvider()
+    secrets = provider or secrets_provider()
     try:
         value = secrets.get(secret_id, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
     except (GetParameterError, TransformParameterError) as exc:

@@ -1,5 +1,6 @@
 """CloudWatch Logs Insights adapter: StartQuery, then GetQueryResults until the query completes or
-the deadline (always shorter than the caller's) passes; failures become typed errors.
+the deadline (always shorter than the caller's) passes; failures become typed errors. An API call
+starts only while its worst case (``LOGS_INSIGHTS_CALL``) still ends before the deadline.
 
 Rows come back as plain dicts (``{"@logStream": "...", "failed": "3"}``; Insights returns every
 value as a string) without the ``@ptr`` field.
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import LOGS_INSIGHTS_CALL
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, aws_api_errors
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
 Row = dict[str, str]
 DONE = "Complete"
 FAILED_STATUSES = frozenset({"Failed", "Cancelled", "Timeout", "Unknown"})
-# One API call must end well inside the query deadline.
-API_CALL_TIMEOUT_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -62,14 +61,7 @@ class CloudWatchLogsInsights:
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._client = client or boto3.client(
-            "logs",
-            config=Config(
-                connect_timeout=API_CALL_TIMEOUT_SECONDS,
-                read_timeout=API_CALL_TIMEOUT_SECONDS,
-                retries={"max_attempts": 2, "mode": "standard"},
-            ),
-        )
+        self._client = client or aws_client(LOGS_INSIGHTS_CALL)
         self._poll = poll_interval_seconds
         self._sleep = sleep
         self._monotonic = monotonic
@@ -77,7 +69,7 @@ class CloudWatchLogsInsights:
     def run_query(
         self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
     ) -> QueryResult:
-        if self._monotonic() >= deadline:
+        if self._monotonic() + LOGS_INSIGHTS_CALL.worst_case_seconds > deadline:
             raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
         started: Any = self._call(
             "StartQuery",
@@ -107,8 +99,9 @@ class CloudWatchLogsInsights:
                     aws_code=f"Query{status}",
                     resource=log_group,
                 )
-            if self._monotonic() + self._poll >= deadline:
-                self._stop(query_id)
+            if self._monotonic() + self._poll + LOGS_INSIGHTS_CALL.worst_case_seconds > deadline:
+                if self._monotonic() + LOGS_INSIGHTS_CALL.worst_case_seconds <= deadline:
+                    self._stop(query_id)
                 raise DeadlineExceededError(
                     f"Logs Insights query {query_id} still {status} at the deadline", resource=log_group
                 )
