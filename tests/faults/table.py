@@ -61,16 +61,18 @@ def recorder_for(nodeid: str) -> FaultRecorder:
     return FaultRecorder(row)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
-    outcome = yield
-    report = outcome.get_result()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     for row in ROWS:
         if row.nodeid != item.nodeid:
             continue
         if report.when == "call" or report.failed:
             # A failure in set-up, the test or tear-down is a fault not survived.
             row.survived = report.passed if row.survived is not False else False
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
