@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
 from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH, REPORT_MARGIN_SECONDS
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
+from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
 from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.invocation import decide_mode
@@ -28,7 +29,11 @@ from fleet_remediation.domain.reaping import ReapExecutor, ReapPlan, ReapResult,
 
 
 class ReaperManualEvent(ManualEvent):
-    max_age_seconds: int | None = Field(default=None, gt=0, description="Stricter max age for this run.")
+    max_age_seconds: StrictInt | None = Field(
+        default=None,
+        ge=MIN_MANUAL_MAX_AGE_SECONDS,
+        description="Stricter max age for this run (a JSON integer, at least a minute).",
+    )
 
 
 @dataclass

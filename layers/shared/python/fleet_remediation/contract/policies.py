@@ -27,6 +27,11 @@ class RoomRule(StrictModel):
         return self
 
 
+# A manual run's stricter max age may not go below this: a younger room is a lesson starting, never a
+# zombie, and a typo of seconds for minutes must not empty the fleet.
+MIN_MANUAL_MAX_AGE_SECONDS = 60
+
+
 class ReaperPolicy(StrictModel):
     """What the zombie reaper may delete, and how much per run."""
 
