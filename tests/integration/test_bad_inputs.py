@@ -97,6 +97,9 @@ def without(mapping: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k not in keys}
 
 
+WRONG_DRY_RUNS: tuple[object, ...] = ("false", "no", 0, 1, "true", None, [], {}, 0.0, "False")
+
+
 def generic_corpus(own_alarm: str, other_alarm: str) -> list[BadInput]:
     """What every function must reject the same way."""
     alarm = "CloudWatch Alarm State Change"
@@ -114,7 +117,7 @@ def generic_corpus(own_alarm: str, other_alarm: str) -> list[BadInput]:
         # dry_run of the wrong type: never taken for "enforce".
         *(
             BadInput(f"dry_run {value!r}", {"dry_run": value})
-            for value in ("false", "no", 0, 1, "true", None, [], {}, 0.0, "False")
+            for value in WRONG_DRY_RUNS
         ),
         # Unknown keys.
         BadInput("misspelt dry_run key", {"dryrun": False}),
