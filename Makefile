@@ -84,10 +84,11 @@ synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
 deploy: setup ## Deploy one environment with the CDK CLI (ENV=staging; needs AWS credentials)
 	@node_modules/.bin/cdk deploy -c env=$(ENV) --no-notices
 
-bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick (prints figures)
+bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, TTS analysis (prints figures)
 	@$(PY) -m bench.reaper_scale
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
+	@$(PY) -m bench.tts_concentration
 
 clean: ## Remove build output (keeps the venv and tools)
 	rm -rf build cdk.out .demo

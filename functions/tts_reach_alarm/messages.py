@@ -6,10 +6,7 @@ from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import FunctionName, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.console_links import alarm_link, dashboard_link, logs_insights_link
-from tts_reach_alarm.analysis import (
-    MAX_LISTED_JOBS,
-    job_outcomes_query,
-)
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
@@ -50,6 +47,11 @@ def compose_alarm_notification(
         f"TTS reach in window (first audio frames / responses): {reach}; alarm datapoints: {alarm_view}",
         f"Jobs with responses: {len(findings.jobs)} on {c.workers} worker(s); "
         f"failing: {len(findings.failing)}",
+        *(
+            [f"Note: the window holds more than {MAX_JOBS} jobs; these figures cover the first {MAX_JOBS}."]
+            if findings.truncated
+            else []
+        ),
         "",
         f"Verdict: {c.reason}",
     ]

@@ -22,21 +22,21 @@ from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
 from fleet_remediation.contract.budgets import (
-    NOTIFICATION_BUDGET_SECONDS,
     NOTIFICATION_PUBLISH,
     REPORT_MARGIN_SECONDS,
+    SUSPECT_EVENT_PUT,
+    guarded_action_seconds,
 )
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
+from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
 from fleet_remediation.core.observability import metrics
 from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
-from tts_reach_alarm.analysis import (
-    MAX_LISTED_JOBS,
-)
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate
 from tts_reach_alarm.messages import compose_alarm_notification, links
 from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transition
@@ -86,7 +86,10 @@ def run_tts_reach(
         return
     if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
         deps.once.register_lambda_context(context)
-    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
+    # The notification (with its once-only record) and the report always keep their time.
+    deadline = (
+        started + remaining_seconds - REPORT_MARGIN_SECONDS - guarded_action_seconds(NOTIFICATION_PUBLISH)
+    )
     if transition.state == "OK":
         _resolved(transition, report, deps)
         return
@@ -99,7 +102,7 @@ def run_tts_reach(
         if suspect:
             report.summary["would_emit"] = suspect.model_dump(mode="json")
         return
-    event_id = _emit_suspect(suspect, transition, report, deps) if suspect else None
+    event_id = _emit_suspect(suspect, transition, report, deps, deadline) if suspect else None
     if event_id:
         message += f"\nSuspect-worker event sent to the drainer: {event_id}"
     _publish(subject, message, transition, report, deps)
@@ -117,7 +120,13 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
         "verdict": "concentrated" if c.concentrated else "fleet-wide",
         "reason": c.reason,
         "p_value": c.p_value_family,
+        "p_value_exact": c.p_value_family_exact,
     }
+    if findings.truncated:
+        report.summary["jobs_truncated"] = (
+            f"the window holds more than MAX_JOBS={MAX_JOBS} jobs (Logs Insights returns at most "
+            f"10,000 rows); the test covers the {len(findings.jobs)} the query returned"
+        )
     if c.top is not None:
         report.candidate(
             c.top.log_stream,
@@ -157,13 +166,28 @@ def _once(
 
 
 def _emit_suspect(
-    detail: SuspectWorkerDetail, transition: Transition, report: ReportBuilder, deps: TtsReachDependencies
+    detail: SuspectWorkerDetail,
+    transition: Transition,
+    report: ReportBuilder,
+    deps: TtsReachDependencies,
+    deadline: float,
 ) -> str | None:
-    result, replayed = _once(
-        "suspect-worker", transition, deps, lambda: {"event_id": deps.events.put_suspect_worker(detail)}
-    )
+    """Hand the worker to the drainer, once per transition; not started without the time to finish
+    it (the notification after it keeps its own)."""
+    if time.monotonic() + guarded_action_seconds(SUSPECT_EVENT_PUT) > deadline:
+        reason = "deadline: not enough time left to send it; the notification says what was found"
+        report.action(detail.log_stream, "emit-suspect-worker", Outcome.SKIPPED, reason)
+        return None
+    intent = report.intend(detail.log_stream, "emit-suspect-worker", f"p={detail.p_value:.3g}")
+    try:
+        result, replayed = _once(
+            "suspect-worker", transition, deps, lambda: {"event_id": deps.events.put_suspect_worker(detail)}
+        )
+    except RemediationError as exc:
+        report.resolve(intent, Outcome.FAILED, exc.message, exc)
+        return None
     outcome = Outcome.ALREADY_DONE if replayed else Outcome.DONE
-    report.action(detail.log_stream, "emit-suspect-worker", outcome, f"event {result['event_id']}")
+    report.resolve(intent, outcome, f"event {result['event_id']}")
     return str(result["event_id"])
 
 
