@@ -133,7 +133,14 @@ async def _reap(
 
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
     for d in plan.decisions:
-        decision = report.planned() if d.reap else Decision.SKIP
+        if d.reap:
+            decision = report.planned()
+        elif report.lists_skip(d.verdict.value):
+            decision = Decision.SKIP
+        else:
+            # Most of a large fleet: counted by verdict, nothing built.
+            report.count_skip(d.verdict.value)
+            continue
         report.candidate(
             d.room.name,
             decision,

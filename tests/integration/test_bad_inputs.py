@@ -115,10 +115,7 @@ def generic_corpus(own_alarm: str, other_alarm: str) -> list[BadInput]:
         BadInput("event boolean", True),
         BadInput("event list of objects", [{"dry_run": False}]),
         # dry_run of the wrong type: never taken for "enforce".
-        *(
-            BadInput(f"dry_run {value!r}", {"dry_run": value})
-            for value in WRONG_DRY_RUNS
-        ),
+        *(BadInput(f"dry_run {value!r}", {"dry_run": value}) for value in WRONG_DRY_RUNS),
         # Unknown keys.
         BadInput("misspelt dry_run key", {"dryrun": False}),
         BadInput("upper-case DRY_RUN key", {"DRY_RUN": False}),

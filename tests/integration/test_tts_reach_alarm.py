@@ -21,7 +21,7 @@ from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
 from tts_reach_alarm.service import TtsReachDependencies
@@ -290,3 +290,15 @@ def test_concurrent_deliveries_of_one_transition_give_one_notification(aws: Aws,
     second = reports["second"]
     assert "ConcurrentAction" in [e["code"] for e in second["errors"]]
     assert second["notifications"] == []
+
+
+def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None:
+    event = alarm_event("OK")
+    event["detail"]["state"]["reason"] = "r" * 1_000_000
+    aws.deps.mode_switch = FixedModeSwitch(Mode.DRY_RUN)
+    report = lambda_handler(event, lambda_context, dependencies=aws.deps)
+    serialized = json.dumps(report)
+    assert len(serialized) < 8 * MAX_STRING_CHARS
+    assert "r" * (MAX_STRING_CHARS + 1) not in serialized
+    assert report["truncated"]["strings"] >= 1
+    assert report["summary"]["would_publish"]["message"].endswith("more characters]")

@@ -7,6 +7,7 @@ task's tags from moto through ``FakeEcsTaskMetadataEndpoint``."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -27,7 +28,7 @@ from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, F
 from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
 from worker_drainer.adapters.ecs_tasks import ecs_client_config
 from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 
@@ -356,3 +357,12 @@ def test_an_unknown_alarm_is_a_typed_error_and_drains_nothing(world: DrainerWorl
     assert [e["code"] for e in report["errors"]] == ["UnknownAlarm"]
     assert report["actions"] == []
     assert STATE_TAG not in world.tags(bad)
+
+
+def test_a_1mb_task_in_a_manual_payload_is_not_echoed(world: DrainerWorld) -> None:
+    report = world.invoke({"dry_run": True, "action": "drain", "task": "x" * 1_000_000})
+    serialized = json.dumps(report)
+    assert len(serialized) < 8 * MAX_STRING_CHARS
+    assert "x" * (MAX_STRING_CHARS + 1) not in serialized
+    assert report["truncated"]["strings"] >= 1
+    assert report["trigger"]["detail"]["task"].endswith(f"[{1_000_000 - MAX_STRING_CHARS} more characters]")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ def run_reported(
 ) -> dict[str, Any]:
     """Run ``body``; typed errors end up in the report, anything else is reported and re-raised so
     an asynchronous delivery is retried and, failing that, lands in the DLQ."""
-    builder = ReportBuilder(function, invocation_id)
+    builder = ReportBuilder(function, invocation_id, full_detail=logger.log_level == logging.DEBUG)
     # Known before any validation, so even a configuration failure names its environment.
     builder.environment = os.environ.get("ENVIRONMENT_NAME")
     if builder.environment:
@@ -34,6 +35,9 @@ def run_reported(
         unexpected = exc
     report = builder.finish()
     payload = report.model_dump(mode="json")
+    # What the bounded report could not hold goes first, as separate lines of the same invocation.
+    for part, items in enumerate(builder.detail_lines(), start=1):
+        logger.info("remediation report detail", extra={"report_detail": {"part": part, "items": items}})
     logger.info("remediation report", extra={"report": payload})
     for record in report.errors:
         metrics.add_metric(name=f"Error{record.code}", unit=MetricUnit.Count, value=1)

@@ -1,7 +1,28 @@
-"""The invocation report (DESIGN.md §3): exactly one per invocation, also when it fails."""
+"""The invocation report (DESIGN.md §3): exactly one per invocation, also when it fails.
+
+A report is bounded whatever the fleet size or the input, so its one log line always fits one
+CloudWatch Logs event (256 KB before 2025, 1 MB since) with room to spare and the runbooks'
+``report.*`` queries keep working:
+
+- every acted and would-act candidate and every action is listed;
+- skipped candidates are counted by reason in ``skipped``; the first ``SKIPPED_SAMPLE_SIZE`` of
+  each reason are listed, the rest only counted;
+- strings are cut to ``MAX_STRING_CHARS`` and lists/objects inside facts, the summary and the
+  trigger to ``MAX_COLLECTION_ITEMS``;
+- if the serialized report would still exceed ``MAX_REPORT_BYTES``, the listed skips go first,
+  then the candidates' facts, then (only in extreme cases) the tail of the lists.
+
+``truncated`` says what is not in the report and how much (empty when nothing is missing). What
+the cap pushed out of an acted candidate, an action or an error is logged before the report as
+``remediation report detail`` lines (each at most ``DETAIL_LINE_BYTES``, same invocation id);
+skipped candidates beyond the sample are logged there too when the log level is DEBUG.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -11,6 +32,16 @@ from pydantic import BaseModel, Field
 
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.observability import logger
+
+MAX_REPORT_BYTES = 200_000
+MAX_STRING_CHARS = 8_192
+MAX_COLLECTION_ITEMS = 100
+SKIPPED_SAMPLE_SIZE = 20
+# Reasons beyond this many distinct ones are counted together as OTHER_REASONS.
+MAX_SKIP_REASONS = 30
+SKIP_REASON_CHARS = 64
+OTHER_REASONS = "other"
+DETAIL_LINE_BYTES = 64_000
 
 
 class Mode(StrEnum):
@@ -53,24 +84,26 @@ class ErrorRecord(BaseModel):
     message: str
     resource: str | None = None
 
-    @classmethod
-    def from_error(cls, error: RemediationError) -> ErrorRecord:
-        return cls(code=error.code, message=error.message, resource=error.resource)
+
+# Empty facts, an empty reason and a missing error are left out of the serialized report: a
+# thousand deletions are a thousand candidates and a thousand actions, and must fit the cap.
+def _empty(value: Any) -> bool:
+    return not value
 
 
 class Candidate(BaseModel):
     resource: str
     decision: Decision
     reason: str
-    facts: dict[str, Any] = Field(default_factory=dict)
+    facts: dict[str, Any] = Field(default_factory=dict, exclude_if=_empty)
 
 
 class ActionRecord(BaseModel):
     resource: str
     action: str
     outcome: Outcome
-    reason: str = ""
-    error: ErrorRecord | None = None
+    reason: str = Field(default="", exclude_if=_empty)
+    error: ErrorRecord | None = Field(default=None, exclude_if=_empty)
 
 
 @dataclass
@@ -94,19 +127,72 @@ class Report(BaseModel):
     started_at: datetime
     finished_at: datetime
     candidates: list[Candidate]
+    skipped: dict[str, int]
     actions: list[ActionRecord]
     errors: list[ErrorRecord]
     summary: dict[str, Any]
     notifications: list[str]
+    truncated: dict[str, int]
+
+    def serialized_bytes(self) -> int:
+        """The size of the report as the logger writes it (compact JSON, UTF-8)."""
+        return len(self.model_dump_json().encode())
+
+
+def skip_reason(reason: str) -> str:
+    """What skipped candidates are counted by: the reason's leading word(s) up to the first colon
+    ("under-age: ..." -> "under-age"), so free-form detail after it does not split the count."""
+    return reason.split(":", 1)[0].strip()[:SKIP_REASON_CHARS]
+
+
+class _Bounder:
+    """Cuts strings and collections to the named limits and counts what it cut."""
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+
+    def text(self, value: str) -> str:
+        if len(value) <= MAX_STRING_CHARS:
+            return value
+        self.counts["strings"] += 1
+        return f"{value[:MAX_STRING_CHARS]}...[{len(value) - MAX_STRING_CHARS} more characters]"
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return self.mapping(value)
+        if isinstance(value, (list, tuple)):
+            if len(value) > MAX_COLLECTION_ITEMS:
+                self.counts["collection_items"] += len(value) - MAX_COLLECTION_ITEMS
+            return [self.value(item) for item in value[:MAX_COLLECTION_ITEMS]]
+        return value
+
+    def mapping(self, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > MAX_COLLECTION_ITEMS:
+            self.counts["collection_items"] += len(value) - MAX_COLLECTION_ITEMS
+        items = list(value.items())[:MAX_COLLECTION_ITEMS]
+        return {self.text(str(key)): self.value(item) for key, item in items}
 
 
 class ReportBuilder:
-    """Collects what one invocation saw, decided and did. ``finish`` is called exactly once."""
+    """Collects what one invocation saw, decided and did. ``finish`` is called exactly once.
 
-    def __init__(self, function: str, invocation_id: str | None, started_at: datetime | None = None) -> None:
+    ``full_detail``: keep every skipped candidate beyond the sample for the detail log lines
+    (costly at fleet scale; the handlers turn it on at DEBUG log level only)."""
+
+    def __init__(
+        self,
+        function: str,
+        invocation_id: str | None,
+        started_at: datetime | None = None,
+        *,
+        full_detail: bool = False,
+    ) -> None:
         self.function = function
         self.invocation_id = invocation_id
         self.started_at = started_at or datetime.now(UTC)
+        self.full_detail = full_detail
         self.environment: str | None = None
         self.trigger: Trigger | None = None
         self.mode: Mode | None = None
@@ -116,9 +202,37 @@ class ReportBuilder:
         self.summary: dict[str, Any] = {}
         self.notifications: list[str] = []
         self._intents: list[Intent] = []
+        self.skipped: Counter[str] = Counter()
+        self.truncated: Counter[str] = Counter()
+        self.detail: list[dict[str, Any]] = []
+        self._bound = _Bounder(self.truncated)
+        self._listed_skips: Counter[str] = Counter()
 
     def candidate(self, resource: str, decision: Decision, reason: str, **facts: Any) -> None:
-        self.candidates.append(Candidate(resource=resource, decision=decision, reason=reason, facts=facts))
+        """Record a decision. A skip is counted under ``skip_reason(reason)`` and listed only while
+        that reason's sample has room."""
+        if decision is Decision.SKIP:
+            key = self._skip_key(reason)
+            self.skipped[key] += 1
+            if self._listed_skips[key] >= SKIPPED_SAMPLE_SIZE:
+                self.truncated["candidates"] += 1
+                if self.full_detail:
+                    self.detail.append(
+                        self._candidate(resource, decision, reason, facts).model_dump(mode="json")
+                    )
+                return
+            self._listed_skips[key] += 1
+        self.candidates.append(self._candidate(resource, decision, reason, facts))
+
+    def lists_skip(self, reason: str) -> bool:
+        """Whether a skip with this reason would be listed or kept for the detail lines. When not,
+        a caller deciding a whole fleet calls ``count_skip`` and builds no candidate at all."""
+        return self.full_detail or self._listed_skips[self._skip_key(reason)] < SKIPPED_SAMPLE_SIZE
+
+    def count_skip(self, reason: str) -> None:
+        """Count a skip that is not listed (see ``lists_skip``)."""
+        self.skipped[self._skip_key(reason)] += 1
+        self.truncated["candidates"] += 1
 
     def action(
         self,
@@ -129,11 +243,11 @@ class ReportBuilder:
         error: RemediationError | None = None,
     ) -> ActionRecord:
         record = ActionRecord(
-            resource=resource,
+            resource=self._bound.text(resource),
             action=action,
             outcome=outcome,
-            reason=reason,
-            error=ErrorRecord.from_error(error) if error else None,
+            reason=self._bound.text(reason),
+            error=self._error_record(error.code, error.message, error.resource) if error else None,
         )
         self.actions.append(record)
         return record
@@ -177,10 +291,10 @@ class ReportBuilder:
                 self.resolve(intent, Outcome.UNKNOWN, "no outcome recorded: the step was interrupted")
 
     def error(self, error: RemediationError) -> None:
-        self.errors.append(ErrorRecord.from_error(error))
+        self.errors.append(self._error_record(error.code, error.message, error.resource))
 
     def internal_error(self, exc: BaseException) -> None:
-        self.errors.append(ErrorRecord(code="InternalError", message=f"{type(exc).__name__}: {exc}"))
+        self.errors.append(self._error_record("InternalError", f"{type(exc).__name__}: {exc}", None))
 
     @property
     def acts(self) -> bool:
@@ -201,18 +315,119 @@ class ReportBuilder:
 
     def finish(self, finished_at: datetime | None = None) -> Report:
         self._unresolved_as_unknown()
-        return Report(
+        trigger = self.trigger
+        if trigger is not None:
+            trigger = Trigger(
+                kind=trigger.kind,
+                source=None if trigger.source is None else self._bound.text(trigger.source),
+                detail=self._bound.mapping(trigger.detail),
+            )
+        report = Report(
             function=self.function,
             environment=self.environment,
             invocation_id=self.invocation_id,
-            trigger=self.trigger,
+            trigger=trigger,
             mode=self.mode,
             status=self.status(),
             started_at=self.started_at,
             finished_at=finished_at or datetime.now(UTC),
-            candidates=self.candidates,
-            actions=self.actions,
-            errors=self.errors,
-            summary=self.summary,
-            notifications=self.notifications,
+            candidates=list(self.candidates),
+            skipped=dict(self.skipped),
+            actions=list(self.actions),
+            errors=list(self.errors),
+            summary=self._bound.mapping(self.summary),
+            notifications=[self._bound.text(n) for n in self.notifications[:MAX_COLLECTION_ITEMS]],
+            truncated={},
+        )
+        if len(self.notifications) > MAX_COLLECTION_ITEMS:
+            self.truncated["notifications"] += len(self.notifications) - MAX_COLLECTION_ITEMS
+        self._fit(report)
+        report.truncated = dict(self.truncated)
+        return report
+
+    def detail_lines(self) -> Iterator[list[dict[str, Any]]]:
+        """What the report could not hold, in chunks of at most ``DETAIL_LINE_BYTES``."""
+        chunk: list[dict[str, Any]] = []
+        size = 0
+        for item in self.detail:
+            item_size = len(json.dumps(item, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+            if item_size > DETAIL_LINE_BYTES:
+                item = {"resource": item.get("resource"), "omitted": f"a detail item of {item_size} bytes"}
+                item_size = 200
+            if chunk and size + item_size > DETAIL_LINE_BYTES:
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(item)
+            size += item_size + 1
+        if chunk:
+            yield chunk
+
+    def _fit(self, report: Report) -> None:
+        """Bring the report under ``MAX_REPORT_BYTES``, each step only if the previous was not enough."""
+        if report.serialized_bytes() <= MAX_REPORT_BYTES:
+            return
+        listed_skips = [c for c in report.candidates if c.decision is Decision.SKIP]
+        if listed_skips:
+            report.candidates = [c for c in report.candidates if c.decision is not Decision.SKIP]
+            self.truncated["candidates"] += len(listed_skips)
+            if self.full_detail:
+                self.detail += [c.model_dump(mode="json") for c in listed_skips]
+            if report.serialized_bytes() <= MAX_REPORT_BYTES:
+                return
+        with_facts = [c for c in report.candidates if c.facts]
+        if with_facts:
+            self.detail += [{"resource": c.resource, "facts": c.facts} for c in with_facts]
+            self.truncated["candidate_facts"] += len(with_facts)
+            report.candidates = [c.model_copy(update={"facts": {}}) for c in report.candidates]
+            if report.serialized_bytes() <= MAX_REPORT_BYTES:
+                return
+        # Extreme inputs only (e.g. thousands of actions with long names): keep the heads of the
+        # lists, actions first, and log the tails.
+        lists: dict[str, list[Any]] = {
+            "actions": report.actions,
+            "errors": report.errors,
+            "candidates": report.candidates,
+        }
+        report.actions, report.errors, report.candidates = [], [], []
+        budget = MAX_REPORT_BYTES - report.serialized_bytes()
+        kept: dict[str, list[Any]] = {}
+        for name, items in lists.items():
+            kept[name] = []
+            for item in items:
+                item_size = len(item.model_dump_json().encode()) + 1
+                if item_size > budget:
+                    break
+                kept[name].append(item)
+                budget -= item_size
+            dropped = items[len(kept[name]) :]
+            if dropped:
+                self.truncated[name] += len(dropped)
+                self.detail += [{"list": name, **item.model_dump(mode="json")} for item in dropped]
+        report.actions, report.errors, report.candidates = kept["actions"], kept["errors"], kept["candidates"]
+        if report.serialized_bytes() > MAX_REPORT_BYTES:
+            self.detail.append({"summary": report.summary})
+            report.summary = {"omitted": "too large for the report; see the detail lines"}
+            self.truncated["summary"] += 1
+
+    def _skip_key(self, reason: str) -> str:
+        key = skip_reason(reason)
+        if key not in self.skipped and len(self.skipped) >= MAX_SKIP_REASONS:
+            return OTHER_REASONS
+        return key
+
+    def _candidate(self, resource: str, decision: Decision, reason: str, facts: dict[str, Any]) -> Candidate:
+        bound = self._bound
+        return Candidate(
+            resource=bound.text(resource),
+            decision=decision,
+            reason=bound.text(reason),
+            facts=bound.mapping(facts),
+        )
+
+    def _error_record(self, code: str, message: str, resource: str | None) -> ErrorRecord:
+        bound = self._bound
+        return ErrorRecord(
+            code=code,
+            message=bound.text(message),
+            resource=None if resource is None else bound.text(resource),
         )

@@ -16,6 +16,12 @@ from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.core.errors import LiveKitApiError, RemediationError
 from fleet_remediation.core.report import Outcome
 
+# Rooms re-checked with one ListRooms before they are deleted. A batch's deletes follow its
+# re-check at once, so a room is re-read at most one batch's worth of deletes before it goes.
+RECHECK_BATCH_SIZE = 100
+DEADLINE_REASON = "deadline: not enough time left for this room"
+UNDER_AGE_REASON = "younger than its max age"
+
 
 class Verdict(StrEnum):
     REAP = "reap"
@@ -27,7 +33,7 @@ class Verdict(StrEnum):
     OVER_CAP = "over-cap"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoomDecision:
     room: LiveRoom
     verdict: Verdict
@@ -51,26 +57,36 @@ class ReapPlan:
         return tuple(d for d in self.decisions if d.reap)
 
 
-def _limit_for(policy: ReaperPolicy, name: str) -> tuple[float | None, str]:
-    """The max age (seconds) that applies to a room, or None when it is protected, and which rule."""
-    for index, rule in enumerate(policy.rules):
-        if re.fullmatch(rule.name_pattern, name):
-            label = f"rules[{index}] {rule.name_pattern}"
-            if rule.protected:
-                return None, label
-            assert rule.max_age_minutes is not None  # the model guarantees one of the two
-            return rule.max_age_minutes * 60.0, label
-    return policy.max_age_minutes * 60.0, "default"
+class _Limits:
+    """The policy compiled once per decision: patterns compiled, limits in seconds, labels made."""
+
+    def __init__(self, policy: ReaperPolicy, override: float | None) -> None:
+        self.managed = re.compile(policy.managed_room_pattern)
+        self.override = override
+        self.rules: list[tuple[re.Pattern[str], float | None, str]] = []
+        for index, rule in enumerate(policy.rules):
+            limit = None if rule.protected else (rule.max_age_minutes or 0) * 60.0
+            self.rules.append((re.compile(rule.name_pattern), limit, f"rules[{index}] {rule.name_pattern}"))
+        self.default: tuple[float | None, str] = (policy.max_age_minutes * 60.0, "default")
+
+    def limit_for(self, name: str) -> tuple[float | None, str]:
+        """The max age (seconds) that applies to a room, or None when it is protected, and which rule."""
+        limit, label = self.default
+        for pattern, rule_limit, rule_label in self.rules:
+            if pattern.fullmatch(name):
+                limit, label = rule_limit, rule_label
+                break
+        if limit is not None and self.override is not None and self.override < limit:
+            return self.override, f"{label} + manual max_age_seconds"
+        return limit, label
 
 
-def _decide_one(room: LiveRoom, policy: ReaperPolicy, now: datetime, override: float | None) -> RoomDecision:
-    if not re.fullmatch(policy.managed_room_pattern, room.name):
+def _decide_one(room: LiveRoom, limits: _Limits, now: datetime) -> RoomDecision:
+    if not limits.managed.fullmatch(room.name):
         return RoomDecision(room, Verdict.UNMANAGED, "name outside the managed room pattern")
-    limit, rule = _limit_for(policy, room.name)
+    limit, rule = limits.limit_for(room.name)
     if limit is None:
         return RoomDecision(room, Verdict.PROTECTED, f"protected by {rule}", rule=rule)
-    if override is not None and override < limit:
-        limit, rule = override, f"{rule} + manual max_age_seconds"
     if room.created_at is None:
         return RoomDecision(room, Verdict.CREATION_MISSING, "room has no creation time", rule=rule)
     age = (now - room.created_at).total_seconds()
@@ -79,7 +95,8 @@ def _decide_one(room: LiveRoom, policy: ReaperPolicy, now: datetime, override: f
             room, Verdict.CREATION_IN_FUTURE, f"creation time is {-age:.0f}s in the future", age, limit, rule
         )
     if age < limit:
-        return RoomDecision(room, Verdict.UNDER_AGE, f"age {age:.0f}s < max {limit:.0f}s", age, limit, rule)
+        # Most rooms end here: one shared reason (the numbers are in the decision), no formatting.
+        return RoomDecision(room, Verdict.UNDER_AGE, UNDER_AGE_REASON, age, limit, rule)
     return RoomDecision(room, Verdict.REAP, f"age {age:.0f}s >= max {limit:.0f}s", age, limit, rule)
 
 
@@ -92,9 +109,11 @@ def plan_reap(
 ) -> ReapPlan:
     """Decide every room. Rooms to reap are ordered oldest first and trimmed to the per-run cap;
     trimming never aborts the run, it turns the newest surplus into ``over-cap`` skips."""
-    decisions = [_decide_one(room, policy, now, max_age_override_seconds) for room in rooms]
+    limits = _Limits(policy, max_age_override_seconds)
+    decisions = [_decide_one(room, limits, now) for room in rooms]
     reap = sorted((d for d in decisions if d.reap), key=lambda d: (-(d.age_seconds or 0.0), d.room.name))
-    others = sorted((d for d in decisions if not d.reap), key=lambda d: d.room.name)
+    # The rest keep LiveKit's order: sorting the whole fleet by name would cost more than the decision.
+    others = [d for d in decisions if not d.reap]
     cap = policy.max_deletions_per_run
     kept, surplus = reap[:cap], reap[cap:]
     trimmed = [
@@ -121,7 +140,10 @@ class ReapResult:
 
 @dataclass
 class ReapExecutor:
-    """Deletes the planned rooms with bounded concurrency inside a deadline (``time.monotonic``)."""
+    """Deletes the planned rooms inside a deadline (``time.monotonic``): the rooms are re-checked
+    in batches of ``RECHECK_BATCH_SIZE`` (one ListRooms with their names), and each batch's rooms
+    that are still the ones decided on (same sid) are deleted right after, ``concurrency`` at once.
+    """
 
     rooms: RoomService
     concurrency: int
@@ -130,35 +152,45 @@ class ReapExecutor:
     results: list[ReapResult] = field(default_factory=list)
 
     async def run(self, to_reap: Sequence[RoomDecision]) -> list[ReapResult]:
-        gate = asyncio.Semaphore(self.concurrency)
-
-        async def guarded(decision: RoomDecision) -> ReapResult:
-            async with gate:
-                return await self._reap_one(decision)
-
-        self.results = list(await asyncio.gather(*(guarded(d) for d in to_reap)))
+        self.results = []
+        for start in range(0, len(to_reap), RECHECK_BATCH_SIZE):
+            self.results += await self._reap_batch(to_reap[start : start + RECHECK_BATCH_SIZE])
         return self.results
 
-    async def _reap_one(self, decision: RoomDecision) -> ReapResult:
-        # A re-check and a delete each may take a full request timeout.
+    async def _reap_batch(self, batch: Sequence[RoomDecision]) -> list[ReapResult]:
+        # The re-check and then a delete each may take a full request timeout.
         if time.monotonic() + 2 * self.request_timeout_seconds > self.deadline:
-            return ReapResult(decision, Outcome.SKIPPED, "deadline: not enough time left for this room")
-        name = decision.room.name
+            return [ReapResult(d, Outcome.SKIPPED, DEADLINE_REASON) for d in batch]
         try:
-            current = [room for room in await self.rooms.list_rooms([name]) if room.name == name]
-            if not current:
+            current = {
+                room.name: room.sid for room in await self.rooms.list_rooms([d.room.name for d in batch])
+            }
+        except RemediationError as exc:
+            return [ReapResult(d, Outcome.FAILED, f"re-check failed: {exc.message}", exc) for d in batch]
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def reap(decision: RoomDecision) -> ReapResult:
+            sid = current.get(decision.room.name)
+            if sid is None:
                 return ReapResult(decision, Outcome.ALREADY_DONE, "room already gone")
-            if current[0].sid != decision.room.sid:
+            if sid != decision.room.sid:
                 return ReapResult(
-                    decision,
-                    Outcome.SKIPPED,
-                    f"room was recreated (sid {current[0].sid} != {decision.room.sid})",
+                    decision, Outcome.SKIPPED, f"room was recreated (sid {sid} != {decision.room.sid})"
                 )
-            await self.rooms.delete_room(name)
+            async with gate:
+                return await self._delete(decision)
+
+        return list(await asyncio.gather(*(reap(d) for d in batch)))
+
+    async def _delete(self, decision: RoomDecision) -> ReapResult:
+        if time.monotonic() + self.request_timeout_seconds > self.deadline:
+            return ReapResult(decision, Outcome.SKIPPED, DEADLINE_REASON)
+        try:
+            await self.rooms.delete_room(decision.room.name)
         except LiveKitApiError as exc:
             if exc.twirp_code == NOT_FOUND:
                 return ReapResult(decision, Outcome.ALREADY_DONE, "room already gone")
             return ReapResult(decision, Outcome.FAILED, exc.message, exc)
         except RemediationError as exc:
             return ReapResult(decision, Outcome.FAILED, exc.message, exc)
-        return ReapResult(decision, Outcome.DONE, decision.reason)
+        return ReapResult(decision, Outcome.DONE, "")
