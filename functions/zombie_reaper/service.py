@@ -15,7 +15,11 @@ from pydantic import Field, StrictInt
 from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import (
+    NOTIFICATION_BUDGET_SECONDS,
+    NOTIFICATION_PUBLISH,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
@@ -25,7 +29,15 @@ from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
 from fleet_remediation.core.observability import metrics
 from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder
 from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Router, ScheduleRoute
-from fleet_remediation.domain.reaping import ReapExecutor, ReapPlan, ReapResult, plan_reap
+from fleet_remediation.domain.reaping import (
+    DELETE,
+    WARN,
+    ReapExecutor,
+    ReapPlan,
+    ReapResult,
+    Verdict,
+    plan_reap,
+)
 
 
 class ReaperManualEvent(ManualEvent):
@@ -87,7 +99,8 @@ def run_reaper(event: Any, report: ReportBuilder, deps: ReaperDependencies, rema
     if mode is Mode.OFF:
         report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
         return
-    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS
+    # The notification and the report keep their time whatever the rooms take.
+    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
     asyncio.run(_reap(report, deps, override, deadline))
 
 
@@ -99,41 +112,65 @@ async def _reap(
     rooms = deps.room_service_factory()
     try:
         snapshot = await rooms.list_rooms()
-        plan = plan_reap(snapshot, settings.reaper.policy, deps.clock(), max_age_override_seconds=override)
+        policy = settings.reaper.policy
+        now = deps.clock()
+        plan = plan_reap(
+            snapshot,
+            policy,
+            now,
+            max_age_override_seconds=override,
+            live_room_grace_seconds=policy.live_room_grace_seconds,
+        )
         _record_plan(plan, report)
         results: list[ReapResult] = []
-        if report.acts and plan.to_reap:
+        if report.acts and plan.to_act:
+            # The executor journals each step in the report (intent before, outcome after).
             executor = ReapExecutor(
                 rooms=rooms,
-                concurrency=settings.reaper.policy.delete_concurrency,
+                concurrency=policy.delete_concurrency,
                 deadline=deadline,
                 request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
+                journal=report,
+                live_room_grace_seconds=policy.live_room_grace_seconds,
+                now=now,
             )
-            results = await executor.run(plan.to_reap)
-            for result in results:
-                report.action(
-                    result.decision.room.name, "delete-room", result.outcome, result.reason, result.error
-                )
+            results = await executor.run(plan.to_act)
         _record_metrics(len(snapshot), plan, results)
+        deletes = [r for r in results if r.action == DELETE]
+        warnings = [r for r in results if r.action == WARN]
         report.summary = {
             "rooms_seen": len(snapshot),
-            "rooms_over_age": len(plan.to_reap) + plan.trimmed,
+            "rooms_over_age": len(plan.to_act)
+            + plan.trimmed
+            + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
             "to_reap": len(plan.to_reap),
+            "to_warn": len(plan.to_warn),
             "trimmed_by_cap": plan.trimmed,
-            "reaped": sum(r.outcome is Outcome.DONE for r in results),
-            "already_gone": sum(r.outcome is Outcome.ALREADY_DONE for r in results),
-            "failed": sum(r.outcome is Outcome.FAILED for r in results),
+            "reaped": _count(deletes, Outcome.DONE),
+            "already_gone": _count(deletes, Outcome.ALREADY_DONE),
+            "failed": _count(deletes, Outcome.FAILED),
+            "unknown": _count(deletes, Outcome.UNKNOWN),
+            "warned": _count(warnings, Outcome.DONE),
+            "warnings_failed": _count(warnings, Outcome.FAILED),
             "livekit_calls": getattr(rooms, "calls", None),
         }
-        if any(r.outcome in (Outcome.DONE, Outcome.FAILED) for r in results):
+        if any(r.outcome in NOTIFIED_OUTCOMES for r in results):
             _notify(results, report, deps)
     finally:
         await rooms.aclose()
 
 
+# Outcomes an on-call person hears of: whatever changed a room or may have, or should have and failed.
+NOTIFIED_OUTCOMES = frozenset({Outcome.DONE, Outcome.FAILED, Outcome.UNKNOWN})
+
+
+def _count(results: list[ReapResult], outcome: Outcome) -> int:
+    return sum(r.outcome is outcome for r in results)
+
+
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
     for d in plan.decisions:
-        if d.reap:
+        if d.acts:
             decision = report.planned()
         elif report.lists_skip(d.verdict.value):
             decision = Decision.SKIP
@@ -156,10 +193,13 @@ def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
 def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:
     count = MetricUnit.Count
     metrics.add_metric(name="RoomsSeen", unit=count, value=seen)
-    metrics.add_metric(name="RoomsOverAge", unit=count, value=len(plan.to_reap) + plan.trimmed)
-    metrics.add_metric(name="RoomsReaped", unit=count, value=sum(r.outcome is Outcome.DONE for r in results))
+    metrics.add_metric(name="RoomsOverAge", unit=count, value=len(plan.to_act) + plan.trimmed)
+    deletes = [r for r in results if r.action == DELETE]
+    metrics.add_metric(name="RoomsReaped", unit=count, value=_count(deletes, Outcome.DONE))
+    metrics.add_metric(name="RoomReapFailures", unit=count, value=_count(deletes, Outcome.FAILED))
+    metrics.add_metric(name="RoomReapsUnknown", unit=count, value=_count(deletes, Outcome.UNKNOWN))
     metrics.add_metric(
-        name="RoomReapFailures", unit=count, value=sum(r.outcome is Outcome.FAILED for r in results)
+        name="RoomsWarned", unit=count, value=_count([r for r in results if r.action == WARN], Outcome.DONE)
     )
     metrics.add_metric(name="RoomsTrimmedByCap", unit=count, value=plan.trimmed)
 
@@ -174,9 +214,14 @@ def format_age(seconds: float | None) -> str:
 
 def _notify(results: list[ReapResult], report: ReportBuilder, deps: ReaperDependencies) -> None:
     settings = deps.settings
-    done = sum(r.outcome is Outcome.DONE for r in results)
-    failed = sum(r.outcome is Outcome.FAILED for r in results)
-    subject = f"[{settings.environment_name}] zombie reaper: {done} room(s) deleted, {failed} failed"
+    deletes = [r for r in results if r.action == DELETE]
+    warned = _count([r for r in results if r.action == WARN], Outcome.DONE)
+    counts = [f"{_count(deletes, Outcome.DONE)} room(s) deleted", f"{_count(deletes, Outcome.FAILED)} failed"]
+    if unknown := _count(deletes, Outcome.UNKNOWN):
+        counts.append(f"{unknown} unknown (reply lost, re-read failed)")
+    if warned:
+        counts.append(f"{warned} warned")
+    subject = f"[{settings.environment_name}] zombie reaper: {', '.join(counts)}"
     trigger = report.trigger
     lines = [
         subject,
@@ -188,10 +233,11 @@ def _notify(results: list[ReapResult], report: ReportBuilder, deps: ReaperDepend
     ]
     for r in results:
         d = r.decision
+        what = "warned" if r.action == WARN and r.outcome is Outcome.DONE else r.outcome.value
         lines.append(
             f"  - {d.room.name} ({d.room.sid}) age {format_age(d.age_seconds)}, "
             f"max {format_age(d.max_age_seconds)} [{d.rule}], participants {d.room.num_participants}: "
-            f"{r.outcome.value}" + (f" ({r.reason})" if r.outcome is not Outcome.DONE else "")
+            f"{what}" + (f" ({r.reason})" if r.outcome is not Outcome.DONE else "")
         )
     lines += ["", f"Runbook: {settings.runbook(FunctionName.ZOMBIE_REAPER)}"]
     message_id = deps.notifier.publish(subject, "\n".join(lines), {"environment": settings.environment_name})
