@@ -20,7 +20,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra layers synth deploy bench clean
+.PHONY: help setup demo test lint typecheck unit integration infra faults mutation layers synth deploy bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ integration: setup
 
 infra: setup
 	@$(PY) -m pytest tests/infra -q
+
+faults: setup ## Fault suite (part of make test) with its table: fault, function, time, outcome; then the tally
+	@$(PY) -m pytest -p no:cacheprovider -p tests.faults.table tests/faults -q
 
 synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
 	@$(PY) cdk/app.py $(ENV) cdk.out
