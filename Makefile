@@ -81,6 +81,9 @@ infra: setup
 faults: setup ## Fault suite (part of make test) with its table: fault, function, time, outcome; then the tally
 	@$(PY) -m pytest -p no:cacheprovider -p tests.faults.table tests/faults -q
 
+mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate
+	@PYTHONPATH= $(PY) -m devkit.mutation
+
 synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
 	@$(PY) cdk/app.py $(ENV) cdk.out
 

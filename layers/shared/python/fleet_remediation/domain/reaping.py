@@ -399,14 +399,9 @@ class ReapExecutor:
         intent = self.journal.intend(name, DELETE, decision.reason) if self.journal else None
         try:
             await self.rooms.delete_room(name)
-        except LiveKitApiError as exc:
-            if exc.twirp_code == NOT_FOUND:
-                return self._resolved(intent, ReapResult(decision, Outcome.ALREADY_DONE, "room already gone"))
-            if may_have_acted(exc):
-                lost.append(_LostReply(decision, intent, exc))
-                return None
-            return self._resolved(intent, ReapResult(decision, Outcome.FAILED, exc.message, exc))
         except RemediationError as exc:
+            if isinstance(exc, LiveKitApiError) and exc.twirp_code == NOT_FOUND:
+                return self._resolved(intent, ReapResult(decision, Outcome.ALREADY_DONE, "room already gone"))
             if may_have_acted(exc):
                 lost.append(_LostReply(decision, intent, exc))
                 return None
