@@ -12,7 +12,19 @@ LIVEKIT_SERVER := .tools/bin/livekit-server
 # The Lambda runtime (cdk/fleet_stack/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
 DEPS_LAYER := build/layers/deps/python
+# The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
+RUNTIME_PROVIDED := boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six
+# `make lambda-smoke`: AWS's Runtime Interface Emulator, and a local runtime (a Python with only boto3
+# and awslambdaric) plus the dependency layer rebuilt for that Python: this machine's, unless
+# LAMBDA_LOCAL_PYTHON names another interpreter (e.g. a newer one, closer to Lambda's).
+LAMBDA_RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+LAMBDA_RIE := .tools/bin/aws-lambda-rie
+LAMBDA_LOCAL_PYTHON ?= $(PY)
+LOCAL_LAMBDA := build/lambda-local
+LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
+LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
 ENV ?= staging
+FUNCTION ?= reaper
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -20,7 +32,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup demo test lint typecheck unit integration infra faults mutation layers synth deploy bench clean
+.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth deploy plan bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,8 +59,7 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) (manylinux wheels, no Docker)"
 	@rm -rf build/layers/deps && mkdir -p $(DEPS_LAYER)
 	@# boto3 and its dependencies come with the Lambda runtime.
-	@grep -vE '^(boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six)==' requirements/runtime.lock \
-		> build/layers/runtime-layer.txt
+	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer.txt
 	@$(PIP) install --quiet --no-deps --only-binary=:all: --implementation cp \
 		--python-version $(LAMBDA_PYTHON) --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
 		--target $(DEPS_LAYER) -r build/layers/runtime-layer.txt
@@ -56,9 +67,47 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 
 layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
 
-setup: $(VENV)/.installed $(LIVEKIT_SERVER) node_modules/.bin/cdk layers ## Install everything (idempotent)
+$(LAMBDA_RIE):
+	@echo "==> aws-lambda-rie $(LAMBDA_RIE_VERSION) (go install)"
+	@mkdir -p $(dir $@)
+	@GOBIN=$(abspath $(dir $@)) $(GO) install \
+		github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(LAMBDA_RIE_VERSION)
 
-demo: setup ## Run the reaper against a local livekit-server and print its reports
+# Rewritten only when LAMBDA_LOCAL_PYTHON changes, so the two builds below follow it.
+$(LOCAL_LAMBDA)/python.txt: FORCE
+	@mkdir -p $(LOCAL_LAMBDA)
+	@echo '$(LAMBDA_LOCAL_PYTHON)' | cmp -s - $@ || echo '$(LAMBDA_LOCAL_PYTHON)' > $@
+
+$(LOCAL_DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed $(LOCAL_LAMBDA)/python.txt
+	@echo "==> dependency layer for $(LAMBDA_LOCAL_PYTHON) (the smoke test's stand-in for the python$(LAMBDA_PYTHON) one)"
+	@rm -rf $(LOCAL_LAMBDA)/deps && mkdir -p $(LOCAL_DEPS_LAYER)
+	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/deps-layer.txt
+	@$(PIP) --python $(LAMBDA_LOCAL_PYTHON) install --quiet --no-deps --only-binary=:all: --no-compile \
+		--target $(LOCAL_DEPS_LAYER) -r $(LOCAL_LAMBDA)/deps-layer.txt
+	@touch $@
+
+$(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)/.installed $(LOCAL_LAMBDA)/python.txt
+	@echo "==> local Lambda runtime: $(LAMBDA_LOCAL_PYTHON) with only boto3 (runtime.lock) and awslambdaric"
+	@rm -rf $(LOCAL_RUNTIME) && $(LAMBDA_LOCAL_PYTHON) -m venv --without-pip $(LOCAL_RUNTIME)
+	@grep -E '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/runtime-included.txt
+	@grep -E '^(awslambdaric|simplejson|snapshot-restore-py)==' requirements/dev.lock >> $(LOCAL_LAMBDA)/runtime-included.txt
+	@$(PIP) --python $(LOCAL_RUNTIME)/bin/python install --quiet --no-deps --only-binary=:all: \
+		-r $(LOCAL_LAMBDA)/runtime-included.txt
+	@touch $@
+
+lambda-runtime: $(LAMBDA_RIE) $(LOCAL_DEPS_LAYER)/.built $(LOCAL_RUNTIME)/.built
+
+# The incident page's test drives Debian's chromium headless; installed once, when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "==> chromium (apt-get)"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
+
+# What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
+setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
+
+setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium ## Install everything (idempotent)
+
+demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
 
 lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
@@ -84,16 +133,23 @@ faults: setup ## Fault suite (part of make test) with its table: fault, function
 mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate
 	@PYTHONPATH= $(PY) -m devkit.mutation
 
-synth: setup ## Synthesize one environment offline into cdk.out (ENV=staging)
+lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
+	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
+
+synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
 	@$(PY) cdk/app.py $(ENV) cdk.out
 
-deploy: setup ## Deploy one environment with the CDK CLI (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk deploy -c env=$(ENV) --no-notices
+deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
+	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
 
-bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, TTS analysis (prints figures)
+plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
+	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)
+
+bench: setup ## Benchmarks: reaper at 1k/10k rooms, cold imports, drainer tick, kill-switch lag, TTS analysis (prints figures)
 	@$(PY) -m bench.reaper_scale
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
+	@$(PY) -m bench.kill_switch_lag
 	@$(PY) -m bench.tts_concentration
 
 clean: ## Remove build output (keeps the venv and tools)

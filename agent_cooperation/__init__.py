@@ -1,4 +1,4 @@
-"""Agent-side cooperation with the worker drainer (DESIGN.md §3, incident report P2).
+"""Agent-side cooperation with the fleet remediation (DESIGN.md §3, incident report P2).
 
 A LiveKit agents worker adopts it as its ``load_fnc``::
 
@@ -10,8 +10,19 @@ A LiveKit agents worker adopts it as its ``load_fnc``::
 It reports full load while the worker's own ECS task carries the drainer's ``draining`` tag, and
 folds measured pressure (slow VAD inference, CPU) into the job-count load, so a worker that cannot
 keep up stops taking new jobs while its running sessions continue.
+
+And, with one line in the entrypoint, it writes the TTS detection lines from the session's own
+events (``emit_detection_signals(session)``, see ``detection_signals``).
 """
 
+from agent_cooperation.detection_signals import (
+    DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS,
+    FIRST_AUDIO_FRAME_TEXT,
+    FIRST_AUDIO_TIMEOUT_TEXT,
+    RESPONSE_STARTED_TEXT,
+    SignalEmitter,
+    emit_detection_signals,
+)
 from agent_cooperation.load import (
     DRAINING_STATE,
     STATE_TAG,
@@ -20,4 +31,16 @@ from agent_cooperation.load import (
     TaskTagReader,
 )
 
-__all__ = ["DRAINING_STATE", "STATE_TAG", "DrainAwareLoad", "SlowInferenceCounter", "TaskTagReader"]
+__all__ = [
+    "DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS",
+    "DRAINING_STATE",
+    "FIRST_AUDIO_FRAME_TEXT",
+    "FIRST_AUDIO_TIMEOUT_TEXT",
+    "RESPONSE_STARTED_TEXT",
+    "STATE_TAG",
+    "DrainAwareLoad",
+    "SignalEmitter",
+    "SlowInferenceCounter",
+    "TaskTagReader",
+    "emit_detection_signals",
+]

@@ -33,7 +33,9 @@ class TaskTagReader:
     """Reads ``${ECS_CONTAINER_METADATA_URI_V4}/taskWithTags`` (``TaskTags``), cached.
 
     Without the endpoint (not on ECS) or when it fails, the last known tags are kept: a metadata
-    hiccup must neither start nor stop a drain.
+    hiccup must neither start nor stop a drain. A reply without ``TaskTags`` is a task with no tags
+    (the ECS agent leaves an empty map out), so a drain that was undone ends here too; only a reply
+    whose ``Errors`` name ``TaskTags`` (the agent's tag lookup failed) keeps the last known tags.
     """
 
     def __init__(
@@ -59,7 +61,9 @@ class TaskTagReader:
             fresh = self._fetched_at is not None and now - self._fetched_at < self.cache_seconds
             if self.metadata_uri and not fresh:
                 self._fetched_at = now
-                self._tags = self._fetch() or self._tags
+                fetched = self._fetch()
+                if fetched is not None:
+                    self._tags = fetched
             return dict(self._tags)
 
     def _fetch(self) -> dict[str, str] | None:
@@ -70,11 +74,20 @@ class TaskTagReader:
                 body: Any = json.loads(response.read())
         except (urllib.error.URLError, TimeoutError, OSError, ValueError):
             return None
-        tags = body.get("TaskTags") if isinstance(body, dict) else None
-        return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {}
+        if not isinstance(body, dict) or _tag_lookup_failed(body):
+            return None
+        tags = body.get("TaskTags", {})
+        return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else None
 
     def draining(self) -> bool:
         return self.tags().get(STATE_TAG) == DRAINING_STATE
+
+
+def _tag_lookup_failed(body: dict[str, Any]) -> bool:
+    errors = body.get("Errors")
+    return isinstance(errors, list) and any(
+        isinstance(error, dict) and error.get("ErrorField") == "TaskTags" for error in errors
+    )
 
 
 class SlowInferenceCounter(logging.Handler):

@@ -103,6 +103,8 @@ def main() -> None:
                 seconds, report = _run(world, alarm_event())
                 cordon_times.append(seconds)
                 lines.append(_line("alarm -> cordon (nothing to reap)", seconds, report))
+                # ECS starts the replacement (moto has no scheduler): a stop waits for it.
+                world.run_service_scheduler()
                 world.now += timedelta(minutes=1)
                 world.worker_urls[bad] = endpoint.url
                 lines.append(_line("tick, 1 draining, /worker reachable", *_run(world, schedule_event())))

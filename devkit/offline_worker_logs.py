@@ -7,17 +7,25 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from devkit.log_export import LogEvent
-from fleet_remediation.contract.signals import Signal
-from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
+from fleet_remediation.contract.signals import Signal, SignalCatalog
+from worker_drainer.adapters.worker_logs import (
+    JOB_REQUEST_MESSAGE,
+    JobSighting,
+    SlowVadStats,
+    TtsJobOutcome,
+)
 
 
 class OfflineWorkerLogs:
     """``WorkerLogs`` evaluated over exported log events: the same statistics the Insights queries
     compute, for backtests, local runs and tests without AWS."""
 
-    def __init__(self, events: Sequence[LogEvent], slow_vad: Signal) -> None:
+    def __init__(
+        self, events: Sequence[LogEvent], slow_vad: Signal, catalog: SignalCatalog | None = None
+    ) -> None:
         self.events = list(events)
         self.slow_vad = slow_vad
+        self.catalog = catalog or SignalCatalog.default()
         self.calls = 0
 
     def _in_window(self, start: datetime, end: datetime) -> list[LogEvent]:
@@ -61,3 +69,21 @@ class OfflineWorkerLogs:
             and event.record.get("message") == JOB_REQUEST_MESSAGE
             and event.record.get("room")
         ]
+
+    def tts_outcomes(
+        self, log_stream: str, start: datetime, end: datetime, deadline: float
+    ) -> list[TtsJobOutcome]:
+        self.calls += 1
+        signals = (self.catalog.response_started, self.catalog.first_audio_frame)
+        timeout = self.catalog.first_audio_timeout
+        counts: dict[str, list[int]] = {}
+        for event in self._in_window(start, end):
+            job_id = event.record.get("job_id")
+            if event.stream != log_stream or not job_id:
+                continue
+            hits = [signal.matches(event.record) for signal in (*signals, timeout)]
+            if any(hits):
+                row = counts.setdefault(str(job_id), [0, 0, 0])
+                for index, hit in enumerate(hits):
+                    row[index] += int(hit)
+        return [TtsJobOutcome(log_stream, job_id, *row) for job_id, row in sorted(counts.items())]

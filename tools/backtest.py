@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,9 +32,14 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
         sys.path.insert(0, str(_path))
 
 from devkit.log_export import LogEvent, read_events  # noqa: E402
+from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from fleet_remediation.contract.detection import DetectionConfig, NOfM  # noqa: E402
+from fleet_remediation.contract.events import TimeWindow  # noqa: E402
+from fleet_remediation.contract.settings import TtsReachSettings  # noqa: E402
 from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402
-from tts_reach_alarm.analysis import Concentration, JobOutcome, assess_concentration  # noqa: E402
+from tts_reach_alarm.analysis import Concentration  # noqa: E402
+from tts_reach_alarm.investigation import investigate  # noqa: E402
+from tts_reach_alarm.transition import analysis_window_minutes  # noqa: E402
 
 MINUTE = timedelta(minutes=1)
 
@@ -121,22 +126,43 @@ def lessons(events: Iterable[LogEvent], catalog: SignalCatalog) -> dict[str, Les
     return found
 
 
-def responder_view(events: Sequence[LogEvent], config: DetectionConfig, end: datetime) -> Concentration:
-    """What tts_reach_alarm would conclude at ``end`` (its analysis over the preceding window)."""
-    catalog, settings = config.catalog(), config.tts_reach_alarm
-    start = end - timedelta(minutes=settings.analysis_window_minutes)
-    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for event in events:
-        job_id = event.record.get("job_id")
-        if not (start <= event.at < end) or not isinstance(job_id, str):
-            continue
-        key = (job_id, event.stream)
-        counts[key][0] += catalog.response_started.matches(event.record)
-        counts[key][1] += catalog.first_audio_frame.matches(event.record)
-    jobs = [JobOutcome(job, stream, r, f) for (job, stream), (r, f) in counts.items() if r > 0]
-    return assess_concentration(
-        jobs, alpha=settings.concentration_alpha, min_failed_jobs=settings.min_failed_jobs
+# The responder's settings off AWS: only its detection section matters to the investigation.
+OFFLINE = "offline"
+# Offline queries answer at once; the bound only keeps the responder's deadline arithmetic real.
+OFFLINE_QUERY_SECONDS = 60.0
+
+
+def offline_responder_settings(config: DetectionConfig) -> TtsReachSettings:
+    return TtsReachSettings.model_validate(
+        {
+            "environment_name": OFFLINE,
+            "mode_parameter_name": f"/{OFFLINE}/mode",
+            "notification_topic_arn": f"arn:aws:sns:{OFFLINE}:000000000000:{OFFLINE}",
+            "runbook_base_url": "https://runbooks.invalid/",
+            "aws_region": OFFLINE,
+            "agent_log_group": OFFLINE,
+            "idempotency_table_name": OFFLINE,
+            "detection": config,
+        }
     )
+
+
+def responder_view(events: Sequence[LogEvent], config: DetectionConfig, end: datetime) -> Concentration:
+    """What tts_reach_alarm concludes on an ALARM at ``end``: its own window and investigation, its
+    Logs Insights queries answered over the same events."""
+    window = TimeWindow(start=end - timedelta(minutes=analysis_window_minutes(config)), end=end)
+    insights = OfflineLogsInsights(events, config.catalog())
+    findings = investigate(
+        window, offline_responder_settings(config), insights, time.monotonic() + OFFLINE_QUERY_SECONDS
+    )
+    return findings.concentration
+
+
+@dataclass(frozen=True)
+class AlarmTransition:
+    alarm: str  # "vad" or "tts_reach"
+    state: str  # "ALARM" or "OK"
+    at: datetime  # the end of the minute whose evaluation changed the state
 
 
 @dataclass
@@ -145,7 +171,19 @@ class BacktestResult:
     vad_alarm: list[bool]
     tts_alarm: list[bool]
     lessons: dict[str, Lesson]
-    responder: dict[str, Concentration] = field(default_factory=dict)
+    # The responder's verdict at every ALARM of the TTS-reach alarm, in time order.
+    verdicts: list[tuple[datetime, Concentration]] = field(default_factory=list)
+
+    def transitions(self) -> list[AlarmTransition]:
+        """Every state change of both alarms (each starts OK), in time order."""
+        found: list[AlarmTransition] = []
+        for alarm, states in (("vad", self.vad_alarm), ("tts_reach", self.tts_alarm)):
+            previous = False
+            for minute, state in zip(self.minutes, states, strict=True):
+                if state != previous:
+                    found.append(AlarmTransition(alarm, "ALARM" if state else "OK", minute.start + MINUTE))
+                    previous = state
+        return sorted(found, key=lambda t: t.at)
 
     def first_alarm(self, states: Sequence[bool]) -> datetime | None:
         """When the alarm would first go to ALARM: the end of the minute that completes N of M."""
@@ -175,9 +213,11 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
     vad = alarm_states([m.vad_breaching(config) for m in minutes], config.vad_alarm)
     tts = alarm_states([m.tts_breaching(config) for m in minutes], config.tts_reach_alarm)
     result = BacktestResult(minutes, vad, tts, lessons(events, catalog))
-    fired = result.first_alarm(tts)
-    if fired is not None:
-        result.responder["tts_reach"] = responder_view(events, config, fired)
+    result.verdicts = [
+        (t.at, responder_view(events, config, t.at))
+        for t in result.transitions()
+        if t.alarm == "tts_reach" and t.state == "ALARM"
+    ]
     return result
 
 
@@ -191,13 +231,8 @@ def load_detection(config_path: Path, env: str) -> DetectionConfig:
     return DetectionConfig.model_validate(environments[env].get("detection", {}))
 
 
-def _transitions(result: BacktestResult, states: Sequence[bool]) -> list[str]:
-    lines, previous = [], False
-    for minute, state in zip(result.minutes, states, strict=True):
-        if state != previous:
-            lines.append(f"{(minute.start + MINUTE):%H:%M} {'ALARM' if state else 'OK'}")
-            previous = state
-    return lines
+def _transitions(result: BacktestResult, alarm: str) -> list[str]:
+    return [f"{t.at:%H:%M} {t.state}" for t in result.transitions() if t.alarm == alarm]
 
 
 def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None:
@@ -223,28 +258,32 @@ def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None
         )
     failing = result.failing_lessons
     first_failure = failing[0].started if failing else None
-    out.write(f"\nlessons: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
+    out.write(f"\nsessions: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
     if first_failure:
-        out.write(f"first failing lesson started {first_failure:%H:%M:%S}\n")
-    for name, states in (("VAD", result.vad_alarm), ("TTS reach", result.tts_alarm)):
+        out.write(f"first failing session started {first_failure:%H:%M:%S}\n")
+    for name, alarm, states in (
+        ("VAD", "vad", result.vad_alarm),
+        ("TTS reach", "tts_reach", result.tts_alarm),
+    ):
         fired = result.first_alarm(states)
-        out.write(f"\n{name} alarm transitions: {', '.join(_transitions(result, states)) or 'never fired'}\n")
+        out.write(f"\n{name} alarm transitions: {', '.join(_transitions(result, alarm)) or 'never fired'}\n")
         if fired is None:
             continue
         if first_failure is not None:
             latency = (fired - first_failure).total_seconds() / 60
             out.write(
-                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing lesson; "
-                f"{result.failed_before(fired)} of {len(failing)} failing lessons had started by then\n"
+                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing session; "
+                f"{result.failed_before(fired)} of {len(failing)} failing sessions had started by then\n"
             )
-    verdict = result.responder.get("tts_reach")
-    if verdict is not None:
-        top = verdict.top
+    if result.verdicts:
         out.write(
-            f"\ntts_reach_alarm at the TTS alarm ({tts.analysis_window_minutes} min window): {verdict.reason}"
-            + (f"; suspect stream {top.log_stream}" if verdict.concentrated and top else "")
-            + "\n"
+            f"\ntts_reach_alarm at each ALARM ({analysis_window_minutes(config)} min window, "
+            "its Logs Insights queries answered offline):\n"
         )
+    for at, verdict in result.verdicts:
+        top = verdict.top
+        suspect = f"; suspect stream {top.log_stream}" if verdict.concentrated and top else ""
+        out.write(f"  {at:%H:%M} {verdict.reason}{suspect}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

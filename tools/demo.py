@@ -1,9 +1,14 @@
-"""`make demo`: the zombie reaper against a real local livekit-server, on embedded defaults.
+"""`make demo`: the whole story on one machine, in three parts.
 
-It starts livekit-server (dev mode, loopback), opens lesson rooms with real participants — one of
-them the incident's abandoned test-account lesson — and runs the reaper as the schedule would.
-LiveKit cannot backdate a room, so the demo moves the reaper's injected clock forward instead
-(the same clock the decision function always receives); every LiveKit call is real.
+1. The zombie reaper against a real local livekit-server, on embedded defaults: it starts
+   livekit-server (dev mode, loopback), opens lesson rooms with real participants — one of them the
+   incident's abandoned test-account lesson — and runs the reaper as the schedule would. LiveKit
+   cannot backdate a room, so the demo moves the reaper's injected clock forward instead (the same
+   clock the decision function always receives); every LiveKit call is real.
+2. The replay of the incident log (``tools.replay``): alarms, verdicts, actions and the lessons the
+   remediation would have spared, with the prod environment's settings from cdk.json.
+3. The worker drainer against a local ECS stand-in (moto) with a real agents worker on the real
+   livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 import asyncio
-import io
 import json
 import logging
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,13 +33,14 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from devkit.livekit_local import LocalLiveKit
-from devkit.log_export import read_events
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.report import Mode
-from tools.backtest import load_detection, render, run_backtest
+from tools import demo_drainer
 from tools.render import render_report
+from tools.replay import render_text, replay
+from tools.replay_page import render_page
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
@@ -175,22 +181,20 @@ def main() -> None:
             child.close()
         loop.close()
     print(f"\nReports (JSON, as the Lambda returns and logs them): {OUTPUT_DIR}/report-*.json")
-    backtest_incident()
+    replay_incident()
+    print("\n=== 7-10. The worker drainer: a real agents worker on livekit-server, ECS on moto")
+    demo_drainer.run(OUTPUT_DIR, first_step=7)
+    print(f"\nDrainer reports: {OUTPUT_DIR}/drainer-report-*.json")
 
 
-def backtest_incident() -> None:
-    """Detection on the synthetic incident log, with the prod environment's alarms from cdk.json."""
-    print(f"\n=== 6. Backtest: when would the alarms have fired on 2026-09-15? ({INCIDENT_LOG.name})")
-    config = load_detection(REPO_ROOT / "cdk.json", "prod")
-    with INCIDENT_LOG.open(encoding="utf-8") as handle:
-        result = run_backtest(read_events(handle), config)
-    table = io.StringIO()
-    render(result, config, table)
-    full = table.getvalue()
-    (OUTPUT_DIR / "backtest.txt").write_text(full)
-    summary = full[full.index("\nlessons:") :].strip()
-    print("\n".join(f"  {line}" for line in summary.splitlines()))
-    print(f"  (minute-by-minute table: {OUTPUT_DIR}/backtest.txt; python -m tools.backtest --help)")
+def replay_incident() -> None:
+    """The whole loop over the synthetic incident log, with the prod environment from cdk.json."""
+    print(f"\n=== 6. Replay of 2026-09-15: what would the three functions have done? ({INCIDENT_LOG.name})")
+    result = replay(Path(os.path.relpath(INCIDENT_LOG)), "prod", REPO_ROOT / "cdk.json")
+    page = OUTPUT_DIR / "incident.html"
+    page.write_text(render_page(result), encoding="utf-8")
+    render_text(result, sys.stdout)
+    print(f"  (the incident page: {page}; python -m tools.replay --help)")
 
 
 if __name__ == "__main__":

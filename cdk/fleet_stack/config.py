@@ -24,17 +24,67 @@ class ConfigError(Exception):
     """Raised at synth for an invalid or missing environment configuration."""
 
 
+SNS_TOPIC_ARN_PATTERN = r"^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}$"
+
+
+def _check_email(address: str, field: str) -> None:
+    local, _, domain = address.partition("@")
+    if not local or "." not in domain:
+        raise ValueError(f"{field} {address!r} is not an e-mail address")
+
+
+class SlackChannel(StrictModel):
+    """A Slack channel for Amazon Q Developer in chat applications. The workspace must have been
+    authorised once in the Amazon Q Developer console; the stack creates the channel configuration."""
+
+    workspace_id: str = Field(pattern=r"^[0-9A-Z]{1,255}$", description="Slack workspace (team) id, T...")
+    channel_id: str = Field(pattern=r"^[A-Za-z0-9]+$", description="Slack channel id, C...")
+
+
+class ChatNotifications(StrictModel):
+    """Amazon Q Developer in chat applications forwards only messages in its custom-notification
+    schema (or AWS services' own events), so chat gets a second topic carrying that JSON."""
+
+    topic_arn: str | None = Field(
+        default=None,
+        pattern=SNS_TOPIC_ARN_PATTERN,
+        description="An existing topic already mapped to a chat channel, instead of a new one.",
+    )
+    slack: SlackChannel | None = Field(default=None, description="Map the chat topic to this channel.")
+
+
+class PagerSubscription(StrictModel):
+    """A paging integration. It receives only CloudWatch's alarm notifications (one page per alarm
+    transition, even when a function is broken), never the functions' follow-up messages."""
+
+    protocol: Literal["https", "email", "sms"]
+    endpoint: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _endpoint_fits_protocol(self) -> PagerSubscription:
+        if self.protocol == "https" and not self.endpoint.startswith("https://"):
+            raise ValueError(f"endpoint {self.endpoint!r} must start with https://")
+        if self.protocol == "email":
+            _check_email(self.endpoint, "endpoint")
+        return self
+
+
 class NotificationTargets(StrictModel):
     emails: tuple[str, ...] = Field(
         default=(), description="E-mail addresses subscribed to the environment's notification topic."
     )
+    topic_arn: str | None = Field(
+        default=None,
+        pattern=SNS_TOPIC_ARN_PATTERN,
+        description="Publish to this existing topic instead of creating one (same account and region).",
+    )
+    chat: ChatNotifications | None = None
+    pagers: tuple[PagerSubscription, ...] = ()
 
     @model_validator(mode="after")
     def _emails_look_like_emails(self) -> NotificationTargets:
         for index, address in enumerate(self.emails):
-            local, _, domain = address.partition("@")
-            if not local or "." not in domain:
-                raise ValueError(f"emails[{index}] {address!r} is not an e-mail address")
+            _check_email(address, f"emails[{index}]")
         return self
 
 
@@ -61,20 +111,39 @@ class EnvironmentConfig(StrictModel):
     tts_reach: TtsReachSection = TtsReachSection()
     drainer: DrainerSection = DrainerSection()
 
+    @model_validator(mode="after")
+    def _existing_topics_are_ours(self) -> EnvironmentConfig:
+        # An SNS topic in another region or account cannot be an alarm action of this stack.
+        topics = {"notifications.topic_arn": self.notifications.topic_arn}
+        if self.notifications.chat is not None:
+            topics["notifications.chat.topic_arn"] = self.notifications.chat.topic_arn
+        for field, arn in topics.items():
+            if arn is None:
+                continue
+            _, _, _, region, account, _ = arn.split(":", 5)
+            if region != self.region:
+                raise ValueError(f"{field}: topic is in {region}, the environment in {self.region}")
+            if self.account is not None and account != self.account:
+                raise ValueError(f"{field}: topic is in account {account}, the environment in {self.account}")
+        return self
 
-def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:
-    """Pick and validate one environment from the ``environments`` context key."""
+
+def environment_names(context: dict[str, Any] | None) -> list[str]:
+    """The environments the ``environments`` context key defines, sorted."""
     environments = (context or {}).get("environments")
     if not isinstance(environments, dict) or not environments:
         raise ConfigError("cdk.json context has no 'environments' object")
+    return sorted(environments)
+
+
+def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:
+    """Pick and validate one environment from the ``environments`` context key."""
+    known = environment_names(context)
+    environments = (context or {})["environments"]
     if not name:
-        raise ConfigError(
-            f"choose an environment with -c env=NAME (one of: {', '.join(sorted(environments))})"
-        )
+        raise ConfigError(f"choose an environment (one of: {', '.join(known)})")
     if name not in environments:
-        raise ConfigError(
-            f"environment {name!r} is not in cdk.json (have: {', '.join(sorted(environments))})"
-        )
+        raise ConfigError(f"environment {name!r} is not in cdk.json (have: {', '.join(known)})")
     if not re.fullmatch(ENVIRONMENT_NAME_PATTERN, name):
         raise ConfigError(f"environments.{name}: name must match {ENVIRONMENT_NAME_PATTERN}")
     try:

@@ -9,6 +9,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.dashboard import FleetDashboard
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
@@ -36,13 +37,14 @@ class FleetRemediationStack(Stack):
             env_name=env_name,
             config=config,
             layers=layers,
-            topic=notifications.topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             livekit_secret=livekit_secret,
         )
-        self.detection = Detection(
-            self, "Detection", env_name=env_name, config=config, topic=notifications.topic
-        )
+        self.detection = Detection(self, "Detection", env_name=env_name, config=config)
+        # Both detection alarms page through CloudWatch itself, whatever state the functions are in.
+        notifications.notify_on_state_changes(self.detection.vad_alarm)
+        notifications.notify_on_state_changes(self.detection.tts_reach_alarm)
         self.detection.route_alarm(
             "VadAlarmToReaper",
             self.detection.vad_alarm,
@@ -56,7 +58,7 @@ class FleetRemediationStack(Stack):
             env_name=env_name,
             config=config,
             layers=layers,
-            topic=notifications.topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             detection=self.detection,
         )
@@ -66,10 +68,22 @@ class FleetRemediationStack(Stack):
             env_name=env_name,
             config=config,
             layers=layers,
-            topic=notifications.topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             livekit_secret=livekit_secret,
             detection=self.detection,
+        )
+        self.dashboard = FleetDashboard(
+            self,
+            "FleetDashboard",
+            env_name=env_name,
+            config=config,
+            detection=self.detection,
+            function_alarms=[
+                alarm
+                for function in (self.zombie_reaper, self.tts_reach, self.worker_drainer)
+                for alarm in function.remediation.alarms
+            ],
         )
         self.notifications = notifications
         self.kill_switch = kill_switch

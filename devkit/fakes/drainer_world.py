@@ -1,16 +1,22 @@
 """A moto-backed AWS world for the worker drainer: an ECS service with N running tasks (with
 ``FakeEcsTaskProtection``, as moto lacks task protection), the DynamoDB ledger, the kill switch in
-SSM and an SNS topic, plus agent logs evaluated offline (``OfflineWorkerLogs``: moto has no Logs
-Insights statistics) and the real LiveKit server."""
+SSM and an SNS topic (with an SQS queue subscribed, to read what was sent), plus agent logs
+evaluated offline (``OfflineWorkerLogs``: moto has no Logs Insights statistics) and the real LiveKit
+server. moto does not run a service's scheduler: ``run_service_scheduler`` starts tasks up to the
+desired count the way ECS would."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+from moto import mock_aws
+from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import FakeEcsTaskProtection
 from devkit.lambda_context import LocalLambdaContext
@@ -19,6 +25,7 @@ from devkit.log_export import LogEvent
 from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import SsmModeSwitch
@@ -34,6 +41,9 @@ STREAM_PREFIX = "agent"
 CONTAINER = "ppi-livekit-agent"
 MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
 TABLE = "it-drainer-ledger"
+TOPIC = "it-notifications"
+# moto's account and region: the function's own ARN says where "ours" is.
+FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-it-worker-drainer"
 
 
 def stream_of(task_id: str) -> str:
@@ -49,6 +59,10 @@ def slow_vad_record(delay: float, job_id: str) -> dict[str, Any]:
         "job_id": job_id,
         "pid": 720,
     }
+
+
+def tts_record(message: str, job_id: str) -> dict[str, Any]:
+    return {"message": message, "level": "INFO", "name": "lesson-agent", "job_id": job_id, "pid": 9}
 
 
 def job_request_record(job_id: str, room: str, room_id: str) -> dict[str, Any]:
@@ -94,6 +108,14 @@ class DrainerWorld:
                 LogEvent(stream_of(task_id), at, slow_vad_record(delay * (index + 1) / count, job_id))
             )
 
+    def tts_job(self, task_id: str, job_id: str, reached: bool, minutes_ago: float) -> None:
+        """A job that started a response and did (or did not) reach its first audio frame."""
+        at = self.now - timedelta(minutes=minutes_ago)
+        self.events.append(LogEvent(stream_of(task_id), at, tts_record("agent_response_started", job_id)))
+        if reached:
+            frame = tts_record("tts_node_first_audio_frame", job_id)
+            self.events.append(LogEvent(stream_of(task_id), at + timedelta(seconds=3), frame))
+
     def job_request(self, task_id: str, job_id: str, room: str, room_id: str, minutes_ago: float) -> None:
         at = self.now - timedelta(minutes=minutes_ago)
         self.events.append(LogEvent(stream_of(task_id), at, job_request_record(job_id, room, room_id)))
@@ -103,9 +125,7 @@ class DrainerWorld:
             {
                 "environment_name": "it",
                 "mode_parameter_name": MODE_PARAMETER,
-                "notification_topic_arn": boto3.client("sns").create_topic(Name="it-notifications")[
-                    "TopicArn"
-                ],
+                "notification_topic_arn": boto3.client("sns").create_topic(Name=TOPIC)["TopicArn"],
                 "runbook_base_url": "https://runbooks.example.com/repo",
                 "livekit_url": self.livekit.http_url,
                 "livekit_secret_id": "unused-credentials-are-injected",
@@ -124,7 +144,10 @@ class DrainerWorld:
         )
 
     def dependencies(
-        self, clock: Callable[[], datetime] | None = None, ecs_client: Any = None
+        self,
+        clock: Callable[[], datetime] | None = None,
+        ecs_client: Any = None,
+        dynamodb_client: Any = None,
     ) -> DrainerDependencies:
         settings = self.settings()
         url = self.livekit_url or self.livekit.http_url
@@ -143,7 +166,7 @@ class DrainerWorld:
             mode_switch=SsmModeSwitch(MODE_PARAMETER),
             notifier=SnsNotifier(settings.notification_topic_arn),
             ecs=BotoEcsTasks(CLUSTER, SERVICE, client=ecs_client or self.ecs_client),
-            ledger=DynamoLedger(TABLE, SERVICE),
+            ledger=DynamoLedger(TABLE, SERVICE, client=dynamodb_client),
             worker_logs=OfflineWorkerLogs(self.events, SignalCatalog.default().slow_vad),
             worker_probe=HttpWorkerProbe(8081, 1.0, endpoint_for=endpoint),
             room_service_factory=rooms,
@@ -151,9 +174,46 @@ class DrainerWorld:
         )
 
     def invoke(self, event: dict[str, Any], deps: DrainerDependencies | None = None) -> dict[str, Any]:
-        return dict(
-            handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps or self.dependencies())
+        context = LocalLambdaContext()
+        context.invoked_function_arn = FUNCTION_ARN
+        return dict(handler.lambda_handler(event, context, dependencies=deps or self.dependencies()))
+
+    def running_task_ids(self) -> list[str]:
+        arns = self.ecs_client.list_tasks(cluster=CLUSTER, serviceName=SERVICE, desiredStatus="RUNNING")
+        found = (
+            self.ecs_client.describe_tasks(cluster=CLUSTER, tasks=arns["taskArns"])["tasks"]
+            if arns["taskArns"]
+            else []
         )
+        return [t["taskArn"].rsplit("/", 1)[1] for t in found if t["lastStatus"] == "RUNNING"]
+
+    def run_service_scheduler(self) -> list[str]:
+        """What ECS's service scheduler does on its own: start tasks until the desired count runs."""
+        missing = self.desired_count() - len(self.running_task_ids())
+        if missing <= 0:
+            return []
+        started = self.ecs_client.run_task(
+            cluster=CLUSTER,
+            taskDefinition="agent",
+            count=missing,
+            launchType="FARGATE",
+            group=f"service:{SERVICE}",
+        )["tasks"]
+        return [t["taskArn"].rsplit("/", 1)[1] for t in started]
+
+    def notifications(self) -> list[tuple[str, str]]:
+        """(subject, message) of every notification published so far, oldest first, read once."""
+        sqs = boto3.client("sqs")
+        url = sqs.get_queue_url(QueueName=TOPIC)["QueueUrl"]
+        sent: list[tuple[str, str]] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return sent
+            for message in batch:
+                envelope = json.loads(message["Body"])
+                sent.append((envelope.get("Subject", ""), envelope["Message"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
     def task(self, task_id: str) -> dict[str, Any]:
         found = self.ecs_client.describe_tasks(cluster=CLUSTER, tasks=[task_id], include=["TAGS"])["tasks"]
@@ -234,7 +294,7 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
             group=f"service:{SERVICE}",
         )["tasks"]
     ]
-    protection = FakeEcsTaskProtection(ecs)
+    protection = FakeEcsTaskProtection(ecs, clock=lambda: now)
     ecs.update_task_protection(cluster=CLUSTER, tasks=arns, protectionEnabled=True)
     boto3.client("dynamodb").create_table(
         TableName=TABLE,
@@ -246,4 +306,55 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
         BillingMode="PAY_PER_REQUEST",
     )
     boto3.client("ssm").put_parameter(Name=MODE_PARAMETER, Value="enforce", Type="String")
-    return DrainerWorld(ecs_client=ecs, protection=protection, task_arns=arns, livekit=livekit, now=now)
+    _subscribe_queue()
+    world = DrainerWorld(ecs_client=ecs, protection=protection, task_arns=arns, livekit=livekit, now=now)
+    protection.set_clock(lambda: world.now)
+    return world
+
+
+def _subscribe_queue() -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName=TOPIC)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    topic_arn = boto3.client("sns").create_topic(Name=TOPIC)["TopicArn"]
+    boto3.client("sns").subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+
+
+def suspect_event(task_id: str, window_end: datetime) -> dict[str, Any]:
+    """The event tts_reach_alarm puts on EventBridge when failing lessons concentrate on one worker
+    (its window ends at ``window_end``, e.g. the world's clock: the drainer refuses stale ones)."""
+    start = window_end - timedelta(minutes=32)
+    return {
+        "version": "0",
+        "id": "0e2ab2a4-0d3c-4d8a-9a43-0d1c1e4b5f77",
+        "detail-type": SUSPECT_WORKER_DETAIL_TYPE,
+        "source": EVENT_SOURCE,
+        "account": "123456789012",
+        "time": window_end.isoformat(),
+        "region": "eu-west-1",
+        "resources": [],
+        "detail": {
+            "environment": "it",
+            "log_stream": stream_of(task_id),
+            "task_id": task_id,
+            "alarm_name": "livekit-it-tts-reach",
+            "p_value": 0.000258,
+            "window": {"start": start.isoformat(), "end": window_end.isoformat()},
+            "evidence": {"failed_jobs_on_worker": 4, "jobs_on_worker": 4},
+        },
+    }
+
+
+@contextmanager
+def moto_world(
+    livekit: LocalLiveKit, tasks: int = 4, ahead: timedelta = timedelta(hours=2)
+) -> Iterator[DrainerWorld]:
+    """A world inside ``mock_aws()``, its clock ``ahead`` of the wall clock (so LiveKit rooms created
+    now look that old). moto moves a described task one lifecycle step per DescribeTasks by default:
+    the world keeps its tasks RUNNING."""
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with mock_aws():
+            yield build_world(livekit, datetime.now(UTC) + ahead, tasks=tasks)
+    finally:
+        state_manager.unset_transition("ecs::task")

@@ -2,11 +2,15 @@
 
 - ``FakeEcsTaskProtection``: moto has no UpdateTaskProtection / GetTaskProtection. The fake answers
   those two operations on a moto-backed client (botocore ``before-call`` hook), keeping per-task
-  protection state and ECS's documented failures (``MISSING``, ``TASK_NOT_VALID`` for a task that
-  is not part of a service), so ``BotoEcsTasks`` runs its real request and failure handling.
+  protection state and ECS's documented behaviour: ``expiresInMinutes`` (1-2,880, default 120 when
+  enabling) sets an ``expirationDate`` after which the task reads as unprotected (by the fake's
+  clock), and the failures ``MISSING`` / ``TASK_NOT_VALID`` (a task that is not part of a service),
+  so ``BotoEcsTasks`` runs its real request and failure handling.
 - ``EcsThrottling``: makes chosen ECS operations answer ``ThrottlingException`` without reaching moto.
 - ``FakeEcsTaskMetadataEndpoint``: a local HTTP server standing in for the ECS task metadata
-  endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's).
+  endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's). Like the ECS
+  agent it omits ``TaskTags`` when the task has none, and when the tag lookup fails it omits them
+  and reports the failure in ``Errors`` (``ErrorField: "TaskTags"``).
 """
 
 from __future__ import annotations
@@ -14,21 +18,45 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
+# UpdateTaskProtection: expiresInMinutes defaults to 120 and accepts 1 to 2,880.
+DEFAULT_PROTECTION_MINUTES = 120
+MAX_PROTECTION_MINUTES = 2880
+
 
 class FakeEcsTaskProtection:
-    def __init__(self, client: Any, shared_with: FakeEcsTaskProtection | None = None) -> None:
-        """``shared_with``: another client's fake whose protection state this one serves too."""
+    def __init__(
+        self,
+        client: Any,
+        shared_with: FakeEcsTaskProtection | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """``shared_with``: another client's fake whose protection state (and clock) this one serves."""
         self.client = client
         self.protected: dict[str, bool] = shared_with.protected if shared_with else {}
         self.updates: list[tuple[str, bool]] = shared_with.updates if shared_with else []
+        self.expires: dict[str, datetime] = shared_with.expires if shared_with else {}
+        self._owner = shared_with
+        self._clock = clock or (lambda: datetime.now(UTC))
         client.meta.events.register("before-call.ecs.UpdateTaskProtection", self._update)
         client.meta.events.register("before-call.ecs.GetTaskProtection", self._get)
+
+    def now(self) -> datetime:
+        return self._owner.now() if self._owner else self._clock()
+
+    def set_clock(self, clock: Callable[[], datetime]) -> None:
+        self._clock = clock
+
+    def enabled(self, task_arn: str) -> bool:
+        """Protected right now: enabled and not yet expired."""
+        expiry = self.expires.get(task_arn)
+        return self.protected.get(task_arn, False) and (expiry is None or expiry > self.now())
 
     def _resolve(self, cluster: str, task: str) -> tuple[str | None, str | None]:
         found = self.client.describe_tasks(cluster=cluster, tasks=[task])["tasks"]
@@ -38,7 +66,9 @@ class FakeEcsTaskProtection:
             return found[0]["taskArn"], "TASK_NOT_VALID"
         return found[0]["taskArn"], None
 
-    def _answer(self, params: dict[str, Any], enable: bool | None) -> tuple[Any, dict[str, Any]]:
+    def _answer(
+        self, params: dict[str, Any], enable: bool | None, minutes: int | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         protected, failures = [], []
         for task in params["tasks"]:
             arn, failure = self._resolve(params["cluster"], task)
@@ -49,13 +79,30 @@ class FakeEcsTaskProtection:
             if enable is not None:
                 self.protected[arn] = enable
                 self.updates.append((arn, enable))
-            protected.append({"taskArn": arn, "protectionEnabled": self.protected.get(arn, False)})
+                if enable:
+                    self.expires[arn] = self.now() + timedelta(minutes=minutes or DEFAULT_PROTECTION_MINUTES)
+                else:
+                    self.expires.pop(arn, None)
+            answer: dict[str, Any] = {"taskArn": arn, "protectionEnabled": self.enabled(arn)}
+            if self.enabled(arn):
+                answer["expirationDate"] = self.expires[arn]
+            protected.append(answer)
         http = AWSResponse("https://ecs.fake", 200, HTTPHeaders(), None)
         return http, {"protectedTasks": protected, "failures": failures, "ResponseMetadata": {}}
 
     def _update(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         request = _request_body(params)
-        return self._answer(request, bool(request["protectionEnabled"]))
+        minutes = request.get("expiresInMinutes")
+        if minutes is not None and not 1 <= int(minutes) <= MAX_PROTECTION_MINUTES:
+            error = {
+                "Error": {
+                    "Code": "InvalidParameterException",
+                    "Message": f"expiresInMinutes must be between 1 and {MAX_PROTECTION_MINUTES}",
+                },
+                "ResponseMetadata": {},
+            }
+            return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
+        return self._answer(request, bool(request["protectionEnabled"]), minutes)
 
     def _get(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         return self._answer(_request_body(params), None)
@@ -92,9 +139,16 @@ class EcsThrottling:
 class FakeEcsTaskMetadataEndpoint:
     """Serves ``GET /taskWithTags`` as ECS task metadata endpoint v4 does (``TaskARN``, ``TaskTags``)."""
 
-    def __init__(self, task_arn: str, tags: Callable[[], dict[str, str]]) -> None:
+    def __init__(
+        self,
+        task_arn: str,
+        tags: Callable[[], dict[str, str]],
+        tag_lookup_error: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """``tag_lookup_error``: an AWS error code while the agent's tag lookup fails, else None."""
         self.task_arn = task_arn
         self.tags = tags
+        self.tag_lookup_error = tag_lookup_error
         self.requests = 0
         endpoint = self
 
@@ -104,7 +158,7 @@ class FakeEcsTaskMetadataEndpoint:
                 if not self.path.rstrip("/").endswith("/taskWithTags"):
                     self.send_error(404)
                     return
-                body = json.dumps({"TaskARN": endpoint.task_arn, "TaskTags": endpoint.tags()}).encode()
+                body = json.dumps(endpoint.body()).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -116,6 +170,25 @@ class FakeEcsTaskMetadataEndpoint:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"TaskARN": self.task_arn}
+        error = self.tag_lookup_error()
+        if error is not None:
+            body["Errors"] = [
+                {
+                    "ErrorField": "TaskTags",
+                    "ErrorCode": error,
+                    "ErrorMessage": f"ListTagsForResource failed: {error}",
+                    "StatusCode": 400,
+                    "ResourceARN": self.task_arn,
+                }
+            ]
+            return body
+        tags = self.tags()
+        if tags:  # the agent leaves an empty map out (omitempty)
+            body["TaskTags"] = tags
+        return body
 
     @property
     def url(self) -> str:

@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from fleet_remediation.adapters.logs_insights import Row
 from fleet_remediation.contract.signals import SignalCatalog
@@ -285,11 +286,22 @@ class WorkerJobStats:
     failed_jobs: int
 
 
+class Verdict(StrEnum):
+    """What the failing jobs say about where the failure is."""
+
+    # One worker holds more failed jobs than chance allows: drain it.
+    CONCENTRATED = "concentrated"
+    # Enough failures, and they are spread over the fleet (or no worker stands out): notify only.
+    FLEET_WIDE = "fleet-wide"
+    # Too little to tell (no failed job, one failed job, or one worker): notify only, blame no one.
+    INCONCLUSIVE = "inconclusive"
+
+
 @dataclass(frozen=True)
 class Concentration:
     """Whether failures concentrate on ``top`` (the worker with most failed jobs)."""
 
-    concentrated: bool
+    verdict: Verdict
     reason: str
     jobs: int
     failed_jobs: int
@@ -301,6 +313,10 @@ class Concentration:
     # False: ``p_value_family`` is an upper bound (analysis deadline, or a p-value below
     # ``NEGLIGIBLE_P``), or None when even the bound did not settle the question.
     p_value_family_exact: bool = True
+
+    @property
+    def concentrated(self) -> bool:
+        return self.verdict is Verdict.CONCENTRATED
 
     def evidence(self) -> dict[str, object]:
         return {
@@ -343,8 +359,8 @@ def assess_concentration(
     failed = sum(job.failed for job in jobs)
     note = f" (first {len(jobs)} jobs of a larger window)" if truncated else ""
 
-    def verdict(
-        concentrated: bool,
+    def judged(
+        verdict: Verdict,
         reason: str,
         top: WorkerJobStats | None = None,
         p: float | None = None,
@@ -352,14 +368,20 @@ def assess_concentration(
         exact: bool = True,
     ) -> Concentration:
         return Concentration(
-            concentrated, reason + note, len(jobs), failed, len(workers), top, p, corrected, alpha, exact
+            verdict, reason + note, len(jobs), failed, len(workers), top, p, corrected, alpha, exact
         )
 
     if failed == 0:
-        return verdict(False, "no job with responses but no first audio frame in the window")
+        return judged(
+            Verdict.INCONCLUSIVE, "inconclusive: no job with responses but no first audio frame in the window"
+        )
     top = workers[0]
     if len(workers) < 2:
-        return verdict(False, "only one worker had jobs in the window: nothing to compare", top)
+        return judged(
+            Verdict.INCONCLUSIVE,
+            "inconclusive: only one worker had jobs in the window: nothing to compare",
+            top,
+        )
     log_p = log_hypergeometric_tail(len(jobs), top.jobs, failed, top.failed_jobs)
     p = math.exp(log_p)
     analysis_deadline = time.monotonic() + ANALYSIS_MAX_SECONDS
@@ -371,18 +393,45 @@ def assess_concentration(
             [w.jobs for w in workers], failed, log_p + REACH_TOLERANCE, analysis_deadline
         )
     except AnalysisDeadline:
+        # The bounds: the top worker's own p-value and the Bonferroni sum over the workers.
         upper = min(1.0, len(workers) * p)
-        if top.failed_jobs >= min_failed_jobs and upper < alpha:
+        if failed >= min_failed_jobs and top.failed_jobs >= min_failed_jobs and upper < alpha:
             reason = f"concentrated: {share} (p <= {upper:.3g} < {alpha}; analysis deadline, bound)"
-            return verdict(True, reason, top, p, upper, exact=False)
-        reason = f"fleet-wide: {share} (p between {p:.3g} and {upper:.3g}; analysis deadline)"
-        return verdict(False, reason, top, p, None, exact=False)
+            return judged(Verdict.CONCENTRATED, reason, top, p, upper, exact=False)
+        reason = f"inconclusive: {share} (p between {p:.3g} and {upper:.3g}; analysis deadline)"
+        return judged(Verdict.INCONCLUSIVE, reason, top, p, None, exact=False)
     corrected = math.exp(log_family)
+    if failed < min_failed_jobs:
+        # One failure cannot tell one worker from chance, nor show that the fleet is failing.
+        return judged(
+            Verdict.INCONCLUSIVE,
+            f"inconclusive: {share}, fewer than {min_failed_jobs} in all",
+            top,
+            p,
+            corrected,
+            exact,
+        )
     if top.failed_jobs < min_failed_jobs:
-        return verdict(False, f"fleet-wide: {share}, fewer than {min_failed_jobs}", top, p, corrected, exact)
+        return judged(
+            Verdict.FLEET_WIDE,
+            f"fleet-wide: {share}, no worker with {min_failed_jobs} or more",
+            top,
+            p,
+            corrected,
+            exact,
+        )
     if corrected >= alpha:
-        return verdict(False, f"fleet-wide: {share} (p={corrected:.3g} >= {alpha})", top, p, corrected, exact)
-    return verdict(True, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected, exact)
+        return judged(
+            Verdict.FLEET_WIDE,
+            f"fleet-wide: {share} (p={corrected:.3g} >= {alpha})",
+            top,
+            p,
+            corrected,
+            exact,
+        )
+    return judged(
+        Verdict.CONCENTRATED, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected, exact
+    )
 
 
 def failing_jobs(jobs: Iterable[JobOutcome]) -> list[JobOutcome]:

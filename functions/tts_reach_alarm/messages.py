@@ -1,27 +1,65 @@
-"""What the on-call person reads: the ALARM notification with its evidence and links."""
+"""What the on-call person reads: the ALARM analysis (evidence, failing sessions, the suspect worker,
+how to keep the drainer off it, links) and the resolution, in the shared message model."""
 
 from __future__ import annotations
 
+import json
+
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.contract.naming import FunctionName, task_id_from_log_stream
+from fleet_remediation.contract.naming import FunctionName, lambda_function_name, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core.console_links import alarm_link, dashboard_link, logs_insights_link
-from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, job_outcomes_query
+from fleet_remediation.core import messages
+from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
+from fleet_remediation.core.report import ReportBuilder
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
+FUNCTION = FunctionName.TTS_REACH_ALARM
 
-def links(transition: Transition, settings: TtsReachSettings) -> list[str]:
+
+def incident_id(transition: Transition, settings: TtsReachSettings) -> str:
+    """The alarm's incident; a manual analysis is named after its window's end."""
+    if transition.change is not None:
+        return messages.transition_incident_id(settings.environment_name, transition.change)
+    return messages.alarm_incident_id(settings.environment_name, settings.alarm_name, transition.window.end)
+
+
+def links(
+    transition: Transition, settings: TtsReachSettings, task_id: str | None = None
+) -> list[messages.Link]:
     query = job_outcomes_query(settings.detection.catalog(), failing_only=True)
     window = transition.window
     region, log_group = settings.aws_region, settings.agent_log_group
-    return [
-        f"Runbook: {settings.runbook(FunctionName.TTS_REACH_ALARM)}",
-        f"Alarm: {alarm_link(region, settings.alarm_name)}",
-        "Logs Insights (failing jobs): "
-        + logs_insights_link(region, [log_group], query, window.start, window.end),
-        f"Dashboard: {dashboard_link(region, settings.dashboard_name)}",
+    found = [
+        messages.Link(label="Runbook", url=settings.runbook(FUNCTION)),
+        messages.Link(label="Alarm", url=alarm_link(region, settings.alarm_name)),
+        messages.Link(
+            label="Logs Insights (failing jobs)",
+            url=logs_insights_link(region, [log_group], query, window.start, window.end),
+        ),
     ]
+    if task_id and settings.ecs_cluster:
+        found.append(
+            messages.Link(label="ECS task", url=ecs_task_link(region, settings.ecs_cluster, task_id))
+        )
+    found += messages.function_links(
+        region=region,
+        environment=settings.environment_name,
+        function=FUNCTION,
+        runbook=settings.runbook(FUNCTION),
+        invocation_id=None,
+        around=window.end,
+    )[1:]  # the runbook is already first
+    return found
+
+
+def undrain_command(environment: str, task_id: str) -> str:
+    payload = json.dumps({"action": "undrain", "task": task_id, "dry_run": False})
+    return (
+        f"aws lambda invoke --function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER)} "
+        f"--cli-binary-format raw-in-base64-out --payload '{payload}' undrain.json"
+    )
 
 
 def compose_alarm_notification(
@@ -29,48 +67,107 @@ def compose_alarm_notification(
     transition: Transition,
     suspect: SuspectWorkerDetail | None,
     settings: TtsReachSettings,
-) -> tuple[str, str]:
+    report: ReportBuilder,
+    event_id: str | None = None,
+) -> messages.Notification:
     c = findings.concentration
-    where = f"worker {suspect.task_id}" if suspect else "fleet-wide"
-    subject = (
-        f"[{settings.environment_name}] TTS reach ALARM: {len(findings.failing)} lesson(s) without "
-        f"first audio, {where}"
-    )
+    failing = len(findings.failing)
+    # "Silent": the agent responded and no first audio frame followed. Subjects stay under SNS's
+    # 100 characters, so they name the task by its first 8 characters (the full id is below).
+    silent = f"{failing} silent session(s)"
+    if suspect:
+        short = suspect.task_id[:8]
+        acted = f"TTS ALARM, worker {short}: {silent}; sent to the drainer"
+        would = f"sent worker {short} to the drainer (TTS ALARM: {silent})"
+        off = f"TTS ALARM, worker {short}: {silent}; drainer not asked"
+    else:
+        where = c.verdict.value  # fleet-wide, or inconclusive: too little to blame anyone
+        acted = f"TTS ALARM, {where}: {silent}; nothing drained"
+        would = f"only notified (TTS ALARM, {where}: {silent})"
+        off = f"TTS ALARM, {where}: {silent}"
     reach = "n/a" if findings.reach is None else f"{findings.reach:.1%}"
     alarm_view = ", ".join(f"{p:.3f}" for p in transition.reach_datapoints) or "n/a"
     window = transition.window
-    lines = [
-        subject,
-        "",
-        f"Alarm: {settings.alarm_name} (threshold {settings.detection.tts_reach_alarm.threshold:.0%})",
-        f"Window: {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC",
-        f"TTS reach in window (first audio frames / responses): {reach}; alarm datapoints: {alarm_view}",
-        f"Jobs with responses: {len(findings.jobs)} on {c.workers} worker(s); "
-        f"failing: {len(findings.failing)}",
+    why = [
+        f"Alarm {settings.alarm_name} (threshold {settings.detection.tts_reach_alarm.threshold:.0%}); "
+        f"alarm datapoints: {alarm_view}",
+        f"Window {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC: reach (first audio frames / "
+        f"responses) {reach}",
+        f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {failing} silent "
+        "(responses, but no first audio frame)",
         *(
-            [f"Note: the window holds more than {MAX_JOBS} jobs; these figures cover the first {MAX_JOBS}."]
+            [f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}."]
             if findings.truncated
             else []
         ),
-        "",
         f"Verdict: {c.reason}",
     ]
     if suspect:
-        lines += [
-            f"Suspect worker: task {suspect.task_id} (log stream {suspect.log_stream})",
-            f"Evidence: p = {suspect.p_value:.3g} that some worker of {c.workers} would look this bad by "
-            "chance (exact min-p hypergeometric test); the drainer will cordon and drain it.",
-        ]
+        why.append(
+            f"Suspect worker: task {suspect.task_id} (log stream {suspect.log_stream}); p = "
+            f"{suspect.p_value:.3g} that some worker of {c.workers} would look this bad by chance "
+            "(exact min-p hypergeometric test)"
+        )
+    elif c.verdict is Verdict.FLEET_WIDE:
+        why.append("Looks fleet-wide (e.g. a TTS provider outage): no worker is drained; investigate.")
     else:
-        lines.append("Looks fleet-wide (e.g. TTS provider outage): no worker is drained; investigate.")
-    lines += ["", "Failing lessons (responses but no first audio frame):"]
+        why.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
+    details = []
     for job in findings.failing[:MAX_LISTED_JOBS]:
         room = findings.rooms.get(job.job_id, {})
-        lines.append(
-            f"  - job {job.job_id} room {room.get('room', '?')} ({room.get('room_id', '?')}) on "
+        details.append(
+            f"job {job.job_id} room {room.get('room', '?')} ({room.get('room_id', '?')}) on "
             f"{task_id_from_log_stream(job.log_stream)}: {job.responses} responses, 0 first frames"
         )
-    if len(findings.failing) > MAX_LISTED_JOBS:
-        lines.append(f"  ... and {len(findings.failing) - MAX_LISTED_JOBS} more")
-    lines += ["", *links(transition, settings)]
-    return subject, "\n".join(lines)
+    if event_id:
+        details.append(f"Suspect-worker event sent to the drainer: {event_id}")
+    undo = []
+    if suspect:
+        undo.append(
+            messages.Undo(
+                label=f"Keep the drainer off worker {suspect.task_id} (undrain it)",
+                command=undrain_command(settings.environment_name, suspect.task_id),
+            )
+        )
+    undo.append(messages.stop_function_undo(settings.environment_name, FunctionName.WORKER_DRAINER))
+    return messages.Notification(
+        environment=settings.environment_name,
+        function=FUNCTION,
+        incident_id=incident_id(transition, settings),
+        severity=messages.Severity.CRITICAL,
+        mode=report.mode,
+        status=report.status(),
+        headline=messages.mode_headline(report.mode, acted=acted, would=would, off=off),
+        why=why,
+        details=details,
+        counts=messages.Counts.from_report(report),
+        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        undo=undo,
+        links=links(transition, settings, suspect.task_id if suspect else None),
+        resources=[suspect.log_stream] if suspect else [],
+        invocation_id=report.invocation_id,
+    )
+
+
+def compose_resolved_notification(
+    transition: Transition, settings: TtsReachSettings, report: ReportBuilder
+) -> messages.Notification:
+    fact = f"TTS reach resolved: {settings.alarm_name} is OK"
+    change = transition.change
+    return messages.Notification(
+        environment=settings.environment_name,
+        function=FUNCTION,
+        incident_id=incident_id(transition, settings),
+        severity=messages.Severity.INFO,
+        mode=report.mode,
+        status=report.status(),
+        headline=messages.mode_headline(report.mode, acted=fact, would=f"taken no action ({fact})", off=fact),
+        why=[
+            f"Since {transition.window.end:%Y-%m-%d %H:%M:%S} UTC",
+            f"Reason: {change.state.reason if change else 'manual'}",
+        ],
+        counts=messages.Counts.from_report(report),
+        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        links=links(transition, settings),
+        invocation_id=report.invocation_id,
+    )

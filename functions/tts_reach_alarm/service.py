@@ -3,7 +3,12 @@
 On ALARM it finds the jobs that had responses but no first audio frame in the alarm's window,
 decides whether they concentrate on one worker, hands a concentrated worker to the drainer (a
 suspect-worker event) and sends one notification. On OK it sends one "resolved" notification.
-Each action runs at most once per alarm transition (alarm name + state + state timestamp).
+
+It is detection: it reads and tells in every mode. Only the hand-over to the drainer is an action —
+done in ``enforce``, "DRY RUN — would have" in ``dry-run``, not done when the switch is ``off`` (the
+message says so). Each action and each notification delivery runs at most once per alarm
+transition (alarm name + state + state timestamp), under separate once-keys: a retry after a lost
+notification re-sends the message without a second suspect-worker event.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
-from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
+from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import (
-    NOTIFICATION_PUBLISH,
+    KILL_SWITCH_READ,
+    NOTIFICATION_BUDGET_SECONDS,
     REPORT_MARGIN_SECONDS,
     SUSPECT_EVENT_PUT,
     guarded_action_seconds,
@@ -30,15 +36,16 @@ from fleet_remediation.contract.budgets import (
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
+from fleet_remediation.core import messages
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
-from fleet_remediation.core.observability import metrics
-from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder
+from fleet_remediation.core.observability import emit
+from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate
-from tts_reach_alarm.messages import compose_alarm_notification, links
+from tts_reach_alarm.messages import compose_alarm_notification, compose_resolved_notification, incident_id
 from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transition
 
 
@@ -51,14 +58,24 @@ class TtsReachDependencies:
     insights: LogsInsights
     once: OnceGuard
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    chat_notifier: Notifier | None = None
+
+    @property
+    def delivery(self) -> NotificationDelivery:
+        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> TtsReachDependencies:
         settings = settings_from_environment(TtsReachSettings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name, provider=ssm_provider()),
-            notifier=SnsNotifier(settings.notification_topic_arn, client=aws_client(NOTIFICATION_PUBLISH)),
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
+            notifier=SnsNotifier(settings.notification_topic_arn),
+            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
             events=EventBridgePublisher(EVENT_BUS_NAME),
             insights=CloudWatchLogsInsights(),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),
@@ -77,35 +94,41 @@ def run_tts_reach(
     report.environment = settings.environment_name
     trigger, transition = parse_transition(event, settings, deps.clock())
     report.trigger = trigger
-    mode = decide_mode(deps.mode_switch, transition.manual.dry_run if transition.manual else None, report)
-    if mode is Mode.OFF:
-        report.summary = {"skipped": "kill switch is off: nothing read, nothing published"}
-        return
+    decide_mode(deps.mode_switch, transition.manual.dry_run if transition.manual else None, report)
     if transition.state not in HANDLED_STATES:
         report.summary = {"skipped": f"state {transition.state} is neither ALARM nor OK: nothing to say"}
         return
     if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
         deps.once.register_lambda_context(context)
-    # The notification (with its once-only record) and the report always keep their time.
-    deadline = (
-        started + remaining_seconds - REPORT_MARGIN_SECONDS - guarded_action_seconds(NOTIFICATION_PUBLISH)
-    )
+    # The notification (with its once-only records) and the report always keep their time.
+    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
     if transition.state == "OK":
-        _resolved(transition, report, deps)
+        report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
+        _tell(compose_resolved_notification(transition, settings, report), transition, report, deps)
         return
     findings = investigate(transition.window, deps.settings, deps.insights, deadline)
     _record_findings(findings, transition, report)
     suspect = _suspect_detail(findings, transition, settings)
-    subject, message = compose_alarm_notification(findings, transition, suspect, settings)
-    if not report.acts:
-        report.summary["would_publish"] = {"subject": subject, "message": message}
-        if suspect:
-            report.summary["would_emit"] = suspect.model_dump(mode="json")
+    event_id = None
+    if suspect and report.acts:
+        event_id = _emit_suspect(suspect, transition, report, deps, deadline)
+    elif suspect:
+        report.summary["would_emit"] = suspect.model_dump(mode="json")
+    note = compose_alarm_notification(findings, transition, suspect, settings, report, event_id)
+    _tell(note, transition, report, deps)
+
+
+def _tell(
+    note: messages.Notification, transition: Transition, report: ReportBuilder, deps: TtsReachDependencies
+) -> None:
+    """Alarm transitions are told in every mode. A manual analysis in dry run is a person's preview:
+    its message goes into the report only."""
+    if transition.change is None and not report.acts:
+        subject, text = messages.render_email(note)
+        report.summary["would_publish"] = {"subject": subject, "text": text}
         return
-    event_id = _emit_suspect(suspect, transition, report, deps, deadline) if suspect else None
-    if event_id:
-        message += f"\nSuspect-worker event sent to the drainer: {event_id}"
-    _publish(subject, message, transition, report, deps)
+    once_key = transition.once_key("notify") if transition.change is not None else None
+    deps.delivery.send(note, report, once_key)
 
 
 def _record_findings(findings: Findings, transition: Transition, report: ReportBuilder) -> None:
@@ -117,7 +140,7 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
         "failing_jobs": len(findings.failing),
         "reach_in_window": None if findings.reach is None else round(findings.reach, 4),
         "alarm_datapoints": list(transition.reach_datapoints),
-        "verdict": "concentrated" if c.concentrated else "fleet-wide",
+        "verdict": c.verdict.value,
         "reason": c.reason,
         "p_value": c.p_value_family,
         "p_value_exact": c.p_value_family_exact,
@@ -135,8 +158,8 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
             task_id=task_id_from_log_stream(c.top.log_stream),
             **c.evidence(),
         )
-    metrics.add_metric(name="TtsReachFailingJobs", unit=MetricUnit.Count, value=len(findings.failing))
-    metrics.add_metric(name="TtsReachSuspectWorkers", unit=MetricUnit.Count, value=int(c.concentrated))
+    emit(metric_definitions.TTS_REACH_FAILING_JOBS, len(findings.failing))
+    emit(metric_definitions.TTS_REACH_SUSPECT_WORKERS, int(c.concentrated))
 
 
 def _suspect_detail(
@@ -154,6 +177,7 @@ def _suspect_detail(
         p_value=c.p_value_family,
         window=transition.window,
         evidence={**c.evidence(), "failed_job_ids": [job.job_id for job in on_worker[:MAX_LISTED_JOBS]]},
+        incident_id=incident_id(transition, settings),
     )
 
 
@@ -189,41 +213,3 @@ def _emit_suspect(
     outcome = Outcome.ALREADY_DONE if replayed else Outcome.DONE
     report.resolve(intent, outcome, f"event {result['event_id']}")
     return str(result["event_id"])
-
-
-def _publish(
-    subject: str, message: str, transition: Transition, report: ReportBuilder, deps: TtsReachDependencies
-) -> None:
-    attributes = {"environment": deps.settings.environment_name, "alarm_state": transition.state}
-    result, replayed = _once(
-        "notify",
-        transition,
-        deps,
-        lambda: {"message_id": deps.notifier.publish(subject, message, attributes)},
-    )
-    message_id = str(result["message_id"])
-    if replayed:
-        reason = f"already notified for this transition (message {message_id})"
-        report.action(deps.settings.notification_topic_arn, "notify", Outcome.ALREADY_DONE, reason)
-        return
-    report.action(deps.settings.notification_topic_arn, "notify", Outcome.DONE, subject)
-    report.notifications.append(message_id)
-
-
-def _resolved(transition: Transition, report: ReportBuilder, deps: TtsReachDependencies) -> None:
-    settings = deps.settings
-    subject = f"[{settings.environment_name}] TTS reach resolved: {settings.alarm_name} is OK"
-    change = transition.change
-    lines = [
-        subject,
-        "",
-        f"Since: {transition.window.end:%Y-%m-%d %H:%M:%S} UTC",
-        f"Reason: {change.state.reason if change else ''}",
-        "",
-        *links(transition, settings),
-    ]
-    report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
-    if not report.acts:
-        report.summary["would_publish"] = {"subject": subject, "message": "\n".join(lines)}
-        return
-    _publish(subject, "\n".join(lines), transition, report, deps)

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet_remediation.adapters.aws_clients import aws_client, ssm_provider
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
@@ -40,8 +40,12 @@ class DrainerDependencies:
         policy = settings.drainer.policy
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name, provider=ssm_provider()),
-            notifier=SnsNotifier(settings.notification_topic_arn, client=aws_client(NOTIFICATION_PUBLISH)),
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
+            notifier=SnsNotifier(settings.notification_topic_arn),
             ecs=BotoEcsTasks(
                 settings.ecs_cluster,
                 settings.ecs_service,
@@ -51,7 +55,7 @@ class DrainerDependencies:
             worker_logs=InsightsWorkerLogs(
                 CloudWatchLogsInsights(),
                 settings.agent_log_group,
-                SignalCatalog.from_settings(settings.signals).slow_vad,
+                SignalCatalog.from_settings(settings.signals),
             ),
             worker_probe=HttpWorkerProbe(policy.worker_http_port, policy.worker_http_timeout_seconds),
             room_service_factory=room_service_factory(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import vad_alarm_name
@@ -19,11 +19,26 @@ from fleet_remediation.core.routing import (
     ScheduleRoute,
     SuspectWorkerRoute,
 )
+from worker_drainer.validation import TaskReference, parse_task_reference
 
 
 class DrainerManualEvent(ManualEvent):
+    """Strict: ``"dry_run": "false"`` (or 0, or "no") is an error, never an enforce."""
+
+    dry_run: StrictBool = True
     action: Literal["plan", "drain", "undrain"] = "plan"
-    task: str | None = None
+    task: str | None = Field(default=None, max_length=256)
+
+    @field_validator("task")
+    @classmethod
+    def _task_is_an_id_or_an_arn(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_task_reference(value)
+        return value
+
+    @property
+    def reference(self) -> TaskReference | None:
+        return parse_task_reference(self.task) if self.task else None
 
     @model_validator(mode="after")
     def _task_for_drain(self) -> DrainerManualEvent:

@@ -1,47 +1,43 @@
-"""Applies a ladder plan: one service-wide lease, then for each step a re-check of the task and the
-kill switch right before acting, the action, an audit record and a report line."""
+"""Applies a ladder plan: one service-wide lease, then for each step a re-check of the kill switch
+and of the task right before acting, the action, and a journal: the step's intent is logged and
+written to the ledger before it runs, its outcome after (the same ledger item), so an invocation
+killed mid-step leaves an intent without an outcome and the report says ``unknown``."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 
-# StopTask accepts a reason of at most 255 characters.
 from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
-from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report import Mode, Outcome, ReportBuilder
 from fleet_remediation.domain.reaping import ReapExecutor
-from worker_drainer.adapters.ecs_tasks import EcsTask, EcsTaskService
-from worker_drainer.adapters.ledger import Lease, Ledger
-from worker_drainer.guardrails import Guardrails
-from worker_drainer.ladder import LadderPlan, PlannedStep, Step
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.adapters.ecs_tasks import EcsTaskService
+from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger
+from worker_drainer.capacity import Move
+from worker_drainer.capacity_keeper import CapacityKeeper
+from worker_drainer.outcomes import StepResult, failed
+from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
+from worker_drainer.saga import CordonSaga
 from worker_drainer.tags import (
     CAPACITY_TAG,
-    COOLDOWN_TAG,
-    PROTECTED_BEFORE_TAG,
-    SINCE_TAG,
-    STATE_TAG,
-    STATE_TAGS,
+    Cause,
+    CordonProgress,
     State,
-    cordon_tags,
+    cordon_complete,
+    excluded,
+    reaped_tags,
     state_of,
 )
 
-STOP_REASON_LIMIT = 255
 LEASE_POLL_SECONDS = 0.2
-
-
-@dataclass
-class StepResult:
-    outcome: Outcome
-    reason: str
 
 
 @dataclass
@@ -58,6 +54,12 @@ class DrainerExecutor:
     deadline: float
     livekit_request_timeout_seconds: float
     livekit_calls: int = 0
+    keeper: CapacityKeeper = field(init=False)
+    saga: CordonSaga = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keeper = CapacityKeeper(self.ecs, self.ledger, self.clock)
+        self.saga = CordonSaga(self.ecs, self.keeper, self.policy, self.reaper_policy, self.clock)
 
     def run(self, plan: LadderPlan, report: ReportBuilder) -> None:
         acting = plan.acting()
@@ -65,8 +67,8 @@ class DrainerExecutor:
             return
         lease = self._acquire_lease()
         try:
-            for step in acting:
-                self._run_step(step, report)
+            for number, step in enumerate(acting):
+                self._run_step(number, step, report)
         finally:
             self.ledger.release(lease)
 
@@ -84,41 +86,91 @@ class DrainerExecutor:
                     raise
                 time.sleep(LEASE_POLL_SECONDS)
 
-    def _run_step(self, step: PlannedStep, report: ReportBuilder) -> None:
-        error: RemediationError | None = None
+    def _gate(self, step: PlannedStep) -> StepResult | None:
+        """Why this step must not start now (no time left, the switch moved), else None."""
         if time.monotonic() + DRAINER_STEP_BUDGET_SECONDS > self.deadline:
             error = DeadlineExceededError("not enough time left for this step", resource=step.task_id)
-            result = StepResult(Outcome.SKIPPED, error.message)
-        elif (mode := self.mode_switch.read()) is not Mode.ENFORCE:
-            result = StepResult(Outcome.SKIPPED, f"kill switch is now {mode.value}")
-        else:
-            try:
-                result = self._apply(step)
-            except RemediationError as exc:
-                error = exc
-                result = StepResult(Outcome.FAILED, exc.message)
-        report.action(step.task_id, step.step.value, result.outcome, result.reason, error)
-        entry = {
-            "action": step.step.value,
-            "outcome": result.outcome.value,
-            "reason": result.reason,
-            "planned_because": step.reason,
-            "task_arn": step.task_arn,
-        }
-        logger.info("drainer action", extra={"audit": entry, "task_id": step.task_id})
+            return StepResult(Outcome.SKIPPED, error.message, error)
+        mode = self.mode_switch.read()
+        if mode is not Mode.ENFORCE:
+            return StepResult(Outcome.SKIPPED, f"kill switch is now {mode.value}")
+        return None
+
+    def _run_step(self, number: int, step: PlannedStep, report: ReportBuilder) -> None:
+        key = AuditKey(self.invocation_id, self.clock(), number)
         try:
-            self.ledger.audit(step.task_id, self.invocation_id, self.clock(), entry)
+            gate = self._gate(step)
+        except RemediationError as exc:  # the switch could not be read: fail safe, do nothing
+            gate = StepResult(Outcome.SKIPPED, f"kill switch unreadable: {exc.message}", exc)
+        if gate is not None:
+            report.action(step.task_id, step.step.value, gate.outcome, gate.reason, gate.error)
+            self._audit_or_report(report, step, key, gate)
+            return
+        intent = report.intend(step.task_id, step.step.value, step.reason)
+        try:
+            self._audit(step, key, None)
+        except RemediationError as exc:
+            # No intent on record, no action: the audit trail never misses a change.
+            report.resolve(intent, Outcome.SKIPPED, f"intent not recorded: {exc.message}", exc)
+            return
+        try:
+            result = self._apply(step)
+        except RemediationError as exc:
+            result = failed(exc)
+        report.resolve(intent, result.outcome, result.reason, result.error)
+        self._audit_or_report(report, step, key, result)
+
+    def _audit_or_report(
+        self, report: ReportBuilder, step: PlannedStep, key: AuditKey, result: StepResult
+    ) -> None:
+        try:
+            self._audit(step, key, result)
         except RemediationError as exc:
             report.error(exc)
 
+    def _audit(self, step: PlannedStep, key: AuditKey, result: StepResult | None) -> None:
+        """The intent (``result`` None) and then the outcome, on one ledger item."""
+        entry = {
+            "action": step.step.value,
+            "planned_because": step.reason,
+            "task_arn": step.task_arn,
+            "outcome": result.outcome.value if result else "intended",
+        }
+        if result is not None:
+            entry["reason"] = result.reason
+        if step.cause is not None:
+            entry["cause"] = step.cause.value
+        self.ledger.audit(step.task_id, key, entry)
+
     def _apply(self, step: PlannedStep) -> StepResult:
-        if step.step is Step.REVERT_CAPACITY:
-            return self._give_capacity_back(step.task_id, step.task_arn, "task stopped")
+        if step.step in (Step.REVERT_CAPACITY, Step.SETTLE_CAPACITY):
+            return self._settle(step)
         current = self.ecs.describe_task(step.task_arn)
         if current is None or not current.running:
             if step.step is Step.STOP:
                 return StepResult(Outcome.ALREADY_DONE, "task already stopped")
             return StepResult(Outcome.SKIPPED, "task is no longer RUNNING")
+        if excluded(current):
+            return StepResult(Outcome.SKIPPED, "re-check: the task is now excluded from the drainer")
+        changed = self._changed(step, current)
+        if changed is not None:
+            return changed
+        match step.step:
+            case Step.REAP:
+                return self._reap(current, step)
+            case Step.CORDON:
+                return self.saga.cordon(current, step)
+            case Step.COMPLETE_CORDON:
+                return self.saga.complete(current)
+            case Step.STOP:
+                return self.saga.stop(current, step)
+            case Step.UNDO:
+                return self.saga.undo(current, by_operator=step.cause is Cause.MANUAL)
+        raise AssertionError(f"not an acting step: {step.step}")
+
+    @staticmethod
+    def _changed(step: PlannedStep, current: EcsTask) -> StepResult | None:
+        """Act only if the task is still in the state the decision saw."""
         state = state_of(current)
         if state is not step.seen_state:
             done = (step.step is Step.CORDON and state is State.DRAINING) or (
@@ -126,16 +178,21 @@ class DrainerExecutor:
             )
             outcome = Outcome.ALREADY_DONE if done else Outcome.SKIPPED
             return StepResult(outcome, f"task state changed from {step.seen_state.value} to {state.value}")
-        match step.step:
-            case Step.REAP:
-                return self._reap(current, step)
-            case Step.CORDON:
-                return self._cordon(current, step)
-            case Step.STOP:
-                return self._stop(current, step)
-            case Step.UNDO:
-                return self._undo(current)
-        raise AssertionError(f"not an acting step: {step.step}")
+        if step.step is Step.COMPLETE_CORDON and cordon_complete(current):
+            return StepResult(Outcome.ALREADY_DONE, f"cordon already {CordonProgress.COMPLETE.value}")
+        return None
+
+    def _settle(self, step: PlannedStep) -> StepResult:
+        current = self.ecs.describe_task(step.task_arn)
+        holds = (
+            current is not None
+            and current.running
+            and state_of(current) is State.DRAINING
+            and current.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value
+        )
+        settlement = self.keeper.settle(step.task_id, step.task_arn, want_raised=holds)
+        outcome = Outcome.ALREADY_DONE if settlement.move is Move.NONE else Outcome.DONE
+        return StepResult(outcome, settlement.reason)
 
     def _reap(self, task: EcsTask, step: PlannedStep) -> StepResult:
         async def reap() -> list[Outcome]:
@@ -157,74 +214,8 @@ class DrainerExecutor:
             return [r.outcome for r in results]
 
         outcomes = asyncio.run(reap())
-        now = self.clock()
-        self.ecs.tag_task(task.arn, {STATE_TAG: State.REAPED.value, SINCE_TAG: str(int(now.timestamp()))})
+        self.ecs.tag_task(task.arn, reaped_tags(self.clock(), step.cause or Cause.VAD))
         names = ", ".join(d.room.name for d in step.rooms)
         return StepResult(
-            Outcome.DONE, f"reaped {outcomes.count(Outcome.DONE)} room(s) ({names}); cordon if still slow"
+            Outcome.DONE, f"reaped {outcomes.count(Outcome.DONE)} room(s) ({names}); cordon if still bad"
         )
-
-    def _cordon(self, task: EcsTask, step: PlannedStep) -> StepResult:
-        refusal = Guardrails(self.ecs.running_tasks(), self.policy).refusal()
-        if refusal:
-            return StepResult(Outcome.SKIPPED, f"re-check: {refusal}")
-        now = self.clock()
-        protected = self.ecs.protection_enabled(task.arn)
-        tags = cordon_tags(
-            task,
-            now,
-            step.reason,
-            self.policy.capacity_mode.value,
-            protected,
-            self.policy.drain_deadline_seconds(self.reaper_policy),
-        )
-        # The tag first: it is what the agent's load function reads to stop taking jobs.
-        self.ecs.tag_task(task.arn, tags)
-        if protected:
-            self.ecs.set_protection(task.arn, False)
-        if self.policy.capacity_mode is CapacityMode.DESIRED_COUNT:
-            desired = self.ecs.capacity().desired_count
-            # The debt is recorded before the raise, so a raise is never left without a way back.
-            self.ledger.add_capacity_debt(task.arn, task.task_id, now)
-            try:
-                self.ecs.set_desired_count(desired + 1)
-            except RemediationError:
-                self.ledger.claim_capacity_debt(task.task_id)
-                self.ecs.tag_task(task.arn, {CAPACITY_TAG: "none"})
-                raise
-            extra = f", desired count {desired} -> {desired + 1}"
-        else:
-            extra = ", the service replaces it when it stops"
-        return StepResult(Outcome.DONE, f"cordoned (protection was {'on' if protected else 'off'}{extra})")
-
-    def _stop(self, task: EcsTask, step: PlannedStep) -> StepResult:
-        self.ecs.stop_task(task.arn, f"livekit-drainer: {step.reason}"[:STOP_REASON_LIMIT])
-        if task.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value:
-            back = self._give_capacity_back(task.task_id, task.arn, "stopped")
-            return StepResult(Outcome.DONE, f"stopped; {back.reason}")
-        return StepResult(Outcome.DONE, "stopped")
-
-    def _undo(self, task: EcsTask) -> StepResult:
-        done = []
-        if task.tags.get(PROTECTED_BEFORE_TAG) == "true":
-            self.ecs.set_protection(task.arn, True)
-            done.append("protection restored")
-        if task.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value:
-            done.append(self._give_capacity_back(task.task_id, task.arn, "undo").reason)
-        # Unmarked last: if anything above failed the task stays marked and the next tick retries.
-        until = self.clock() + timedelta(minutes=self.policy.cooldown_minutes)
-        self.ecs.untag_task(task.arn, list(STATE_TAGS))
-        self.ecs.tag_task(task.arn, {COOLDOWN_TAG: str(int(until.timestamp()))})
-        done.append(f"unmarked, cooldown until {until.isoformat()}")
-        return StepResult(Outcome.DONE, "; ".join(done))
-
-    def _give_capacity_back(self, task_id: str, task_arn: str, why: str) -> StepResult:
-        if not self.ledger.claim_capacity_debt(task_id):
-            return StepResult(Outcome.ALREADY_DONE, "capacity already given back")
-        try:
-            desired = self.ecs.capacity().desired_count
-            self.ecs.set_desired_count(max(desired - 1, 0))
-        except RemediationError:
-            self.ledger.add_capacity_debt(task_arn, task_id, self.clock())
-            raise
-        return StepResult(Outcome.DONE, f"desired count {desired} -> {max(desired - 1, 0)} ({why})")

@@ -27,6 +27,7 @@ def lambda_handler(
 ) -> dict[str, Any]:
     def body(report: ReportBuilder) -> None:
         deps = dependencies or _default_dependencies()
-        run_drainer(event, report, deps, context.get_remaining_time_in_millis() / 1000)
+        remaining = context.get_remaining_time_in_millis() / 1000
+        run_drainer(event, report, deps, remaining, function_arn=context.invoked_function_arn)
 
     return run_reported("worker_drainer", context.aws_request_id, body)

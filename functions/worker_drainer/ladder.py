@@ -2,92 +2,45 @@
 
 State lives on the task itself, as tags (so an agent can read it through its metadata endpoint):
 
-    (no state) --degraded, over-age rooms--> reaped --still slow after the grace--> draining
-    (no state) --degraded, nothing to reap-------------------------------------> draining
-    draining --no active jobs, or the deadline--> stopped (capacity given back)
-    reaped | draining --no slow inference for recovery_minutes--> (no state), cooldown
+    (no state) --degraded, over-age rooms--> reaped --still bad after the grace--> draining
+    (no state) --degraded (or a manual drain)-----------------------------------> draining
+    draining (cordon interrupted) --> complete-cordon (protection off, capacity up)
+    draining --no active jobs (positive answer), or the deadline; replacement running--> stopped
+    reaped | draining --evidence of recovery for the cause it was marked for--> (no state), cooldown
+
+A manual drain is never undone by the robot; a task tagged ``livekit-drainer:exclude=true`` is
+never touched; a task that may host a protected live room is never stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from enum import StrEnum
+from dataclasses import dataclass
+from datetime import timedelta
 
-from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.naming import EXCLUDE_TAG
+from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy
 from fleet_remediation.domain.reaping import RoomDecision
-from worker_drainer.adapters.ecs_tasks import EcsTask
-from worker_drainer.adapters.ledger import CapacityDebt
-from worker_drainer.attribution import FleetAssessment
+from worker_drainer.adapters.capacity_debts import Phase
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.capacity import debt_for, replacement_refusal
 from worker_drainer.guardrails import Guardrails
+from worker_drainer.plan_model import LadderPlan, ManualRequest, PlannedStep, Snapshot, Step
+from worker_drainer.recovery import Recovery, recovery_for
 from worker_drainer.tags import (
+    CAPACITY_TAG,
+    Cause,
     State,
+    cause_of,
     cooldown_until,
+    cordon_complete,
     deadline_of,
+    excluded,
     since_of,
     state_of,
 )
 
-
-class Step(StrEnum):
-    REAP = "reap"
-    CORDON = "cordon"
-    STOP = "stop"
-    UNDO = "undo"
-    REVERT_CAPACITY = "revert-capacity"
-    WAIT = "wait"
-    SKIP = "skip"
-
-
-@dataclass(frozen=True)
-class ManualRequest:
-    action: str  # "plan" | "drain" | "undrain"
-    task_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    now: datetime
-    tasks: Sequence[EcsTask]
-    fleet: FleetAssessment | None
-    # Over-age rooms of each task's jobs, decided by the reaper's own logic; None: unknown (LiveKit down).
-    rooms_to_reap: Mapping[str, Sequence[RoomDecision] | None] = field(default_factory=dict)
-    # Active jobs of each draining task (/worker endpoint, else live rooms from its logs); None: unknown.
-    active_jobs: Mapping[str, int | None] = field(default_factory=dict)
-    capacity_debts: Sequence[CapacityDebt] = ()
-    start_new: bool = False
-    manual: ManualRequest | None = None
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    task_id: str
-    task_arn: str
-    step: Step
-    reason: str
-    seen_state: State
-    rooms: tuple[RoomDecision, ...] = ()
-
-
-@dataclass(frozen=True)
-class LadderPlan:
-    steps: tuple[PlannedStep, ...]
-    healthy_running: int
-    draining: int
-
-    def acting(self) -> tuple[PlannedStep, ...]:
-        return tuple(s for s in self.steps if s.step not in (Step.WAIT, Step.SKIP))
-
-
-def recovered(task_id: str, snapshot: Snapshot, policy: DrainerPolicy) -> bool:
-    """No slow-inference warning in the last ``recovery_minutes`` (and none since the stats window)."""
-    if snapshot.fleet is None:
-        return False
-    worker = snapshot.fleet.for_task(task_id)
-    if worker is None or worker.stats is None:
-        return True
-    return worker.stats.last_seen <= snapshot.now - timedelta(minutes=policy.recovery_minutes)
+__all__ = ["LadderPlan", "ManualRequest", "PlannedStep", "Snapshot", "Step", "plan_ladder"]
+EXCLUDED = f"excluded by the tag {EXCLUDE_TAG}=true: never touched"
 
 
 @dataclass(frozen=True)
@@ -97,6 +50,15 @@ class _Proposal:
     step: Step
     reason: str
     rooms: tuple[RoomDecision, ...] = ()
+    cause: Cause | None = None
+    notify: bool = False
+
+
+def _recovery(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> Recovery:
+    fleet = snapshot.fleet
+    worker = fleet.for_task(task.task_id) if fleet else None
+    tts = snapshot.tts_evidence.get(task.task_id)
+    return recovery_for(cause_of(task), worker, fleet is not None, tts, since_of(task), snapshot.now, policy)
 
 
 def _manual_step(task: EcsTask, manual: ManualRequest) -> _Proposal:
@@ -104,38 +66,66 @@ def _manual_step(task: EcsTask, manual: ManualRequest) -> _Proposal:
     if manual.action == "undrain":
         if state is State.HEALTHY:
             return _Proposal(Step.SKIP, "not marked: nothing to undo")
-        return _Proposal(Step.UNDO, "manual undrain")
+        return _Proposal(Step.UNDO, "manual undrain (the operator's cooldown follows)", cause=Cause.MANUAL)
     if state is State.DRAINING:
         return _Proposal(Step.SKIP, "already draining")
-    return _Proposal(Step.CORDON, "manual drain")
+    return _Proposal(Step.CORDON, "manual drain", cause=Cause.MANUAL)
+
+
+def _protected_hold(task: EcsTask, snapshot: Snapshot) -> str | None:
+    if not snapshot.guards_protected_rooms:
+        return None
+    rooms = snapshot.protected_rooms.get(task.task_id)
+    if rooms is None:
+        return "not stopped: its rooms are unknown and the reaper policy protects some rooms"
+    return f"not stopped: hosts protected live room(s) {', '.join(rooms)}" if rooms else None
+
+
+def _replacement_refusal(task: EcsTask, snapshot: Snapshot) -> str | None:
+    if task.tags.get(CAPACITY_TAG) != CapacityMode.DESIRED_COUNT.value:
+        return None  # the service replaces the task when it stops
+    debt = debt_for(snapshot.capacity_debts, task.task_id)
+    return replacement_refusal(debt, len(snapshot.tasks), snapshot.desired_count)
 
 
 def _draining_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
-    deadline = deadline_of(task)
-    jobs = snapshot.active_jobs.get(task.task_id)
-    if recovered(task.task_id, snapshot, policy):
-        return _Proposal(Step.UNDO, f"recovered: no slow inference for {policy.recovery_minutes} min")
-    if deadline is not None and snapshot.now >= deadline:
-        return _Proposal(
-            Step.STOP, f"drain deadline {deadline.isoformat()} reached with {jobs} active job(s)"
-        )
+    recovery = _recovery(task, snapshot, policy)
+    if recovery.recovered:
+        return _Proposal(Step.UNDO, recovery.reason)
+    if not cordon_complete(task):
+        return _Proposal(Step.COMPLETE_CORDON, "the cordon was interrupted: finishing it")
+    jobs, deadline = snapshot.active_jobs.get(task.task_id), deadline_of(task)
+    left = "unknown" if jobs is None else str(jobs)
+    if jobs != 0 and (deadline is None or snapshot.now < deadline):
+        return _Proposal(Step.WAIT, f"draining: {left} active job(s), deadline {deadline}")
+    hold = _protected_hold(task, snapshot) if jobs != 0 else None
+    if hold:
+        return _Proposal(Step.SKIP, hold, notify=True)
+    refusal = _replacement_refusal(task, snapshot)
+    if refusal:
+        return _Proposal(Step.WAIT, refusal)
     if jobs == 0:
         return _Proposal(Step.STOP, "drained: no active jobs")
-    left = "unknown" if jobs is None else str(jobs)
-    return _Proposal(Step.WAIT, f"draining: {left} active job(s), deadline {deadline}")
+    assert deadline is not None  # a non-zero or unknown count stops only at the deadline
+    return _Proposal(Step.STOP, f"drain deadline {deadline.isoformat()} reached with {left} active job(s)")
 
 
 def _reaped_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
-    worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
+    cause = cause_of(task)
     grace_end = (since_of(task) or snapshot.now) + timedelta(minutes=policy.reap_grace_minutes)
-    if recovered(task.task_id, snapshot, policy):
-        return _Proposal(
-            Step.UNDO, f"recovered after the reap: no slow inference for {policy.recovery_minutes} min"
-        )
+    recovery = _recovery(task, snapshot, policy)
+    if recovery.recovered:
+        return _Proposal(Step.UNDO, f"{recovery.reason} after the reap")
+    if cause is Cause.TTS_SUSPECT:
+        evidence = snapshot.tts_evidence.get(task.task_id)
+        if snapshot.now >= grace_end and evidence is not None and evidence.failed:
+            why = f"{evidence.failed} job(s) still without first audio after the reap (TTS evidence)"
+            return _Proposal(Step.CORDON, why, cause=cause)
+        return _Proposal(Step.WAIT, "reaped: waiting for TTS evidence of recovery or failure")
+    worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
     if worker and worker.stats and worker.stats.last_seen > grace_end and worker.pattern.elevated:
-        return _Proposal(
-            Step.CORDON, f"still slow {policy.reap_grace_minutes} min after the reap: {worker.reason}"
-        )
+        why = f"still slow {policy.reap_grace_minutes} min after the reap: {worker.reason}"
+        return _Proposal(Step.CORDON, why, cause=cause)
     return _Proposal(Step.WAIT, "reaped: waiting for the grace period to judge recovery")
 
 
@@ -145,39 +135,73 @@ def _healthy_step(task: EcsTask, snapshot: Snapshot) -> _Proposal | None:
         return None
     until = cooldown_until(task)
     if until is not None and snapshot.now < until:
-        return _Proposal(Step.SKIP, f"cooldown until {until.isoformat()}")
+        return _Proposal(Step.SKIP, f"cooldown until {until.isoformat()}: not marked again", notify=True)
+    cause = Cause.TTS_SUSPECT if task.task_id == snapshot.suspect_task_id else Cause.VAD
     rooms = snapshot.rooms_to_reap.get(task.task_id)
     if rooms:
-        return _Proposal(
-            Step.REAP, f"reap first ({len(rooms)} over-age room(s)): {worker.reason}", tuple(rooms)
-        )
+        why = f"reap first ({len(rooms)} over-age room(s)): {worker.reason}"
+        return _Proposal(Step.REAP, why, tuple(rooms), cause=cause)
     unknown = " (its rooms are unknown: LiveKit unavailable)" if rooms is None else ""
-    return _Proposal(Step.CORDON, f"degraded{unknown}: {worker.reason}")
+    return _Proposal(Step.CORDON, f"degraded{unknown}: {worker.reason}", cause=cause)
 
 
 def _propose(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal | None:
     manual = snapshot.manual
     if manual is not None and manual.task_id is not None:
-        return _manual_step(task, manual) if task.task_id == manual.task_id else None
-    match state_of(task):
-        case State.DRAINING:
-            return _draining_step(task, snapshot, policy)
-        case State.REAPED:
-            return _reaped_step(task, snapshot, policy)
-        case State.HEALTHY:
-            return _healthy_step(task, snapshot)
+        if task.task_id != manual.task_id:
+            return None
+        proposal: _Proposal | None = _manual_step(task, manual)
+    else:
+        match state_of(task):
+            case State.DRAINING:
+                proposal = _draining_step(task, snapshot, policy)
+            case State.REAPED:
+                proposal = _reaped_step(task, snapshot, policy)
+            case State.HEALTHY:
+                proposal = _healthy_step(task, snapshot)
+    if not excluded(task):
+        return proposal
+    if proposal is None or proposal.step in (Step.WAIT, Step.SKIP):
+        return _Proposal(Step.SKIP, EXCLUDED)
+    return _Proposal(
+        Step.SKIP, f"{EXCLUDED} (would have: {proposal.step.value}, {proposal.reason})", notify=True
+    )
 
 
 def _guard(task: EcsTask, proposal: _Proposal, guard: Guardrails) -> PlannedStep:
-    """The guardrail pass: a cordon beyond the blast-radius budget becomes a refusal."""
-    step, reason = proposal.step, proposal.reason
+    """The guardrail pass: a new cordon beyond the blast-radius budget becomes a refusal."""
+    step, reason, notify = proposal.step, proposal.reason, proposal.notify
     if step is Step.CORDON:
         refusal = guard.refusal()
         if refusal:
-            step, reason = Step.SKIP, refusal
+            step, reason, notify = Step.SKIP, refusal, True
         else:
             guard.take()
-    return PlannedStep(task.task_id, task.arn, step, reason, state_of(task), proposal.rooms)
+    return PlannedStep(
+        task.task_id, task.arn, step, reason, state_of(task), proposal.rooms, proposal.cause, notify
+    )
+
+
+def _holds_capacity(task: EcsTask) -> bool:
+    draining = state_of(task) is State.DRAINING
+    return draining and task.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value
+
+
+def _capacity_steps(snapshot: Snapshot, acting: set[str]) -> list[PlannedStep]:
+    """Capacity owed back for stopped tasks, and debts left mid-change (or no longer owed) settled
+    from the service's real desired count."""
+    running = {t.task_id: t for t in snapshot.tasks}
+    steps: list[PlannedStep] = []
+    for debt in snapshot.capacity_debts:
+        task = running.get(debt.task_id)
+        if task is None:
+            steps.append(
+                PlannedStep(debt.task_id, debt.task_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY)
+            )
+        elif debt.task_id not in acting and (debt.phase is not Phase.RAISED or not _holds_capacity(task)):
+            why = f"capacity debt {debt.phase.value}: settling it from the service's desired count"
+            steps.append(PlannedStep(task.task_id, task.arn, Step.SETTLE_CAPACITY, why, state_of(task)))
+    return steps
 
 
 def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
@@ -194,9 +218,5 @@ def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
         proposal = _propose(task, snapshot, policy)
         if proposal is not None:
             steps.append(_guard(task, proposal, guard))
-    steps += [
-        PlannedStep(debt.task_id, debt.task_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY)
-        for debt in snapshot.capacity_debts
-        if debt.task_id not in running_ids
-    ]
+    steps += _capacity_steps(snapshot, {s.task_id for s in steps if s.acting})
     return LadderPlan(tuple(steps), guard.healthy, guard.draining)

@@ -1,81 +1,101 @@
-"""The snapshot the decision needs, read once per invocation: the service's running tasks, the
-slow-VAD statistics per worker, each draining task's active jobs, the over-age rooms of candidates."""
+"""The snapshot the decision needs, read once per invocation: the service's running tasks (and the
+check that an event's task is one of them), the slow-VAD statistics per worker, each draining
+task's active jobs and rooms, the over-age rooms of candidates, TTS evidence for suspect workers,
+capacity debts and the service's desired count."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-# How far back to look for a task's "received job request" lines when its start time is unknown.
-from fleet_remediation.adapters.livekit_rooms import LiveRoom
-from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.events import SuspectWorkerDetail
+from fleet_remediation.contract.policies import CapacityMode
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report import Decision, ReportBuilder
 from fleet_remediation.domain.reaping import RoomDecision, plan_reap
-from worker_drainer.adapters.ecs_tasks import EcsTask, task_id_of
-from worker_drainer.adapters.worker_logs import JobSighting
+from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment, assess_fleet
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.ladder import ManualRequest, Snapshot
-from worker_drainer.tags import (
-    State,
-    state_of,
+from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
+from worker_drainer.plan_model import ManualRequest, Snapshot
+from worker_drainer.recovery import TtsEvidence
+from worker_drainer.tags import CAPACITY_TAG, Cause, State, cause_of, since_of, state_of
+from worker_drainer.validation import (
+    ServiceIdentity,
+    check_manual_target,
+    validate_suspect_running,
 )
-
-JOB_LOOKBACK = timedelta(hours=6)
-
-
-def _needs_logs(parsed: DrainerTrigger, tasks: Sequence[EcsTask]) -> bool:
-    return parsed.start_new or any(state_of(t) is not State.HEALTHY for t in tasks)
 
 
 def read_snapshot(
-    parsed: DrainerTrigger, deps: DrainerDependencies, report: ReportBuilder, deadline: float
+    parsed: DrainerTrigger,
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    deadline: float,
+    identity: ServiceIdentity,
 ) -> tuple[Snapshot, int]:
-    """Everything the decision needs, and how many LiveKit calls reading it took."""
+    """Everything the decision needs, and how many LiveKit calls reading it took. Raises
+    ``UntrustedEventError`` (before anything else is read) when the event names a task that is
+    not one of the service's running tasks in our account, region and cluster."""
     now = deps.clock()
     tasks = deps.ecs.running_tasks()
-    streams = {deps.settings.log_stream_for(t.task_id): t.task_id for t in tasks}
-    fleet = _assess(parsed, deps, tasks, streams, now, deadline) if _needs_logs(parsed, tasks) else None
+    _check_targets(parsed, tasks, deps, report, identity)
+    marked = any(state_of(t) is not State.HEALTHY for t in tasks)
+    fleet = _assess(parsed, deps, tasks, report, now, deadline) if parsed.start_new or marked else None
     candidates = [
-        task
-        for task in tasks
-        if fleet and parsed.start_new and state_of(task) is State.HEALTHY and _degraded(fleet, task.task_id)
+        t
+        for t in tasks
+        if fleet and parsed.start_new and state_of(t) is State.HEALTHY and _degraded(fleet, t.task_id)
     ]
     draining = [t for t in tasks if state_of(t) is State.DRAINING]
     active_jobs = {t.task_id: deps.worker_probe.active_jobs(t) for t in draining}
-    unreachable = [t for t in draining if active_jobs[t.task_id] is None]
-    rooms_to_reap: dict[str, Sequence[RoomDecision] | None] = {}
+    guards = any(rule.protected for rule in deps.settings.reaper.policy.rules)
+    rooms: RoomsSeen | None = None
     livekit_calls = 0
-    if candidates or unreachable:
-        jobs_by_task = _job_sightings(candidates + unreachable, streams, deps, now, deadline)
-        live, livekit_calls = _live_rooms(deps, report)
-        policy = deps.settings.reaper.policy
-        for task in candidates:
-            mine = _rooms_of(jobs_by_task.get(task.task_id, []), live)
-            rooms_to_reap[task.task_id] = None if mine is None else plan_reap(mine, policy, now).to_reap
-        for task in unreachable:
-            mine = _rooms_of(jobs_by_task.get(task.task_id, []), live)
-            active_jobs[task.task_id] = None if mine is None else len(mine)
+    if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
+        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline)
     manual = parsed.manual
+    reference = manual.reference if manual else None
     snapshot = Snapshot(
         now=now,
         tasks=tasks,
         fleet=fleet,
-        rooms_to_reap=rooms_to_reap,
-        active_jobs=active_jobs,
+        rooms_to_reap=_rooms_to_reap(candidates, rooms, deps, now),
+        active_jobs=_active_jobs(active_jobs, rooms),
         capacity_debts=deps.ledger.capacity_debts(),
         start_new=parsed.start_new,
-        manual=ManualRequest(manual.action, task_id_of(manual.task) if manual.task else None)
-        if manual
-        else None,
+        manual=ManualRequest(manual.action, reference.task_id if reference else None) if manual else None,
+        suspect_task_id=parsed.suspect.task_id if parsed.suspect else None,
+        guards_protected_rooms=guards,
+        protected_rooms=_protected(draining, rooms, deps),
+        tts_evidence=_tts_evidence(tasks, deps, report, now, deadline),
     )
-    return snapshot, livekit_calls
+    return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, report)), livekit_calls
+
+
+def _check_targets(
+    parsed: DrainerTrigger,
+    tasks: Sequence[EcsTask],
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    identity: ServiceIdentity,
+) -> None:
+    suspect, manual = parsed.suspect, parsed.manual
+    reference = manual.reference if manual else None
+    if reference is not None:
+        check_manual_target(reference, identity, tasks)
+    if suspect is not None and suspect.task_id not in {t.task_id for t in tasks}:
+        report.candidate(
+            suspect.task_id,
+            Decision.SKIP,
+            f"suspect worker is not a RUNNING task of service {deps.settings.ecs_service} "
+            "(already stopped, or elsewhere)",
+            log_stream=suspect.log_stream,
+            p_value=suspect.p_value,
+        )
+        validate_suspect_running(suspect, tasks, deps.settings.ecs_service)
 
 
 def _degraded(fleet: FleetAssessment, task_id: str) -> bool:
@@ -87,17 +107,19 @@ def _assess(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
     tasks: Sequence[EcsTask],
-    streams: dict[str, str],
+    report: ReportBuilder,
     now: datetime,
     deadline: float,
-) -> FleetAssessment:
-    """The window's slow-VAD statistics per worker, judged against the fleet."""
-    settings = deps.settings
-    policy = settings.drainer.policy
-    query_deadline = min(
-        deadline - DRAINER_STEP_BUDGET_SECONDS, time.monotonic() + settings.drainer.insights_timeout_seconds
-    )
-    stats = deps.worker_logs.worker_stats(now - timedelta(minutes=policy.window_minutes), now, query_deadline)
+) -> FleetAssessment | None:
+    """The window's slow-VAD statistics per worker, judged against the fleet (None: logs unknown)."""
+    policy = deps.settings.drainer.policy
+    window_start = now - timedelta(minutes=policy.window_minutes)
+    try:
+        stats = deps.worker_logs.worker_stats(window_start, now, query_deadline(deps, deadline))
+    except RemediationError as exc:
+        report.error(exc)
+        return None
+    streams = {deps.settings.log_stream_for(t.task_id): t.task_id for t in tasks}
     fleet = assess_fleet(stats, streams, [t.task_id for t in tasks], policy)
     return fleet if parsed.suspect is None else _with_suspect(fleet, parsed.suspect)
 
@@ -120,56 +142,53 @@ def _with_suspect(fleet: FleetAssessment, suspect: SuspectWorkerDetail) -> Fleet
     return dataclasses.replace(fleet, workers=workers)
 
 
-def _job_sightings(
-    tasks: Sequence[EcsTask],
-    streams: dict[str, str],
-    deps: DrainerDependencies,
-    now: datetime,
-    deadline: float,
-) -> dict[str, list[JobSighting]]:
-    wanted = {task.task_id for task in tasks}
-    names = [stream for stream, task_id in streams.items() if task_id in wanted]
-    starts = [task.started_at for task in tasks if task.started_at is not None]
-    since = min(starts) if len(starts) == len(tasks) else now - JOB_LOOKBACK
-    query_deadline = min(
-        deadline - DRAINER_STEP_BUDGET_SECONDS,
-        time.monotonic() + deps.settings.drainer.insights_timeout_seconds,
-    )
-    found: dict[str, list[JobSighting]] = {}
-    for sighting in deps.worker_logs.job_sightings(names, since, now, query_deadline):
-        found.setdefault(streams[sighting.log_stream], []).append(sighting)
+def _active_jobs(probed: dict[str, int | None], rooms: RoomsSeen | None) -> dict[str, int | None]:
+    """/worker's answer where it gave one, else the task's live rooms (logs + LiveKit), else unknown."""
+    return {
+        task_id: jobs if jobs is not None or rooms is None else rooms.active_jobs(task_id)
+        for task_id, jobs in probed.items()
+    }
+
+
+def _rooms_to_reap(
+    candidates: Sequence[EcsTask], rooms: RoomsSeen | None, deps: DrainerDependencies, now: datetime
+) -> dict[str, Sequence[RoomDecision] | None]:
+    policy = deps.settings.reaper.policy
+    found: dict[str, Sequence[RoomDecision] | None] = {}
+    for task in candidates:
+        mine = rooms.rooms_of(task.task_id) if rooms else None
+        found[task.task_id] = None if mine is None else plan_reap(mine, policy, now).to_reap
     return found
 
 
-def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[str, LiveRoom] | None, int]:
-    calls = 0
-
-    async def list_all() -> list[LiveRoom]:
-        nonlocal calls
-        # Created inside the loop: the LiveKit client binds its HTTP session to the running loop.
-        rooms = deps.room_service_factory()
-        try:
-            return await rooms.list_rooms()
-        finally:
-            calls = int(getattr(rooms, "calls", 0))
-            await rooms.aclose()
-
-    try:
-        live: dict[str, LiveRoom] | None = {room.name: room for room in asyncio.run(list_all())}
-    except RemediationError as exc:
-        # Without LiveKit the drainer still cordons; it cannot reap or count jobs from rooms.
-        report.error(exc)
-        live = None
-    return live, calls
+def _protected(
+    draining: Sequence[EcsTask], rooms: RoomsSeen | None, deps: DrainerDependencies
+) -> dict[str, tuple[str, ...] | None]:
+    policy = deps.settings.reaper.policy
+    return {t.task_id: rooms.protected_rooms(t.task_id, policy) if rooms else None for t in draining}
 
 
-def _rooms_of(sightings: list[JobSighting], live: dict[str, LiveRoom] | None) -> list[LiveRoom] | None:
-    """The live rooms this worker's jobs are in (the same room sid as the job request saw)."""
-    if live is None:
+def _tts_evidence(
+    tasks: Sequence[EcsTask], deps: DrainerDependencies, report: ReportBuilder, now: datetime, deadline: float
+) -> dict[str, TtsEvidence | None]:
+    """Only for TTS-suspect marks old enough for evidence to matter (a query per such task)."""
+    policy = deps.settings.drainer.policy
+    earliest = timedelta(minutes=min(policy.reap_grace_minutes, policy.recovery_minutes))
+    evidence: dict[str, TtsEvidence | None] = {}
+    for task in tasks:
+        since = since_of(task)
+        marked = state_of(task) is not State.HEALTHY and cause_of(task) is Cause.TTS_SUSPECT
+        if marked and since is not None and now - since >= earliest:
+            evidence[task.task_id] = read_tts_evidence(task, since, deps, report, now, deadline)
+    return evidence
+
+
+def _desired_count(snapshot: Snapshot, deps: DrainerDependencies, report: ReportBuilder) -> int | None:
+    holds = any(t.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value for t in snapshot.tasks)
+    if not holds and not snapshot.capacity_debts:
         return None
-    rooms: dict[str, LiveRoom] = {}
-    for sighting in sightings:
-        room = live.get(sighting.room)
-        if room is not None and (not sighting.room_id or room.sid == sighting.room_id):
-            rooms[room.name] = room
-    return list(rooms.values())
+    try:
+        return deps.ecs.capacity().desired_count
+    except RemediationError as exc:
+        report.error(exc)
+        return None

@@ -26,6 +26,6 @@ def lambda_handler(
 ) -> dict[str, Any]:
     def body(report: ReportBuilder) -> None:
         deps = dependencies or _default_dependencies()
-        run_reaper(event, report, deps, context.get_remaining_time_in_millis() / 1000)
+        run_reaper(event, report, deps, context.get_remaining_time_in_millis() / 1000, context)
 
     return run_reported("zombie_reaper", context.aws_request_id, body)

@@ -87,8 +87,10 @@ def test_tts_reach_alarm_is_metric_math_with_minimum_volume(staging: Synthesized
         for r in resources(staging, "AWS::CloudWatch::Alarm").values()
         if r["Properties"]["AlarmName"] == "livekit-staging-tts-reach"
     )
-    # The responder notifies for this alarm; an SNS action would notify twice.
-    assert "AlarmActions" not in alarm["Properties"]
+    # The page does not depend on the responder: CloudWatch itself notifies ALARM and OK.
+    assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"]
+    (action,) = [a["Ref"] for a in alarm["Properties"]["AlarmActions"]]
+    assert action.startswith("NotificationsTopic")
 
 
 def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:

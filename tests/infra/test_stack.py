@@ -90,9 +90,14 @@ def test_reaper_environment_is_what_the_function_validates(
     )
     (function,) = functions.values()
     settings = cold_start(
-        ReaperSettings, function, NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:topic"
+        ReaperSettings,
+        function,
+        NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:topic",
+        IDEMPOTENCY_TABLE_NAME="reaper-once",
     )
     assert settings.reaper.policy.rules[1].max_age_minutes == 30
+    assert settings.function_mode_parameter_name == "/livekit-fleet-remediation/staging/zombie-reaper/mode"
+    assert settings.idempotency_table_name == "reaper-once"
 
 
 def test_schedule_rule_targets_the_reaper_with_retries_and_a_dlq(staging: Synthesized) -> None:

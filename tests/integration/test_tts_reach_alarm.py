@@ -158,7 +158,10 @@ def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambd
     notes = aws.drain(aws.sns_queue)
     assert len(notes) == 1
     body = notes[0]["Message"]
-    assert "b9238a5f30f04c3a9207df1601ba88bf" in notes[0]["Subject"]
+    assert notes[0]["Subject"] == (
+        "[prod] TTS ALARM, worker b9238a5f: 4 silent session(s); sent to the drainer"
+    )
+    assert "Suspect worker: task b9238a5f30f04c3a9207df1601ba88bf" in body
     assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
     assert "https://runbooks.example.com/repo/docs/runbooks/tts-reach.md" in body
     assert "#alarmsV2:alarm/livekit-prod-tts-reach" in body
@@ -184,9 +187,12 @@ def test_the_same_transition_twice_gives_one_notification(aws: Aws, lambda_conte
     second = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
     assert len(aws.drain(aws.sns_queue)) == 1
     assert len(aws.drain(aws.events_queue)) == 1
-    assert [a["outcome"] for a in first["actions"]] == ["done", "done"]
-    assert [a["outcome"] for a in second["actions"]] == ["already-done", "already-done"]
-    assert second["notifications"] == []
+    assert [(a["action"], a["outcome"]) for a in first["actions"]] == [("emit-suspect-worker", "done")]
+    assert [(a["action"], a["outcome"]) for a in second["actions"]] == [
+        ("emit-suspect-worker", "already-done")
+    ]
+    # The repeat names the message the first delivery sent: nothing new went out.
+    assert second["notifications"] == first["notifications"]
 
 
 def test_ok_sends_one_resolved_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
@@ -215,15 +221,33 @@ def test_fleet_wide_failure_only_notifies(aws: Aws, lambda_context) -> None:  # 
     assert aws.drain(aws.events_queue) == []
 
 
-def test_dry_run_decides_and_publishes_nothing(lambda_context) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_tells_what_it_would_have_done_and_hands_nothing_over(lambda_context) -> None:  # type: ignore[no-untyped-def]
     with mock_aws():
         aws = make_aws(Mode.DRY_RUN)
         report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
         assert report["mode"] == "dry-run"
         assert report["candidates"][0]["decision"] == "would-act"
-        assert "b9238a5f30f04c3a9207df1601ba88bf" in report["summary"]["would_publish"]["subject"]
         assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
-        assert aws.drain(aws.sns_queue) == []
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"] == (
+            "[prod] DRY RUN - would have sent worker b9238a5f to the drainer (TTS ALARM: 4 silent session(s))"
+        )
+        assert note["Message"].startswith("DRY RUN — would have sent worker b9238a5f to the drainer")
+        assert note["MessageAttributes"]["severity"]["Value"] == "critical"
+        assert aws.drain(aws.events_queue) == []
+
+
+def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:  # type: ignore[no-untyped-def]
+    with mock_aws():
+        aws = make_aws(Mode.OFF)
+        report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+        assert report["mode"] == "off"
+        assert report["summary"]["verdict"] == "concentrated"
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"] == (
+            "[prod] remediation is off - TTS ALARM, worker b9238a5f: 4 silent session(s); drainer not asked"
+        )
+        assert note["Message"].startswith("remediation is off — TTS ALARM, worker b9238a5f")
         assert aws.drain(aws.events_queue) == []
 
 

@@ -23,10 +23,15 @@ from moto.moto_api import state_manager
 
 from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
-from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event, stream_of
+from devkit.fakes.drainer_world import (
+    DrainerWorld,
+    alarm_event,
+    build_world,
+    schedule_event,
+    suspect_event,
+)
 from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
 from devkit.livekit_local import LocalLiveKit, free_port
-from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
 from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
 from worker_drainer.adapters.ecs_tasks import ecs_client_config
@@ -112,6 +117,8 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
         assert tags[CAPACITY_TAG] == "desired-count"
         assert world.protection.protected[world.task_arns[0]] is False
         assert world.desired_count() == desired + 1
+        # ECS's scheduler starts the replacement (moto has none: the world does what ECS would).
+        assert len(world.run_service_scheduler()) == 1
         # The agent sees its own tag and stops taking jobs; its running lesson continues.
         assert worker.wait_for(lambda: worker.worker_info().get("worker_load") == 1.0, 5)
 
@@ -172,9 +179,11 @@ def test_two_concurrent_alarm_invocations_cordon_once(world: DrainerWorld) -> No
 
 
 def test_a_recovered_task_is_unmarked_and_everything_is_put_back(world: DrainerWorld) -> None:
+    # Cordoned by VAD attribution (a hand drain is never undone by the robot: see the test below).
     target = world.task_ids[2]
+    world.slow(target, count=240, minutes=25)
     desired = world.desired_count()
-    drained = world.invoke({"action": "drain", "task": target, "dry_run": False})
+    drained = world.invoke(alarm_event())
     assert _actions(drained) == [(target, "cordon", "done")]
     assert world.desired_count() == desired + 1
 
@@ -295,34 +304,11 @@ def test_an_expired_lease_is_taken_over_and_a_live_one_is_not(world: DrainerWorl
     assert taken.holder == "second"
 
 
-def suspect_event(task_id: str) -> dict[str, Any]:
-    """The event tts_reach_alarm puts on EventBridge when failing lessons concentrate on one worker."""
-    return {
-        "version": "0",
-        "id": "0e2ab2a4-0d3c-4d8a-9a43-0d1c1e4b5f77",
-        "detail-type": SUSPECT_WORKER_DETAIL_TYPE,
-        "source": EVENT_SOURCE,
-        "account": "123456789012",
-        "time": "2026-09-15T17:41:05Z",
-        "region": "eu-west-1",
-        "resources": [],
-        "detail": {
-            "environment": "it",
-            "log_stream": stream_of(task_id),
-            "task_id": task_id,
-            "alarm_name": "livekit-it-tts-reach",
-            "p_value": 0.000258,
-            "window": {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"},
-            "evidence": {"failed_jobs_on_worker": 4, "jobs_on_worker": 4},
-        },
-    }
-
-
 def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world: DrainerWorld) -> None:
     # TTS never reaches the children on this worker, but its VAD warnings alone would not single it out.
     suspect = world.task_ids[1]
     world.slow(suspect, count=3, minutes=25, delay=0.5)
-    report = world.invoke(suspect_event(suspect))
+    report = world.invoke(suspect_event(suspect, world.now))
     assert report["trigger"]["kind"] == "suspect-worker"
     candidate = next(c for c in report["candidates"] if c["resource"] == suspect)
     assert "suspect worker (livekit-it-tts-reach" in candidate["reason"]
@@ -332,7 +318,7 @@ def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world:
 
 def test_a_suspect_worker_that_is_not_running_is_reported_and_nothing_changes(world: DrainerWorld) -> None:
     desired = world.desired_count()
-    report = world.invoke(suspect_event("0123456789abcdef0123456789abcdef"))
+    report = world.invoke(suspect_event("0123456789abcdef0123456789abcdef", world.now))
     skipped = next(c for c in report["candidates"] if c["resource"] == "0123456789abcdef0123456789abcdef")
     assert skipped["decision"] == "skip"
     assert "not a RUNNING task" in skipped["reason"]
@@ -342,7 +328,7 @@ def test_a_suspect_worker_that_is_not_running_is_reported_and_nothing_changes(wo
 
 
 def test_a_suspect_worker_event_with_missing_fields_is_a_typed_error(world: DrainerWorld) -> None:
-    event = suspect_event(world.task_ids[1])
+    event = suspect_event(world.task_ids[1], world.now)
     del event["detail"]["task_id"]
     report = world.invoke(event)
     assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]

@@ -78,7 +78,8 @@ def aws(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterat
             "REAPER": json.dumps(
                 {
                     "livekit_request_timeout_seconds": 2,
-                    "policy": {"managed_room_pattern": "^lesson-.+$", "max_age_minutes": 60},
+                    # Only this test's rooms: the livekit-server is shared by the whole session.
+                    "policy": {"managed_room_pattern": "^lesson-zombie-.+$", "max_age_minutes": 60},
                 }
             ),
         }.items():
@@ -168,7 +169,7 @@ def test_reaper_against_a_real_livekit_server(
     assert "ops-console" in remaining
     assert not remaining & {"lesson-zombie-1", "lesson-zombie-2"}
     (notification,) = aws.notifications()
-    assert "2 room(s) deleted, 0 failed" in notification["Subject"]
+    assert notification["Subject"].startswith("[it] zombie reaper deleted 2 of 2 over-age room(s)")
     assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
 
     # A second run finds nothing left to do.
@@ -201,7 +202,9 @@ def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
     assert stopped.http_url in report["errors"][0]["message"]
     assert report["candidates"] == []
     assert report["actions"] == []
-    assert aws.notifications() == []
+    (notification,) = aws.notifications()
+    assert notification["Subject"].startswith("[it] FAILED: zombie reaper checked for over-age rooms")
+    assert notification["MessageAttributes"]["severity"]["Value"] == "critical"
 
 
 def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,9 +217,14 @@ def test_unreadable_credentials_are_a_typed_error(aws: AwsWorld, monkeypatch: py
 def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
     livekit_server: LocalLiveKit, aws: AwsWorld
 ) -> None:
-    asyncio.run(create_rooms(livekit_server, ["lesson-switch"]))
+    asyncio.run(create_rooms(livekit_server, ["lesson-zombie-switch"]))
+    time.sleep(1.5)  # older than the manual max age below
     aws.set_mode("enabled")
     report = invoke({"dry_run": False, "max_age_seconds": 60}, timedelta(minutes=2))
     assert report["mode"] == "dry-run"
     assert [e["code"] for e in report["errors"]] == ["KillSwitchError"]
-    assert "lesson-switch" in asyncio.run(room_names(livekit_server))
+    # The room was a candidate (managed and over the max age), so only the fail-safe kept it.
+    assert any(
+        c["resource"] == "lesson-zombie-switch" for c in report["candidates"] if c["decision"] == "would-act"
+    )
+    assert "lesson-zombie-switch" in asyncio.run(room_names(livekit_server))

@@ -1,4 +1,5 @@
-"""The agent-side load function: drain marker, slow-inference pressure, CPU (no network)."""
+"""The agent-side load function: drain marker, slow-inference pressure, CPU; the task-tag reader
+against a loopback stand-in for the ECS task metadata endpoint."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter
+from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
+from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from worker_drainer import tags
 
 
@@ -75,3 +77,36 @@ def test_cpu_pressure_counts_when_it_is_the_highest() -> None:
     )
     assert load(Server([])) == pytest.approx(0.97)
     assert load.last_reason == "cpu"
+
+
+def test_a_reply_without_task_tags_means_no_tags_and_ends_the_drain() -> None:
+    """The ECS agent leaves ``TaskTags`` out when the task has none (an undone drain removes the
+    drainer's): the stale "draining" must not stick. A loopback ``FakeEcsTaskMetadataEndpoint``."""
+    current = {STATE_TAG: DRAINING_STATE}
+    endpoint = FakeEcsTaskMetadataEndpoint("arn:aws:ecs:eu-west-1:1:task/c/t0", lambda: dict(current)).start()
+    try:
+        reader = TaskTagReader(endpoint.url, cache_seconds=0)
+        assert reader.draining()
+        current.clear()
+        assert "TaskTags" not in endpoint.body()
+        assert not reader.draining()
+    finally:
+        endpoint.stop()
+
+
+def test_a_failed_tag_lookup_keeps_the_last_known_tags() -> None:
+    failing: list[str] = []
+    endpoint = FakeEcsTaskMetadataEndpoint(
+        "arn:aws:ecs:eu-west-1:1:task/c/t0",
+        lambda: {STATE_TAG: DRAINING_STATE},
+        tag_lookup_error=lambda: failing[0] if failing else None,
+    ).start()
+    try:
+        reader = TaskTagReader(endpoint.url, cache_seconds=0)
+        assert reader.draining()
+        failing.append("ThrottlingException")
+        assert endpoint.body()["Errors"][0]["ErrorField"] == "TaskTags"
+        assert reader.draining()  # a metadata hiccup neither starts nor stops a drain
+        assert endpoint.requests == 2  # both reads reached the endpoint
+    finally:
+        endpoint.stop()

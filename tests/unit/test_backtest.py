@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from devkit.log_export import read_events
+from devkit.log_export import LogEvent, read_events
 from fleet_remediation.contract.detection import DetectionConfig
 from tools import make_incident_fixture
 from tools.backtest import alarm_states, load_detection, render, run_backtest
+from tts_reach_alarm.analysis import Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
@@ -43,10 +44,44 @@ def test_alarms_fire_at_the_expected_minutes(events) -> None:  # type: ignore[no
     fired = result.first_alarm(result.tts_alarm)
     assert fired == datetime(2026, 9, 15, 17, 41, tzinfo=UTC)
     assert result.failed_before(fired) == 5
-    verdict = result.responder["tts_reach"]
+    # The responder is judged at every ALARM, by its own investigation over the same events.
+    assert [at for at, _ in result.verdicts] == [fired]
+    verdict = result.verdicts[0][1]
     assert verdict.concentrated
     assert verdict.top is not None
     assert verdict.top.log_stream.endswith(make_incident_fixture.BAD_TASK)
+    assert [(t.alarm, t.state, f"{t.at:%H:%M}") for t in result.transitions()] == [
+        ("vad", "ALARM", "17:14"),
+        ("vad", "OK", "17:16"),
+        ("vad", "ALARM", "17:32"),
+        ("tts_reach", "ALARM", "17:41"),
+        ("tts_reach", "OK", "18:02"),
+        ("vad", "OK", "18:14"),
+    ]
+
+
+def test_one_failed_lesson_pages_but_the_verdict_is_inconclusive() -> None:
+    """One job that never reaches first audio drags reach down enough to fire the alarm; with a
+    single failed job the responder can blame neither a worker nor the fleet."""
+    start = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)
+    events = []
+    for minute in range(6):
+        for index in range(10):
+            at = start + timedelta(minutes=minute, seconds=index * 5)
+            events.append(
+                LogEvent("agent/c/bad", at, {"message": "agent_response_started", "job_id": "AJ_silent"})
+            )
+        for index in range(12):
+            at = start + timedelta(minutes=minute, seconds=1 + index * 4)
+            job, stream = f"AJ_{minute}_{index}", f"agent/c/{index % 3}"
+            events.append(LogEvent(stream, at, {"message": "agent_response_started", "job_id": job}))
+            frame = {"message": "tts_node_first_audio_frame", "job_id": job}
+            events.append(LogEvent(stream, at + timedelta(seconds=1), frame))
+    result = run_backtest(sorted(events, key=lambda e: e.at), DetectionConfig())
+    assert result.verdicts, "the alarm must fire for this test to mean anything"
+    verdict = result.verdicts[0][1]
+    assert verdict.verdict is Verdict.INCONCLUSIVE
+    assert verdict.reason.startswith("inconclusive: 1 of 1 failed jobs")
 
 
 def test_alarm_states_n_of_m_with_missing_not_breaching() -> None:
@@ -77,5 +112,5 @@ def test_render_reports_latency(events, tmp_path: Path) -> None:  # type: ignore
     out = io.StringIO()
     render(run_backtest(events, config), config, out)
     text = out.getvalue()
-    assert "TTS reach alarm fires 17:41: +8.1 min from the first failing lesson" in text
-    assert "5 of 24 failing lessons had started by then" in text
+    assert "TTS reach alarm fires 17:41: +8.1 min from the first failing session" in text
+    assert "5 of 24 failing sessions had started by then" in text

@@ -402,7 +402,8 @@ def test_a_lost_reply_without_time_or_with_a_failed_re_read_is_unknown() -> None
 
 
 def test_warnings_record_then_tell_and_failures_are_reported() -> None:
-    service = InMemoryRoomService([LIVE, room("lesson-text", ago(HOUR + 100), participants=1, metadata="blue")])
+    text_room = room("lesson-text", ago(HOUR + 100), participants=1, metadata="blue")
+    service = InMemoryRoomService([LIVE, text_room])
     warn, text = decide(LIVE), decide(service.rooms["lesson-text"])
     results, journal = execute(service, [warn, text])
     assert results == [

@@ -46,9 +46,10 @@ def test_a_live_room_is_warned_then_deleted_after_the_grace_and_an_empty_one_at_
     ((name, topic, data),) = rooms.messages
     assert (name, topic) == ("lesson-live", WARNING_TOPIC)
     assert json.loads(data)["ends_after"] == (NOW + timedelta(minutes=GRACE_MINUTES)).isoformat()
-    ((subject, _),) = notifier.messages
-    assert "1 room(s) deleted" in subject
-    assert "1 warned" in subject
+    ((_, message),) = notifier.messages
+    assert "deleted 1 of 1 over-age room(s)" in message
+    assert "warned 1 of 1 room(s) with participants" in message
+    assert "lesson-live: warn-room done" in message
 
     during, notifier = run_at(rooms, minutes_later=GRACE_MINUTES - 1)
     assert during["actions"] == []
@@ -156,7 +157,7 @@ def test_a_reply_lost_after_the_server_acted_is_re_read_and_counted_done(error: 
     # One re-read: the re-check, then one ListRooms naming only the room whose reply was lost.
     assert [c for c in rooms.calls if c[0] == "ListRooms"][-1] == ("ListRooms", "lesson-a")
     assert report["summary"]["reaped"] == 2
-    assert "2 room(s) deleted, 0 failed" in notifier.messages[0][0]
+    assert "deleted 2 of 2 over-age room(s)" in notifier.messages[0][0]
 
 
 def test_a_reply_lost_before_the_server_acted_is_re_read_and_counted_failed() -> None:
@@ -167,7 +168,7 @@ def test_a_reply_lost_before_the_server_acted_is_re_read_and_counted_failed() ->
     assert "re-read: still there" in report["actions"][0]["reason"]
     assert report["actions"][0]["error"]["code"] == "LiveKitTimeout"
     assert report["status"] == "partial"
-    assert "0 room(s) deleted, 1 failed" in notifier.messages[0][0]
+    assert "PARTIAL: zombie reaper deleted 0 of 1 over-age room(s)" in notifier.messages[0][0]
 
 
 def test_a_lost_reply_whose_re_read_fails_is_unknown_and_still_notified() -> None:
@@ -194,7 +195,10 @@ def test_a_lost_reply_whose_re_read_fails_is_unknown_and_still_notified() -> Non
     assert actions(report) == [("lesson-a", "delete-room", "unknown")]
     assert "re-read failed" in report["actions"][0]["reason"]
     assert report["summary"]["unknown"] == 1
-    assert "1 unknown" in notifier.messages[0][0]
+    assert (
+        "deleted 0 of 1 over-age room(s) (oldest lesson-a, 3h00m), 1 of unknown outcome"
+        in notifier.messages[0][1]
+    )
 
 
 def test_an_error_answer_of_the_server_is_failed_without_a_re_read() -> None:

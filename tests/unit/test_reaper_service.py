@@ -108,9 +108,12 @@ def test_a_scheduled_run_in_enforce_mode_deletes_over_age_rooms_and_notifies() -
     assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [("lesson-zombie", "done")]
     assert set(rooms.rooms) == {"lesson-live"}
     ((subject, message),) = notifier.messages
-    assert "1 room(s) deleted, 0 failed" in subject
-    assert "lesson-zombie (RM_lesson-zombie) age 3h00m" in message
-    assert "https://runbooks.example.com/repo/docs/runbooks/zombie-reaper.md" in message
+    assert subject == "[unit] zombie reaper deleted 1 of 1 over-age room(s) (oldest lesson-zombie, 3h00m)"
+    assert "lesson-zombie (RM_lesson-zombie): age 3h00m >= max 1h00m [default]" in message
+    assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in message
+    assert "Runbook: https://runbooks.example.com/repo/docs/runbooks/zombie-reaper.md" in message
+    stop = "aws ssm put-parameter --overwrite --name /livekit-fleet-remediation/unit/zombie-reaper/mode"
+    assert f"{stop} --value off" in message
     assert report["notifications"] == ["msg-1"]
 
 
@@ -173,7 +176,10 @@ def test_an_error_on_one_room_is_recorded_and_the_others_go_on() -> None:
     failed = next(a for a in report["actions"] if a["outcome"] == "failed")
     assert failed["error"]["code"] == "LiveKitApiError"
     assert report["status"] == "partial"
-    assert "2 room(s) deleted, 1 failed" in notifier.messages[0][0]
+    subject, message = notifier.messages[0]
+    assert subject.startswith("[unit] PARTIAL: zombie reaper deleted 2 of 3 over-age room(s)")
+    assert "done 2 · already done 0 · refused 0 · failed 1 · unknown 0" in message
+    assert "severity warning" in message
 
 
 def test_a_trimmed_run_says_so_in_the_report() -> None:
@@ -195,7 +201,7 @@ def test_no_time_left_skips_rooms_instead_of_being_killed_by_the_timeout() -> No
     assert "lesson-zombie" in rooms.rooms
 
 
-def test_livekit_down_is_a_typed_error_and_nothing_else() -> None:
+def test_livekit_down_is_a_typed_error_said_as_a_failure_never_as_success() -> None:
     rooms = old_and_new()
     rooms.unavailable = True
     deps, notifier = make_deps(rooms)
@@ -204,7 +210,12 @@ def test_livekit_down_is_a_typed_error_and_nothing_else() -> None:
     assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
     assert report["candidates"] == []
     assert report["actions"] == []
-    assert notifier.messages == []
+    ((subject, message),) = notifier.messages
+    assert subject == (
+        "[unit] FAILED: zombie reaper checked for over-age rooms, but the run failed: LiveKitUnavailable"
+    )
+    assert "severity critical · status failed" in message
+    assert "done 0 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert rooms.closed
 
 

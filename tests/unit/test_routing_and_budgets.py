@@ -37,17 +37,20 @@ def test_a_calls_worst_case_is_every_attempt_timing_out_plus_the_longest_back_of
 
 def test_the_functions_budgets() -> None:
     assert budgets.KILL_SWITCH_READ.worst_case_seconds == 6.0
-    assert budgets.NOTIFICATION_PUBLISH.worst_case_seconds == 12.0
-    assert budgets.guarded_action_seconds(budgets.SUSPECT_EVENT_PUT) == 12.0 + 2 * 9.0
+    assert budgets.IDEMPOTENCY_WRITE.worst_case_seconds == 5.0
+    assert budgets.ONCE_RECORD_SECONDS == 10.0
+    # Two channels, each a publish of at most 3 s under its own once-only record.
+    assert budgets.NOTIFICATION_BUDGET_SECONDS == 2 * (3.0 + 10.0)
+    assert budgets.guarded_action_seconds(budgets.SUSPECT_EVENT_PUT) == 12.0 + 10.0
     assert budgets.ecs_call(5.0).worst_case_seconds == 3 * 6.0 + 3 + 6
     assert budgets.ecs_call(0.5).connect_timeout_seconds == 0.5
-    assert budgets.reaper_room_seconds(5.0) == 15.0
-    assert budgets.reaper_seconds_needed(5.0) == 6 + 6 + 5 + 15 + 12 + 3
-    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 40 + 30 + 30 + 3
-    assert budgets.drainer_step_seconds(5.0) == 27.0 + 9.0
+    assert budgets.reaper_room_seconds(5.0) == 15.0 + 6.0
+    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 26 + 3
+    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 40 + 22 + 26 + 3
+    assert budgets.drainer_step_seconds(5.0) == 27.0 + 5.0
     # Even the shortest ECS timeout leaves one ECS call and a ledger write above the old 8 s.
-    assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 9.0)
-    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 6 + 30 + 36 + 12 + 3
+    assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 5.0)
+    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 6 + 45 + 32 + 26 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -80,15 +83,17 @@ def test_the_default_sections_fit_their_lambda_timeouts() -> None:
 
 
 def test_a_reaper_whose_calls_cannot_fit_fails_at_synth_naming_the_budget() -> None:
-    with pytest.raises(ValidationError, match=r"a run needs up to 67 s .* timeout_seconds is 60"):
+    with pytest.raises(ValidationError, match=r"a run needs up to 97 s .* timeout_seconds is 60"):
         ReaperSection(timeout_seconds=60, livekit_request_timeout_seconds=10)
-    assert ReaperSection(timeout_seconds=47, livekit_request_timeout_seconds=5).timeout_seconds == 47
+    assert ReaperSection(timeout_seconds=77, livekit_request_timeout_seconds=5).timeout_seconds == 77
+    with pytest.raises(ValidationError, match="a run needs up to 77 s"):
+        ReaperSection(timeout_seconds=76, livekit_request_timeout_seconds=5)
 
 
 def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 109 s"):
-        TtsReachSection(timeout_seconds=108, query_timeout_seconds=20)
-    assert TtsReachSection(timeout_seconds=109, query_timeout_seconds=20).timeout_seconds == 109
+    with pytest.raises(ValidationError, match="a run needs up to 97 s"):
+        TtsReachSection(timeout_seconds=96, query_timeout_seconds=20)
+    assert TtsReachSection(timeout_seconds=97, query_timeout_seconds=20).timeout_seconds == 97
     with pytest.raises(ValidationError, match="at least one Logs Insights call's worst case"):
         TtsReachSection(timeout_seconds=900, query_timeout_seconds=11)
     assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=12).query_timeout_seconds == 12
@@ -98,11 +103,11 @@ LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 93 s"):
-        DrainerSection(timeout_seconds=92, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 118 s"):
+        DrainerSection(timeout_seconds=117, policy=LEASE)
     with pytest.raises(ValidationError, match="at least one Logs"):
         DrainerSection(insights_timeout_seconds=11.5)
-    assert DrainerSection(timeout_seconds=93, policy=LEASE).timeout_seconds == 93
+    assert DrainerSection(timeout_seconds=118, policy=LEASE).timeout_seconds == 118
 
 
 # --- Logs Insights inside its deadline ------------------------------------------------------------
@@ -140,15 +145,19 @@ class FakeLogsClient:
         return {"success": True}
 
 
+CALL = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+
+
 def _query(client: FakeLogsClient, clock: Clock, seconds: float) -> Any:
     insights = CloudWatchLogsInsights(
-        client, poll_interval_seconds=1.0, sleep=clock.sleep, monotonic=clock.monotonic
-    )  # type: ignore[arg-type]
+        client,  # type: ignore[arg-type]
+        poll_interval_seconds=1.0,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        call_seconds=CALL,
+    )
     end = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
     return insights.run_query("/g", "q", end - timedelta(minutes=30), end, clock.now + seconds)
-
-
-CALL = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
 
 
 def test_a_query_polls_until_complete() -> None:

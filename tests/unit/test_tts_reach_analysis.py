@@ -16,6 +16,7 @@ from fleet_remediation.core.errors import AwsApiError
 from tts_reach_alarm.analysis import (
     MAX_JOBS,
     JobOutcome,
+    Verdict,
     assess_concentration,
     family_wise_p_value,
     hypergeometric_tail,
@@ -56,26 +57,30 @@ def test_failures_spread_over_workers_are_fleet_wide() -> None:
     failed = {f"w{i}": 1 for i in range(6)}
     healthy = {f"w{i}": 2 for i in range(10)}
     verdict = assess_concentration(jobs(failed, healthy), alpha=0.05, min_failed_jobs=2)
+    assert verdict.verdict is Verdict.FLEET_WIDE
     assert not verdict.concentrated
     assert verdict.reason.startswith("fleet-wide")
+    assert "no worker with 2 or more" in verdict.reason
 
 
 def test_provider_outage_every_job_fails_is_fleet_wide() -> None:
     verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
-    assert not verdict.concentrated
+    assert verdict.verdict is Verdict.FLEET_WIDE
     assert verdict.p_value_family == pytest.approx(1.0)
 
 
-def test_single_failure_never_blames_a_worker() -> None:
-    verdict = assess_concentration(jobs({"bad": 1}, {"w1": 1}), alpha=0.99, min_failed_jobs=2)
-    assert not verdict.concentrated
-    assert "fewer than 2" in verdict.reason
+def test_single_failure_is_inconclusive_neither_a_worker_nor_the_fleet() -> None:
+    verdict = assess_concentration(jobs({"bad": 1}, {"w1": 1, "w2": 3}), alpha=0.99, min_failed_jobs=2)
+    assert verdict.verdict is Verdict.INCONCLUSIVE
+    assert verdict.reason.startswith("inconclusive: 1 of 1 failed jobs")
+    assert "fewer than 2 in all" in verdict.reason
 
 
-def test_no_failures_and_single_worker() -> None:
-    assert not assess_concentration(jobs({}, {"w1": 3}), alpha=0.05, min_failed_jobs=1).concentrated
+def test_no_failures_and_single_worker_are_inconclusive() -> None:
+    quiet = assess_concentration(jobs({}, {"w1": 3}), alpha=0.05, min_failed_jobs=1)
+    assert quiet.verdict is Verdict.INCONCLUSIVE
     lone = assess_concentration(jobs({"bad": 3}, {}), alpha=0.05, min_failed_jobs=1)
-    assert not lone.concentrated
+    assert lone.verdict is Verdict.INCONCLUSIVE
     assert "only one worker" in lone.reason
 
 

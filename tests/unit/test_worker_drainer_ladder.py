@@ -12,7 +12,7 @@ from worker_drainer.adapters.ledger import CapacityDebt
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import assess_fleet
 from worker_drainer.ladder import ManualRequest, Snapshot, Step, plan_ladder
-from worker_drainer.tags import COOLDOWN_TAG, DEADLINE_TAG, SINCE_TAG, STATE_TAG
+from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, DEADLINE_TAG, SINCE_TAG, STATE_TAG
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)
@@ -176,7 +176,9 @@ def test_manual_drain_and_undrain_name_one_task() -> None:
 
 
 def test_capacity_is_given_back_for_a_task_that_is_gone() -> None:
-    tasks = [task(f"t{i}") for i in range(3)]
+    # t1 still drains with its extra capacity (and jobs): its debt stays; the stopped task's is paid.
+    holding = draining("t1", NOW + timedelta(minutes=30), **{CAPACITY_TAG: "desired-count"})
+    tasks = [task("t0"), holding, task("t2")]
     debts = [CapacityDebt("gone", "arn:aws:ecs:eu-west-1:1:task/c/gone", 0), CapacityDebt("t1", "arn:t1", 0)]
-    plan = plan_ladder(snapshot(tasks, [], capacity_debts=debts), POLICY)
-    assert steps_by_task(plan.steps) == {"gone": Step.REVERT_CAPACITY}
+    plan = plan_ladder(snapshot(tasks, [slow("t1")], capacity_debts=debts, active_jobs={"t1": 1}), POLICY)
+    assert steps_by_task(plan.steps) == {"gone": Step.REVERT_CAPACITY, "t1": Step.WAIT}

@@ -34,7 +34,7 @@ def test_worker_stats_query_uses_the_signal_and_rows_become_stats() -> None:
             ]
         ]
     )
-    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default().slow_vad)
+    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default())
     (row,) = logs.worker_stats(START, END, deadline=0)
     query = str(fake.calls[0]["query"])
     assert query.startswith('filter message like "inference is slower than realtime"')
@@ -60,7 +60,7 @@ def test_job_sightings_are_read_for_the_named_streams_only() -> None:
             ]
         ]
     )
-    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default().slow_vad)
+    logs = InsightsWorkerLogs(fake, "/ppi/livekit/prod/agent", SignalCatalog.default())
     (sighting,) = logs.job_sightings([STREAM], START, END, deadline=0)
     assert f'@logStream in ["{STREAM}"]' in str(fake.calls[0]["query"])
     assert 'message = "received job request"' in str(fake.calls[0]["query"])

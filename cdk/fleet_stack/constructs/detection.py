@@ -11,23 +11,19 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from fleet_remediation.contract.detection import PERIOD_SECONDS, DetectionConfig
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
-    METRICS_NAMESPACE,
     RUNBOOKS,
     VAD_RUNBOOK,
     FunctionName,
-    dashboard_name,
     metric_filter_name,
     tts_reach_alarm_name,
     vad_alarm_name,
@@ -46,7 +42,6 @@ class Detection(Construct):
         *,
         env_name: str,
         config: EnvironmentConfig,
-        topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
         self.env_name = env_name
@@ -100,8 +95,6 @@ class Detection(Construct):
             datapoints_to_alarm=vad.datapoints_to_alarm,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.vad_alarm.add_alarm_action(cw_actions.SnsAction(topic))
-        self.vad_alarm.add_ok_action(cw_actions.SnsAction(topic))
 
         tts = detection.tts_reach_alarm
         # Under the minimum volume the expression is 1 (full reach): a quiet night cannot alarm.
@@ -114,7 +107,8 @@ class Detection(Construct):
             label="TTS reach (first audio frames / responses)",
             period=PERIOD,
         )
-        # The responder function sends the notification for this alarm: no SNS action here.
+        # The stack sends both alarms' ALARM and OK to the notification topics (Notifications): the
+        # page does not depend on the responder, whose analysis follows in the same incident.
         self.tts_reach_alarm = cloudwatch.Alarm(
             self,
             "TtsReachAlarm",
@@ -122,7 +116,7 @@ class Detection(Construct):
             alarm_description=(
                 f"TTS reach below {tts.threshold:.0%} with >= {tts.min_responses_per_minute} "
                 f"responses/min in {tts.datapoints_to_alarm} of {tts.evaluation_periods} minutes: "
-                f"children hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
+                f"users hear nothing. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}"
             ),
             metric=self.reach,
             threshold=tts.threshold,
@@ -133,10 +127,6 @@ class Detection(Construct):
         )
         self._catalog = catalog
         self.tts_threshold = tts.threshold
-        self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=dashboard_name(env_name), default_interval=Duration.hours(3)
-        )
-        self._fleet_widgets(config.agent_log_group)
 
     def _filter(self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit) -> None:
         logs.MetricFilter(
@@ -186,14 +176,11 @@ class Detection(Construct):
             ],
         )
 
-    def _fleet_widgets(self, agent_log_group: str) -> None:
+    def add_fleet_widgets(self, dashboard: cloudwatch.Dashboard, agent_log_group: str) -> None:
+        """The agents' signals on the fleet dashboard (``FleetDashboard`` lays out the rest)."""
+        self.dashboard = dashboard
         catalog = self._catalog
         started, frame = catalog.response_started, catalog.first_audio_frame
-        self.dashboard.add_widgets(
-            cloudwatch.AlarmStatusWidget(
-                title="Detection alarms", alarms=[self.tts_reach_alarm, self.vad_alarm], width=24, height=3
-            ),
-        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="TTS reach (fleet)",
@@ -211,17 +198,7 @@ class Detection(Construct):
                 title="VAD slower than realtime: warnings/min and max delay (s)",
                 left=[self.vad_warnings],
                 right=[self.vad_max_delay],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Remediation",
-                left=[
-                    self._remediation_metric("zombie_reaper", "RoomsReaped"),
-                    self._remediation_metric("zombie_reaper", "RoomReapFailures"),
-                    self._remediation_metric("tts_reach_alarm", "TtsReachFailingJobs"),
-                    self._remediation_metric("tts_reach_alarm", "TtsReachSuspectWorkers"),
-                ],
-                width=12,
+                width=24,
             ),
         )
         per_worker_reach = "\n| ".join(
@@ -252,15 +229,4 @@ class Detection(Construct):
                 width=12,
                 height=8,
             ),
-        )
-
-    @staticmethod
-    def _remediation_metric(service: str, metric_name: str) -> cloudwatch.Metric:
-        # Powertools Metrics adds the ``service`` dimension (POWERTOOLS_SERVICE_NAME = function dir).
-        return cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={"service": service},
-            statistic="Sum",
-            period=Duration.minutes(5),
         )

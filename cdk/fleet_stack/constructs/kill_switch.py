@@ -1,26 +1,52 @@
-"""The per-environment kill switch: an SSM parameter holding enforce / dry-run / off."""
+"""The kill switch: the environment's SSM parameter (enforce / dry-run / off) and, under it, one
+per function. A function's effective mode is the stricter of its own and the environment's."""
 
 from __future__ import annotations
 
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from fleet_remediation.contract.naming import mode_parameter_name
+from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
+
+ALLOWED_PATTERN = "^(enforce|dry-run|off)$"
 
 
 class KillSwitch(Construct):
-    """Operators flip it with `aws ssm put-parameter --overwrite`; a deploy only rewrites it when the
-    environment's ``mode`` in cdk.json changes."""
+    """Operators flip a switch with `aws ssm put-parameter --overwrite`; a deploy only rewrites a
+    parameter when its value in the template changes (the environment's ``mode`` in cdk.json)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, env_name: str, initial_mode: str) -> None:
         super().__init__(scope, construct_id)
-        # A plain string (not a token), so functions get a literal name they can validate.
+        self.env_name = env_name
+        # Plain strings (not tokens), so functions get literal names they can validate.
         self.parameter_name = mode_parameter_name(env_name)
         self.parameter = ssm.StringParameter(
             self,
             "Mode",
             parameter_name=self.parameter_name,
             string_value=initial_mode,
-            allowed_pattern="^(enforce|dry-run|off)$",
-            description="LiveKit Fleet Remediation mode: enforce | dry-run | off (read within a minute)",
+            allowed_pattern=ALLOWED_PATTERN,
+            description="LiveKit Fleet Remediation mode: enforce | dry-run | off (read within seconds)",
         )
+        # Each function's own switch starts at "enforce": the environment's switch governs until an
+        # operator lowers one function.
+        self.function_parameters = {
+            function: ssm.StringParameter(
+                self,
+                f"{function.slug.title().replace('-', '')}Mode",
+                parameter_name=function_mode_parameter_name(env_name, function),
+                string_value="enforce",
+                allowed_pattern=ALLOWED_PATTERN,
+                description=f"{function.value}'s own mode under {self.parameter_name} (the stricter wins)",
+            )
+            for function in FunctionName
+        }
+
+    def function_parameter_name(self, function: FunctionName) -> str:
+        return function_mode_parameter_name(self.env_name, function)
+
+    def grant_read(self, function: FunctionName, grantee: iam.IGrantable) -> None:
+        """Both switches a function reads."""
+        self.parameter.grant_read(grantee)
+        self.function_parameters[function].grant_read(grantee)

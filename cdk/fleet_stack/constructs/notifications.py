@@ -1,14 +1,34 @@
-"""The environment's encrypted notification topic (on-call e-mail, chat integrations)."""
+"""Where the on-call person hears from the stack.
+
+* The **notification topic** (new and KMS-encrypted, or an existing one from
+  ``notifications.topic_arn``) carries readable text: e-mail subscribers read it as is.
+* The **chat topic** (``notifications.chat``; new, or an existing one already mapped to a channel)
+  carries the same messages as Amazon Q Developer custom-notification JSON. A second topic rather
+  than SNS message structure: Amazon Q subscribes over HTTPS, and a per-protocol message would also
+  hand the chat JSON to every other HTTPS subscriber (a pager webhook, say).
+* **Every alarm** (detection and self-monitoring) publishes its ALARM and OK transitions to both
+  topics: CloudWatch's own notification goes out even when a function is broken, and Amazon Q
+  renders CloudWatch alarms natively.
+* **Pages without duplicates**: a pager (``notifications.pagers``) is subscribed with the filter
+  policy ``{"notification_kind": [{"exists": false}]}``. The functions stamp every message with
+  ``notification_kind``; CloudWatch's alarm notifications carry no attributes. So a pager gets one
+  page per alarm transition and none of the functions' follow-ups, while e-mail and chat get both
+  (in chat, threaded by incident id).
+"""
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import aws_chatbot as chatbot
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from fleet_remediation.contract.naming import NOTIFICATION_KIND_ATTRIBUTE, PRODUCT_PREFIX
 from fleet_stack.config import EnvironmentConfig
 
 
@@ -17,30 +37,84 @@ class Notifications(Construct):
         self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig
     ) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
-            self,
-            "TopicKey",
-            description=f"LiveKit Fleet Remediation {env_name}: notification topic encryption",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        targets = config.notifications
+        self._key: kms.Key | None = None
+        if targets.topic_arn:
+            self.topic: sns.ITopic = sns.Topic.from_topic_arn(self, "ExistingTopic", targets.topic_arn)
+        else:
+            self.topic = self._new_topic("Topic", f"LiveKit Fleet Remediation ({env_name})", env_name)
+        for address in targets.emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(address))
+        no_function_messages = {
+            NOTIFICATION_KIND_ATTRIBUTE: sns.SubscriptionFilter(conditions=[{"exists": False}])
+        }
+        for index, pager in enumerate(targets.pagers):
+            sns.Subscription(
+                self,
+                f"Pager{index}",
+                topic=self.topic,
+                protocol=sns.SubscriptionProtocol(pager.protocol.upper()),
+                endpoint=pager.endpoint,
+                filter_policy=no_function_messages,
+            )
+        self.chat_topic: sns.ITopic | None = None
+        if targets.chat is not None:
+            if targets.chat.topic_arn:
+                self.chat_topic = sns.Topic.from_topic_arn(self, "ExistingChatTopic", targets.chat.topic_arn)
+            else:
+                self.chat_topic = self._new_topic(
+                    "ChatTopic", f"LiveKit Fleet Remediation chat ({env_name})", env_name
+                )
+            if targets.chat.slack is not None:
+                self.slack = chatbot.SlackChannelConfiguration(
+                    self,
+                    "Slack",
+                    slack_channel_configuration_name=f"{PRODUCT_PREFIX}-{env_name}",
+                    slack_workspace_id=targets.chat.slack.workspace_id,
+                    slack_channel_id=targets.chat.slack.channel_id,
+                    notification_topics=[self.chat_topic],
+                    # Read-only in the channel: it shows notifications, it runs nothing.
+                    guardrail_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("ReadOnlyAccess")],
+                )
+            CfnOutput(self, "ChatTopicArn", value=self.chat_topic.topic_arn)
+        CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
+
+    def _new_topic(self, construct_id: str, display_name: str, env_name: str) -> sns.Topic:
+        if self._key is None:
+            self._key = kms.Key(
+                self,
+                "TopicKey",
+                description=f"LiveKit Fleet Remediation {env_name}: notification topic encryption",
+                enable_key_rotation=True,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            # CloudWatch alarms publish to the topics, so they must be able to use the key.
+            self._key.grant(
+                iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+            )
+        topic = sns.Topic(
+            self, construct_id, display_name=display_name, master_key=self._key, enforce_ssl=True
         )
-        # CloudWatch alarms publish to the topic, so they must be able to use its key.
-        self.key.grant(
-            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-        )
-        self.topic = sns.Topic(
-            self,
-            "Topic",
-            display_name=f"LiveKit Fleet Remediation ({env_name})",
-            master_key=self.key,
-            enforce_ssl=True,
-        )
-        self.topic.add_to_resource_policy(
+        topic.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["sns:Publish"],
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                resources=[self.topic.topic_arn],
+                resources=[topic.topic_arn],
             )
         )
-        for address in config.notifications.emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(address))
+        return topic
+
+    @property
+    def topics(self) -> list[sns.ITopic]:
+        return [self.topic] + ([self.chat_topic] if self.chat_topic is not None else [])
+
+    def grant_publish(self, grantee: iam.IGrantable) -> None:
+        for topic in self.topics:
+            topic.grant_publish(grantee)
+
+    def notify_on_state_changes(self, alarm: cloudwatch.Alarm) -> None:
+        """ALARM and OK of ``alarm`` to every topic."""
+        for topic in self.topics:
+            action = cw_actions.SnsAction(topic)
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)

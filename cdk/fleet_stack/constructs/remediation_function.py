@@ -6,19 +6,25 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
+from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.naming import (
+    METRICS_NAMESPACE,
+    FunctionName,
+    function_alarm_name,
+    function_log_group_name,
+    lambda_function_name,
+)
 from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
 
 FUNCTIONS_DIR = REPO_ROOT / "functions"
@@ -29,7 +35,7 @@ def deployed_settings(
     *,
     env_name: str,
     config: EnvironmentConfig,
-    topic: sns.ITopic,
+    notifications: Notifications,
     kill_switch: KillSwitch,
     **values: object,
 ) -> SettingsT:
@@ -38,8 +44,12 @@ def deployed_settings(
     common = {
         "environment_name": env_name,
         "mode_parameter_name": kill_switch.parameter_name,
-        "notification_topic_arn": topic.topic_arn,
+        "function_mode_parameter_name": kill_switch.function_parameter_name(model.function),
+        "notification_topic_arn": notifications.topic.topic_arn,
+        "chat_topic_arn": notifications.chat_topic.topic_arn if notifications.chat_topic else None,
         "runbook_base_url": config.runbook_base_url,
+        # Lambda sets AWS_REGION itself (never deployed): the synth-time model says what it will read.
+        "aws_region": config.region,
     }
     return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
@@ -58,7 +68,7 @@ class RemediationFunction(Construct):
         settings: FunctionSettings,
         description: str,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         log_retention_days: int,
         memory_size: int = 256,
@@ -74,7 +84,7 @@ class RemediationFunction(Construct):
         self.log_group = logs.LogGroup(
             self,
             "Logs",
-            log_group_name=f"/aws/lambda/{function_name}",
+            log_group_name=function_log_group_name(env_name, function),
             retention=_retention(log_retention_days),
             removal_policy=RemovalPolicy.RETAIN,
         )
@@ -130,8 +140,8 @@ class RemediationFunction(Construct):
                 **settings.to_lambda_environment(),
             },
         )
-        topic.grant_publish(self.function)
-        kill_switch.parameter.grant_read(self.function)
+        notifications.grant_publish(self.function)
+        kill_switch.grant_read(function, self.function)
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -145,25 +155,21 @@ class RemediationFunction(Construct):
             ],
             apply_to_children=True,
         )
-        self.alarms = self._self_monitoring(
-            env_name, function_dir, function_name, topic, expected_invocations_per_hour
-        )
+        self.alarms = self._self_monitoring(env_name, function, expected_invocations_per_hour)
+        for alarm in self.alarms:
+            notifications.notify_on_state_changes(alarm)
 
     def _self_monitoring(
-        self,
-        env_name: str,
-        function_dir: str,
-        function_name: str,
-        topic: sns.ITopic,
-        expected_invocations_per_hour: int | None,
+        self, env_name: str, function: FunctionName, expected_invocations_per_hour: int | None
     ) -> list[cloudwatch.Alarm]:
         five_minutes = Duration.minutes(5)
         # Typed failures (LiveKit unreachable, a bad secret) return a report instead of raising, so
         # Lambda's Errors metric misses them; the report's own EMF metric does not.
+        failed = metric_definitions.INVOCATION_FAILED
         failed_reports = cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name="InvocationFailed",
-            dimensions_map={"service": function_dir, "environment": env_name},
+            namespace=failed.namespace,
+            metric_name=failed.name,
+            dimensions_map=failed.dimensions(env_name, function),
             statistic="Sum",
             period=five_minutes,
         )
@@ -171,7 +177,7 @@ class RemediationFunction(Construct):
             failed_reports.create_alarm(
                 self,
                 "FailedReportsAlarm",
-                alarm_name=f"{function_name}-failed-reports",
+                alarm_name=function_alarm_name(env_name, function, "failed-reports"),
                 alarm_description="Invocations keep ending with status 'failed' (see report.errors).",
                 threshold=1,
                 evaluation_periods=3,
@@ -181,7 +187,7 @@ class RemediationFunction(Construct):
             self.function.metric_errors(period=five_minutes).create_alarm(
                 self,
                 "ErrorsAlarm",
-                alarm_name=f"{function_name}-errors",
+                alarm_name=function_alarm_name(env_name, function, "errors"),
                 alarm_description="The remediation function itself failed (see its report in the logs).",
                 threshold=1,
                 evaluation_periods=1,
@@ -190,7 +196,7 @@ class RemediationFunction(Construct):
             self.function.metric_throttles(period=five_minutes).create_alarm(
                 self,
                 "ThrottlesAlarm",
-                alarm_name=f"{function_name}-throttles",
+                alarm_name=function_alarm_name(env_name, function, "throttles"),
                 alarm_description="Invocations were throttled (reserved concurrency or account limit).",
                 threshold=1,
                 evaluation_periods=1,
@@ -199,7 +205,7 @@ class RemediationFunction(Construct):
             self.dlq.metric_approximate_number_of_messages_visible(period=five_minutes).create_alarm(
                 self,
                 "DeadLettersAlarm",
-                alarm_name=f"{function_name}-dlq",
+                alarm_name=function_alarm_name(env_name, function, "dlq"),
                 alarm_description="Deliveries failed and landed in the DLQ; inspect and redrive.",
                 threshold=1,
                 evaluation_periods=1,
@@ -211,7 +217,7 @@ class RemediationFunction(Construct):
                 self.function.metric_invocations(period=Duration.hours(1)).create_alarm(
                     self,
                     "ScheduleStoppedAlarm",
-                    alarm_name=f"{function_name}-schedule-stopped",
+                    alarm_name=function_alarm_name(env_name, function, "schedule-stopped"),
                     alarm_description="The schedule stopped invoking the function (expected "
                     f"{expected_invocations_per_hour}/h).",
                     threshold=max(1, expected_invocations_per_hour // 2),
@@ -220,9 +226,6 @@ class RemediationFunction(Construct):
                     treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
                 )
             )
-        action = cw_actions.SnsAction(topic)
-        for alarm in alarms:
-            alarm.add_alarm_action(action)
         return alarms
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
@@ -14,6 +13,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 
@@ -27,7 +27,7 @@ class TtsReachResponder(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         detection: Detection,
     ) -> None:
@@ -49,11 +49,12 @@ class TtsReachResponder(Construct):
             TtsReachSettings,
             env_name=env_name,
             config=config,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             aws_region=Stack.of(self).region,
             agent_log_group=config.agent_log_group,
             idempotency_table_name=self.idempotency_table.table_name,
+            ecs_cluster=config.ecs_cluster,
             detection=config.detection,
             tts_reach=config.tts_reach,
         )
@@ -62,9 +63,9 @@ class TtsReachResponder(Construct):
             "Responder",
             function=FunctionName.TTS_REACH_ALARM,
             settings=self.settings,
-            description="On the TTS-reach alarm: find failing lessons, blame a worker beyond chance, notify",
+            description="On the TTS-reach alarm: find silent sessions, blame a worker beyond chance, notify",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             log_retention_days=config.log_retention_days,
         )

@@ -10,15 +10,16 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, FunctionName
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 from worker_drainer.adapters.ecs_tasks import (
@@ -47,7 +48,7 @@ class WorkerDrainer(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         livekit_secret: secretsmanager.ISecret,
         detection: Detection,
@@ -72,13 +73,14 @@ class WorkerDrainer(Construct):
             DrainerSettings,
             env_name=env_name,
             config=config,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
             reaper=config.reaper,
             drainer=drainer,
             signals=config.detection.signals,
+            tts_reach_alarm=config.detection.tts_reach_alarm,
             ecs_cluster=config.ecs_cluster,
             ecs_service=config.ecs_service,
             ledger_table_name=self.ledger.table_name,
@@ -91,7 +93,7 @@ class WorkerDrainer(Construct):
             settings=self.settings,
             description="Attributes slow VAD to one ECS task; reaps, cordons, drains, stops or undoes",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             log_retention_days=config.log_retention_days,
             # The ledger lease serialises acting invocations; two lets an alarm run beside a tick.
@@ -122,7 +124,8 @@ class WorkerDrainer(Construct):
                 detail_type=[SUSPECT_WORKER_DETAIL_TYPE],
                 detail={"environment": [env_name]},
             ),
-            targets=[self._target(Duration.hours(1))],
+            # The drainer refuses a suspect-worker event older than this: no use delivering it later.
+            targets=[self._target(Duration.seconds(SUSPECT_EVENT_MAX_AGE_SECONDS))],
         )
 
     def _target(self, max_event_age: Duration) -> targets.LambdaFunction:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
+from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
 
@@ -26,21 +27,36 @@ class ZombieReaper(Construct):
         env_name: str,
         config: EnvironmentConfig,
         layers: SharedLayers,
-        topic: sns.ITopic,
+        notifications: Notifications,
         kill_switch: KillSwitch,
         livekit_secret: secretsmanager.ISecret,
     ) -> None:
         super().__init__(scope, construct_id)
         reaper = config.reaper
+        # Once-keys: a retried event replays its run instead of acting again; a dry run announces a
+        # set of rooms once. Powertools Idempotency records, expiring after a day.
+        self.idempotency_table = dynamodb.Table(
+            self,
+            "Idempotency",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expiration",
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         self.settings = deployed_settings(
             ReaperSettings,
             env_name=env_name,
             config=config,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
             reaper=reaper,
+            idempotency_table_name=self.idempotency_table.table_name,
         )
         self.remediation = RemediationFunction(
             self,
@@ -49,7 +65,7 @@ class ZombieReaper(Construct):
             settings=self.settings,
             description="Deletes LiveKit rooms older than their max age, oldest first, within caps",
             layers=layers,
-            topic=topic,
+            notifications=notifications,
             kill_switch=kill_switch,
             log_retention_days=config.log_retention_days,
             # One reaper at a time: overlapping runs would race for the same rooms and the same cap.
@@ -58,6 +74,7 @@ class ZombieReaper(Construct):
         )
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
+        self.idempotency_table.grant_read_write_data(self.function)
         self.schedule = events.Rule(
             self,
             "Schedule",

@@ -8,8 +8,6 @@ Throttling is retried by botocore's standard retry mode; what is left after the 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
@@ -19,10 +17,18 @@ from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ecs_call
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
 
+# The task model lives in ecs_model; re-exported here ("as" names), where callers have always found it.
+from worker_drainer.adapters.ecs_model import RUNNING as RUNNING
+from worker_drainer.adapters.ecs_model import EcsTask as EcsTask
+from worker_drainer.adapters.ecs_model import ServiceCapacity as ServiceCapacity
+from worker_drainer.adapters.ecs_model import TaskProtection as TaskProtection
+from worker_drainer.adapters.ecs_model import task_from
+from worker_drainer.adapters.ecs_model import task_id_of as task_id_of
+
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
 
-RUNNING = "RUNNING"
+
 # DescribeTasks takes at most 100 tasks; UpdateTaskProtection at most 10.
 DESCRIBE_BATCH = 100
 # ECS answers these for a task that no longer exists or is not part of a service.
@@ -54,36 +60,6 @@ class TaskGoneError(AwsApiError):
     code = "TaskGone"
 
 
-@dataclass(frozen=True)
-class EcsTask:
-    arn: str
-    last_status: str
-    desired_status: str
-    group: str
-    tags: Mapping[str, str] = field(default_factory=dict)
-    private_ip: str | None = None
-    started_at: datetime | None = None
-
-    @property
-    def task_id(self) -> str:
-        return task_id_of(self.arn)
-
-    @property
-    def running(self) -> bool:
-        return self.last_status == RUNNING and self.desired_status == RUNNING
-
-
-@dataclass(frozen=True)
-class ServiceCapacity:
-    desired_count: int
-    running_count: int
-
-
-def task_id_of(task: str) -> str:
-    """The task id from an ARN (``…:task/cluster/id`` or the old ``…:task/id``) or an id."""
-    return task.rsplit("/", 1)[-1]
-
-
 class EcsTaskService(Protocol):
     """What the drainer needs from ECS, for one cluster and service."""
 
@@ -97,39 +73,17 @@ class EcsTaskService(Protocol):
 
     def untag_task(self, task_arn: str, keys: Sequence[str]) -> None: ...
 
-    def protection_enabled(self, task_arn: str) -> bool: ...
+    def protection(self, task_arn: str) -> TaskProtection: ...
 
-    def set_protection(self, task_arn: str, enabled: bool) -> None: ...
+    def set_protection(self, task_arn: str, enabled: bool, expires_in_minutes: int | None = None) -> None:
+        """``expires_in_minutes`` only when enabling; None lets ECS apply its default (120)."""
+        ...
 
     def stop_task(self, task_arn: str, reason: str) -> None: ...
 
     def capacity(self) -> ServiceCapacity: ...
 
     def set_desired_count(self, count: int) -> None: ...
-
-
-def _private_ip(task: Mapping[str, Any]) -> str | None:
-    for attachment in task.get("attachments", []):
-        for detail in attachment.get("details", []):
-            if detail.get("name") == "privateIPv4Address":
-                return str(detail["value"])
-    for container in task.get("containers", []):
-        for interface in container.get("networkInterfaces", []):
-            if interface.get("privateIpv4Address"):
-                return str(interface["privateIpv4Address"])
-    return None
-
-
-def _task_from(raw: Mapping[str, Any]) -> EcsTask:
-    return EcsTask(
-        arn=raw["taskArn"],
-        last_status=raw.get("lastStatus", ""),
-        desired_status=raw.get("desiredStatus", ""),
-        group=raw.get("group", ""),
-        tags={tag["key"]: tag["value"] for tag in raw.get("tags", [])},
-        private_ip=_private_ip(raw),
-        started_at=raw.get("startedAt"),
-    )
 
 
 class BotoEcsTasks:
@@ -179,23 +133,32 @@ class BotoEcsTasks:
             lambda: self._client.untag_resource(resourceArn=task_arn, tagKeys=list(keys)),
         )
 
-    def protection_enabled(self, task_arn: str) -> bool:
+    def protection(self, task_arn: str) -> TaskProtection:
         response = self._call(
             "GetTaskProtection",
             task_arn,
             lambda: self._client.get_task_protection(cluster=self.cluster, tasks=[task_arn]),
         )
         self._raise_failures("GetTaskProtection", task_arn, response.get("failures", []))
-        return any(t.get("protectionEnabled", False) for t in response.get("protectedTasks", []))
+        for found in response.get("protectedTasks", []):
+            if found.get("protectionEnabled", False):
+                return TaskProtection(True, found.get("expirationDate"))
+        return TaskProtection(False)
 
-    def set_protection(self, task_arn: str, enabled: bool) -> None:
-        response = self._call(
-            "UpdateTaskProtection",
-            task_arn,
-            lambda: self._client.update_task_protection(
+    def set_protection(self, task_arn: str, enabled: bool, expires_in_minutes: int | None = None) -> None:
+        def update() -> Any:
+            if enabled and expires_in_minutes:
+                return self._client.update_task_protection(
+                    cluster=self.cluster,
+                    tasks=[task_arn],
+                    protectionEnabled=True,
+                    expiresInMinutes=expires_in_minutes,
+                )
+            return self._client.update_task_protection(
                 cluster=self.cluster, tasks=[task_arn], protectionEnabled=enabled
-            ),
-        )
+            )
+
+        response = self._call("UpdateTaskProtection", task_arn, update)
         self._raise_failures("UpdateTaskProtection", task_arn, response.get("failures", []))
 
     def stop_task(self, task_arn: str, reason: str) -> None:
@@ -256,7 +219,7 @@ class BotoEcsTasks:
             tasks[0] if len(tasks) == 1 else self.service,
             lambda: self._client.describe_tasks(cluster=self.cluster, tasks=tasks, include=["TAGS"]),
         )
-        return [_task_from(raw) for raw in response.get("tasks", [])]
+        return [task_from(raw) for raw in response.get("tasks", [])]
 
     def _raise_failures(self, operation: str, task_arn: str, failures: list[Any]) -> None:
         for failure in failures:

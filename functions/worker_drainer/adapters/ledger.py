@@ -5,8 +5,13 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
 
 - ``lease#<key>`` / ``lease``: held by one invocation until ``expires_at``. DynamoDB deletes expired
   items lazily, so every condition compares ``expires_at`` with the clock instead of trusting TTL.
-- ``capacity#<service>`` / ``<task id>``: the service's desired count was raised for this task.
-- ``task#<id>`` / ``audit#<time>#<invocation>``: what was done, why, with which outcome.
+- ``capacity#<service>`` / ``<task id>``: the service's desired count was (being) raised for this
+  task: ``phase`` raising → raised → lowering, with the desired count seen before the change and the
+  one asked for, so a lost reply or a killed invocation is settled from the service's real count.
+- ``task#<id>`` / ``audit#<time>#<invocation>#<step>``: a step's intent (written before it runs) and,
+  on the same item, its outcome (written after); an item without an outcome was interrupted.
+- ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
+  ticks is told once per ``expires_at`` rather than every minute.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from botocore.exceptions import ClientError
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import LEDGER_CALL
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
+from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
 CONDITION_FAILED = "ConditionalCheckFailedException"
 AUDIT_RETENTION_SECONDS = 90 * 24 * 3600
 LEDGER_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query")
+__all__ = ["LEDGER_ACTIONS", "AuditKey", "CapacityDebt", "DynamoLedger", "Lease", "Ledger", "Phase"]
 
 
 @dataclass(frozen=True)
@@ -38,10 +45,16 @@ class Lease:
 
 
 @dataclass(frozen=True)
-class CapacityDebt:
-    task_id: str
-    task_arn: str
-    raised_at: int
+class AuditKey:
+    """One step of one invocation: its intent and its outcome are written to the same item."""
+
+    invocation: str
+    at: datetime
+    step: int
+
+    @property
+    def sort_key(self) -> str:
+        return f"audit#{self.at.isoformat()}#{self.invocation}#{self.step:03d}"
 
 
 class Ledger(Protocol):
@@ -51,13 +64,22 @@ class Ledger(Protocol):
 
     def release(self, lease: Lease) -> None: ...
 
-    def add_capacity_debt(self, task_arn: str, task_id: str, now: datetime) -> None: ...
-
     def capacity_debts(self) -> list[CapacityDebt]: ...
 
-    def claim_capacity_debt(self, task_id: str) -> bool: ...
+    def capacity_debt(self, task_id: str) -> CapacityDebt | None: ...
 
-    def audit(self, task_id: str, invocation: str, now: datetime, entry: Mapping[str, str]) -> None: ...
+    def put_capacity_debt(self, debt: CapacityDebt, expected: Phase | None) -> None:
+        """Write ``debt`` if the stored one is in phase ``expected`` (None: if there is none);
+        ``ConcurrentActionError`` otherwise."""
+        ...
+
+    def forget_capacity_debt(self, task_id: str, expected: Phase) -> None: ...
+
+    def audit(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None: ...
+
+    def first_notice(self, key: str, now: datetime, ttl_seconds: int) -> bool:
+        """True for the first caller per ``key`` within ``ttl_seconds``."""
+        ...
 
 
 class DynamoLedger:
@@ -110,65 +132,97 @@ class DynamoLedger:
         except _ConditionFailed:
             return  # it expired and someone else holds it now: theirs to release
 
-    def add_capacity_debt(self, task_arn: str, task_id: str, now: datetime) -> None:
-        self._call(
-            lambda: self._client.put_item(
-                TableName=self.table_name,
-                Item={
-                    "pk": {"S": f"capacity#{self.service}"},
-                    "sk": {"S": task_id},
-                    "task_arn": {"S": task_arn},
-                    "raised_at": {"N": str(int(now.timestamp()))},
-                },
-            ),
-            task_id,
-        )
+    def _capacity_key(self, task_id: str) -> dict[str, Any]:
+        return {"pk": {"S": f"capacity#{self.service}"}, "sk": {"S": task_id}}
 
     def capacity_debts(self) -> list[CapacityDebt]:
+        return self._query_debts({})
+
+    def capacity_debt(self, task_id: str) -> CapacityDebt | None:
+        found = self._query_debts({"sk": task_id})
+        return found[0] if found else None
+
+    def _query_debts(self, equal: dict[str, str]) -> list[CapacityDebt]:
+        condition = " AND ".join(["pk = :pk", *(f"{key} = :{key}" for key in equal)])
+        values = {":pk": {"S": f"capacity#{self.service}"}} | {f":{k}": {"S": v} for k, v in equal.items()}
         debts: list[CapacityDebt] = []
         start: dict[str, Any] | None = None
         while True:
             kwargs: dict[str, Any] = {
                 "TableName": self.table_name,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": f"capacity#{self.service}"}},
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": values,
                 "ConsistentRead": True,
             }
             if start:
                 kwargs["ExclusiveStartKey"] = start
             response = self._call(lambda kwargs=kwargs: self._client.query(**kwargs), self.service)
-            debts += [
-                CapacityDebt(item["sk"]["S"], item["task_arn"]["S"], int(item["raised_at"]["N"]))
-                for item in response.get("Items", [])
-            ]
+            debts += [debt_from(item) for item in response.get("Items", [])]
             start = response.get("LastEvaluatedKey")
             if not start:
                 return debts
 
-    def claim_capacity_debt(self, task_id: str) -> bool:
-        """Delete the debt; True for exactly one caller, the one who must give the capacity back."""
+    def put_capacity_debt(self, debt: CapacityDebt, expected: Phase | None) -> None:
+        item = self._capacity_key(debt.task_id) | debt_attributes(debt)
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        if expected is not None:
+            condition = {
+                "ConditionExpression": "phase = :expected",
+                "ExpressionAttributeValues": {":expected": {"S": expected.value}},
+            }
+        self._conditional(
+            lambda: self._client.put_item(TableName=self.table_name, Item=item, **condition),
+            debt.task_id,
+            f"capacity debt of {debt.task_id} is not {expected.value if expected else 'absent'}",
+        )
+
+    def forget_capacity_debt(self, task_id: str, expected: Phase) -> None:
+        self._conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table_name,
+                Key=self._capacity_key(task_id),
+                ConditionExpression="phase = :expected",
+                ExpressionAttributeValues={":expected": {"S": expected.value}},
+            ),
+            task_id,
+            f"capacity debt of {task_id} is not {expected.value}",
+        )
+
+    def audit(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
+        item = {name: {"S": value} for name, value in entry.items()}
+        item |= {
+            "pk": {"S": f"task#{task_id}"},
+            "sk": {"S": key.sort_key},
+            "expires_at": {"N": str(int(key.at.timestamp()) + AUDIT_RETENTION_SECONDS)},
+        }
+        self._call(lambda: self._client.put_item(TableName=self.table_name, Item=item), task_id)
+
+    def first_notice(self, key: str, now: datetime, ttl_seconds: int) -> bool:
+        epoch = int(now.timestamp())
         try:
             self._call(
-                lambda: self._client.delete_item(
+                lambda: self._client.put_item(
                     TableName=self.table_name,
-                    Key={"pk": {"S": f"capacity#{self.service}"}, "sk": {"S": task_id}},
-                    ConditionExpression="attribute_exists(pk)",
+                    Item={
+                        "pk": {"S": f"notice#{key}"},
+                        "sk": {"S": "notice"},
+                        "expires_at": {"N": str(epoch + ttl_seconds)},
+                    },
+                    ConditionExpression="attribute_not_exists(pk) OR expires_at < :now",
+                    ExpressionAttributeValues={":now": {"N": str(epoch)}},
                 ),
-                task_id,
+                key,
                 conditional=True,
             )
         except _ConditionFailed:
             return False
         return True
 
-    def audit(self, task_id: str, invocation: str, now: datetime, entry: Mapping[str, str]) -> None:
-        item = {key: {"S": value} for key, value in entry.items()}
-        item |= {
-            "pk": {"S": f"task#{task_id}"},
-            "sk": {"S": f"audit#{now.isoformat()}#{invocation}"},
-            "expires_at": {"N": str(int(now.timestamp()) + AUDIT_RETENTION_SECONDS)},
-        }
-        self._call(lambda: self._client.put_item(TableName=self.table_name, Item=item), task_id)
+    def _conditional(self, request: Any, resource: str, lost: str) -> None:
+        try:
+            self._call(request, resource, conditional=True)
+        except _ConditionFailed:
+            raise ConcurrentActionError(lost, resource=resource) from None
 
     def _call(self, request: Any, resource: str, conditional: bool = False) -> Any:
         self.calls += 1

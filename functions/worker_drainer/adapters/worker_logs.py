@@ -1,5 +1,9 @@
-"""Per-worker statistics from the agents' logs: slow-VAD warnings per log stream, and the jobs each
-stream received. Queries are built from the one slow-VAD signal definition (``signals.py``)."""
+"""Per-worker statistics from the agents' logs: slow-VAD warnings per log stream, the jobs each
+stream received, and a stream's TTS outcomes per job (does its audio reach the listener again?).
+Queries are built from the signal definitions (``signals.py``).
+
+What Insights returns is checked, not trusted: a timestamp in another format or a result cut at the
+row cap is a typed error (the caller then treats that evidence as unknown), never a crash."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
-from fleet_remediation.contract.signals import Signal
-from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.contract.signals import Signal, SignalCatalog
+from fleet_remediation.core.errors import AwsApiError, InvalidEventError
 
 # The agents log this when a job is offered to the worker (livekit-agents worker.py).
 JOB_REQUEST_MESSAGE = "received job request"
@@ -19,7 +23,9 @@ JOB_REQUEST_MESSAGE = "received job request"
 STREAM_NAME = re.compile(r"^[A-Za-z0-9._\-/]+$")
 # Insights prints @timestamp as "2026-09-15 17:32:53.000" (UTC).
 INSIGHTS_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+# Logs Insights returns at most 10,000 rows: a result that size may have been cut.
 MAX_JOB_ROWS = 10000
+MAX_TTS_JOBS = 1000
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,23 @@ class JobSighting:
     seen_at: datetime
 
 
+@dataclass(frozen=True)
+class TtsJobOutcome:
+    """One job's TTS lines on one stream within the window: responses started, first audio frames,
+    and explicit first-audio timeouts."""
+
+    log_stream: str
+    job_id: str
+    responses: int
+    first_frames: int
+    timeouts: int
+
+    @property
+    def failed(self) -> bool:
+        """The alarm's definition (a response with no first audio), or an explicit timeout line."""
+        return (self.responses > 0 and self.first_frames == 0) or self.timeouts > 0
+
+
 class WorkerLogs(Protocol):
     calls: int
 
@@ -56,11 +79,38 @@ class WorkerLogs(Protocol):
 
     def job_sightings(
         self, log_streams: Sequence[str], start: datetime, end: datetime, deadline: float
-    ) -> list[JobSighting]: ...
+    ) -> list[JobSighting]:
+        """Raises ``ResultTruncatedError`` when the result may be incomplete."""
+        ...
+
+    def tts_outcomes(
+        self, log_stream: str, start: datetime, end: datetime, deadline: float
+    ) -> list[TtsJobOutcome]: ...
+
+
+class ResultTruncatedError(AwsApiError):
+    """A Logs Insights result reached the row cap: what it does not show is unknown, not absent."""
+
+    code = "ResultTruncated"
+
+
+def bad_result(message: str, log_group: str | None = None) -> AwsApiError:
+    return AwsApiError(message, aws_code="BadResult", resource=log_group)
 
 
 def parse_insights_time(value: str) -> datetime:
-    return datetime.strptime(value, INSIGHTS_TIME_FORMAT).replace(tzinfo=UTC)
+    try:
+        return datetime.strptime(value, INSIGHTS_TIME_FORMAT).replace(tzinfo=UTC)
+    except (TypeError, ValueError):
+        raise bad_result(f"Logs Insights returned a timestamp not in its own format: {value!r}") from None
+
+
+def _number(row: Row, name: str) -> float:
+    raw = row.get(name, "0") or "0"
+    try:
+        return float(raw)
+    except ValueError:
+        raise bad_result(f"Logs Insights returned a non-numeric {name}: {raw!r}") from None
 
 
 def stats_query(slow_vad: Signal) -> str:
@@ -86,24 +136,44 @@ def job_sightings_query(log_streams: Sequence[str]) -> str:
     )
 
 
+def tts_outcomes_query(catalog: SignalCatalog, log_stream: str) -> str:
+    """Per job on one stream: responses started, first audio frames and first-audio timeouts."""
+    if not STREAM_NAME.fullmatch(log_stream):
+        raise InvalidEventError(f"log stream name {log_stream!r} has characters a query cannot carry")
+    signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
+    either = " or ".join(signal.insights_filter().removeprefix("filter ") for signal in signals)
+    counts = ", ".join(
+        f'sum(strcontains({signal.field}, "{signal.text}")) as {name}'
+        for signal, name in zip(signals, ("responses", "first_frames", "timeouts"), strict=True)
+    )
+    return "\n| ".join(
+        [
+            f'filter ({either}) and ispresent(job_id) and @logStream = "{log_stream}"',
+            f"stats {counts} by job_id, @logStream",
+            f"limit {MAX_TTS_JOBS}",
+        ]
+    )
+
+
 def _stats_from(row: Row) -> SlowVadStats:
     return SlowVadStats(
         log_stream=row["@logStream"],
-        warnings=int(float(row.get("warnings", "0") or 0)),
-        max_delay=float(row.get("max_delay", "0") or 0),
-        first_seen=parse_insights_time(row["first_seen"]),
-        last_seen=parse_insights_time(row["last_seen"]),
-        jobs=int(float(row.get("jobs", "0") or 0)),
+        warnings=int(_number(row, "warnings")),
+        max_delay=_number(row, "max_delay"),
+        first_seen=parse_insights_time(row.get("first_seen", "")),
+        last_seen=parse_insights_time(row.get("last_seen", "")),
+        jobs=int(_number(row, "jobs")),
     )
 
 
 class InsightsWorkerLogs:
     """``WorkerLogs`` over Logs Insights on the agents' log group."""
 
-    def __init__(self, insights: LogsInsights, log_group: str, slow_vad: Signal) -> None:
+    def __init__(self, insights: LogsInsights, log_group: str, catalog: SignalCatalog) -> None:
         self.insights = insights
         self.log_group = log_group
-        self.slow_vad = slow_vad
+        self.catalog = catalog
+        self.slow_vad = catalog.slow_vad
         self.calls = 0
 
     def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[SlowVadStats]:
@@ -120,14 +190,42 @@ class InsightsWorkerLogs:
         result = self.insights.run_query(
             self.log_group, job_sightings_query(log_streams), start, end, deadline
         )
+        if len(result.rows) >= MAX_JOB_ROWS:
+            raise ResultTruncatedError(
+                f"job sightings reached the {MAX_JOB_ROWS}-row cap: older jobs are not in the result",
+                aws_code="ResultTruncated",
+                resource=self.log_group,
+            )
         return [
             JobSighting(
                 log_stream=row["@logStream"],
                 job_id=row.get("job_id", ""),
                 room=row.get("room", ""),
                 room_id=row.get("room_id", ""),
-                seen_at=parse_insights_time(row["@timestamp"]),
+                seen_at=parse_insights_time(row.get("@timestamp", "")),
             )
             for row in result.rows
             if row.get("@logStream") and row.get("room")
+        ]
+
+    def tts_outcomes(
+        self, log_stream: str, start: datetime, end: datetime, deadline: float
+    ) -> list[TtsJobOutcome]:
+        self.calls += 1
+        query = tts_outcomes_query(self.catalog, log_stream)
+        result = self.insights.run_query(self.log_group, query, start, end, deadline)
+        if len(result.rows) >= MAX_TTS_JOBS:
+            raise ResultTruncatedError(
+                f"TTS outcomes reached the {MAX_TTS_JOBS}-job limit", aws_code="ResultTruncated"
+            )
+        return [
+            TtsJobOutcome(
+                log_stream=row["@logStream"],
+                job_id=row["job_id"],
+                responses=int(_number(row, "responses")),
+                first_frames=int(_number(row, "first_frames")),
+                timeouts=int(_number(row, "timeouts")),
+            )
+            for row in result.rows
+            if row.get("@logStream") and row.get("job_id")
         ]

@@ -80,3 +80,13 @@ class DynamoDBOnceGuard:
                 resource=self.table_name,
             ) from exc
         return result, not ran
+
+
+class RunEveryTime:
+    """A ``OnceGuard`` without memory: every call runs. For runs Lambda never retries and nobody
+    deduplicates (the local plan CLI, the demo, tests of a single invocation)."""
+
+    def run_once(
+        self, key: dict[str, str], action: Callable[[], dict[str, Any]]
+    ) -> tuple[dict[str, Any], bool]:
+        return action(), False

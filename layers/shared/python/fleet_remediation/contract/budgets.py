@@ -57,24 +57,29 @@ KILL_SWITCH_READ = AwsCallBudget("ssm", connect_timeout_seconds=1.0, read_timeou
 SECRET_READ = AwsCallBudget(
     "secretsmanager", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=2
 )
-# One notification: SNS Publish (a throttled publish is retried by botocore).
-NOTIFICATION_PUBLISH = AwsCallBudget("sns", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
 # The responder's suspect-worker event: EventBridge PutEvents.
 SUSPECT_EVENT_PUT = AwsCallBudget("events", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
-# One write of the responder's once-only record (Powertools Idempotency on DynamoDB). A guarded
-# action costs two: the in-progress record before it and the result after it.
+# One write of a once-only record (Powertools Idempotency on DynamoDB). A guarded action costs two:
+# the in-progress record before it and the result after it.
 IDEMPOTENCY_WRITE = AwsCallBudget(
-    "dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=3
+    "dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=2
 )
 IDEMPOTENCY_WRITES_PER_ACTION = 2
+ONCE_RECORD_SECONDS = IDEMPOTENCY_WRITES_PER_ACTION * IDEMPOTENCY_WRITE.worst_case_seconds
 # One call of the drainer's ledger (DynamoDB PutItem/DeleteItem/Query).
-LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=3)
+LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=2)
 # One Logs Insights API call (StartQuery, GetQueryResults, StopQuery); a query's polling loop
 # starts a call only while one call's worst case still fits before the query's deadline.
 LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
 
-# The notification every function sends after its work, and the report after that.
-NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_PUBLISH.worst_case_seconds
+# One SNS publish: the notifier makes one botocore attempt at a time (1 s connect, 1.5 s read) and
+# retries a throttled or failed one with back-off itself, starting an attempt only while it fits
+# inside this (adapters/notifier.py).
+PUBLISH_BUDGET_SECONDS = 3.0
+# Delivering one notification after the work: the readable text and the chat JSON, each one publish
+# under its own once-only record.
+NOTIFICATION_CHANNELS = 2
+NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + ONCE_RECORD_SECONDS)
 # The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
 DRAINER_STEP_BUDGET_SECONDS = 8.0
 
@@ -91,23 +96,26 @@ def ecs_call(request_timeout_seconds: float) -> AwsCallBudget:
 
 
 def guarded_action_seconds(call: AwsCallBudget) -> float:
-    """An action run at most once (the responder's publish and event): its call and its records."""
-    return call.worst_case_seconds + IDEMPOTENCY_WRITES_PER_ACTION * IDEMPOTENCY_WRITE.worst_case_seconds
+    """An action run at most once (the responder's suspect-worker event): its call and its records."""
+    return call.worst_case_seconds + ONCE_RECORD_SECONDS
 
 
 # LiveKit requests one room costs the reaper at most: the re-check, then the delete (or the
-# warning: metadata update and data message), then one re-read when the delete's reply was lost.
+# warning: metadata update and data message), then one re-read when the delete's reply was lost;
+# before its step, the kill switch is read again.
 LIVEKIT_REQUESTS_PER_ROOM = 3
 
 
 def reaper_room_seconds(livekit_request_timeout_seconds: float) -> float:
-    return LIVEKIT_REQUESTS_PER_ROOM * livekit_request_timeout_seconds
+    return LIVEKIT_REQUESTS_PER_ROOM * livekit_request_timeout_seconds + KILL_SWITCH_READ.worst_case_seconds
 
 
 def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
-    """Kill switch, credentials, the room listing, at least one room, the notification, the report."""
+    """Kill switch, the run's once-only record, credentials, the room listing, at least one room,
+    the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
+        + ONCE_RECORD_SECONDS
         + SECRET_READ.worst_case_seconds
         + livekit_request_timeout_seconds
         + reaper_room_seconds(livekit_request_timeout_seconds)
@@ -118,12 +126,12 @@ def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
 
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
     """Kill switch, two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms),
-    the suspect-worker event and the notification (each once-only), the report."""
+    the suspect-worker event (once-only), the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + 2 * query_timeout_seconds
         + guarded_action_seconds(SUSPECT_EVENT_PUT)
-        + guarded_action_seconds(NOTIFICATION_PUBLISH)
+        + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS
     )
 
@@ -136,25 +144,18 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
     )
 
 
+# The drainer's Logs Insights queries in one run: statistics, job sightings, a suspect worker's TTS
+# outcomes.
+DRAINER_QUERIES = 3
+
+
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
-    """Kill switch, credentials, two Logs Insights queries (statistics, job sightings), one step,
-    the notification and the report."""
+    """Kill switch, credentials, its Logs Insights queries, one step, the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
-        + 2 * insights_timeout_seconds
+        + DRAINER_QUERIES * insights_timeout_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
         + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS
     )
-
-
-AWS_CALL_BUDGETS = (
-    KILL_SWITCH_READ,
-    SECRET_READ,
-    NOTIFICATION_PUBLISH,
-    SUSPECT_EVENT_PUT,
-    IDEMPOTENCY_WRITE,
-    LEDGER_CALL,
-    LOGS_INSIGHTS_CALL,
-)

@@ -50,7 +50,9 @@ def describe_validation_error(exc: ValidationError, *, upper: bool = False, pref
         parts = [excerpt(str(part)) for part in error["loc"]]
         if upper and parts:
             parts[0] = parts[0].upper()
-        lines.append(f"{prefix}{'.'.join(parts)}: {excerpt(error['msg'])}")
+        # A check across fields has no location of its own: name the model itself.
+        where = f"{prefix}{'.'.join(parts)}" if parts else prefix.rstrip(".")
+        lines.append(f"{where}: {excerpt(error['msg'])}")
     if len(errors) > MAX_LISTED_PROBLEMS:
         lines.append(f"and {len(errors) - MAX_LISTED_PROBLEMS} more problems")
     return "; ".join(lines)

@@ -9,6 +9,15 @@ PRODUCT_PREFIX = "lkfr"
 # CloudWatch namespace of the functions' own EMF metrics (the agents' signals have their own).
 METRICS_NAMESPACE = "LiveKitFleetRemediation"
 
+# Every kill-switch parameter lives under this SSM path.
+MODE_PARAMETER_ROOT = "/livekit-fleet-remediation"
+# SNS message attributes every notification carries (subscription filter policies match on them).
+SEVERITY_ATTRIBUTE = "severity"
+INCIDENT_ATTRIBUTE = "incident_id"
+# Present on the functions' own messages, absent on CloudWatch's alarm notifications: a pager
+# subscribed with ``{"notification_kind": [{"exists": false}]}`` gets one page per alarm transition.
+NOTIFICATION_KIND_ATTRIBUTE = "notification_kind"
+
 # EventBridge: what the functions receive and what the responder emits.
 EVENT_BUS_NAME = "default"
 EVENT_SOURCE = "livekit.fleet-remediation"
@@ -28,6 +37,11 @@ class FunctionName(StrEnum):
     TTS_REACH_ALARM = "tts_reach_alarm"
     WORKER_DRAINER = "worker_drainer"
 
+    @property
+    def slug(self) -> str:
+        """The hyphenated form used in AWS resource names (``zombie-reaper``)."""
+        return self.value.replace("_", "-")
+
 
 RUNBOOKS = {
     FunctionName.ZOMBIE_REAPER: "docs/runbooks/zombie-reaper.md",
@@ -42,12 +56,26 @@ def stack_name(environment: str) -> str:
 
 
 def lambda_function_name(environment: str, function: FunctionName) -> str:
-    return f"{PRODUCT_PREFIX}-{environment}-{function.value.replace('_', '-')}"
+    return f"{PRODUCT_PREFIX}-{environment}-{function.slug}"
 
 
 def mode_parameter_name(environment: str) -> str:
     """The environment's kill switch (SSM); a function's own switch sits under it."""
-    return f"/livekit-fleet-remediation/{environment}/mode"
+    return f"{MODE_PARAMETER_ROOT}/{environment}/mode"
+
+
+def function_mode_parameter_name(environment: str, function: FunctionName) -> str:
+    """A function's own kill switch, under the environment's (which stays the ceiling)."""
+    return f"{MODE_PARAMETER_ROOT}/{environment}/{function.slug}/mode"
+
+
+def function_alarm_name(environment: str, function: FunctionName, kind: str) -> str:
+    """A self-monitoring alarm of one function (``kind``: errors, throttles, dlq, ...)."""
+    return f"{lambda_function_name(environment, function)}-{kind}"
+
+
+def function_log_group_name(environment: str, function: FunctionName) -> str:
+    return f"/aws/lambda/{lambda_function_name(environment, function)}"
 
 
 def vad_alarm_name(environment: str) -> str:

@@ -106,6 +106,12 @@ class DrainerPolicy(StrictModel):
     )
     cooldown_minutes: Minutes = Field(default=60, description="A task is not marked again this soon after.")
     recovery_minutes: Minutes = Field(default=10, description="Normal this long before stopping: unmarked.")
+    tts_recovery_min_jobs: int = Field(
+        default=3,
+        ge=1,
+        description="A TTS-suspect cordon is undone after this many of the worker's jobs since the cordon "
+        "reached first audio, none failing.",
+    )
     reap_grace_minutes: Minutes = Field(
         default=3, description="After a reap, wait this long before cordoning."
     )

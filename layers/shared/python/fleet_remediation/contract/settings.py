@@ -20,7 +20,7 @@ from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import budgets, naming
-from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.signals import SignalSettings
@@ -33,7 +33,7 @@ class ReaperSection(StrictModel):
     """``environments.<env>.reaper``."""
 
     schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
+    timeout_seconds: int = Field(default=90, ge=10, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     policy: ReaperPolicy = ReaperPolicy()
 
@@ -42,9 +42,10 @@ class ReaperSection(StrictModel):
         needed = budgets.reaper_seconds_needed(self.livekit_request_timeout_seconds)
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, credentials, the room listing and one room at "
-                f"livekit_request_timeout_seconds={self.livekit_request_timeout_seconds:g} each, the "
-                f"notification, the report: contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
+                f"a run needs up to {needed:g} s (kill switch, the run's once-only record, credentials, the "
+                f"room listing and one room at livekit_request_timeout_seconds="
+                f"{self.livekit_request_timeout_seconds:g} each, the notification, the report: "
+                f"contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
             )
         return self
 
@@ -124,8 +125,9 @@ class DrainerSection(StrictModel):
         )
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, credentials, two queries of "
-                f"insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS calls of "
+                f"a run needs up to {needed:g} s (kill switch, credentials, {budgets.DRAINER_QUERIES} "
+                f"queries of insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS "
+                f"calls of "
                 f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the "
                 f"report: contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
             )
@@ -152,12 +154,21 @@ class FunctionSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, case_sensitive=False)
     # Fields the Lambda runtime itself sets (reserved variables): read at run time, never deployed.
-    runtime_provided: ClassVar[frozenset[str]] = frozenset()
+    runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
+    # The function these settings configure (its own kill switch, runbook, metrics, log group).
+    function: ClassVar[naming.FunctionName]
 
     environment_name: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")
     mode_parameter_name: str = Field(min_length=1)
-    notification_topic_arn: str = Field(min_length=1)
+    function_mode_parameter_name: str | None = Field(
+        default=None, min_length=1, description="This function's own kill switch, under the environment's."
+    )
+    notification_topic_arn: str = Field(min_length=1, description="Readable-text notifications (e-mail).")
+    chat_topic_arn: str | None = Field(
+        default=None, min_length=1, description="Amazon Q Developer custom-notification JSON (chat channels)."
+    )
     runbook_base_url: AnyHttpUrl
+    aws_region: str | None = Field(default=None, description="Set by Lambda; used for console links.")
 
     @property
     def timeout_seconds(self) -> float:
@@ -176,6 +187,10 @@ class FunctionSettings(BaseSettings):
     def runbook(self, function: naming.FunctionName) -> str:
         return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function])
 
+    @property
+    def dashboard_name(self) -> str:
+        return naming.dashboard_name(self.environment_name)
+
 
 def _as_variable(value: Any) -> str:
     if isinstance(value, BaseModel):
@@ -191,7 +206,14 @@ class LiveKitSettings(FunctionSettings):
 
 
 class ReaperSettings(LiveKitSettings):
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.ZOMBIE_REAPER
+
     reaper: ReaperSection
+    idempotency_table_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Once-keys: a retried run replays its results; a dry run announces a room set once.",
+    )
 
     @property
     def timeout_seconds(self) -> float:
@@ -199,11 +221,12 @@ class ReaperSettings(LiveKitSettings):
 
 
 class TtsReachSettings(FunctionSettings):
-    runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.TTS_REACH_ALARM
 
     aws_region: str = Field(min_length=1, description="Set by Lambda; used for console links.")
     agent_log_group: str = Field(min_length=1)
     idempotency_table_name: str = Field(min_length=1)
+    ecs_cluster: str | None = Field(default=None, min_length=1, description="For the suspect task's link.")
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
 
@@ -215,15 +238,16 @@ class TtsReachSettings(FunctionSettings):
     def alarm_name(self) -> str:
         return naming.tts_reach_alarm_name(self.environment_name)
 
-    @property
-    def dashboard_name(self) -> str:
-        return naming.dashboard_name(self.environment_name)
-
 
 class DrainerSettings(LiveKitSettings):
+    function: ClassVar[naming.FunctionName] = naming.FunctionName.WORKER_DRAINER
+
     reaper: ReaperSection
     drainer: DrainerSection
     signals: SignalSettings = SignalSettings()
+    # The responder's alarm section (detection.tts_reach_alarm): a suspect-worker event must carry a
+    # p-value below its concentration_alpha.
+    tts_reach_alarm: TtsReachAlarmSettings = TtsReachAlarmSettings()
     ecs_cluster: str = Field(min_length=1)
     ecs_service: str = Field(min_length=1)
     ledger_table_name: str = Field(min_length=1)

@@ -51,3 +51,10 @@ def logs_insights_link(
     )
     fragment = quote("?queryDetail=" + _js_escape(detail), safe="-_.!~*'()").replace("%", "$")
     return f"{_console_home(region)}#logsV2:logs-insights{fragment}"
+
+
+def ecs_task_link(region: str, cluster: str, task_id: str) -> str:
+    return (
+        f"https://{region}.console.aws.amazon.com/ecs/v2/clusters/{quote(cluster, safe='')}/tasks/"
+        f"{quote(task_id, safe='')}/configuration?region={region}"
+    )

@@ -125,3 +125,11 @@ class ConcurrentActionError(RemediationError):
     """Another invocation holds the ledger entry for this resource."""
 
     code = "ConcurrentAction"
+
+
+class NotificationLostError(RemediationError):
+    """SNS did not take a notification within its budget. The invocation fails after its report, so
+    an asynchronous delivery is retried (and, failing that, kept in the DLQ); the retry repeats no
+    action, only the delivery (see ``adapters.notifier.NotificationDelivery``)."""
+
+    code = "NotificationLost"

@@ -9,9 +9,10 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.errors import KillSwitchError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch, resolve_mode
-from fleet_remediation.core.observability import logger, metrics
+from fleet_remediation.core.observability import emit, logger, metrics
 from fleet_remediation.core.report import Mode, ReportBuilder
 
 
@@ -19,12 +20,13 @@ def run_reported(
     function: str, invocation_id: str | None, body: Callable[[ReportBuilder], None]
 ) -> dict[str, Any]:
     """Run ``body``; typed errors end up in the report, anything else is reported and re-raised so
-    an asynchronous delivery is retried and, failing that, lands in the DLQ."""
+    an asynchronous delivery is retried and, failing that, lands in the DLQ. So is a failure the
+    body asked to surface after the report (``ReportBuilder.fail_after_report``)."""
     builder = ReportBuilder(function, invocation_id, full_detail=logger.log_level == logging.DEBUG)
     # Known before any validation, so even a configuration failure names its environment.
     builder.environment = os.environ.get("ENVIRONMENT_NAME")
     if builder.environment:
-        metrics.add_dimension(name="environment", value=builder.environment)
+        metrics.add_dimension(name=metric_definitions.ENVIRONMENT_DIMENSION, value=builder.environment)
     unexpected: Exception | None = None
     try:
         body(builder)
@@ -40,10 +42,14 @@ def run_reported(
         logger.info("remediation report detail", extra={"report_detail": {"part": part, "items": items}})
     logger.info("remediation report", extra={"report": payload})
     for record in report.errors:
-        metrics.add_metric(name=f"Error{record.code}", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="InvocationFailed", unit=MetricUnit.Count, value=int(report.status == "failed"))
+        metrics.add_metric(
+            name=metric_definitions.error_metric_name(record.code), unit=MetricUnit.Count, value=1
+        )
+    emit(metric_definitions.INVOCATION_FAILED, int(report.status == "failed"))
     if unexpected is not None:
         raise unexpected
+    if builder.failure_after_report is not None:
+        raise builder.failure_after_report
     return payload
 
 

@@ -1,38 +1,104 @@
-"""The per-environment kill switch (an SSM parameter) and how it combines with a manual dry run."""
+"""The kill switch: the environment's SSM parameter and, under it, one parameter per function.
+
+The effective mode is the stricter of the two (``off`` < ``dry-run`` < ``enforce``): the
+environment's switch is the ceiling, a function's own switch can only lower it. The stack creates
+each function's switch as ``enforce``, so by default the environment's switch governs.
+
+Functions re-read the switch right before every destructive step; a read is cached for at most
+``KILL_SWITCH_MAX_AGE_SECONDS``, so a change reaches a running invocation within that time (both
+parameters come back in one GetParameters call).
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
-from aws_lambda_powertools.utilities.parameters import SSMProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.core.errors import KillSwitchError
 from fleet_remediation.core.report import Mode
 
-# A change to the switch must take effect within a minute without a deploy.
-KILL_SWITCH_MAX_AGE_SECONDS = 60
+if TYPE_CHECKING:
+    from mypy_boto3_ssm import SSMClient
+
+# A change to the switch must reach even a running invocation within seconds.
+KILL_SWITCH_MAX_AGE_SECONDS = 5.0
+# One GetParameters call: a slow SSM must not eat the step budget it guards.
+SSM_CALL_TIMEOUT_SECONDS = 2.0
+
+_STRICTNESS = {Mode.OFF: 0, Mode.DRY_RUN: 1, Mode.ENFORCE: 2}
 
 
 class ModeSwitch(Protocol):
     def read(self) -> Mode: ...
 
 
-class SsmModeSwitch:
-    """Reads the mode parameter through Powertools Parameters, cached for at most a minute."""
+def strictest(*modes: Mode) -> Mode:
+    return min(modes, key=_STRICTNESS.__getitem__)
 
-    def __init__(self, parameter_name: str, provider: SSMProvider | None = None) -> None:
+
+def ssm_client_config() -> Config:
+    return Config(
+        connect_timeout=SSM_CALL_TIMEOUT_SECONDS,
+        read_timeout=SSM_CALL_TIMEOUT_SECONDS,
+        retries={"max_attempts": 2, "mode": "standard"},
+    )
+
+
+class SsmModeSwitch:
+    """Reads the environment's switch and, when named, the function's own, in one call."""
+
+    def __init__(
+        self,
+        parameter_name: str,
+        function_parameter_name: str | None = None,
+        *,
+        client: SSMClient | None = None,
+        max_age_seconds: float = KILL_SWITCH_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.parameter_name = parameter_name
-        self._provider = provider or SSMProvider()
+        self.function_parameter_name = function_parameter_name
+        self.max_age_seconds = max_age_seconds
+        self._client = client or boto3.client("ssm", config=ssm_client_config())
+        self._clock = clock
+        self._cached: tuple[float, Mode] | None = None
+        self.reads = 0
 
     def read(self) -> Mode:
+        now = self._clock()
+        if self._cached is not None and now - self._cached[0] < self.max_age_seconds:
+            return self._cached[1]
+        mode = self._read_parameters()
+        self._cached = (now, mode)
+        return mode
+
+    def _read_parameters(self) -> Mode:
+        names = [self.parameter_name]
+        if self.function_parameter_name:
+            names.append(self.function_parameter_name)
+        self.reads += 1
         try:
-            raw = self._provider.get(self.parameter_name, max_age=KILL_SWITCH_MAX_AGE_SECONDS)
-        except GetParameterError as exc:
+            response = self._client.get_parameters(Names=names)
+        except (ClientError, BotoCoreError) as exc:
             raise KillSwitchError(
-                f"cannot read kill switch {self.parameter_name}: {exc}", resource=self.parameter_name
+                f"cannot read kill switch {', '.join(names)}: {exc}", resource=self.parameter_name
             ) from exc
-        return parse_mode(str(raw), self.parameter_name)
+        values = {parameter["Name"]: parameter["Value"] for parameter in response.get("Parameters", [])}
+        if self.parameter_name not in values:
+            raise KillSwitchError(
+                f"kill switch {self.parameter_name} does not exist", resource=self.parameter_name
+            )
+        modes = [parse_mode(values[self.parameter_name], self.parameter_name)]
+        # A stack deployed before per-function switches has none: the environment's switch governs.
+        if self.function_parameter_name in values:
+            name = self.function_parameter_name
+            modes.append(parse_mode(values[name], name))
+        return strictest(*modes)
 
 
 def parse_mode(raw: str, source: str) -> Mode:
@@ -51,3 +117,15 @@ def resolve_mode(switch: Mode, manual_dry_run: bool | None) -> Mode:
     if switch is not Mode.ENFORCE:
         return switch
     return Mode.DRY_RUN if manual_dry_run else Mode.ENFORCE
+
+
+def still_enforcing(switch: ModeSwitch) -> tuple[bool, str]:
+    """The check before a destructive step: whether to go on, and if not, why (an unreadable
+    switch stops the step too — fail safe)."""
+    try:
+        mode = switch.read()
+    except KillSwitchError as exc:
+        return False, f"kill switch unreadable: {exc.message}"
+    if mode is not Mode.ENFORCE:
+        return False, f"kill switch is now {mode.value}"
+    return True, ""

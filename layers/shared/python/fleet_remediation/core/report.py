@@ -207,6 +207,9 @@ class ReportBuilder:
         self.detail: list[dict[str, Any]] = []
         self._bound = _Bounder(self.truncated)
         self._listed_skips: Counter[str] = Counter()
+        # Raised once the report is logged, so Lambda retries the asynchronous event (e.g. a
+        # notification SNS did not take); the retry's once-keys keep it from repeating actions.
+        self.failure_after_report: RemediationError | None = None
 
     def candidate(self, resource: str, decision: Decision, reason: str, **facts: Any) -> None:
         """Record a decision. A skip is counted under ``skip_reason(reason)`` and listed only while
@@ -285,13 +288,19 @@ class ReportBuilder:
         )
         return self.action(intent.resource, intent.action, outcome, reason, error)
 
-    def _unresolved_as_unknown(self) -> None:
+    def resolve_unfinished(self) -> None:
+        """Report every announced step that has no outcome as ``unknown``."""
         for intent in self._intents:
             if not intent.resolved:
                 self.resolve(intent, Outcome.UNKNOWN, "no outcome recorded: the step was interrupted")
 
     def error(self, error: RemediationError) -> None:
         self.errors.append(self._error_record(error.code, error.message, error.resource))
+
+    def fail_after_report(self, error: RemediationError) -> None:
+        """End the invocation with ``error`` after its report is logged (the first one wins)."""
+        if self.failure_after_report is None:
+            self.failure_after_report = error
 
     def internal_error(self, exc: BaseException) -> None:
         self.errors.append(self._error_record("InternalError", f"{type(exc).__name__}: {exc}", None))
@@ -314,7 +323,7 @@ class ReportBuilder:
         return "ok"
 
     def finish(self, finished_at: datetime | None = None) -> Report:
-        self._unresolved_as_unknown()
+        self.resolve_unfinished()
         trigger = self.trigger
         if trigger is not None:
             trigger = Trigger(

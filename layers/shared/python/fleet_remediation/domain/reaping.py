@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.core.errors import (
     LiveKitApiError,
@@ -31,6 +32,7 @@ from fleet_remediation.core.errors import (
     LiveKitUnavailableError,
     RemediationError,
 )
+from fleet_remediation.core.kill_switch import ModeSwitch, still_enforcing
 from fleet_remediation.core.report import Intent, Outcome
 
 # Rooms re-checked with one ListRooms before they are acted on. A batch's deletes follow its
@@ -308,6 +310,8 @@ class ReapExecutor:
 
     ``journal``: announce each delete and warning before it starts and resolve it after, and record
     every other outcome there too (the reaper); None leaves the results to the caller (the drainer).
+    With a ``mode_switch`` the kill switch is re-read right before each step: a switch turned away
+    from ``enforce`` mid-run stops the steps not yet started.
     """
 
     rooms: RoomService
@@ -315,6 +319,7 @@ class ReapExecutor:
     deadline: float
     request_timeout_seconds: float
     journal: Journal | None = None
+    mode_switch: ModeSwitch | None = None
     live_room_grace_seconds: float | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     results: list[ReapResult] = field(default_factory=list)
@@ -326,7 +331,9 @@ class ReapExecutor:
         return self.results
 
     def _time_for(self, requests: int) -> bool:
-        return time.monotonic() + requests * self.request_timeout_seconds <= self.deadline
+        """Whether ``requests`` LiveKit requests (and the kill switch's read before them) still fit."""
+        switch = KILL_SWITCH_READ.worst_case_seconds if self.mode_switch is not None else 0.0
+        return time.monotonic() + switch + requests * self.request_timeout_seconds <= self.deadline
 
     async def _act_on_batch(self, batch: Sequence[RoomDecision]) -> list[ReapResult]:
         # The re-check, then the step, then a re-read of a lost reply.
@@ -362,6 +369,12 @@ class ReapExecutor:
             if fresh.sid != decision.room.sid:
                 reason = f"room was recreated (sid {fresh.sid} != {decision.room.sid})"
                 return self._noted(ReapResult(decision, Outcome.SKIPPED, reason, action=_action(decision)))
+            if self.mode_switch is not None:
+                # A blocking SSM read (cached for seconds): off the event loop, so the others go on.
+                enforcing, why_not = await asyncio.to_thread(still_enforcing, self.mode_switch)
+                if not enforcing:
+                    stopped = ReapResult(decision, Outcome.SKIPPED, why_not, action=_action(decision))
+                    return self._noted(stopped)
             if self._warn_instead(decision, fresh):
                 return await self._warn(_joined(decision, fresh))
             if decision.verdict is Verdict.WARN and fresh.num_participants == 0:

@@ -1,0 +1,89 @@
+"""The TTS-reach responder's two Logs Insights queries answered over exported log events: the
+responder's own ``investigate`` runs unchanged in the backtest and the replay. Never deployed.
+
+This is not a Logs Insights engine. It recognises exactly the query texts the responder builds
+(``job_outcomes_query`` for the signal catalog it was given, and ``job_rooms_query``) and answers each
+with the rows Logs Insights would return, as strings; any other query is an error, so a responder
+that changes its queries fails here loudly instead of being answered wrongly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from devkit.log_export import LogEvent
+from fleet_remediation.adapters.logs_insights import QueryResult, Row
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError
+from tts_reach_alarm.analysis import MAX_JOBS, job_outcomes_query, job_rooms_query
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+class OfflineLogsInsights:
+    """``LogsInsights`` for the responder, evaluated over ``events`` (sorted by time, as
+    ``read_events`` returns them). ``calls`` counts the queries answered."""
+
+    def __init__(self, events: Sequence[LogEvent], catalog: SignalCatalog) -> None:
+        self.events = list(events)
+        self._times = [event.at for event in self.events]
+        self.catalog = catalog
+        self.calls = 0
+        self._outcomes_query = job_outcomes_query(catalog)
+        # job_rooms_query(ids) is this prefix, the quoted ids, then this suffix.
+        probe = job_rooms_query(["JOB"])
+        self._rooms_prefix, self._rooms_suffix = probe.split('"JOB"')
+
+    def _window(self, start: datetime, end: datetime) -> list[LogEvent]:
+        return self.events[bisect.bisect_left(self._times, start) : bisect.bisect_left(self._times, end)]
+
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> QueryResult:
+        self.calls += 1
+        if query == self._outcomes_query:
+            rows = self._job_outcomes(start, end)
+        elif query.startswith(self._rooms_prefix) and query.endswith(self._rooms_suffix):
+            listed = query[len(self._rooms_prefix) : len(query) - len(self._rooms_suffix)]
+            rows = self._job_rooms(set(_QUOTED.findall(listed)), start, end)
+        else:
+            raise AwsApiError(
+                f"the offline Logs Insights evaluator answers only the responder's queries, not: {query!r}",
+                aws_code="UnsupportedOfflineQuery",
+                resource=log_group,
+            )
+        return QueryResult(query_id=f"offline-{self.calls}", rows=rows[:MAX_JOBS], statistics={})
+
+    def _job_outcomes(self, start: datetime, end: datetime) -> list[Row]:
+        """``stats sum(responses), sum(first frames) by job_id, @logStream`` over lines with a job_id."""
+        started, frame = self.catalog.response_started, self.catalog.first_audio_frame
+        counts: dict[tuple[str, str], list[int]] = {}
+        for event in self._window(start, end):
+            job_id = event.record.get("job_id")
+            is_start, is_frame = started.matches(event.record), frame.matches(event.record)
+            if not isinstance(job_id, str) or not job_id or not (is_start or is_frame):
+                continue
+            pair = counts.setdefault((job_id, event.stream), [0, 0])
+            pair[0] += is_start
+            pair[1] += is_frame
+        return [
+            {"job_id": job_id, "@logStream": stream, "responses": str(r), "first_frames": str(f)}
+            for (job_id, stream), (r, f) in counts.items()
+        ]
+
+    def _job_rooms(self, job_ids: set[str], start: datetime, end: datetime) -> list[Row]:
+        """``stats latest(room), latest(room_id) by job_id`` over the listed jobs' job requests."""
+        latest: dict[str, Row] = {}
+        for event in self._window(start, end):
+            record = event.record
+            job_id = record.get("job_id")
+            if record.get("message") == "received job request" and job_id in job_ids:
+                latest[str(job_id)] = {
+                    "job_id": str(job_id),
+                    "room": str(record.get("room", "")),
+                    "room_id": str(record.get("room_id", "")),
+                }
+        return list(latest.values())

@@ -1,0 +1,93 @@
+"""What the drainer records: each task's decision in the report, the summary, and EMF metrics.
+(What it tells people is composed in ``reporting``.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.core.observability import emit
+from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.plan_model import ACTING_STEPS, LadderPlan, PlannedStep, Snapshot, Step
+from worker_drainer.tags import State, cause_of, state_of
+
+
+def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> None:
+    steps: dict[str, PlannedStep] = {}
+    for planned in plan.steps:  # a task's ladder step comes before its capacity step
+        steps.setdefault(planned.task_id, planned)
+    assessed = {w.task_id: w for w in snapshot.fleet.workers} if snapshot.fleet else {}
+    for task in snapshot.tasks:
+        step = steps.get(task.task_id)
+        worker = assessed.get(task.task_id)
+        facts: dict[str, Any] = {"state": state_of(task).value, "task_arn": task.arn}
+        if state_of(task) is not State.HEALTHY:
+            facts["cause"] = cause_of(task).value
+        if task.task_id in snapshot.tts_evidence:
+            evidence = snapshot.tts_evidence[task.task_id]
+            facts["tts_jobs_since_mark"] = None if evidence is None else [evidence.jobs, evidence.failed]
+        if worker is not None:
+            facts |= {"pattern": worker.pattern.value, "rate_per_minute": round(worker.rate_per_minute, 3)}
+            if worker.stats is not None:
+                facts |= {"warnings": worker.stats.warnings, "max_delay": worker.stats.max_delay}
+        if task.task_id in snapshot.active_jobs:
+            facts["active_jobs"] = snapshot.active_jobs[task.task_id]
+        if step is None:
+            report.candidate(
+                task.task_id, Decision.SKIP, worker.reason if worker else "no ladder step", **facts
+            )
+            continue
+        if step.rooms:
+            facts["rooms_to_reap"] = [d.room.name for d in step.rooms]
+        decision = report.planned() if step.acting else Decision.SKIP
+        report.candidate(task.task_id, decision, f"{step.step.value}: {step.reason}", **facts)
+    for step in plan.steps:
+        if step.task_id not in {t.task_id for t in snapshot.tasks}:
+            decision = report.planned() if step.acting else Decision.SKIP
+            report.candidate(
+                step.task_id, decision, f"{step.step.value}: {step.reason}", task_arn=step.task_arn
+            )
+
+
+def summarize(
+    snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder, deps: DrainerDependencies, livekit_calls: int
+) -> dict[str, Any]:
+    fleet = snapshot.fleet
+    return {
+        "tasks_running": len(snapshot.tasks),
+        "draining_after_plan": plan.draining,
+        "healthy_after_plan": plan.healthy_running,
+        "fleet_wide": bool(fleet and fleet.fleet_wide),
+        "fleet": fleet.reason if fleet else "not assessed (no ladder in progress, no alarm)",
+        "unattributed_log_streams": list(fleet.unattributed_streams) if fleet else [],
+        "steps": {
+            s.value: sum(p.step is s for p in plan.steps)
+            for s in Step
+            if any(p.step is s for p in plan.steps)
+        },
+        "desired_count": snapshot.desired_count,
+        "done": sum(a.outcome is Outcome.DONE for a in report.actions),
+        "failed": sum(a.outcome is Outcome.FAILED for a in report.actions),
+        "unknown": sum(a.outcome is Outcome.UNKNOWN for a in report.actions),
+        "calls": {
+            "ecs": deps.ecs.calls,
+            "dynamodb": deps.ledger.calls,
+            "logs_insights_queries": deps.worker_logs.calls,
+            "worker_http": deps.worker_probe.calls,
+            "livekit": livekit_calls,
+        },
+    }
+
+
+def record_metrics(plan: LadderPlan, report: ReportBuilder) -> None:
+    emit(metric_definitions.DRAINER_TASKS_DRAINING, plan.draining)
+    for step in sorted(ACTING_STEPS):
+        planned = sum(p.step is step for p in plan.steps)
+        done = sum(a.action == step.value and a.outcome is Outcome.DONE for a in report.actions)
+        emit(metric_definitions.DRAINER_STEP_PLANNED[step.value], planned)
+        emit(metric_definitions.DRAINER_STEP_DONE[step.value], done)
+    emit(
+        metric_definitions.DRAINER_GUARDRAIL_REFUSALS,
+        sum(s.reason.startswith("guardrail") for s in plan.steps),
+    )

@@ -1,0 +1,162 @@
+"""Evidence about tasks' jobs and rooms, read for the decision: which live LiveKit rooms each task's
+jobs are in (its ``received job request`` lines matched to LiveKit's room list), and a suspect
+worker's TTS outcomes since its cordon.
+
+Unknown is never zero: a failed read, a truncated result, or a live room that no worker's job line
+accounts for yet (its line may not be indexed) makes a task's job count unknown, not 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.domain.reaping import Verdict, plan_reap
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.adapters.worker_logs import JobSighting
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.recovery import TtsEvidence
+
+# How far back to look for a task's "received job request" lines when its start time is unknown.
+JOB_LOOKBACK = timedelta(hours=6)
+# A job line reaches Logs Insights after a delay: a live managed room younger than this that no
+# worker's job line accounts for may be on any worker, so no worker's job count is known to be zero.
+JOB_LINE_INDEXING_MARGIN = timedelta(minutes=5)
+
+
+def query_deadline(deps: DrainerDependencies, deadline: float) -> float:
+    return min(
+        deadline - DRAINER_STEP_BUDGET_SECONDS,
+        time.monotonic() + deps.settings.drainer.insights_timeout_seconds,
+    )
+
+
+@dataclass(frozen=True)
+class RoomsSeen:
+    """Live rooms (None: LiveKit unknown) and job sightings per task (None: logs unknown)."""
+
+    live: dict[str, LiveRoom] | None
+    sightings: dict[str, list[JobSighting]] | None
+    now: datetime
+    managed_room_pattern: str = ".*"
+
+    def rooms_of(self, task_id: str) -> list[LiveRoom] | None:
+        """The live rooms this task's jobs are in (the same room sid as the job request saw)."""
+        if self.live is None or self.sightings is None:
+            return None
+        rooms: dict[str, LiveRoom] = {}
+        for sighting in self.sightings.get(task_id, []):
+            room = self.live.get(sighting.room)
+            if room is not None and (not sighting.room_id or room.sid == sighting.room_id):
+                rooms[room.name] = room
+        return list(rooms.values())
+
+    def unaccounted_recent_rooms(self) -> list[str]:
+        if self.live is None or self.sightings is None:
+            return []
+        seen = {s.room for found in self.sightings.values() for s in found}
+        recent = self.now - JOB_LINE_INDEXING_MARGIN
+        return [
+            room.name
+            for room in self.live.values()
+            if room.name not in seen
+            and re.fullmatch(self.managed_room_pattern, room.name)
+            and (room.created_at is None or room.created_at >= recent)
+        ]
+
+    def active_jobs(self, task_id: str) -> int | None:
+        rooms = self.rooms_of(task_id)
+        if rooms is None or self.unaccounted_recent_rooms():
+            return None
+        return len(rooms)
+
+    def protected_rooms(self, task_id: str, policy: ReaperPolicy) -> tuple[str, ...] | None:
+        rooms = self.rooms_of(task_id)
+        if rooms is None:
+            return None
+        decisions = plan_reap(rooms, policy, self.now).decisions
+        return tuple(sorted(d.room.name for d in decisions if d.verdict is Verdict.PROTECTED))
+
+
+def read_rooms(
+    tasks: Sequence[EcsTask],
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    now: datetime,
+    deadline: float,
+) -> tuple[RoomsSeen, int]:
+    """Every running task's job sightings (so a room on another worker is accounted for) and the
+    live rooms; how many LiveKit calls that took."""
+    sightings = _job_sightings(tasks, deps, report, now, deadline)
+    live, calls = _live_rooms(deps, report)
+    return RoomsSeen(live, sightings, now, deps.settings.reaper.policy.managed_room_pattern), calls
+
+
+def _job_sightings(
+    tasks: Sequence[EcsTask],
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    now: datetime,
+    deadline: float,
+) -> dict[str, list[JobSighting]] | None:
+    streams = {deps.settings.log_stream_for(task.task_id): task.task_id for task in tasks}
+    starts = [task.started_at for task in tasks if task.started_at is not None]
+    since = min(starts) if starts and len(starts) == len(tasks) else now - JOB_LOOKBACK
+    try:
+        rows = deps.worker_logs.job_sightings(list(streams), since, now, query_deadline(deps, deadline))
+    except RemediationError as exc:
+        report.error(exc)
+        return None
+    found: dict[str, list[JobSighting]] = {}
+    for sighting in rows:
+        if sighting.log_stream in streams:
+            found.setdefault(streams[sighting.log_stream], []).append(sighting)
+    return found
+
+
+def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[str, LiveRoom] | None, int]:
+    calls = 0
+
+    async def list_all() -> list[LiveRoom]:
+        nonlocal calls
+        # Created inside the loop: the LiveKit client binds its HTTP session to the running loop.
+        rooms = deps.room_service_factory()
+        try:
+            return await rooms.list_rooms()
+        finally:
+            calls = int(getattr(rooms, "calls", 0))
+            await rooms.aclose()
+
+    try:
+        live: dict[str, LiveRoom] | None = {room.name: room for room in asyncio.run(list_all())}
+    except RemediationError as exc:
+        # Without LiveKit the drainer still cordons; it cannot reap or count jobs from rooms.
+        report.error(exc)
+        live = None
+    return live, calls
+
+
+def read_tts_evidence(
+    task: EcsTask,
+    since: datetime,
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    now: datetime,
+    deadline: float,
+) -> TtsEvidence | None:
+    stream = deps.settings.log_stream_for(task.task_id)
+    try:
+        outcomes = deps.worker_logs.tts_outcomes(stream, since, now, query_deadline(deps, deadline))
+    except RemediationError as exc:
+        report.error(exc)
+        return None
+    return TtsEvidence.from_outcomes(outcomes)

@@ -1,0 +1,147 @@
+"""Every EMF metric the functions emit, defined once.
+
+The functions emit through these definitions (``core.observability.emit``) and the stack graphs and
+alarms on them (``MetricDefinition.dimensions``), so a metric's identity — namespace, name and the
+exact dimension set — cannot differ between the two sides. CloudWatch matches dimension sets
+exactly: a graph asking for ``{service}`` never shows a metric emitted with
+``{environment, service}``.
+
+Dimensions: Powertools Metrics adds ``service`` (``POWERTOOLS_SERVICE_NAME``, the function's folder
+name) and ``core.invocation.run_reported`` adds ``environment``; nothing else adds any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
+
+ENVIRONMENT_DIMENSION = "environment"
+SERVICE_DIMENSION = "service"
+DIMENSIONS = (ENVIRONMENT_DIMENSION, SERVICE_DIMENSION)
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    name: str
+    # The functions that emit it, one series each (dimension ``service``).
+    functions: tuple[FunctionName, ...]
+    description: str
+    unit: str = "Count"
+    namespace: str = METRICS_NAMESPACE
+
+    def dimensions(self, environment: str, function: FunctionName | None = None) -> dict[str, str]:
+        """The exact dimension set of the series ``function`` emits (the only emitter by default)."""
+        if function is None:
+            if len(self.functions) != 1:
+                raise ValueError(f"{self.name} is emitted by several functions: say which one")
+            function = self.functions[0]
+        if function not in self.functions:
+            raise ValueError(f"{function.value} does not emit {self.name}")
+        return {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: function.value}
+
+
+_REAPER = (FunctionName.ZOMBIE_REAPER,)
+_RESPONDER = (FunctionName.TTS_REACH_ALARM,)
+_DRAINER = (FunctionName.WORKER_DRAINER,)
+
+# --- shared by several functions ---------------------------------------------------------------------
+INVOCATION_FAILED = MetricDefinition(
+    "InvocationFailed",
+    tuple(FunctionName),
+    "1 when the invocation's report ended with status 'failed', else 0.",
+)
+# Emitted by the functions that deliver through ``adapters.notifier.NotificationDelivery``.
+_DELIVERING = (FunctionName.ZOMBIE_REAPER, FunctionName.TTS_REACH_ALARM)
+NOTIFICATIONS_SENT = MetricDefinition("NotificationsSent", _DELIVERING, "Notifications delivered to SNS.")
+NOTIFICATIONS_LOST = MetricDefinition(
+    "NotificationsLost",
+    _DELIVERING,
+    "Notifications SNS did not take within the budget (the invocation fails).",
+)
+
+# --- zombie_reaper -----------------------------------------------------------------------------------
+ROOMS_SEEN = MetricDefinition("RoomsSeen", _REAPER, "Rooms listed by the reaper.")
+ROOMS_OVER_AGE = MetricDefinition("RoomsOverAge", _REAPER, "Rooms over their max age (before the cap).")
+ROOMS_REAPED = MetricDefinition("RoomsReaped", _REAPER, "Rooms the reaper deleted.")
+ROOM_REAP_FAILURES = MetricDefinition("RoomReapFailures", _REAPER, "Deletions that failed.")
+ROOM_REAPS_UNKNOWN = MetricDefinition(
+    "RoomReapsUnknown", _REAPER, "Deletions whose reply was lost and whose re-read failed too."
+)
+ROOMS_WARNED = MetricDefinition(
+    "RoomsWarned", _REAPER, "Over-age rooms with participants warned before their grace."
+)
+ROOMS_TRIMMED_BY_CAP = MetricDefinition(
+    "RoomsTrimmedByCap", _REAPER, "Over-age rooms left for the next run by the per-run cap."
+)
+
+# --- tts_reach_alarm ---------------------------------------------------------------------------------
+TTS_REACH_FAILING_JOBS = MetricDefinition(
+    "TtsReachFailingJobs", _RESPONDER, "Jobs with responses but no first audio frame in the window."
+)
+TTS_REACH_SUSPECT_WORKERS = MetricDefinition(
+    "TtsReachSuspectWorkers", _RESPONDER, "1 when the failures concentrate on one worker."
+)
+
+# --- worker_drainer ----------------------------------------------------------------------------------
+DRAINER_TASKS_DRAINING = MetricDefinition(
+    "DrainerTasksDraining", _DRAINER, "Tasks marked draining after the tick's plan."
+)
+DRAINER_GUARDRAIL_REFUSALS = MetricDefinition(
+    "DrainerGuardrailRefusals", _DRAINER, "Steps a guardrail refused (blast radius, healthy minimum)."
+)
+# The ladder's acting steps (worker_drainer.plan_model.ACTING_STEPS values), each planned and done.
+DRAINER_STEPS = (
+    "reap",
+    "cordon",
+    "complete-cordon",
+    "stop",
+    "undo",
+    "settle-capacity",
+    "revert-capacity",
+)
+
+
+def _step_title(step: str) -> str:
+    return "".join(part.title() for part in step.split("-"))
+
+
+DRAINER_STEP_PLANNED = {
+    step: MetricDefinition(f"Drainer{_step_title(step)}Planned", _DRAINER, f"'{step}' steps planned.")
+    for step in DRAINER_STEPS
+}
+DRAINER_STEP_DONE = {
+    step: MetricDefinition(f"Drainer{_step_title(step)}Done", _DRAINER, f"'{step}' steps done.")
+    for step in DRAINER_STEPS
+}
+
+ALL_METRICS: tuple[MetricDefinition, ...] = (
+    INVOCATION_FAILED,
+    NOTIFICATIONS_SENT,
+    NOTIFICATIONS_LOST,
+    ROOMS_SEEN,
+    ROOMS_OVER_AGE,
+    ROOMS_REAPED,
+    ROOM_REAP_FAILURES,
+    ROOM_REAPS_UNKNOWN,
+    ROOMS_WARNED,
+    ROOMS_TRIMMED_BY_CAP,
+    TTS_REACH_FAILING_JOBS,
+    TTS_REACH_SUSPECT_WORKERS,
+    DRAINER_TASKS_DRAINING,
+    DRAINER_GUARDRAIL_REFUSALS,
+    *DRAINER_STEP_PLANNED.values(),
+    *DRAINER_STEP_DONE.values(),
+)
+
+
+# Not ours: ECS Container Insights' service-level task counts (Container Insights must be enabled on
+# the agents' cluster), dimensions ClusterName and ServiceName.
+ECS_CONTAINER_INSIGHTS_NAMESPACE = "ECS/ContainerInsights"
+ECS_RUNNING_TASK_COUNT = "RunningTaskCount"
+ECS_DESIRED_TASK_COUNT = "DesiredTaskCount"
+
+
+def error_metric_name(code: str) -> str:
+    """One count per typed error code in a report (``ErrorLiveKitUnavailable``)."""
+    return f"Error{code}"

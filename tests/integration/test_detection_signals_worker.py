@@ -1,0 +1,224 @@
+"""The detection-signal emitter in a real livekit-agents worker on the real livekit-server.
+
+The worker is the SDK's own CLI (``python -m livekit.agents start``) in a child process: jobs run in
+their own processes, their log records cross the SDK's IPC to the main process, and the SDK's
+``JsonFormatter`` writes them to stdout — the lines asserted here are those stdout lines. A real
+participant listens in each room (the SDK plays audio only to a subscriber). The only fakes are the
+TTS engines (``devkit/fakes/tts.py``, written against the SDK's ``tts.TTS`` interface).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from agent_cooperation import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, RESPONSE_STARTED_TEXT
+from agent_cooperation.detection_signals import LOGGER_NAME
+from devkit.livekit_local import LocalLiveKit
+from devkit.signal_worker import SESSION_CLOSED, SignalAgentWorker
+from fleet_remediation.contract.signals import SignalCatalog
+from tests.metric_filter_pattern import insights_filter_matches, pattern_matches
+
+pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]
+TIMEOUT_SECONDS = 1.5
+# Scheduling on a shared 2-core machine: how late a timer or a line may be, at most.
+SLACK_SECONDS = 0.5
+HELLO = "Hello there."
+
+
+@pytest.fixture(scope="module")
+def worker(livekit_server: LocalLiveKit) -> Iterator[SignalAgentWorker]:
+    running = SignalAgentWorker(livekit_server).start()
+    yield running
+    running.stop()
+
+
+def _room() -> str:
+    return f"lesson-{uuid.uuid4().hex[:8]}"
+
+
+def _signals(lines: list[str]) -> list[dict[str, Any]]:
+    return [record for record in map(json.loads, lines) if record["name"] == LOGGER_NAME]
+
+
+def _at(record: dict[str, Any]) -> float:
+    return datetime.fromisoformat(record["timestamp"]).timestamp()
+
+
+def _job_of(worker: SignalAgentWorker, room: str) -> dict[str, Any]:
+    return next(r for r in worker.records() if r["message"] == "received job request" and r["room"] == room)
+
+
+def _assert_carries_the_job(signal: dict[str, Any], job: dict[str, Any]) -> None:
+    assert signal["job_id"] == job["job_id"]
+    assert signal["room"] == job["room"]
+    assert signal["room_id"] == job["room_id"]
+    assert signal["worker_id"].startswith("AW_")
+    assert signal["speech_id"].startswith("speech_")
+
+
+def _assert_closed_without_leaks(lines: list[str]) -> None:
+    closed = next(r for r in map(json.loads, lines) if r["message"] == SESSION_CLOSED)
+    assert closed["emitter_attached"] is False
+    assert closed["emitter_tasks_left"] == 0
+
+
+def _assert_catalog_agrees(lines: list[str]) -> None:
+    """On every line the job wrote (the SDK's own too), the three forms of each signal definition
+    agree; and each emitter line is exactly the signal it stands for."""
+    catalog = SignalCatalog.default()
+    meant = {
+        RESPONSE_STARTED_TEXT: catalog.response_started,
+        FIRST_AUDIO_FRAME_TEXT: catalog.first_audio_frame,
+        FIRST_AUDIO_TIMEOUT_TEXT: catalog.first_audio_timeout,
+    }
+    for line in lines:
+        record = json.loads(line)
+        for signal in catalog:
+            offline = signal.matches(record)
+            assert pattern_matches(signal.metric_filter_pattern(), line) == offline, (signal.name, line)
+            assert insights_filter_matches(signal.insights_filter(), record) == offline, (signal.name, line)
+            expected = record["name"] == LOGGER_NAME and meant.get(record["message"]) == signal
+            assert offline == expected, (signal.name, line)
+
+
+def test_a_speaking_tts_yields_a_start_then_a_first_frame_per_response(
+    worker: SignalAgentWorker,
+) -> None:
+    room = _room()
+    # Two responses queued at once, 2 s of audio each: the second waits longer than the first-audio
+    # timeout behind the first, which must not count as waiting for its audio.
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "streaming",
+            "say": ["The first answer.", "The second answer."],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "seconds_per_sentence": 2.0,
+            "hold_seconds": 10.0,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [
+        RESPONSE_STARTED_TEXT,
+        FIRST_AUDIO_FRAME_TEXT,
+        RESPONSE_STARTED_TEXT,
+        FIRST_AUDIO_FRAME_TEXT,
+    ]
+    first_started, first_frame, second_started, second_frame = signals
+    assert first_started["speech_id"] == first_frame["speech_id"] != second_started["speech_id"]
+    assert second_started["speech_id"] == second_frame["speech_id"]
+    for frame in (first_frame, second_frame):
+        assert 0 < frame["first_audio_seconds"] < TIMEOUT_SECONDS
+    # The second response started when the first had played, not when it was queued.
+    assert _at(second_started) - _at(first_frame) >= 1.5
+    job = _job_of(worker, room)
+    for signal in signals:
+        _assert_carries_the_job(signal, job)
+        assert signal["level"] == "INFO"
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
+@pytest.mark.parametrize(
+    ("engine", "last"), [("streaming", FIRST_AUDIO_FRAME_TEXT), ("stalling", FIRST_AUDIO_TIMEOUT_TEXT)]
+)
+def test_an_llm_reply_is_a_response_too(worker: SignalAgentWorker, engine: str, last: str) -> None:
+    # The incident's shape: the LLM's text arrives, and the TTS voices it or never does.
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": engine,
+            "llm_reply": "Sure, let us read the next page together.",
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 4.0,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, last]
+    assert signals[0]["source"] == "generate_reply"
+    assert signals[0]["speech_id"] == signals[1]["speech_id"]
+    _assert_carries_the_job(signals[1], _job_of(worker, room))
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
+def test_a_stalled_tts_yields_a_timeout_after_the_deadline_and_no_frame(worker: SignalAgentWorker) -> None:
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "stalling",
+            "say": [HELLO],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 3.0,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_TIMEOUT_TEXT]
+    started, timeout = signals
+    assert started["speech_id"] == timeout["speech_id"]
+    assert timeout["level"] == "WARNING"
+    assert timeout["reason"] == "deadline"
+    assert timeout["timeout_seconds"] == TIMEOUT_SECONDS
+    assert TIMEOUT_SECONDS <= timeout["waited_seconds"] < TIMEOUT_SECONDS + SLACK_SECONDS
+    assert TIMEOUT_SECONDS - 0.01 <= _at(timeout) - _at(started) < TIMEOUT_SECONDS + SLACK_SECONDS
+    job = _job_of(worker, room)
+    for signal in signals:
+        _assert_carries_the_job(signal, job)
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
+def test_a_failing_tts_yields_a_timeout_without_waiting_for_the_deadline(worker: SignalAgentWorker) -> None:
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "failing",
+            "say": [HELLO],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "hold_seconds": 3.0,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_TIMEOUT_TEXT]
+    started, timeout = signals
+    assert timeout["reason"] == "tts_error"
+    assert _at(timeout) - _at(started) < TIMEOUT_SECONDS
+    _assert_carries_the_job(timeout, _job_of(worker, room))
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
+def test_a_session_closed_before_the_deadline_cancels_the_timer(worker: SignalAgentWorker) -> None:
+    room = _room()
+    # A 30 s timer that would still be waiting when the session closes after 1 s.
+    lines = worker.run_script(
+        room, {"tts": "stalling", "say": [HELLO], "first_audio_timeout_seconds": 30.0, "hold_seconds": 1.0}
+    )
+    assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
+    _assert_closed_without_leaks(lines)
+
+
+def test_a_detached_emitter_writes_nothing_more(worker: SignalAgentWorker) -> None:
+    room = _room()
+    # Detached 0.5 s into a stalled response whose timeout (1.5 s) falls inside the open session.
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "stalling",
+            "say": [HELLO],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "detach_after_seconds": 0.5,
+            "hold_seconds": 2.0,
+        },
+    )
+    assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
+    _assert_closed_without_leaks(lines)

@@ -1,0 +1,282 @@
+"""``python -m tools.plan``: a dry-run plan against the real livekit-server and moto.
+
+The subprocess test runs the CLI as a person would, against moto's server mode (the LiveKit key
+read from the Secrets Manager secret cdk.json names, through ``AWS_ENDPOINT_URL``); the others call
+``main`` in-process with moto mocked. Whatever the SSM kill switch says, the plan is a dry run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from livekit import api
+from moto import mock_aws
+from moto.moto_api import state_manager
+from moto.server import ThreadedMotoServer
+
+from app import cdk_json_context
+from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_local import LocalLiveKit, free_port
+from tools import plan
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.livekit
+
+
+@pytest.fixture
+def rooms(livekit_server: LocalLiveKit) -> Iterator[Callable[[list[str]], None]]:
+    """Creates rooms on the session's livekit-server and deletes them afterwards: the server is
+    shared, and another test's reaper must not find this test's rooms."""
+    created: list[str] = []
+
+    def create(names: list[str]) -> None:
+        asyncio.run(create_rooms(livekit_server, names))
+        created.extend(names)
+
+    yield create
+
+    async def delete_all() -> None:
+        async with api.LiveKitAPI(
+            livekit_server.http_url, livekit_server.api_key, livekit_server.api_secret
+        ) as lk:
+            for name in created:
+                await lk.room.delete_room(api.DeleteRoomRequest(room=name))
+
+    asyncio.run(delete_all())
+
+
+def write_config(tmp_path: Path, livekit: LocalLiveKit, **staging: Any) -> Path:
+    context = copy.deepcopy(cdk_json_context())
+    context["environments"]["staging"].update(
+        {"region": "eu-west-1", "account": "123456789012", "livekit_url": livekit.http_url, **staging}
+    )
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": context}))
+    return path
+
+
+@pytest.fixture
+def moto_server() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port())
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
+    livekit_server: LocalLiveKit, moto_server: str, tmp_path: Path, rooms: Callable[[list[str]], None]
+) -> None:
+    config = write_config(tmp_path, livekit_server)
+    environment = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": os.pathsep.join(
+            str(REPO / part) for part in ("functions", "layers/shared/python", "cdk", "")
+        ),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL": moto_server,
+    }
+    aws = {
+        "endpoint_url": moto_server,
+        "region_name": "eu-west-1",
+        **{k.lower(): v for k, v in environment.items() if k.startswith("AWS_") and "KEY" in k},
+    }
+    secret_name = cdk_json_context()["environments"]["staging"]["livekit_secret_name"]
+    boto3.client("secretsmanager", **aws).create_secret(
+        Name=secret_name,
+        SecretString=json.dumps({"api_key": livekit_server.api_key, "api_secret": livekit_server.api_secret}),
+    )
+    boto3.client("ssm", **aws).put_parameter(
+        Name="/livekit-fleet-remediation/staging/mode", Value="enforce", Type="String"
+    )
+    rooms(["lesson-plan-cli", "test-plan-cli", "lobby"])
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "reaper", "--env", "staging", "--config", str(config)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    print(done.stdout)
+    assert done.returncode == 0, done.stderr
+    # (PyJWT warns on stderr that the dev server's key "secret" is short; production keys are not.)
+    assert "plan failed" not in done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("zombie_reaper [staging]  trigger=manual(invoke)  mode=dry-run  status=ok")
+    assert "lesson-plan-cli" in done.stdout
+    assert "lobby" in done.stdout  # reported as outside the managed room pattern
+    assert {"lesson-plan-cli", "test-plan-cli", "lobby"} <= asyncio.run(room_names(livekit_server))
+
+
+@pytest.fixture
+def livekit_env(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> LocalLiveKit:
+    monkeypatch.setenv("LIVEKIT_URL", livekit_server.http_url)
+    monkeypatch.setenv("LIVEKIT_API_KEY", livekit_server.api_key)
+    monkeypatch.setenv("LIVEKIT_API_SECRET", livekit_server.api_secret)
+    return livekit_server
+
+
+def test_json_prints_the_raw_report_and_livekit_comes_from_the_usual_variables(
+    livekit_env: LocalLiveKit,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rooms: Callable[[list[str]], None],
+) -> None:
+    # No secret exists anywhere (moto is empty): the key can only have come from the environment.
+    rooms(["lesson-plan-json"])
+    config = write_config(tmp_path, livekit_env, livekit_url="https://livekit.invalid.example.com")
+    with mock_aws():
+        assert plan.main(["reaper", "--env", "staging", "--json", "--config", str(config)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["mode"] == "dry-run"
+    assert report["status"] == "ok"
+    assert {c["resource"] for c in report["candidates"]} >= {"lesson-plan-json"}
+    assert all(c["decision"] != "act" for c in report["candidates"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["janitor", "--env", "staging"],
+        ["reaper"],
+        ["reaper", "--env", "qa"],
+        ["reaper", "--env", "staging", "--config", "/nonexistent/cdk.json"],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        sys.exit(plan.main(argv))
+    assert exited.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_a_typed_failure_exits_1_with_the_error_on_one_line(
+    livekit_env: LocalLiveKit,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stopped = LocalLiveKit().start()
+    stopped.stop()
+    monkeypatch.setenv("LIVEKIT_URL", stopped.http_url)
+    with mock_aws():
+        code = plan.main(["reaper", "--env", "staging", "--config", str(write_config(tmp_path, livekit_env))])
+    assert code == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("plan failed: LiveKitUnavailable: ")
+    assert stopped.http_url in line
+
+
+def test_an_invalid_environment_is_a_typed_failure(
+    livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, livekit_env, reaper={"schedule_minutes": 0})
+    assert plan.main(["reaper", "--env", "staging", "--config", str(config)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "environments.staging.reaper.schedule_minutes" in line
+
+
+def test_the_drainer_plan_reads_the_service_and_its_deployed_ledger(
+    livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, livekit_env)
+    staging = cdk_json_context()["environments"]["staging"]
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with mock_aws():
+            ecs = boto3.client("ecs", region_name="eu-west-1")
+            ecs.create_cluster(clusterName=staging["ecs_cluster"])
+            ecs.register_task_definition(
+                family="agent",
+                containerDefinitions=[{"name": staging["ecs_service"], "image": "agent:1", "memory": 512}],
+            )
+            ecs.create_service(
+                cluster=staging["ecs_cluster"],
+                serviceName=staging["ecs_service"],
+                taskDefinition="agent",
+                desiredCount=2,
+            )
+            tasks = ecs.run_task(
+                cluster=staging["ecs_cluster"],
+                taskDefinition="agent",
+                count=2,
+                launchType="FARGATE",
+                group=f"service:{staging['ecs_service']}",
+            )["tasks"]
+            boto3.client("dynamodb", region_name="eu-west-1").create_table(
+                TableName="deployed-ledger",
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            boto3.client("logs", region_name="eu-west-1").create_log_group(
+                logGroupName=staging["agent_log_group"]
+            )
+            deploy_drainer_config(ledger_table="deployed-ledger")
+            code = plan.main(["drainer", "--env", "staging", "--config", str(config)])
+            out = capsys.readouterr()
+    finally:
+        state_manager.unset_transition("ecs::task")
+    assert code == 0, out.err
+    print(out.out)
+    assert out.out.startswith("worker_drainer [staging]  trigger=manual(invoke)  mode=dry-run  status=ok")
+    for task in tasks:
+        assert task["taskArn"].rsplit("/", 1)[1] in out.out
+
+
+def test_the_drainer_plan_without_a_deployed_stack_says_what_it_needs(
+    livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with mock_aws():
+        assert (
+            plan.main(["drainer", "--env", "staging", "--config", str(write_config(tmp_path, livekit_env))])
+            == 1
+        )
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("plan failed: ConfigurationError: cannot read lkfr-staging-worker-drainer")
+    assert "--ledger-table" in line
+
+
+def deploy_drainer_config(ledger_table: str) -> None:
+    """The drainer function as the stack deploys it, as far as the plan reads it (its variables)."""
+    iam = boto3.client("iam", region_name="eu-west-1")
+    role = iam.create_role(RoleName="drainer", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    boto3.client("lambda", region_name="eu-west-1").create_function(
+        FunctionName="lkfr-staging-worker-drainer",
+        Runtime="python3.12",
+        Role=role,
+        Handler="worker_drainer.handler.lambda_handler",
+        Code={"ZipFile": _empty_zip()},
+        Environment={"Variables": {"LEDGER_TABLE_NAME": ledger_table}},
+    )
+
+
+def _empty_zip() -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "")
+    return buffer.getvalue()

@@ -1,0 +1,267 @@
+"""The drainer's safety rules end to end: moto ECS (with ``FakeEcsTaskProtection``, which honours
+``expiresInMinutes``), moto DynamoDB/SSM/SNS (an SQS queue subscribed to read the messages), agent
+logs evaluated offline, and the real livekit-server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from livekit import api
+
+from devkit.fakes.drainer_world import (
+    CLUSTER,
+    DrainerWorld,
+    alarm_event,
+    moto_world,
+    schedule_event,
+    stream_of,
+    suspect_event,
+)
+from devkit.livekit_local import LocalLiveKit, free_port
+from worker_drainer.tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG
+
+pytestmark = pytest.mark.livekit
+EXCLUDE = {"key": "livekit-drainer:exclude", "value": "true"}
+
+
+@pytest.fixture
+def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
+    with moto_world(livekit_server) as built:
+        yield built
+
+
+def _actions(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(a["resource"], a["action"], a["outcome"]) for a in report["actions"]]
+
+
+def _candidate(report: dict[str, Any], task_id: str) -> dict[str, Any]:
+    return next(c for c in report["candidates"] if c["resource"] == task_id)
+
+
+def _drain(world: DrainerWorld, task_id: str) -> dict[str, Any]:
+    return world.invoke({"action": "drain", "task": task_id, "dry_run": False})
+
+
+async def _delete_room(server: LocalLiveKit, name: str) -> None:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as client:
+        await client.room.delete_room(api.DeleteRoomRequest(room=name))
+
+
+async def _create_room(server: LocalLiveKit, name: str) -> str:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as client:
+        return str((await client.room.create_room(api.CreateRoomRequest(name=name))).sid)
+
+
+def test_undo_restores_the_tasks_original_protection_expiry(world: DrainerWorld) -> None:
+    target, arn = world.task_ids[2], world.task_arns[2]
+    world.ecs_client.update_task_protection(
+        cluster=CLUSTER, tasks=[arn], protectionEnabled=True, expiresInMinutes=600
+    )
+    original = world.protection.expires[arn]
+    world.slow(target, count=240, minutes=25)
+    assert _actions(world.invoke(alarm_event())) == [(target, "cordon", "done")]
+    assert not world.protection.enabled(arn)
+    world.now += timedelta(minutes=11)
+    assert _actions(world.invoke(schedule_event())) == [(target, "undo", "done")]
+    assert world.protection.enabled(arn)
+    # The 10-hour protection it had, not ECS's 120-minute default from the moment of the undo.
+    assert abs(world.protection.expires[arn] - original) < timedelta(minutes=1)
+
+
+def test_a_hand_drain_stays_until_undrain_and_undrain_holds_through_the_cooldown(world: DrainerWorld) -> None:
+    target = world.task_ids[1]
+    assert _actions(_drain(world, target)) == [(target, "cordon", "done")]
+    assert world.tags(target)[CAUSE_TAG] == "manual"
+    world.now += timedelta(minutes=15)  # quiet for longer than recovery_minutes: a VAD mark would go
+    tick = world.invoke(schedule_event())
+    assert [a for a in _actions(tick) if a[1] == "undo"] == []
+    assert world.tags(target)[STATE_TAG] == "draining"
+
+    undrained = world.invoke({"action": "undrain", "task": target, "dry_run": False})
+    assert _actions(undrained) == [(target, "undo", "done")]
+    assert "the operator's undrain holds" in undrained["actions"][0]["reason"]
+    assert COOLDOWN_TAG in world.tags(target)
+    # The robot does not re-cordon it during the cooldown: not from the VAD alarm, not from a suspect event.
+    world.slow(target, count=240, minutes=25)
+    for event in (alarm_event(), suspect_event(target, world.now)):
+        report = world.invoke(event)
+        assert report["actions"] == []
+        assert "cooldown until" in _candidate(report, target)["reason"]
+    assert STATE_TAG not in world.tags(target)
+
+
+def test_an_excluded_task_is_never_touched_and_the_skip_is_told(world: DrainerWorld) -> None:
+    target = world.task_ids[0]
+    world.ecs_client.tag_resource(resourceArn=world.task_arns[0], tags=[EXCLUDE])
+    desired = world.desired_count()
+    world.slow(target, count=240, minutes=25)
+    by_alarm = world.invoke(alarm_event())
+    by_hand = _drain(world, target)
+    for report in (by_alarm, by_hand):
+        assert report["actions"] == []
+        assert "excluded by the tag livekit-drainer:exclude=true" in _candidate(report, target)["reason"]
+    assert STATE_TAG not in world.tags(target)
+    assert world.desired_count() == desired
+    told = [message for _, message in world.notifications()]
+    assert any("excluded" in message and target in message for message in told)
+
+
+def test_a_tts_suspect_cordon_is_undone_only_when_its_jobs_reach_first_audio_again(
+    world: DrainerWorld,
+) -> None:
+    suspect = world.task_ids[1]
+    assert _actions(world.invoke(suspect_event(suspect, world.now))) == [(suspect, "cordon", "done")]
+    assert world.tags(suspect)[CAUSE_TAG] == "tts-suspect"
+    world.now += timedelta(minutes=11)
+    # No slow VAD at all: the old rule would have undone it; a TTS suspicion needs TTS evidence.
+    quiet = world.invoke(schedule_event())
+    assert [a for a in _actions(quiet) if a[1] == "undo"] == []
+    for n in range(3):
+        world.tts_job(suspect, f"AJ_after_{n}", reached=True, minutes_ago=2)
+    undone = world.invoke(schedule_event())
+    assert _actions(undone) == [(suspect, "undo", "done")]
+    assert "TTS evidence" in _candidate(undone, suspect)["reason"]
+
+
+def test_forged_or_stale_events_are_refused_with_no_side_effect(world: DrainerWorld) -> None:
+    target = world.task_ids[1]
+    world.slow(target, count=240, minutes=25)  # VAD would single it out: a forged event must not reach it
+    desired = world.desired_count()
+
+    def forged(**detail: Any) -> dict[str, Any]:
+        event = suspect_event(target, world.now)
+        event["detail"] |= detail
+        return event
+
+    ours = f"arn:aws:ecs:eu-west-1:123456789012:task/{CLUSTER}/{target}"
+    events = {
+        "another environment": forged(environment="staging"),
+        "any alarm name": forged(alarm_name="livekit-it-vad-slow-inference"),
+        "p = 0.9": forged(p_value=0.9),
+        "a 2020 window": forged(window={"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}),
+        "a stream of another task": forged(log_stream=stream_of(world.task_ids[2])),
+        "a task that is not running": suspect_event(uuid.uuid4().hex, world.now),
+        "a task ARN of another account": {"action": "drain", "task": ours.replace("123456789012", "9" * 12)},
+        "a task ARN of another region": {"action": "drain", "task": ours.replace("eu-west-1", "us-east-1")},
+        "a task ARN of another cluster": {"action": "drain", "task": ours.replace(f"/{CLUSTER}/", "/other/")},
+        'task "x/"': {"action": "drain", "task": "x/", "dry_run": False},
+        'dry_run "false"': {"action": "drain", "task": target, "dry_run": "false"},
+        "dry_run 0": {"action": "drain", "task": target, "dry_run": 0},
+    }
+    acted = 0
+    for name, event in events.items():
+        if "task" in event and event.get("action") == "drain" and "dry_run" not in event:
+            event["dry_run"] = False
+        report = world.invoke(event)
+        codes = [e["code"] for e in report["errors"]]
+        assert codes in (["UntrustedEvent"], ["InvalidEvent"]), (name, report["errors"])
+        acted += len(report["actions"])
+    assert acted == 0
+    assert all(STATE_TAG not in world.tags(task_id) for task_id in world.task_ids)
+    assert world.desired_count() == desired
+    assert world.audit(target) == []
+    print(f"forged or stale drainer events acted on: {acted} of {len(events)}")
+
+
+def test_a_job_line_not_yet_indexed_keeps_the_task_draining(livekit_server: LocalLiveKit) -> None:
+    # The world's clock is the wall clock here, so a room created now is a brand-new room.
+    with moto_world(livekit_server, ahead=timedelta(0)) as world:
+        world.reaper_policy = {"max_age_minutes": 60, "managed_room_pattern": "^unindexed-.+$"}
+        target = world.task_ids[0]
+        _drain(world, target)
+        world.run_service_scheduler()
+        room = f"unindexed-{uuid.uuid4().hex[:8]}"
+        sid = asyncio.run(_create_room(world.livekit, room))
+        world.now += timedelta(minutes=1)
+        # A live session whose job line is not in the logs yet: it may be on this task. Unknown, not 0.
+        waiting = world.invoke(schedule_event())
+        assert _actions(waiting) == []
+        assert _candidate(waiting, target)["facts"]["active_jobs"] is None
+        # Its job line arrives, on another worker: now "none of this task's rooms is live" is a fact.
+        world.job_request(world.task_ids[1], "AJ_elsewhere", room, sid, minutes_ago=0.5)
+        stopped = world.invoke(schedule_event())
+        assert _actions(stopped) == [(target, "stop", "done")]
+
+
+def test_a_protected_live_room_keeps_its_task_running_past_the_deadline(world: DrainerWorld) -> None:
+    world.reaper_policy = {
+        "max_age_minutes": 60,
+        "rules": [{"name_pattern": "^lesson-demo-.*$", "protected": True}],
+    }
+    target = world.task_ids[0]
+    room = f"lesson-demo-{uuid.uuid4().hex[:8]}"
+    world.job_request(target, "AJ_demo", room, asyncio.run(_create_room(world.livekit, room)), minutes_ago=30)
+    try:
+        _drain(world, target)
+        world.run_service_scheduler()
+        world.now += timedelta(hours=2)  # past the drain deadline
+        report = world.invoke(schedule_event())
+        assert [a for a in _actions(report) if a[1] == "stop"] == []
+        assert f"hosts protected live room(s) {room}" in _candidate(report, target)["reason"]
+        assert world.task(target)["lastStatus"] == "RUNNING"
+        assert any(room in message for _, message in world.notifications())
+    finally:
+        # The session's livekit-server is shared: another test's reaper must not find this room.
+        asyncio.run(_delete_room(world.livekit, room))
+
+
+def test_a_stop_waits_for_the_replacement_to_run(world: DrainerWorld) -> None:
+    target = world.task_ids[3]
+    desired = world.desired_count()
+    _drain(world, target)
+    world.now += timedelta(minutes=1)
+    waiting = world.invoke(schedule_event())
+    assert _actions(waiting) == []
+    assert "replacement not running yet" in _candidate(waiting, target)["reason"]
+    world.run_service_scheduler()
+    assert _actions(world.invoke(schedule_event())) == [(target, "stop", "done")]
+    assert world.desired_count() == desired
+
+
+def test_a_partial_run_says_what_failed_and_what_is_unknown(world: DrainerWorld) -> None:
+    bad = world.task_ids[0]
+    world.slow(bad, count=240, minutes=25)
+    world.livekit_url = f"http://127.0.0.1:{free_port()}"
+    report = world.invoke(alarm_event())
+    assert report["status"] == "partial"
+    ((subject, message),) = world.notifications()
+    assert subject.startswith("[it] worker drainer partial: 1 done, 1 error")
+    assert "0 failed" not in subject
+    assert "LiveKitUnavailable" in message
+    assert "rooms unknown" in message
+    assert "undo: aws lambda invoke --function-name lkfr-it-worker-drainer" in message
+
+
+def test_a_dry_run_notifies_what_it_would_have_done_once(world: DrainerWorld) -> None:
+    bad = world.task_ids[0]
+    world.slow(bad, count=240, minutes=25)
+    world.set_mode("dry-run")
+    desired = world.desired_count()
+    first = world.invoke(alarm_event())
+    assert first["actions"] == []
+    ((subject, message),) = world.notifications()
+    assert subject == f"[it] DRY RUN — worker drainer would have: cordon {bad}"[:100]
+    assert "DRY RUN — would have" in message
+    world.invoke(alarm_event())  # the same condition again: told once per hour, as enforce would act once
+    assert world.notifications() == []
+    assert STATE_TAG not in world.tags(bad)
+    assert world.desired_count() == desired
+
+
+def test_a_guardrail_refusal_is_told(world: DrainerWorld) -> None:
+    world.policy = {"max_draining_tasks": 1}
+    _drain(world, world.task_ids[0])
+    world.notifications()
+    second = world.task_ids[1]
+    world.slow(second, count=240, minutes=25)
+    report = world.invoke(alarm_event())
+    assert report["actions"] == []
+    assert _candidate(report, second)["reason"].startswith("skip: guardrail")
+    ((subject, message),) = world.notifications()
+    assert "guardrail: 1 draining, at most 1 at once" in message
+    assert "1 refused" in subject

@@ -1,0 +1,198 @@
+"""The replay of the whole loop on the shipped incident fixture: the functions' own code against a
+world simulated from the log, and the counterfactual it derives. Facts about the log are read here
+from the raw export, independently of the replay's own parsing."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet_remediation.core.report import Mode
+from tools import make_incident_fixture
+from tools.replay import ReplayResult, main, replay
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
+CDK_JSON = REPO / "cdk.json"
+ACTIONS = {"delete-room", "cordon", "stop-task", "undo", "notify"}
+
+
+def _raw_lines(path: Path) -> list[tuple[str, datetime, dict[str, Any]]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        at = datetime.fromtimestamp(event["timestamp"] / 1000, tz=UTC)
+        rows.append((event["logStreamName"], at, json.loads(event["message"])))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def log_facts() -> dict[str, Any]:
+    """From the raw export: each job's worker, job-request time and room, and which jobs failed
+    (responses but never a first audio frame)."""
+    requests: dict[str, tuple[str, datetime, str]] = {}
+    responses: dict[str, int] = defaultdict(int)
+    frames: dict[str, int] = defaultdict(int)
+    for stream, at, record in _raw_lines(FIXTURE):
+        job = record.get("job_id")
+        if record.get("message") == "received job request":
+            requests[job] = (stream.rsplit("/", 1)[-1], at, record["room"])
+        responses[job] += record.get("message") == "agent_response_started"
+        frames[job] += record.get("message") == "tts_node_first_audio_frame"
+    failed = {job for job in requests if responses[job] and not frames[job]}
+    return {"requests": requests, "failed": failed}
+
+
+@pytest.fixture(scope="module")
+def incident() -> ReplayResult:
+    return replay(FIXTURE, "prod", CDK_JSON)
+
+
+def _at(text: str) -> datetime:
+    assert text.endswith("Z"), text
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_the_zombie_is_reaped_before_the_first_failing_lesson(incident: ReplayResult, log_facts) -> None:  # type: ignore[no-untyped-def]
+    zombie_worker, zombie_requested, zombie_room = log_facts["requests"][make_incident_fixture.ZOMBIE_JOB]
+    reaps = [a for a in incident.actions if a.action == "delete-room"]
+    assert [(a.function, a.target) for a in reaps] == [("zombie_reaper", zombie_room)]
+    first_failure = min(log_facts["requests"][job][1] for job in log_facts["failed"])
+    assert zombie_requested < reaps[0].at < first_failure
+    assert "schedule" in reaps[0].reason
+    assert zombie_worker == make_incident_fixture.BAD_TASK
+
+
+def test_the_bad_worker_is_cordoned_on_the_responders_verdict(incident: ReplayResult) -> None:
+    cordons = [a for a in incident.actions if a.action == "cordon"]
+    assert [(a.function, a.target) for a in cordons] == [("worker_drainer", make_incident_fixture.BAD_TASK)]
+    verdicts = [v for v in incident.verdicts if v.concentrated]
+    assert verdicts
+    assert verdicts[0].suspect == make_incident_fixture.BAD_TASK
+    assert verdicts[0].p_value is not None
+    assert verdicts[0].p_value < 0.05
+    # The suspect-worker event reaches the drainer in the same minute as the verdict.
+    assert cordons[0].at == verdicts[0].at
+    assert cordons[0].reason.startswith("suspect-worker event")
+    # Drained (the zombie's room is already gone) and stopped: the worker takes no more lessons.
+    stops = [a for a in incident.actions if a.action == "stop-task"]
+    assert [a.target for a in stops] == [make_incident_fixture.BAD_TASK]
+    assert stops[0].at >= cordons[0].at
+
+
+def test_every_spared_lesson_failed_in_the_log_and_started_after_the_cordon(  # type: ignore[no-untyped-def]
+    incident: ReplayResult, log_facts
+) -> None:
+    outcome = incident.lessons
+    assert outcome is not None
+    cordoned = next(a.at for a in incident.actions if a.action == "cordon")
+    assert len(outcome.failed) == len(log_facts["failed"]) == make_incident_fixture.VICTIMS
+    assert outcome.total == len(log_facts["requests"])
+    spared = [lesson.job_id for lesson in outcome.spared]
+    assert spared
+    for job in spared:
+        worker, requested, _ = log_facts["requests"][job]
+        assert job in log_facts["failed"]
+        assert worker == make_incident_fixture.BAD_TASK
+        assert requested > cordoned
+    # Conservative: every failed lesson that reached the worker before the cordon still fails.
+    before = {job for job in log_facts["failed"] if log_facts["requests"][job][1] < cordoned}
+    assert before
+    assert before.isdisjoint(spared)
+    assert outcome.failed_after_remediation == len(before) == len(outcome.failed) - len(spared)
+
+
+def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -> None:
+    by_trigger: dict[str, set[str]] = defaultdict(set)
+    for invocation in incident.invocations:
+        by_trigger[invocation.trigger].add(invocation.function)
+    assert by_trigger["livekit-prod-vad-slow-inference ALARM"] == {"zombie_reaper", "worker_drainer"}
+    assert "livekit-prod-vad-slow-inference OK" not in by_trigger
+    assert by_trigger["livekit-prod-tts-reach ALARM"] == {"tts_reach_alarm"}
+    assert by_trigger["livekit-prod-tts-reach OK"] == {"tts_reach_alarm"}
+    assert by_trigger["suspect-worker event"] == {"worker_drainer"}
+    assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer"}
+    reaper_ticks = [
+        i.at for i in incident.invocations if i.trigger == "schedule" and i.function == "zombie_reaper"
+    ]
+    assert all(at.minute % 5 == 0 for at in reaper_ticks)
+    # Every report is one the function produced itself, and none failed.
+    assert {i.report["status"] for i in incident.invocations} == {"ok"}
+
+
+def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
+    dry = replay(FIXTURE, "prod", CDK_JSON, Mode.DRY_RUN)
+    assert dry.lessons is not None
+    assert [a for a in dry.actions if a.action != "notify"] == []
+    assert dry.lessons.spared == []
+    assert dry.lessons.failed_after_remediation == len(dry.lessons.failed)
+
+
+def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert set(document) == {"alarms", "verdicts", "actions", "lessons"}
+    for alarm in document["alarms"]:
+        assert set(alarm) == {"alarm", "state", "at"}
+        assert alarm["state"] in ("ALARM", "OK")
+        _at(alarm["at"])
+    for verdict in document["verdicts"]:
+        assert set(verdict) == {"at", "concentrated", "suspect", "p_value", "reason"}
+        assert isinstance(verdict["concentrated"], bool)
+        _at(verdict["at"])
+    assert document["actions"]
+    for action in document["actions"]:
+        assert set(action) == {"at", "function", "action", "target", "reason"}
+        assert action["action"] in ACTIONS
+        assert action["reason"]
+        _at(action["at"])
+    lessons = document["lessons"]
+    assert set(lessons) == {"total", "failed_in_log", "failed_after_remediation", "spared"}
+    assert lessons["failed_after_remediation"] == lessons["failed_in_log"] - len(lessons["spared"])
+    assert all(isinstance(job, str) for job in lessons["spared"])
+
+
+def test_both_export_shapes_replay_the_same(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = tmp_path / "events.json"
+    events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    document.write_text(json.dumps({"events": events, "searchedLogStreams": []}))
+    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    from_lines = capsys.readouterr().out
+    assert main(["--log", str(document), "--env", "prod", "--json"]) == 0
+    assert capsys.readouterr().out == from_lines
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "cannot read"),
+        ('{"events": [', "is not filter-log-events JSON"),
+        ('{"logStreamName": "a", "message": "{}"}\n{"x": 1}', "lacks the field"),
+        ("", "holds no JSON log events"),
+    ],
+)
+def test_unreadable_input_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, expected: str
+) -> None:
+    log = tmp_path / "events.json"
+    if content is not None:
+        log.write_text(content)
+    assert main(["--log", str(log), "--env", "prod"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("replay: error: ")
+    assert expected in lines[0]
+
+
+def test_an_unknown_environment_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--log", str(FIXTURE), "--env", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "environment 'nowhere' is not in cdk.json" in err

@@ -1,0 +1,129 @@
+"""The drainer's Logs Insights reads through the real ``CloudWatchLogsInsights`` adapter, against
+``FakeInsightsClient``: an explicit fake of StartQuery/GetQueryResults/StopQuery (moto has no Logs
+Insights engine) that is as strict as the service — Scheduled/Running before Complete, Failed,
+Timeout and Cancelled endings, the 10,000-row cap and Insights' own timestamp format."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from devkit.fakes.logs_insights import FakeInsightsClient
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, RemediationError
+from worker_drainer.adapters.worker_logs import (
+    InsightsWorkerLogs,
+    ResultTruncatedError,
+    TtsJobOutcome,
+    tts_outcomes_query,
+)
+
+START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
+END = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
+STREAM = "agent/ppi-livekit-agent/b9238a5f30f04c3a9207df1601ba88bf"
+GROUP = "/ppi/livekit/prod/agent"
+
+
+def logs_over(client: FakeInsightsClient) -> InsightsWorkerLogs:
+    insights = CloudWatchLogsInsights(client, poll_interval_seconds=0.01)  # type: ignore[arg-type]
+    return InsightsWorkerLogs(insights, GROUP, SignalCatalog.default())
+
+
+def stats_row(**changes: Any) -> dict[str, object]:
+    row: dict[str, object] = {
+        "@logStream": STREAM,
+        "warnings": 116,
+        "max_delay": 16.04,
+        "first_seen": START + timedelta(seconds=4),
+        "last_seen": END - timedelta(seconds=2),
+        "jobs": 6,
+    }
+    return row | changes
+
+
+def test_a_query_is_polled_through_scheduled_and_running_to_complete() -> None:
+    client = FakeInsightsClient(lambda *_: [stats_row()], running_polls=3)
+    (row,) = logs_over(client).worker_stats(START, END, time.monotonic() + 5)
+    assert (row.warnings, row.jobs) == (116, 6)
+    assert row.last_seen == END - timedelta(seconds=2)  # parsed back from "2026-09-15 17:44:58.000"
+    assert client.queries["fake-query-1"].polls == 5  # Scheduled, Running x3, Complete
+
+
+@pytest.mark.parametrize("status", ["Failed", "Timeout", "Cancelled"])
+def test_a_query_that_ends_badly_is_a_typed_error(status: str) -> None:
+    client = FakeInsightsClient(lambda *_: [stats_row()], final_status=status)
+    with pytest.raises(AwsApiError) as failed:
+        logs_over(client).worker_stats(START, END, time.monotonic() + 5)
+    assert failed.value.aws_code == f"Query{status}"
+
+
+def test_a_query_still_running_at_the_deadline_is_stopped_within_it() -> None:
+    client = FakeInsightsClient(lambda *_: [stats_row()], running_polls=None)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        logs_over(client).worker_stats(START, END, started + 0.3)
+    assert time.monotonic() - started < 0.5
+    assert client.queries["fake-query-1"].stopped  # no abandoned query left counting against the quota
+
+
+def test_a_timestamp_in_another_format_is_a_typed_error_not_a_crash() -> None:
+    client = FakeInsightsClient(lambda *_: [stats_row(last_seen="2026-09-15T17:44:58Z")])
+    with pytest.raises(AwsApiError) as bad:
+        logs_over(client).worker_stats(START, END, time.monotonic() + 5)
+    assert bad.value.aws_code == "BadResult"
+    client = FakeInsightsClient(lambda *_: [stats_row(warnings="many")])
+    with pytest.raises(AwsApiError, match="non-numeric warnings"):
+        logs_over(client).worker_stats(START, END, time.monotonic() + 5)
+
+
+def test_job_sightings_at_the_row_cap_are_unknown_not_complete() -> None:
+    def many(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+        return [
+            {
+                "@logStream": STREAM,
+                "@timestamp": end,
+                "job_id": f"AJ_{n}",
+                "room": f"r{n}",
+                "room_id": f"RM_{n}",
+            }
+            for n in range(12_000)
+        ]
+
+    client = FakeInsightsClient(many)
+    with pytest.raises(ResultTruncatedError) as cut:
+        logs_over(client).job_sightings([STREAM], START, END, time.monotonic() + 5)
+    assert isinstance(cut.value, RemediationError)
+    assert len(client.queries["fake-query-1"].rows) == 10_000  # the service's cap, from "limit 10000"
+
+
+def test_a_query_too_long_for_insights_is_a_typed_error() -> None:
+    client = FakeInsightsClient(lambda *_: [])
+    streams = [f"agent/ppi-livekit-agent/{n:032x}" for n in range(300)]
+    with pytest.raises(AwsApiError) as refused:
+        logs_over(client).job_sightings(streams, START, END, time.monotonic() + 5)
+    assert refused.value.aws_code == "InvalidParameterException"
+
+
+def test_tts_outcomes_count_responses_first_frames_and_timeouts_per_job() -> None:
+    query = tts_outcomes_query(SignalCatalog.default(), STREAM)
+    assert f'@logStream = "{STREAM}"' in query
+    for text in ("agent_response_started", "tts_node_first_audio_frame", "tts_first_audio_timeout"):
+        assert text in query
+    rows: list[dict[str, object]] = [
+        {"job_id": "AJ_ok", "@logStream": STREAM, "responses": 4, "first_frames": 4, "timeouts": 0},
+        {"job_id": "AJ_silent", "@logStream": STREAM, "responses": 2, "first_frames": 0, "timeouts": 0},
+        {"job_id": "AJ_late", "@logStream": STREAM, "responses": 3, "first_frames": 3, "timeouts": 1},
+    ]
+    client = FakeInsightsClient(lambda *_: rows)
+    outcomes = logs_over(client).tts_outcomes(STREAM, START, END, time.monotonic() + 5)
+    assert [(o.job_id, o.failed) for o in outcomes] == [
+        ("AJ_ok", False),
+        ("AJ_silent", True),
+        ("AJ_late", True),
+    ]
+    assert client.started == [query]
+    assert TtsJobOutcome(STREAM, "j", 0, 0, 0).failed is False

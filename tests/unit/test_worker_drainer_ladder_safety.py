@@ -1,0 +1,231 @@
+"""The ladder's safety rules (pure, injected clock): undo only on evidence for the cause of the mark,
+the operator wins, exclusion, positive evidence before a stop, the replacement before a stop, and
+an interrupted cordon or capacity change finished on the next tick."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fleet_remediation.contract.policies import DrainerPolicy
+from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.adapters.worker_logs import SlowVadStats
+from worker_drainer.attribution import assess_fleet
+from worker_drainer.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
+from worker_drainer.recovery import TtsEvidence
+from worker_drainer.tags import (
+    CAPACITY_TAG,
+    CAUSE_TAG,
+    COOLDOWN_TAG,
+    CORDON_TAG,
+    DEADLINE_TAG,
+    SINCE_TAG,
+    STATE_TAG,
+    Cause,
+)
+
+NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
+POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)
+EXCLUDE = {"livekit-drainer:exclude": "true"}
+
+
+def epoch(moment: datetime) -> str:
+    return str(int(moment.timestamp()))
+
+
+def task(task_id: str, **tags: str) -> EcsTask:
+    return EcsTask(f"arn:aws:ecs:eu-west-1:1:task/c/{task_id}", "RUNNING", "RUNNING", "service:svc", tags)
+
+
+def draining(cause: Cause, since: datetime, deadline: datetime | None = None, **extra: str) -> EcsTask:
+    tags = {
+        STATE_TAG: "draining",
+        CAUSE_TAG: cause.value,
+        SINCE_TAG: epoch(since),
+        DEADLINE_TAG: epoch(deadline or NOW + timedelta(minutes=30)),
+        CORDON_TAG: "complete",
+    }
+    return task("t0", **(tags | extra))
+
+
+def slow(task_id: str, last_seen: datetime = NOW) -> SlowVadStats:
+    return SlowVadStats(f"agent/c/{task_id}", 300, 40.0, last_seen - timedelta(minutes=25), last_seen, 8)
+
+
+def plan_for(first: EcsTask, rows: list[SlowVadStats] | None = None, **kwargs: Any) -> dict[str, PlannedStep]:
+    tasks = [first] + [task(f"t{i}") for i in range(1, 5)]
+    streams = {f"agent/c/{t.task_id}": t.task_id for t in tasks}
+    fleet = assess_fleet(rows or [], streams, [t.task_id for t in tasks], POLICY)
+    snapshot = Snapshot(now=NOW, tasks=kwargs.pop("tasks", tasks), fleet=fleet, **kwargs)
+    first: dict[str, PlannedStep] = {}
+    for step in plan_ladder(snapshot, POLICY).steps:  # a task's ladder step, not its capacity step
+        first.setdefault(step.task_id, step)
+    return first
+
+
+LONG_AGO = NOW - timedelta(minutes=POLICY.recovery_minutes + 5)
+RECENT = NOW - timedelta(minutes=POLICY.recovery_minutes - 2)
+
+
+def test_a_manual_drain_is_never_undone_by_the_robot() -> None:
+    quiet = plan_for(draining(Cause.MANUAL, LONG_AGO), active_jobs={"t0": 1})
+    assert quiet["t0"].step is Step.WAIT  # no slow inference at all: a VAD cordon would be undone
+    good_tts = {"t0": TtsEvidence(jobs=10, failed=0)}
+    assert (
+        plan_for(draining(Cause.MANUAL, LONG_AGO), active_jobs={"t0": 1}, tts_evidence=good_tts)["t0"].step
+        is Step.WAIT
+    )
+    # It still ends like any drain: stopped once it has no jobs.
+    assert plan_for(draining(Cause.MANUAL, LONG_AGO), active_jobs={"t0": 0})["t0"].step is Step.STOP
+
+
+def test_only_the_operators_undrain_ends_a_manual_drain() -> None:
+    step = plan_for(draining(Cause.MANUAL, LONG_AGO), manual=ManualRequest("undrain", "t0"))["t0"]
+    assert (step.step, step.cause) == (Step.UNDO, Cause.MANUAL)
+
+
+def test_a_tts_suspect_cordon_is_undone_only_on_tts_evidence_after_the_window() -> None:
+    cordon = draining(Cause.TTS_SUSPECT, LONG_AGO)
+    # VAD quiet is not evidence for a TTS cause.
+    assert plan_for(cordon, active_jobs={"t0": 1})["t0"].step is Step.WAIT
+    assert plan_for(cordon, active_jobs={"t0": 1}, tts_evidence={"t0": None})["t0"].step is Step.WAIT
+    few = {"t0": TtsEvidence(jobs=POLICY.tts_recovery_min_jobs - 1, failed=0)}
+    assert plan_for(cordon, active_jobs={"t0": 1}, tts_evidence=few)["t0"].step is Step.WAIT
+    failing = {"t0": TtsEvidence(jobs=5, failed=1)}
+    assert plan_for(cordon, active_jobs={"t0": 1}, tts_evidence=failing)["t0"].step is Step.WAIT
+    good = {"t0": TtsEvidence(jobs=POLICY.tts_recovery_min_jobs, failed=0)}
+    too_soon = draining(Cause.TTS_SUSPECT, RECENT)
+    assert plan_for(too_soon, active_jobs={"t0": 1}, tts_evidence=good)["t0"].step is Step.WAIT
+    undone = plan_for(cordon, active_jobs={"t0": 1}, tts_evidence=good)["t0"]
+    assert undone.step is Step.UNDO
+    assert "TTS evidence" in undone.reason
+
+
+def test_a_vad_cordon_is_undone_only_on_vad_evidence_after_the_window() -> None:
+    good_tts = {"t0": TtsEvidence(jobs=10, failed=0)}
+    still_slow = plan_for(
+        draining(Cause.VAD, LONG_AGO), [slow("t0")], active_jobs={"t0": 1}, tts_evidence=good_tts
+    )
+    assert still_slow["t0"].step is Step.WAIT
+    quiet_since = NOW - timedelta(minutes=POLICY.recovery_minutes + 1)
+    too_soon = plan_for(draining(Cause.VAD, RECENT), [slow("t0", quiet_since)], active_jobs={"t0": 1})
+    assert too_soon["t0"].step is Step.WAIT  # quiet, but the cordon is younger than the window
+    undone = plan_for(draining(Cause.VAD, LONG_AGO), [slow("t0", quiet_since)], active_jobs={"t0": 1})
+    assert undone["t0"].step is Step.UNDO
+
+
+def test_the_operators_cooldown_holds_against_alarms_and_suspect_events() -> None:
+    held = task("t0", **{COOLDOWN_TAG: epoch(NOW + timedelta(minutes=30))})
+    for suspect in (None, "t0"):
+        step = plan_for(
+            held, [slow("t0")], start_new=True, rooms_to_reap={"t0": []}, suspect_task_id=suspect
+        )["t0"]
+        assert (step.step, step.notify) == (Step.SKIP, True)
+        assert "cooldown" in step.reason
+
+
+def test_a_cordon_records_why_it_was_made() -> None:
+    vad = plan_for(task("t0"), [slow("t0")], start_new=True, rooms_to_reap={"t0": []})["t0"]
+    assert (vad.step, vad.cause) == (Step.CORDON, Cause.VAD)
+    tts = plan_for(task("t0"), [slow("t0")], start_new=True, rooms_to_reap={"t0": []}, suspect_task_id="t0")
+    assert (tts["t0"].step, tts["t0"].cause) == (Step.CORDON, Cause.TTS_SUSPECT)
+    manual = plan_for(task("t0"), manual=ManualRequest("drain", "t0"))["t0"]
+    assert (manual.step, manual.cause) == (Step.CORDON, Cause.MANUAL)
+
+
+def test_an_excluded_task_is_never_touched_and_the_operator_hears_when_it_matters() -> None:
+    degraded = plan_for(task("t0", **EXCLUDE), [slow("t0")], start_new=True, rooms_to_reap={"t0": []})["t0"]
+    assert (degraded.step, degraded.notify) == (Step.SKIP, True)
+    assert "excluded" in degraded.reason
+    assert "would have: cordon" in degraded.reason
+    manual = plan_for(task("t0", **EXCLUDE), manual=ManualRequest("drain", "t0"))["t0"]
+    assert (manual.step, manual.notify) == (Step.SKIP, True)
+    gone_quiet = plan_for(draining(Cause.VAD, LONG_AGO, **EXCLUDE), active_jobs={"t0": 0})["t0"]
+    assert (gone_quiet.step, gone_quiet.notify) == (Step.SKIP, True)  # would have undone it
+    idle = plan_for(task("t0", **EXCLUDE))["t0"]
+    assert (idle.step, idle.notify) == (Step.SKIP, False)
+
+
+def test_unknown_jobs_keep_a_task_draining_until_the_deadline() -> None:
+    step = plan_for(draining(Cause.MANUAL, LONG_AGO), active_jobs={"t0": None})["t0"]
+    assert step.step is Step.WAIT
+    assert "unknown active job(s)" in step.reason
+
+
+def test_a_task_that_may_host_a_protected_live_room_is_never_stopped() -> None:
+    due = draining(Cause.MANUAL, LONG_AGO, deadline=NOW - timedelta(seconds=1))
+    hosting = plan_for(
+        due, active_jobs={"t0": None}, guards_protected_rooms=True, protected_rooms={"t0": ("lesson-demo-1",)}
+    )["t0"]
+    assert (hosting.step, hosting.notify) == (Step.SKIP, True)
+    assert "lesson-demo-1" in hosting.reason
+    unknown = plan_for(due, active_jobs={"t0": 2}, guards_protected_rooms=True, protected_rooms={"t0": None})
+    assert unknown["t0"].step is Step.SKIP
+    none_live = plan_for(due, active_jobs={"t0": 1}, guards_protected_rooms=True, protected_rooms={"t0": ()})
+    assert none_live["t0"].step is Step.STOP
+    no_rules = plan_for(due, active_jobs={"t0": None})
+    assert no_rules["t0"].step is Step.STOP
+    # /worker says no job: the room may be live, but not on this worker.
+    idle = plan_for(due, active_jobs={"t0": 0}, guards_protected_rooms=True, protected_rooms={"t0": None})
+    assert idle["t0"].step is Step.STOP
+
+
+def test_a_stop_waits_for_the_replacement_capacity() -> None:
+    holder = draining(Cause.VAD, RECENT, **{CAPACITY_TAG: "desired-count"})
+    rows = [slow("t0")]
+    raising = [CapacityDebt("t0", holder.arn, 0, Phase.RAISING, 5, 6)]
+    waiting = plan_for(holder, rows, active_jobs={"t0": 0}, capacity_debts=raising, desired_count=6)
+    assert waiting["t0"].step is Step.WAIT
+    raised = [CapacityDebt("t0", holder.arn, 0)]
+    not_yet = plan_for(holder, rows, active_jobs={"t0": 0}, capacity_debts=raised, desired_count=6)
+    assert not_yet["t0"].step is Step.WAIT
+    assert "5 of desired 6" in not_yet["t0"].reason
+    tasks = [holder] + [task(f"t{i}") for i in range(1, 6)]
+    ready = plan_for(holder, rows, tasks=tasks, active_jobs={"t0": 0}, capacity_debts=raised, desired_count=6)
+    assert ready["t0"].step is Step.STOP
+    # Without extra capacity (the raise was refused) the service replaces the task on stop.
+    fallback = draining(Cause.VAD, RECENT, **{CAPACITY_TAG: "none"})
+    assert plan_for(fallback, rows, active_jobs={"t0": 0})["t0"].step is Step.STOP
+
+
+def test_an_interrupted_cordon_is_completed_before_anything_else() -> None:
+    started = draining(Cause.VAD, RECENT, **{CORDON_TAG: "started", CAPACITY_TAG: "desired-count"})
+    debts = [CapacityDebt("t0", started.arn, 0, Phase.RAISING, 4, 5)]
+    steps = plan_ladder(
+        Snapshot(now=NOW, tasks=[started], fleet=None, active_jobs={"t0": 0}, capacity_debts=debts), POLICY
+    ).steps
+    assert [(s.task_id, s.step) for s in steps] == [("t0", Step.COMPLETE_CORDON)]
+
+
+def test_a_capacity_change_left_half_done_is_settled() -> None:
+    holder = draining(Cause.VAD, RECENT, **{CAPACITY_TAG: "desired-count"})
+    lost = [CapacityDebt("t0", holder.arn, 0, Phase.RAISING, 4, 5)]
+    steps = plan_ladder(
+        Snapshot(now=NOW, tasks=[holder], fleet=None, active_jobs={"t0": 1}, capacity_debts=lost), POLICY
+    ).steps
+    assert [s.step for s in steps] == [Step.WAIT, Step.SETTLE_CAPACITY]
+    orphan = [CapacityDebt("t1", task("t1").arn, 0)]
+    steps = plan_ladder(
+        Snapshot(now=NOW, tasks=[task("t1")], fleet=None, capacity_debts=orphan), POLICY
+    ).steps
+    assert [(s.task_id, s.step) for s in steps] == [("t1", Step.SETTLE_CAPACITY)]
+
+
+def test_a_guardrail_refusal_is_told() -> None:
+    policy = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=1.0, min_healthy_tasks=5)
+    tasks = [task(f"t{i}") for i in range(5)]
+    streams = {f"agent/c/{t.task_id}": t.task_id for t in tasks}
+    fleet = assess_fleet([slow("t0")], streams, [t.task_id for t in tasks], policy)
+    snapshot = Snapshot(now=NOW, tasks=tasks, fleet=fleet, start_new=True, rooms_to_reap={"t0": []})
+    (refused,) = plan_ladder(snapshot, policy).steps
+    assert (refused.step, refused.notify) == (Step.SKIP, True)
+    assert refused.reason.startswith("guardrail")
+
+
+def test_a_reaped_tts_suspect_is_cordoned_or_released_on_tts_evidence() -> None:
+    reaped = task("t0", **{STATE_TAG: "reaped", CAUSE_TAG: "tts-suspect", SINCE_TAG: epoch(LONG_AGO)})
+    failing = plan_for(reaped, tts_evidence={"t0": TtsEvidence(4, 2)})["t0"]
+    assert (failing.step, failing.cause) == (Step.CORDON, Cause.TTS_SUSPECT)
+    assert plan_for(reaped, tts_evidence={"t0": None})["t0"].step is Step.WAIT
+    assert plan_for(reaped, tts_evidence={"t0": TtsEvidence(5, 0)})["t0"].step is Step.UNDO

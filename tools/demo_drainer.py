@@ -1,0 +1,155 @@
+"""`make demo`, the drainer's part: the worker drainer's Lambda handler against a local ECS stand-in
+(moto in-process, plus ``FakeEcsTaskProtection``: moto has no task protection) with a real
+livekit-agents worker on the real livekit-server standing in for the degraded task.
+
+The worker's ``/worker`` endpoint reports its active jobs, and its ``DrainAwareLoad`` reads the task's
+tags (moto's, through ``FakeEcsTaskMetadataEndpoint``). Slow-VAD log lines are written into the
+drainer's offline log source (moto has no Logs Insights statistics). LiveKit cannot backdate a room,
+so the drainer's clock runs two hours ahead: the rooms created now look two hours old.
+
+    attribute -> reap first -> cordon -> drain -> stop, one report per invocation
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from livekit import api
+
+from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
+from devkit.fakes.agent_worker import RunningAgentWorker
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
+from devkit.livekit_local import LocalLiveKit
+from tools.render import render_report
+from worker_drainer.tags import STATE_TAG
+
+# moto needs a region; its mock supplies fake credentials.
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+ZOMBIE_AGE_MINUTES = 150
+WAIT_SECONDS = 10.0
+
+
+async def _create_and_dispatch(server: LocalLiveKit, room: str, agent_name: str) -> str:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as client:
+        created = await client.room.create_room(api.CreateRoomRequest(name=room))
+        await client.agent_dispatch.create_dispatch(
+            api.CreateAgentDispatchRequest(room=room, agent_name=agent_name)
+        )
+        return str(created.sid)
+
+
+async def _delete_room(server: LocalLiveKit, room: str) -> None:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as client:
+        await client.room.delete_room(api.DeleteRoomRequest(room=room))
+
+
+def _step(
+    number: str, title: str, world: DrainerWorld, event: dict[str, Any], output: Path
+) -> dict[str, Any]:
+    print(f"\n=== {number}. {title}")
+    report = world.invoke(event)
+    print(render_report(report))
+    (output / f"drainer-report-{number}.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def _active_jobs(count: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda info: info.get("active_jobs") == count
+
+
+def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
+    if not worker.wait_for(lambda: predicate(worker.worker_info()), WAIT_SECONDS):
+        raise RuntimeError(f"the agents worker did not reach: {what} (it says {worker.worker_info()})")
+
+
+def run(output: Path, first_step: int) -> None:
+    """The drainer story; moto, livekit-server and the agents worker are started and ended here."""
+    from moto import mock_aws
+    from moto.moto_api import state_manager
+
+    # moto moves a described task one lifecycle step per DescribeTasks by default; keep them RUNNING.
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with LocalLiveKit(log_path=output / "livekit-server-drainer.log") as server, mock_aws():
+            world = build_world(server, datetime.now(UTC) + timedelta(hours=2), tasks=4)
+            _story(world, server, output, first_step)
+    finally:
+        state_manager.unset_transition("ecs::task")
+
+
+def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: int) -> None:
+    bad = world.task_ids[0]
+    agent_name = f"demo-{uuid.uuid4().hex[:6]}"
+    # Live lessons may last ten hours; everything else is over age after an hour.
+    world.reaper_policy = {
+        "max_age_minutes": 60,
+        "rules": [{"name_pattern": "lesson-live-.*", "max_age_minutes": 600}],
+    }
+    metadata = FakeEcsTaskMetadataEndpoint(world.task_arns[0], lambda: world.tags(bad)).start()
+    worker = RunningAgentWorker(
+        server.http_url,
+        server.ws_url,
+        server.api_key,
+        server.api_secret,
+        agent_name,
+        load_fnc=DrainAwareLoad(
+            max_jobs=4,
+            tag_reader=TaskTagReader(metadata.url, cache_seconds=0.2),
+            slow_inference=SlowInferenceCounter(),
+        ),
+    ).start()
+    world.worker_urls[bad] = worker.http_url
+    try:
+        zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
+        for jobs, room in enumerate((zombie, lesson), start=1):
+            sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
+            world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
+            _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
+        world.slow(bad, count=240, minutes=25)
+        print(
+            f"\nECS service {world.task_ids} (moto); task {bad} is a real agents worker with 2 jobs "
+            f"({zombie}: abandoned; {lesson}: a live lesson), and 240 slow-VAD warnings over 25 min."
+        )
+        n = first_step
+        title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
+        _step(f"{n}", title, world, alarm_event(), output)
+        _wait(worker, _active_jobs(1), "1 active job after the reap")
+        print(
+            f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)"
+        )
+
+        world.now += timedelta(minutes=5)
+        world.slow(bad, count=30, minutes=4)
+        _step(f"{n + 1}", "Reconcile tick, 5 min later, still slow: cordon", world, schedule_event(), output)
+        _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
+        print(
+            f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
+            f"{worker.worker_info().get('worker_load')}: LiveKit sends it no new job; its lesson goes on"
+        )
+
+        started = world.run_service_scheduler()
+        print(f"  ECS starts the replacement task {started[0]} (moto has no scheduler: the world does it)")
+
+        world.now += timedelta(minutes=1)
+        title = "Reconcile tick: draining, /worker still reports the lesson"
+        _step(f"{n + 2}", title, world, schedule_event(), output)
+
+        asyncio.run(_delete_room(server, lesson))
+        _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
+        world.now += timedelta(minutes=1)
+        print("\n  the lesson ends (its room is closed)")
+        _step(f"{n + 3}", "Reconcile tick: no active jobs, stop the task", world, schedule_event(), output)
+        stopped = world.task(bad)
+        print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
+        print(f"  audit trail: {[e['action'] for e in sorted(world.audit(bad), key=lambda e: e['sk'])]}")
+    finally:
+        worker.stop()
+        metadata.stop()

@@ -1,0 +1,281 @@
+"""What the reaper or the drainer would do right now, against the live LiveKit and AWS, from a laptop.
+
+    python -m tools.plan reaper|drainer --env NAME [--json] [--config cdk.json] [--ledger-table NAME]
+
+Always a dry run: the kill switch is fixed at ``dry-run`` (the SSM switch is never read, so it can
+never say ``enforce``), the event is a manual dry run, and nothing is published. It runs the
+function's own handler with its settings built from cdk.json, exactly as the stack builds them, and
+prints the report through the same renderer as ``tools/render.py`` (``--json``: the raw report),
+followed by the notification the function would send.
+
+LiveKit: ``LIVEKIT_URL``, ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back
+to cdk.json's ``livekit_url``); otherwise the key comes from the Secrets Manager secret named in
+cdk.json. AWS: the usual credential chain; the region defaults to the environment's. The drainer
+also needs its ledger table: ``--ledger-table``, or read from the deployed drainer's configuration.
+
+Exit status: 0 when the plan ran (whatever it found), 1 on a typed failure (the error on one line on
+stderr), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from fleet_remediation.adapters.livekit_rooms import (
+    LiveKitCredentials,
+    LiveKitRoomService,
+    RoomService,
+    room_service_factory,
+)
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.contract.naming import (
+    FunctionName,
+    function_mode_parameter_name,
+    lambda_function_name,
+    mode_parameter_name,
+)
+from fleet_remediation.contract.settings import (
+    DrainerSettings,
+    LiveKitSettings,
+    ReaperSettings,
+    SettingsT,
+    settings_for_deployment,
+)
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import ConfigurationError, RemediationError
+from fleet_remediation.core.observability import logger
+from fleet_remediation.core.report import Mode
+from fleet_stack.config import ConfigError, EnvironmentConfig, environment_names, load_environment
+from tools.render import render_report
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS = {"reaper": FunctionName.ZOMBIE_REAPER, "drainer": FunctionName.WORKER_DRAINER}
+NOT_PUBLISHED = "plan: nothing is published"
+EXIT_PLANNED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class PlanFailed(Exception):
+    """A typed failure before the handler ran (configuration, credentials, a missing resource)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+
+
+class HeldNotifier:
+    """Keeps what the function would publish instead of publishing it."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[str, str]] = []
+
+    def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
+        self.held.append((subject, message))
+        return f"held-{len(self.held)}"
+
+
+class NoWorkerProbe:
+    """A laptop cannot reach the tasks' ``/worker`` endpoints: the drainer falls back to live rooms,
+    as it does when it does not run in the agents' VPC."""
+
+    calls = 0
+
+    def active_jobs(self, task: Any) -> int | None:
+        return None
+
+
+def settings(model: type[SettingsT], env: str, config: EnvironmentConfig, **values: object) -> SettingsT:
+    """The function's settings model from cdk.json, as ``deployed_settings`` builds it at synth."""
+    common: dict[str, object] = {
+        "environment_name": env,
+        "mode_parameter_name": mode_parameter_name(env),
+        "function_mode_parameter_name": function_mode_parameter_name(env, model.function),
+        "notification_topic_arn": NOT_PUBLISHED,
+        "runbook_base_url": config.runbook_base_url,
+        "aws_region": config.region,
+        "livekit_url": os.environ.get("LIVEKIT_URL") or config.livekit_url,
+        "livekit_secret_id": config.livekit_secret_name,
+    }
+    return settings_for_deployment(model, {**common, **values}, f"environments.{env}.")
+
+
+def rooms_factory(function_settings: LiveKitSettings, timeout: float) -> Callable[[], RoomService]:
+    url = str(function_settings.livekit_url)
+    key, secret = os.environ.get("LIVEKIT_API_KEY"), os.environ.get("LIVEKIT_API_SECRET")
+    if key and secret:
+        credentials = LiveKitCredentials.model_validate({"api_key": key, "api_secret": secret})
+        return lambda: LiveKitRoomService(url, credentials, timeout)
+    return room_service_factory(url, function_settings.livekit_secret_id, timeout)
+
+
+def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> dict[str, Any]:
+    from zombie_reaper import handler
+    from zombie_reaper.service import ReaperDependencies
+
+    reaper = settings(ReaperSettings, env, config, reaper=config.reaper)
+    deps = ReaperDependencies(
+        settings=reaper,
+        mode_switch=FixedModeSwitch(Mode.DRY_RUN),
+        notifier=notifier,
+        room_service_factory=rooms_factory(reaper, reaper.reaper.livekit_request_timeout_seconds),
+    )
+    return dict(handler.lambda_handler({"dry_run": True}, LocalLambdaContext(), dependencies=deps))
+
+
+def deployed_ledger_table(env: str) -> str:
+    name = lambda_function_name(env, FunctionName.WORKER_DRAINER)
+    try:
+        found = boto3.client("lambda").get_function_configuration(FunctionName=name)
+    except (ClientError, BotoCoreError) as exc:
+        raise PlanFailed(
+            "ConfigurationError",
+            f"cannot read {name}'s configuration for its ledger table ({exc}); deploy the stack or pass "
+            "--ledger-table",
+        ) from exc
+    table = found.get("Environment", {}).get("Variables", {}).get("LEDGER_TABLE_NAME")
+    if not table:
+        raise PlanFailed("ConfigurationError", f"{name} has no LEDGER_TABLE_NAME: pass --ledger-table")
+    return str(table)
+
+
+def plan_drainer(
+    env: str, config: EnvironmentConfig, notifier: HeldNotifier, ledger_table: str | None
+) -> dict[str, Any]:
+    from worker_drainer import handler
+    from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
+    from worker_drainer.adapters.ledger import DynamoLedger
+    from worker_drainer.adapters.worker_logs import InsightsWorkerLogs
+    from worker_drainer.dependencies import DrainerDependencies
+
+    drainer = settings(
+        DrainerSettings,
+        env,
+        config,
+        reaper=config.reaper,
+        drainer=config.drainer,
+        signals=config.detection.signals,
+        ecs_cluster=config.ecs_cluster,
+        ecs_service=config.ecs_service,
+        ledger_table_name=ledger_table or deployed_ledger_table(env),
+        agent_log_group=config.agent_log_group,
+    )
+    deps = DrainerDependencies(
+        settings=drainer,
+        mode_switch=FixedModeSwitch(Mode.DRY_RUN),
+        notifier=notifier,
+        ecs=BotoEcsTasks(
+            drainer.ecs_cluster,
+            drainer.ecs_service,
+            request_timeout_seconds=drainer.drainer.ecs_request_timeout_seconds,
+        ),
+        ledger=DynamoLedger(drainer.ledger_table_name, drainer.ecs_service),
+        worker_logs=InsightsWorkerLogs(
+            CloudWatchLogsInsights(),
+            drainer.agent_log_group,
+            SignalCatalog.from_settings(drainer.signals),
+        ),
+        worker_probe=NoWorkerProbe(),
+        room_service_factory=rooms_factory(drainer, drainer.drainer.livekit_request_timeout_seconds),
+    )
+    return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
+
+
+def load_config(path: Path, env: str) -> EnvironmentConfig:
+    try:
+        context = json.loads(path.read_text())["context"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"cannot read the context of {path}: {exc}") from exc
+    try:
+        known = environment_names(context)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    if env not in known:
+        raise UsageError(f"environment {env!r} is not in {path} (have: {', '.join(known)})")
+    try:
+        return load_environment(context, env)
+    except ConfigError as exc:
+        raise PlanFailed(ConfigurationError.code, str(exc)) from exc
+
+
+class UsageError(Exception):
+    pass
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """The plan prints the report itself: Powertools' JSON log lines and EMF documents stay off the
+    terminal while it runs (and come back after, for whoever called ``main`` in-process). Tracing is
+    off anyway outside Lambda."""
+    level, disabled = logger.log_level, os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    logger.setLevel("WARNING")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if disabled is None:
+            os.environ.pop("POWERTOOLS_METRICS_DISABLED", None)
+        else:
+            os.environ["POWERTOOLS_METRICS_DISABLED"] = disabled
+
+
+def render(report: dict[str, Any], held: list[tuple[str, str]]) -> str:
+    summary = dict(report.get("summary") or {})
+    would = summary.pop("would_notify", None)
+    lines = [render_report({**report, "summary": summary})]
+    previews = [would] if would else [{"subject": s, "text": t} for s, t in held]
+    for preview in previews:
+        lines += ["", "notification it would send:", f"Subject: {preview['subject']}", preview["text"]]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("function", choices=sorted(FUNCTIONS))
+    parser.add_argument("--env", required=True, help="environment name in cdk.json")
+    parser.add_argument("--json", action="store_true", help="print the raw report")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "cdk.json")
+    parser.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
+    args = parser.parse_args(argv)
+    notifier = HeldNotifier()
+    try:
+        config = load_config(args.config, args.env)
+        os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
+        with quiet():
+            if args.function == "reaper":
+                report = plan_reaper(args.env, config, notifier)
+            else:
+                report = plan_drainer(args.env, config, notifier, args.ledger_table)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PlanFailed as exc:
+        print(f"plan failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except RemediationError as exc:
+        print(f"plan failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:  # the handler reported it (InternalError) and re-raised it
+        print(f"plan failed: InternalError: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(report, indent=2) if args.json else render(report, notifier.held))
+    if report["status"] == "failed":
+        first = report["errors"][0]
+        print(f"plan failed: {first['code']}: {' '.join(first['message'].split())}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_PLANNED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
