@@ -1,7 +1,15 @@
-"""One reaper run in a fresh process, so its peak RSS is the run's own (see bench.reaper_scale)."""
+"""One reaper run in a fresh process, so its peak RSS and CPU are the run's own (see bench.reaper_scale).
+
+    python -m bench._reaper_child URL CLOCK_ISO CAP
+
+Runs the handler as Lambda would (enforce, the report logged at INFO into a counting sink) and
+prints one JSON line: wall and CPU seconds of the invocation, peak RSS of the process, LiveKit
+calls, the logged report line's size, and the report's own counts.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
@@ -9,9 +17,14 @@ import sys
 import time
 from datetime import datetime
 
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "INFO")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+# Loaded lazily by the LiveKit adapter on a cold start; loaded here first, as the naive script does
+# at its top, so the run's CPU is the run's (import time is bench.cold_imports' subject).
+import aiohttp  # noqa: F401
+import livekit.api  # noqa: F401
 
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
@@ -19,14 +32,22 @@ from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
 from zombie_reaper.service import ReaperDependencies
 
+REQUEST_TIMEOUT_SECONDS = 10.0
 
-class CountingNotifier:
+
+class DiscardingNotifier:
     def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
         return "bench"
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(url: str, clock_iso: str, cap: int) -> None:
@@ -40,40 +61,50 @@ def main(url: str, clock_iso: str, cap: int) -> None:
             livekit_url=url,
             livekit_secret_id="bench",
             reaper=ReaperSection(
-                policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5)
+                policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5),
+                livekit_request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
             ),
         )
     )
     services: list[LiveKitRoomService] = []
 
     def room_service() -> RoomService:
-        service = LiveKitRoomService(
-            url, LiveKitCredentials(api_key=DEV_API_KEY, api_secret=DEV_API_SECRET), 10
-        )
+        credentials = LiveKitCredentials(api_key=DEV_API_KEY, api_secret=DEV_API_SECRET)
+        service = LiveKitRoomService(url, credentials, REQUEST_TIMEOUT_SECONDS)
         services.append(service)
         return service
 
     deps = ReaperDependencies(
         settings=settings,
         mode_switch=FixedModeSwitch(Mode.ENFORCE),
-        notifier=CountingNotifier(),
+        notifier=DiscardingNotifier(),
         room_service_factory=room_service,
         clock=lambda: clock,
     )
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # The report is logged as in Lambda (serialized, written), into memory instead of stdout.
+    log = io.StringIO()
+    logger.registered_handler.setStream(log)  # type: ignore[attr-defined]
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     report = handler.lambda_handler({"dry_run": False}, LocalLambdaContext(900_000), dependencies=deps)
     wall = time.perf_counter() - started
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu = cpu_seconds() - cpu_before
+    report_lines = [line for line in log.getvalue().splitlines() if '"message":"remediation report"' in line]
+    summary = report["summary"]
     print(
         json.dumps(
             {
-                "wall_seconds": round(wall, 2),
-                "reaped": report["summary"].get("reaped"),
+                "rooms_seen": summary.get("rooms_seen"),
+                "over_age": summary.get("rooms_over_age"),
+                "reaped": summary.get("reaped"),
+                "wall_seconds": round(wall, 3),
+                "cpu_seconds": round(cpu, 3),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "livekit_calls": services[0].calls,
-                "peak_rss_mib": round(rss_after / 1024, 1),
-                "rss_growth_mib": round((rss_after - rss_before) / 1024, 1),
-                "errors": report["errors"],
+                "tokens_signed": services[0].tokens_signed,
+                "report_bytes": max((len(line.encode()) for line in report_lines), default=0),
+                "report_lines": len(report_lines),
+                "errors": [e["code"] for e in report["errors"]],
             }
         )
     )

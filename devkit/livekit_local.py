@@ -45,6 +45,8 @@ class LocalLiveKit:
     port: int = 0
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = None
+    # Appended to the generated config, e.g. "redis:\n  address: 127.0.0.1:6379\n".
+    extra_config: str = ""
 
     @property
     def http_url(self) -> str:
@@ -66,7 +68,7 @@ class LocalLiveKit:
             f"port: {self.port}\n"
             f"rtc:\n  tcp_port: {rtc_tcp}\n  port_range_start: {udp_start}\n"
             f"  port_range_end: {udp_start + 99}\n  use_external_ip: false\n"
-            "room:\n  empty_timeout: 86400\n  departure_timeout: 20\n"
+            "room:\n  empty_timeout: 86400\n  departure_timeout: 20\n" + self.extra_config
         )
         log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -53,7 +52,7 @@ class InMemoryRoomService:
         self.calls.append(("UpdateRoomMetadata", name))
         if name not in self.rooms:
             raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name)
-        self.rooms[name] = dataclasses.replace(self.rooms[name], metadata=metadata)
+        self.rooms[name] = self.rooms[name]._replace(metadata=metadata)
 
     async def send_data(self, name: str, data: bytes, topic: str) -> None:
         self.calls.append(("SendData", name))

@@ -15,6 +15,9 @@ from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_out
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
+# CloudWatch's own limit for an alarm's state reason; a longer one is not from CloudWatch.
+ALARM_REASON_LIMIT = 1023
+
 FUNCTION = FunctionName.TTS_REACH_ALARM
 
 
@@ -164,7 +167,7 @@ def compose_resolved_notification(
         headline=messages.mode_headline(report.mode, acted=fact, would=f"taken no action ({fact})", off=fact),
         why=[
             f"Since {transition.window.end:%Y-%m-%d %H:%M:%S} UTC",
-            f"Reason: {change.state.reason if change else 'manual'}",
+            f"Reason: {change.state.reason[:ALARM_REASON_LIMIT] if change else 'manual'}",
         ],
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],

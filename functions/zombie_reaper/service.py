@@ -47,6 +47,7 @@ from fleet_remediation.core.report import (
 )
 from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
 from fleet_remediation.domain.reaping import (
+    ACTING,
     DELETE,
     WARN,
     ReapExecutor,
@@ -54,6 +55,7 @@ from fleet_remediation.domain.reaping import (
     ReapResult,
     RoomDecision,
     Verdict,
+    collector_paused,
     plan_reap,
 )
 
@@ -212,16 +214,17 @@ async def _reap(
     # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
     rooms = deps.room_service_factory()
     try:
-        snapshot = await rooms.list_rooms()
-        now = deps.clock()
-        plan = plan_reap(
-            snapshot,
-            policy,
-            now,
-            max_age_override_seconds=override,
-            live_room_grace_seconds=policy.live_room_grace_seconds,
-        )
-        _record_plan(plan, scratch)
+        with collector_paused():
+            snapshot = await rooms.list_rooms()
+            now = deps.clock()
+            plan = plan_reap(
+                snapshot,
+                policy,
+                now,
+                max_age_override_seconds=override,
+                live_room_grace_seconds=policy.live_room_grace_seconds,
+            )
+            _record_plan(plan, scratch)
         results: list[ReapResult] = []
         if scratch.acts and plan.to_act:
             # The executor journals each step (intent before, outcome after) in the run's record.
@@ -284,25 +287,28 @@ def _count(results: list[ReapResult], outcome: Outcome) -> int:
 
 
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
+    by_verdict: dict[Verdict, list[RoomDecision]] = {}
     for d in plan.decisions:
-        if d.acts:
-            decision = report.planned()
-        elif report.lists_skip(d.verdict.value):
-            decision = Decision.SKIP
-        else:
-            # Most of a large fleet: counted by verdict, nothing built.
-            report.count_skip(d.verdict.value)
-            continue
-        report.candidate(
-            d.room.name,
-            decision,
-            f"{d.verdict.value}: {d.reason}",
-            sid=d.room.sid,
-            age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
-            max_age_seconds=d.max_age_seconds,
-            rule=d.rule,
-            participants=d.room.num_participants,
-        )
+        by_verdict.setdefault(d.verdict, []).append(d)
+    for verdict, decisions in by_verdict.items():
+        listed = decisions
+        acting = verdict in ACTING
+        if not acting:
+            # Most of a large fleet: a sample is listed, the rest only counted.
+            listed = decisions[: report.skip_sample_room(verdict.value)]
+            report.count_skip(verdict.value, len(decisions) - len(listed))
+        decision = report.planned() if acting else Decision.SKIP
+        for d in listed:
+            report.candidate(
+                d.room.name,
+                decision,
+                f"{verdict.value}: {d.reason}",
+                sid=d.room.sid,
+                age_seconds=None if d.age_seconds is None else round(d.age_seconds, 1),
+                max_age_seconds=d.max_age_seconds,
+                rule=d.rule,
+                participants=d.room.num_participants,
+            )
 
 
 def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:

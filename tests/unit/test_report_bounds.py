@@ -49,14 +49,16 @@ def test_skips_are_counted_by_reason_and_only_a_sample_is_listed() -> None:
     assert report.truncated == {"candidates": 500 - SKIPPED_SAMPLE_SIZE}
 
 
-def test_lists_skip_and_count_skip_agree_with_candidate() -> None:
+def test_skip_sample_room_and_count_skip_agree_with_candidate() -> None:
     by_candidate, by_count = ReportBuilder("f", "id"), ReportBuilder("f", "id")
     for i in range(50):
         by_candidate.candidate(f"r-{i}", Decision.SKIP, "under-age")
-        if by_count.lists_skip("under-age"):
-            by_count.candidate(f"r-{i}", Decision.SKIP, "under-age")
-        else:
-            by_count.count_skip("under-age")
+    room_left = by_count.skip_sample_room("under-age")
+    for i in range(room_left):
+        by_count.candidate(f"r-{i}", Decision.SKIP, "under-age")
+    by_count.count_skip("under-age", 50 - room_left)
+    assert room_left == SKIPPED_SAMPLE_SIZE
+    assert by_count.skip_sample_room("under-age") == 0
     assert by_candidate.finish().model_dump(
         exclude={"started_at", "finished_at"}
     ) == by_count.finish().model_dump(exclude={"started_at", "finished_at"})

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
@@ -42,8 +41,10 @@ TOKEN_TTL = timedelta(minutes=10)
 TOKEN_RENEW_MARGIN_SECONDS = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class LiveRoom:
+class LiveRoom(NamedTuple):
+    """One room as ListRooms saw it. A named tuple: a fleet-wide listing makes one per room, and
+    it is CPython's cheapest immutable record (about half the cost of a frozen dataclass)."""
+
     name: str
     sid: str
     created_at: datetime | None
@@ -96,9 +97,9 @@ def _created_at(room: Any) -> datetime | None:
     # creation_time_ms is newer and more precise; fall back to seconds; 0 means "not set".
     millis = room.creation_time_ms
     if millis > 0:
-        return datetime.fromtimestamp(millis / 1000, tz=UTC)
+        return datetime.fromtimestamp(millis / 1000, UTC)
     seconds = room.creation_time
-    return datetime.fromtimestamp(seconds, tz=UTC) if seconds > 0 else None
+    return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
 
 
 class LiveKitRoomService:

@@ -21,6 +21,7 @@ skipped candidates beyond the sample are logged there too when the log level is 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -227,15 +228,20 @@ class ReportBuilder:
             self._listed_skips[key] += 1
         self.candidates.append(self._candidate(resource, decision, reason, facts))
 
-    def lists_skip(self, reason: str) -> bool:
-        """Whether a skip with this reason would be listed or kept for the detail lines. When not,
-        a caller deciding a whole fleet calls ``count_skip`` and builds no candidate at all."""
-        return self.full_detail or self._listed_skips[self._skip_key(reason)] < SKIPPED_SAMPLE_SIZE
+    def skip_sample_room(self, reason: str) -> int:
+        """How many more skips with this reason would be listed (or kept for the detail lines).
+        A caller deciding a whole fleet builds candidates for that many and counts the rest with
+        ``count_skip``, so a skipped room costs no candidate at all."""
+        if self.full_detail:
+            return sys.maxsize
+        return max(SKIPPED_SAMPLE_SIZE - self._listed_skips[self._skip_key(reason)], 0)
 
-    def count_skip(self, reason: str) -> None:
-        """Count a skip that is not listed (see ``lists_skip``)."""
-        self.skipped[self._skip_key(reason)] += 1
-        self.truncated["candidates"] += 1
+    def count_skip(self, reason: str, count: int = 1) -> None:
+        """Count skips that are not listed (see ``skip_sample_room``)."""
+        if count <= 0:
+            return
+        self.skipped[self._skip_key(reason)] += count
+        self.truncated["candidates"] += count
 
     def action(
         self,

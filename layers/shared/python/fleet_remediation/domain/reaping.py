@@ -14,14 +14,17 @@ LiveKit before it is resolved, never guessed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from functools import cached_property
+from typing import Any, NamedTuple, Protocol
 
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ
@@ -63,8 +66,9 @@ class Verdict(StrEnum):
 ACTING = frozenset({Verdict.REAP, Verdict.WARN})
 
 
-@dataclass(frozen=True, slots=True)
-class RoomDecision:
+class RoomDecision(NamedTuple):
+    """The verdict on one room (a named tuple, like LiveRoom: there is one per room of the fleet)."""
+
     room: LiveRoom
     verdict: Verdict
     reason: str
@@ -89,15 +93,15 @@ class ReapPlan:
     decisions: tuple[RoomDecision, ...]
     trimmed: int
 
-    @property
+    @cached_property
     def to_reap(self) -> tuple[RoomDecision, ...]:
         return tuple(d for d in self.decisions if d.reap)
 
-    @property
+    @cached_property
     def to_warn(self) -> tuple[RoomDecision, ...]:
         return tuple(d for d in self.decisions if d.verdict is Verdict.WARN)
 
-    @property
+    @cached_property
     def to_act(self) -> tuple[RoomDecision, ...]:
         """Deletes and warnings, oldest room first (within the per-run cap)."""
         return tuple(d for d in self.decisions if d.acts)
@@ -219,6 +223,23 @@ def _decide_live(
         return RoomDecision(room, Verdict.IN_GRACE, reason, age, limit, rule)
     reason = f"{over_age}, {people}: warned (message only), deleted after {grace - waited:.0f}s"
     return RoomDecision(room, Verdict.WARN, reason, age, limit, rule)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause CPython's cycle collector while a fleet is listed and decided.
+
+    Those steps make a few objects per room and no reference cycles (refcounting frees them), but
+    each 700 allocations wake the collector, and its full passes walk every object the process
+    holds (the imported libraries: hundreds of thousands). Measured on 10,000 rooms: the run's CPU
+    0.15-0.20 s with the collector, 0.07 s without."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def plan_reap(
