@@ -4,7 +4,9 @@ Each client is the one the function builds (adapters/aws_clients.py and the call
 contract/budgets.py); behind the endpoint, when it forwards, is moto's server on loopback.
 
 A silent endpoint: the client gives up within its budget's worst case with a typed error, after
-exactly the budget's number of attempts. A throttling endpoint that throttles fewer times than the
+exactly the budget's number of attempts. (SNS is not here: the notifier makes one botocore attempt at
+a time and retries inside its own publish budget, adapters/notifier.py; the reaper's fault suite
+points it at a silent endpoint after its deletes.) A throttling endpoint that throttles fewer times than the
 budget's attempts: botocore's own retry recovers and the call succeeds; as many times as the attempts:
 a typed error. A slow endpoint (within the read timeout): the call succeeds.
 
@@ -27,11 +29,10 @@ import boto3
 import pytest
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
-from fleet_remediation.adapters.aws_clients import aws_client, secrets_provider, ssm_provider
+from fleet_remediation.adapters.aws_clients import aws_client, secrets_provider
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.livekit_rooms import read_credentials
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
-from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract import budgets
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from fleet_remediation.core.errors import RemediationError
@@ -49,7 +50,6 @@ pytestmark = [
 
 PARAMETER = "/livekit-fleet-remediation/faults/mode"
 SECRET = "faults/livekit/api-credentials"
-TOPIC = "faults-notifications"
 ONCE_TABLE = "faults-once"
 LEDGER_TABLE = "faults-ledger"
 CLUSTER, SERVICE = "faults-cluster", "faults-agent"
@@ -74,10 +74,6 @@ class ClientCase:
     error_code: str
 
 
-def _topic_arn() -> str:
-    return f"arn:aws:sns:eu-west-1:123456789012:{TOPIC}"
-
-
 def _suspect() -> SuspectWorkerDetail:
     now = datetime.now(UTC)
     return SuspectWorkerDetail(
@@ -91,17 +87,12 @@ def _suspect() -> SuspectWorkerDetail:
 
 
 def _kill_switch() -> Call:
-    return SsmModeSwitch(PARAMETER, provider=ssm_provider()).read
+    return SsmModeSwitch(PARAMETER, client=aws_client(budgets.KILL_SWITCH_READ)).read
 
 
 def _credentials() -> Call:
     provider = secrets_provider()
     return lambda: read_credentials(SECRET, provider)
-
-
-def _notification() -> Call:
-    notifier = SnsNotifier(_topic_arn(), client=aws_client(budgets.NOTIFICATION_PUBLISH))
-    return lambda: notifier.publish("fault test", "body")
 
 
 def _suspect_event() -> Call:
@@ -143,7 +134,6 @@ CASES = [
         _credentials,
         "SecretError",
     ),
-    ClientCase("sns-publish", "all three", budgets.NOTIFICATION_PUBLISH, _notification, "AwsApiError"),
     ClientCase(
         "eventbridge-put-events", "tts_reach_alarm", budgets.SUSPECT_EVENT_PUT, _suspect_event, "AwsApiError"
     ),
@@ -220,7 +210,6 @@ def aws_resources(moto_server: str) -> str:
     client("secretsmanager").create_secret(
         Name=SECRET, SecretString=json.dumps({"api_key": "devkey", "api_secret": "secret"})
     )
-    client("sns").create_topic(Name=TOPIC)
     dynamodb = client("dynamodb")
     dynamodb.create_table(
         TableName=ONCE_TABLE,

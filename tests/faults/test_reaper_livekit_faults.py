@@ -28,7 +28,6 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from devkit.livekit_local import LocalLiveKit
-from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.livekit_rooms import (
     LiveKitCredentials,
     LiveKitRoomService,
@@ -36,8 +35,9 @@ from fleet_remediation.adapters.livekit_rooms import (
     RoomService,
 )
 from fleet_remediation.adapters.notifier import SnsNotifier
-from fleet_remediation.contract.budgets import NOTIFICATION_PUBLISH
+from fleet_remediation.contract.budgets import PUBLISH_BUDGET_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings
+from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.report import Mode
 from fleet_remediation.domain.reaping import read_warning
 from tests.faults.table import FaultRecorder
@@ -76,9 +76,11 @@ def bound(requests: int) -> float:
 class RecordingNotifier:
     def __init__(self) -> None:
         self.subjects: list[str] = []
+        self.messages: list[str] = []
 
     def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
         self.subjects.append(subject)
+        self.messages.append(message)
         return f"msg-{len(self.subjects)}"
 
 
@@ -255,7 +257,8 @@ def test_a_fault_on_delete_room(
     assert after == (names if expected == "failed" else set())
     (subject,) = world.notifier.subjects
     deleted = 0 if expected == "failed" else 3
-    assert f"{deleted} room(s) deleted, {3 - deleted} failed" in subject, "told, with honest counts"
+    assert f"zombie reaper deleted {deleted} of 3 over-age room(s)" in subject, "told, with honest counts"
+    assert subject.startswith("[faults] PARTIAL: ") is (expected == "failed")
     assert_next_run_finishes(world)
     fault.outcome(f"{expected} x3 ({shown}); next run: nothing left")
 
@@ -296,9 +299,12 @@ def test_a_fault_on_the_listing_is_a_typed_error_and_nothing_else(
     assert run.report["status"] == "failed"
     assert run.report["actions"] == []
     assert set(world.live()) == names
-    assert world.notifier.subjects == []
+    # Told once, as a failed run (nothing deleted).
+    assert world.notifier.subjects == [
+        f"[faults] FAILED: zombie reaper checked for over-age rooms, but the run failed: {code}"
+    ]
     assert_next_run_finishes(world)
-    fault.outcome(f"{code}, nothing touched; next run: done")
+    fault.outcome(f"{code}, nothing touched, told as a failed run; next run: done")
 
 
 @pytest.mark.parametrize("fault_kind", [Fault.HANG_BEFORE_FORWARD, Fault.CORRUPT_BODY], ids=lambda f: f.value)
@@ -331,8 +337,9 @@ def test_a_lost_delete_whose_re_read_also_hangs_is_unknown(world: ReaperWorld, f
     assert_sound(run, names, after)
     assert run.outcomes() == dict.fromkeys(names, "unknown")
     assert run.report["summary"]["unknown"] == 2
-    (subject,) = world.notifier.subjects
-    assert "2 unknown" in subject
+    (message,) = world.notifier.messages
+    assert "deleted 0 of 2 over-age room(s)" in message
+    assert "2 of unknown outcome (reply lost, re-read failed)" in message
     # The server did act: the next run's listing is the re-read, and finds nothing to do.
     next_run = assert_next_run_finishes(world)
     assert next_run.report["actions"] == []
@@ -506,17 +513,21 @@ def test_a_silent_notification_endpoint_after_the_deletes(
         endpoint.behave(Behaviour.SILENT)
         monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint.url)
         deps = world.dependencies()
-        deps.notifier = SnsNotifier(
-            "arn:aws:sns:eu-west-1:123456789012:faults", client=aws_client(NOTIFICATION_PUBLISH)
-        )
-        run = world.run(deps)
-    fault.took(run.seconds)
-    assert run.seconds <= bound(3) + NOTIFICATION_PUBLISH.worst_case_seconds
+        deps.notifier = SnsNotifier("arn:aws:sns:eu-west-1:123456789012:faults")
+        world.caplog.clear()
+        started = time.monotonic()
+        # A lost notification fails the invocation after its report, so Lambda retries the event.
+        with pytest.raises(NotificationLostError):
+            handler.lambda_handler(SCHEDULE_EVENT, LocalLambdaContext(), dependencies=deps)
+        seconds = time.monotonic() - started
+    fault.took(seconds)
+    (logged,) = _logged(world.caplog, "remediation report")
+    run = Run(logged.report, _journal(world.caplog), seconds)
+    assert run.seconds <= bound(3) + PUBLISH_BUDGET_SECONDS
     assert_sound(run, names, set(world.live()))
     assert run.outcomes() == dict.fromkeys(names, "done"), "the deletions are in the report"
-    assert [e["code"] for e in run.report["errors"]] == ["AwsApiError"]
-    assert run.report["status"] == "partial"
-    fault.outcome("deletes reported done, the publish a typed AwsApiError within its budget")
+    assert [e["code"] for e in run.report["errors"]] == ["NotificationLost"]
+    fault.outcome("deletes reported done; NotificationLost in its budget, the invocation fails for a retry")
 
 
 # --- concurrent and duplicate deliveries ---------------------------------------------------------------
