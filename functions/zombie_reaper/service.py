@@ -409,7 +409,10 @@ def _compose(
             acted += f", {unknown} of unknown outcome (reply lost, re-read failed)"
         if warnings:
             acted += f"; warned {_count(warnings, Outcome.DONE)} of {len(warnings)} room(s) with participants"
-        would_text = f"deleted or warned {count} over-age room(s){oldest}"
+        to_warn = sum(d.verdict is Verdict.WARN for d in listed)
+        would_text = f"deleted {count - to_warn} over-age room(s){oldest}"
+        if to_warn:
+            would_text += f" and warned {to_warn} with participants"
     else:
         acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
         would_text = acted.removeprefix("zombie reaper ")

@@ -105,7 +105,7 @@ def invoke(event: dict[str, Any], later: timedelta = timedelta(0)) -> dict[str, 
 def test_reaper_against_a_real_livekit_server(
     livekit_server: LocalLiveKit, aws: AwsWorld, clients: BackgroundLoop
 ) -> None:
-    names = ["lesson-zombie-1", "lesson-zombie-2", "lesson-empty", "ops-console"]
+    names = ["lesson-zombie-1", "lesson-zombie-2", "lesson-zombie-empty", "ops-console"]
     asyncio.run(create_rooms(livekit_server, names))
     children = [
         Participant(livekit_server, clients, "lesson-zombie-1", "child-1").connect(),
@@ -122,7 +122,7 @@ def test_reaper_against_a_real_livekit_server(
     decisions = {c["resource"]: (c["decision"], c["facts"]["participants"]) for c in dry["candidates"]}
     assert decisions["lesson-zombie-1"] == ("would-act", 1)
     assert decisions["lesson-zombie-2"] == ("would-act", 1)
-    assert decisions["lesson-empty"] == ("would-act", 0)
+    assert decisions["lesson-zombie-empty"] == ("would-act", 0)
     assert decisions["ops-console"][0] == "skip"
     assert dry["actions"] == []
     assert set(names) <= asyncio.run(room_names(livekit_server))
@@ -138,9 +138,9 @@ def test_reaper_against_a_real_livekit_server(
     first = invoke({"dry_run": False, "max_age_seconds": 60}, aged)
     assert first["mode"] == "enforce"
     assert sorted((a["resource"], a["action"], a["outcome"]) for a in first["actions"]) == [
-        ("lesson-empty", "delete-room", "done"),
         ("lesson-zombie-1", "warn-room", "done"),
         ("lesson-zombie-2", "warn-room", "done"),
+        ("lesson-zombie-empty", "delete-room", "done"),
     ]
     for child in children:
         assert _wait_until(lambda child=child: bool(child.received)), f"{child.identity} got no warning"
@@ -150,9 +150,10 @@ def test_reaper_against_a_real_livekit_server(
         assert not child.disconnected.is_set()
     remaining = asyncio.run(room_names(livekit_server))
     assert {"lesson-zombie-1", "lesson-zombie-2", "ops-console"} <= remaining
-    assert "lesson-empty" not in remaining
+    assert "lesson-zombie-empty" not in remaining
     (notification,) = aws.notifications()
-    assert "1 room(s) deleted, 0 failed, 2 warned" in notification["Subject"]
+    assert notification["Subject"].startswith("[it] zombie reaper deleted 1 of 1 over-age room(s)")
+    assert "warned 2 of 2 room(s) with participants" in notification["Message"]
 
     # Within the grace nothing more happens; after it, the rooms go and LiveKit disconnects the children.
     grace = timedelta(minutes=ReaperPolicy().live_room_grace_minutes)
