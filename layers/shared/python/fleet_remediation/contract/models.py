@@ -13,8 +13,10 @@ Minutes = Annotated[int, Field(ge=1, le=24 * 60)]
 # What an error message may quote of an input (a key, a value, a name): enough to recognise it, never
 # the whole of a 1 MB field.
 MAX_ECHO_CHARS = 80
-# A validation error lists at most this many problems.
+# A validation error lists at most this many problems, each explained in at most this many characters
+# (pydantic's messages never quote the input; the checks' own explain the rule they enforce).
 MAX_LISTED_PROBLEMS = 10
+MAX_PROBLEM_CHARS = 600
 
 
 class StrictModel(BaseModel):
@@ -31,13 +33,13 @@ def check_regex(pattern: str) -> str:
     return pattern
 
 
-def excerpt(value: object) -> str:
-    """``value`` as an error message may quote it: at most ``MAX_ECHO_CHARS`` characters of it and
-    how many more there were."""
+def excerpt(value: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """``value`` as an error message may quote it: at most ``limit`` characters of it and how many
+    more there were."""
     text = value if isinstance(value, str) else repr(value)
-    if len(text) <= MAX_ECHO_CHARS:
+    if len(text) <= limit:
         return text
-    return f"{text[:MAX_ECHO_CHARS]}...(+{len(text) - MAX_ECHO_CHARS} chars)"
+    return f"{text[:limit]}...(+{len(text) - limit} chars)"
 
 
 def describe_validation_error(exc: ValidationError, *, upper: bool = False, prefix: str = "") -> str:
@@ -52,7 +54,7 @@ def describe_validation_error(exc: ValidationError, *, upper: bool = False, pref
             parts[0] = parts[0].upper()
         # A check across fields has no location of its own: name the model itself.
         where = f"{prefix}{'.'.join(parts)}" if parts else prefix.rstrip(".")
-        lines.append(f"{where}: {excerpt(error['msg'])}")
+        lines.append(f"{where}: {excerpt(error['msg'], MAX_PROBLEM_CHARS)}")
     if len(errors) > MAX_LISTED_PROBLEMS:
         lines.append(f"and {len(errors) - MAX_LISTED_PROBLEMS} more problems")
     return "; ".join(lines)
