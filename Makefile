@@ -32,7 +32,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra layers lambda-runtime lambda-smoke synth deploy plan bench clean FORCE
+.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth deploy plan bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -127,6 +127,12 @@ integration: setup
 infra: setup
 	@$(PY) -m pytest tests/infra -q
 
+faults: setup ## Fault suite (part of make test) with its table: fault, function, time, outcome; then the tally
+	@$(PY) -m pytest -p no:cacheprovider -p tests.faults.table tests/faults -q
+
+mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate
+	@PYTHONPATH= $(PY) -m devkit.mutation
+
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
 	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
 
@@ -147,11 +153,12 @@ $(REDIS_SERVER):
 	@apt-get install -y -qq redis-server >/dev/null 2>&1 || \
 		(apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
 
-bench: setup $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, drainer tick, kill-switch lag, detection
+bench: setup $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, drainer tick, kill-switch lag, TTS analysis, detection
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.drainer_tick
 	@$(PY) -m bench.kill_switch_lag
+	@$(PY) -m bench.tts_concentration
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)

@@ -12,7 +12,7 @@ call a synchronous Lambda handler (which runs ``asyncio.run``) can use it from t
         proxy.clear()
 
 Faults (each applies to requests whose Twirp method, the last path segment, is in ``methods``,
-or to every request when ``methods`` is None):
+or to every request when ``methods`` is None, after the first ``skip`` of them):
 
 - ``PASS``: forward unchanged.
 - ``HANG_BEFORE_FORWARD``: read the request and never answer; the server never sees it.
@@ -65,6 +65,9 @@ class FaultPlan:
     methods: frozenset[str] | None = None
     delay_ms: float = 0.0
     status: int = 502
+    # The first ``skip`` matching requests pass untouched (e.g. the reaper's listing before its
+    # re-check, which is the same method).
+    skip: int = 0
 
     def applies_to(self, method: str) -> bool:
         return self.methods is None or method in self.methods
@@ -143,6 +146,7 @@ class FaultProxy:
     _server: asyncio.Server | None = None
     _release: asyncio.Event | None = None
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
+    _skipped: int = 0
 
     @property
     def url(self) -> str:
@@ -155,10 +159,13 @@ class FaultProxy:
         methods: set[str] | frozenset[str] | None = None,
         delay_ms: float = 0.0,
         status: int = 502,
+        skip: int = 0,
     ) -> None:
         """Apply ``fault`` from the next request on; requests hung by the previous plan are released."""
         self._release_hung()
-        self.plan = FaultPlan(fault, frozenset(methods) if methods is not None else None, delay_ms, status)
+        methods_set = frozenset(methods) if methods is not None else None
+        self.plan = FaultPlan(fault, methods_set, delay_ms, status, skip)
+        self._skipped = 0
 
     def clear(self) -> None:
         self.inject(Fault.PASS)
@@ -243,6 +250,9 @@ class FaultProxy:
                 method = _twirp_method(request)
                 self.requests.append(method)
                 plan = self.plan if self.plan.applies_to(method) else FaultPlan()
+                if plan.fault is not Fault.PASS and self._skipped < plan.skip:
+                    self._skipped += 1
+                    plan = FaultPlan()
                 match plan.fault:
                     case Fault.HANG_BEFORE_FORWARD:
                         return await self._hang(client_writer)

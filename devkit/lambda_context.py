@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import uuid
 
+from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
+
+# A run gets what a deployed function with the default settings gets: its Lambda timeout, which the
+# settings check against the run's call budgets (contract/budgets.py).
+DEFAULT_REMAINING_MS = 1000 * max(
+    ReaperSection().timeout_seconds, TtsReachSection().timeout_seconds, DrainerSection().timeout_seconds
+)
+
 
 class LocalLambdaContext:
     """The attributes of the Lambda context our handlers and Powertools use. Like Lambda, every
@@ -13,7 +21,7 @@ class LocalLambdaContext:
     memory_limit_in_mb = 256
     invoked_function_arn = "arn:aws:lambda:local:000000000000:function:local-function"
 
-    def __init__(self, remaining_ms: int = 60_000) -> None:
+    def __init__(self, remaining_ms: int = DEFAULT_REMAINING_MS) -> None:
         self._remaining_ms = remaining_ms
         self.aws_request_id = str(uuid.uuid4())
 

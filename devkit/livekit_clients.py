@@ -40,6 +40,8 @@ class Participant:
         self.room: rtc.Room | None = None
         self.disconnected = threading.Event()
         self.disconnect_reason: Any = None
+        # (topic, payload) of every data message received, e.g. the reaper's warning.
+        self.received: list[tuple[str, bytes]] = []
 
     def connect(self) -> Participant:
         token = (
@@ -56,6 +58,10 @@ class Participant:
             def _on_disconnected(reason: Any) -> None:
                 self.disconnect_reason = reason
                 self.disconnected.set()
+
+            @self.room.on("data_received")
+            def _on_data(packet: rtc.DataPacket) -> None:
+                self.received.append((packet.topic or "", bytes(packet.data)))
 
             await self.room.connect(self.server.ws_url, token)
 

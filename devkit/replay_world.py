@@ -126,6 +126,9 @@ class SimulatedLiveKit:
     def __init__(self, jobs: Sequence[LoggedJob], clock: Callable[[], datetime]) -> None:
         self.clock = clock
         self.deletions: list[tuple[datetime, str, str]] = []  # (when, room, sid)
+        # The reaper's warnings to live rooms: their metadata, and (when, room, topic) of each message.
+        self.metadata: dict[str, str] = {}
+        self.messages: list[tuple[datetime, str, str]] = []
         grouped: dict[tuple[str, str], list[LoggedJob]] = {}
         for job in jobs:
             grouped.setdefault((job.room, job.room_id), []).append(job)
@@ -138,7 +141,13 @@ class SimulatedLiveKit:
     def live_rooms(self) -> list[LiveRoom]:
         now = self.clock()
         return [
-            LiveRoom(name=room.name, sid=room.sid, created_at=room.created_at, num_participants=1)
+            LiveRoom(
+                name=room.name,
+                sid=room.sid,
+                created_at=room.created_at,
+                num_participants=1,
+                metadata=self.metadata.get(room.name, ""),
+            )
             for room in self._rooms
             if room.alive(now)
         ]
@@ -174,6 +183,14 @@ class SimulatedRoomService:
     async def delete_room(self, name: str) -> None:
         self.calls += 1
         self.server.delete(name)
+
+    async def update_room_metadata(self, name: str, metadata: str) -> None:
+        self.calls += 1
+        self.server.metadata[name] = metadata
+
+    async def send_data(self, name: str, data: bytes, topic: str) -> None:
+        self.calls += 1
+        self.server.messages.append((self.server.clock(), name, topic))
 
     async def aclose(self) -> None:
         return None

@@ -18,9 +18,8 @@ def render_report(report: dict[str, Any]) -> str:
         lines += [f"  {c['resource'].ljust(width)}  {c['decision']:<9}  {c['reason']}" for c in candidates]
     for action in report["actions"]:
         error = f"  [{action['error']['code']}]" if action.get("error") else ""
-        lines.append(
-            f"  -> {action['action']} {action['resource']}: {action['outcome']} {action['reason']}{error}"
-        )
+        reason = action.get("reason", "")  # a done step's empty reason is left out of the report
+        lines.append(f"  -> {action['action']} {action['resource']}: {action['outcome']} {reason}{error}")
     for error in report["errors"]:
         lines.append(f"  !! {error['code']}: {error['message']}")
     if report.get("summary"):

@@ -483,7 +483,7 @@ class Replay:
             plan = candidates.get(action["resource"], {})
             if function is FunctionName.ZOMBIE_REAPER:
                 rule = plan.get("facts", {}).get("rule")
-                reason = f"{trigger}: {plan.get('reason', action['reason'])} [{rule}]"
+                reason = f"{trigger}: {plan.get('reason', action.get('reason', ''))} [{rule}]"
                 self._act(function, "delete-room", action["resource"], reason)
             elif action["action"] == "reap":
                 planned = str(plan.get("reason", "")).removeprefix("reap: ")
@@ -492,7 +492,8 @@ class Replay:
                     self._act(function, "delete-room", room, reason)
             else:
                 planned = str(plan.get("reason", "")).removeprefix(f"{action['action']}: ")
-                self._act(function, name, action["resource"], f"{trigger}: {planned} -> {action['reason']}")
+                outcome = action.get("reason", "")
+                self._act(function, name, action["resource"], f"{trigger}: {planned} -> {outcome}")
         if not acted and trigger != "schedule" and function is not FunctionName.TTS_REACH_ALARM:
             self.result.notes.append(NoteRecord(now, function.value, f"{trigger}: {_quiet_outcome(report)}"))
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from fleet_remediation.adapters.logs_insights import LogsInsights
+from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.domain.job_outcomes import JobOutcome, failing_jobs
 from tts_reach_alarm.analysis import (
+    MAX_JOBS,
     MAX_LISTED_JOBS,
     Concentration,
     assess_concentration,
@@ -27,6 +29,8 @@ class Findings:
     failing: list[JobOutcome]
     rooms: dict[str, dict[str, str]]
     concentration: Concentration
+    # The query returned MAX_JOBS rows: the window may hold more jobs than were analysed.
+    truncated: bool = False
 
     @property
     def reach(self) -> float | None:
@@ -43,6 +47,7 @@ def investigate(
         settings.agent_log_group, job_outcomes_query(catalog), window.start, window.end, query_deadline
     )
     jobs = parse_job_outcomes(result.rows)
+    truncated = len(jobs) >= MAX_JOBS
     failing = failing_jobs(jobs)
     rooms: dict[str, dict[str, str]] = {}
     if failing:
@@ -56,6 +61,11 @@ def investigate(
         rooms = {row["job_id"]: row for row in found.rows if row.get("job_id")}
     alarm = settings.detection.tts_reach_alarm
     concentration = assess_concentration(
-        jobs, alpha=alarm.concentration_alpha, min_failed_jobs=alarm.min_failed_jobs
+        jobs,
+        alpha=alarm.concentration_alpha,
+        min_failed_jobs=alarm.min_failed_jobs,
+        # What a concentrated worker still needs afterwards: its suspect-worker event.
+        deadline=deadline - guarded_action_seconds(SUSPECT_EVENT_PUT),
+        truncated=truncated,
     )
-    return Findings(jobs, failing, rooms, concentration)
+    return Findings(jobs, failing, rooms, concentration, truncated)

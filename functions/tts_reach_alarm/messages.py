@@ -11,7 +11,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
 from fleet_remediation.core.report import ReportBuilder
-from tts_reach_alarm.analysis import MAX_LISTED_JOBS, Verdict, job_outcomes_query
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
@@ -98,6 +98,11 @@ def compose_alarm_notification(
         f"responses) {reach}",
         f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {failing} silent "
         "(responses, but no first audio frame)",
+        *(
+            [f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}."]
+            if findings.truncated
+            else []
+        ),
         f"Verdict: {c.reason}",
     ]
     if suspect:

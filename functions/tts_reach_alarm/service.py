@@ -21,21 +21,29 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
 from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import (
+    KILL_SWITCH_READ,
+    NOTIFICATION_BUDGET_SECONDS,
+    REPORT_MARGIN_SECONDS,
+    SUSPECT_EVENT_PUT,
+    guarded_action_seconds,
+)
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
 from fleet_remediation.core import messages
+from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
-from tts_reach_alarm.analysis import MAX_LISTED_JOBS
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate
 from tts_reach_alarm.messages import compose_alarm_notification, compose_resolved_notification, incident_id
 from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transition
@@ -61,7 +69,11 @@ class TtsReachDependencies:
         settings = settings_from_environment(TtsReachSettings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
             notifier=SnsNotifier(settings.notification_topic_arn),
             chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
             events=EventBridgePublisher(EVENT_BUS_NAME),
@@ -88,6 +100,7 @@ def run_tts_reach(
         return
     if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
         deps.once.register_lambda_context(context)
+    # The notification (with its once-only records) and the report always keep their time.
     deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
     if transition.state == "OK":
         report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
@@ -98,7 +111,7 @@ def run_tts_reach(
     suspect = _suspect_detail(findings, transition, settings)
     event_id = None
     if suspect and report.acts:
-        event_id = _emit_suspect(suspect, transition, report, deps)
+        event_id = _emit_suspect(suspect, transition, report, deps, deadline)
     elif suspect:
         report.summary["would_emit"] = suspect.model_dump(mode="json")
     note = compose_alarm_notification(findings, transition, suspect, settings, report, event_id)
@@ -130,7 +143,13 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
         "verdict": c.verdict.value,
         "reason": c.reason,
         "p_value": c.p_value_family,
+        "p_value_exact": c.p_value_family_exact,
     }
+    if findings.truncated:
+        report.summary["jobs_truncated"] = (
+            f"the window holds more than MAX_JOBS={MAX_JOBS} jobs (Logs Insights returns at most "
+            f"10,000 rows); the test covers the {len(findings.jobs)} the query returned"
+        )
     if c.top is not None:
         report.candidate(
             c.top.log_stream,
@@ -171,11 +190,26 @@ def _once(
 
 
 def _emit_suspect(
-    detail: SuspectWorkerDetail, transition: Transition, report: ReportBuilder, deps: TtsReachDependencies
+    detail: SuspectWorkerDetail,
+    transition: Transition,
+    report: ReportBuilder,
+    deps: TtsReachDependencies,
+    deadline: float,
 ) -> str | None:
-    result, replayed = _once(
-        "suspect-worker", transition, deps, lambda: {"event_id": deps.events.put_suspect_worker(detail)}
-    )
+    """Hand the worker to the drainer, once per transition; not started without the time to finish
+    it (the notification after it keeps its own)."""
+    if time.monotonic() + guarded_action_seconds(SUSPECT_EVENT_PUT) > deadline:
+        reason = "deadline: not enough time left to send it; the notification says what was found"
+        report.action(detail.log_stream, "emit-suspect-worker", Outcome.SKIPPED, reason)
+        return None
+    intent = report.intend(detail.log_stream, "emit-suspect-worker", f"p={detail.p_value:.3g}")
+    try:
+        result, replayed = _once(
+            "suspect-worker", transition, deps, lambda: {"event_id": deps.events.put_suspect_worker(detail)}
+        )
+    except RemediationError as exc:
+        report.resolve(intent, Outcome.FAILED, exc.message, exc)
+        return None
     outcome = Outcome.ALREADY_DONE if replayed else Outcome.DONE
-    report.action(detail.log_stream, "emit-suspect-worker", outcome, f"event {result['event_id']}")
+    report.resolve(intent, outcome, f"event {result['event_id']}")
     return str(result["event_id"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import Field
+from pydantic import AwareDatetime, Field, StrictInt, field_validator
 
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import TimeWindow
@@ -24,8 +24,16 @@ HANDLED_STATES = ("ALARM", "OK")
 class TtsReachManualEvent(ManualEvent):
     """Run the ALARM analysis by hand, e.g. ``{"dry_run": true, "window_end": "2026-09-15T17:50:00Z"}``."""
 
-    window_end: datetime | None = None
-    window_minutes: int | None = Field(default=None, ge=1, le=24 * 60)
+    window_end: AwareDatetime | None = None
+    window_minutes: StrictInt | None = Field(default=None, ge=1, le=24 * 60)
+
+    @field_validator("window_end", mode="before")
+    @classmethod
+    def _iso_text(cls, value: object) -> object:
+        # JSON carries a time as ISO 8601 text; a bare number would be read as a Unix timestamp.
+        if value is not None and not isinstance(value, str | datetime):
+            raise ValueError("must be an ISO 8601 time with a zone, e.g. 2026-09-15T17:50:00Z")
+        return value
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
@@ -49,7 +51,11 @@ class DrainerDependencies:
         policy = settings.drainer.policy
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
             notifier=SnsNotifier(settings.notification_topic_arn),
             chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
             once=ledger_once_guard(settings.ledger_table_name),

@@ -16,14 +16,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import (
+    KILL_SWITCH_READ,
+    NOTIFICATION_BUDGET_SECONDS,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
+from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import InvalidEventError, RemediationError
@@ -41,6 +47,9 @@ from fleet_remediation.core.report import (
 )
 from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
 from fleet_remediation.domain.reaping import (
+    ACTING,
+    DELETE,
+    WARN,
     ReapExecutor,
     ReapPlan,
     ReapResult,
@@ -54,7 +63,11 @@ FUNCTION = FunctionName.ZOMBIE_REAPER
 
 
 class ReaperManualEvent(ManualEvent):
-    max_age_seconds: int | None = Field(default=None, gt=0, description="Stricter max age for this run.")
+    max_age_seconds: StrictInt | None = Field(
+        default=None,
+        ge=MIN_MANUAL_MAX_AGE_SECONDS,
+        description="Stricter max age for this run (a JSON integer, at least a minute).",
+    )
 
 
 @dataclass
@@ -76,7 +89,11 @@ class ReaperDependencies:
         settings = settings_from_environment(ReaperSettings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(settings.mode_parameter_name, settings.function_mode_parameter_name),
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
             notifier=SnsNotifier(settings.notification_topic_arn),
             chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
             once=DynamoDBOnceGuard(settings.idempotency_table_name)
@@ -103,12 +120,13 @@ class RunOutcome(BaseModel):
     once-key so a retried event replays it."""
 
     candidates: list[Candidate] = Field(default_factory=list)
-    skipped: dict[str, int] = Field(default_factory=dict)
-    truncated: dict[str, int] = Field(default_factory=dict)
     actions: list[ActionRecord] = Field(default_factory=list)
     errors: list[ErrorRecord] = Field(default_factory=list)
     summary: dict[str, Any] = Field(default_factory=dict)
     notification: messages.Notification | None = None
+    # Skipped rooms counted by reason, and how many of them are not listed (a bounded report).
+    skipped: dict[str, int] = Field(default_factory=dict)
+    unlisted_skips: int = 0
 
 
 def run_reaper(
@@ -139,24 +157,37 @@ def run_reaper(
         return
     if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
         deps.once.register_lambda_context(context)
+    # The notification and the report keep their time whatever the rooms take.
     deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
+    # The run's own record (stored under its once-key); each step is journaled in it as it happens.
+    scratch = ReportBuilder(report.function, report.invocation_id, report.started_at)
+    scratch.mode, scratch.trigger = report.mode, report.trigger
 
     def run() -> dict[str, Any]:
-        outcome = asyncio.run(_reap(report, deps, routed, override, deadline))
+        outcome = asyncio.run(_reap(scratch, deps, routed, override, deadline))
         return outcome.model_dump(mode="json")
 
-    if mode is Mode.ENFORCE and report.invocation_id:
-        # Deletions happened at most once per event: a retry (same request id) replays them.
-        key = {"function": FUNCTION.value, "request": report.invocation_id, "step": "run"}
-        stored, replayed = deps.once.run_once(key, run)
-    else:
-        stored, replayed = run(), False
+    try:
+        if mode is Mode.ENFORCE and report.invocation_id:
+            # Deletions happened at most once per event: a retry (same request id) replays them.
+            key = {"function": FUNCTION.value, "request": report.invocation_id, "step": "run"}
+            stored, replayed = deps.once.run_once(key, run)
+        else:
+            stored, replayed = run(), False
+    except Exception:
+        # A run broken by an unexpected error: what it had done goes into the one report, its
+        # unfinished steps as unknown, before the error is reported.
+        scratch.resolve_unfinished()
+        report.candidates.extend(scratch.candidates)
+        report.actions.extend(scratch.actions)
+        raise
     outcome = RunOutcome.model_validate(stored)
     report.candidates.extend(outcome.candidates)
-    report.skipped.update(outcome.skipped)
-    report.truncated.update(outcome.truncated)
     report.actions.extend(outcome.actions)
     report.errors.extend(outcome.errors)
+    report.skipped.update(outcome.skipped)
+    if outcome.unlisted_skips:
+        report.truncated["candidates"] += outcome.unlisted_skips
     report.summary = outcome.summary
     if replayed:
         report.summary["replayed"] = "a retry of this event: the first attempt's results, not acted again"
@@ -172,49 +203,58 @@ def run_reaper(
 
 
 async def _reap(
-    report: ReportBuilder,
+    scratch: ReportBuilder,
     deps: ReaperDependencies,
     routed: Routed[Any],
     override: int | None,
     deadline: float,
 ) -> RunOutcome:
     settings = deps.settings
-    scratch = ReportBuilder(
-        report.function, report.invocation_id, report.started_at, full_detail=report.full_detail
-    )
-    scratch.mode, scratch.trigger = report.mode, report.trigger
+    policy = settings.reaper.policy
     # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
     rooms = deps.room_service_factory()
     try:
         with collector_paused():
             snapshot = await rooms.list_rooms()
+            now = deps.clock()
             plan = plan_reap(
-                snapshot, settings.reaper.policy, deps.clock(), max_age_override_seconds=override
+                snapshot,
+                policy,
+                now,
+                max_age_override_seconds=override,
+                live_room_grace_seconds=policy.live_room_grace_seconds,
             )
             _record_plan(plan, scratch)
         results: list[ReapResult] = []
-        if scratch.acts and plan.to_reap:
+        if scratch.acts and plan.to_act:
+            # The executor journals each step (intent before, outcome after) in the run's record.
             executor = ReapExecutor(
                 rooms=rooms,
-                concurrency=settings.reaper.policy.delete_concurrency,
+                concurrency=policy.delete_concurrency,
                 deadline=deadline,
                 request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
+                journal=scratch,
                 mode_switch=deps.mode_switch,
+                live_room_grace_seconds=policy.live_room_grace_seconds,
+                now=now,
             )
-            results = await executor.run(plan.to_reap)
-            for result in results:
-                scratch.action(
-                    result.decision.room.name, "delete-room", result.outcome, result.reason, result.error
-                )
+            results = await executor.run(plan.to_act)
         _record_metrics(len(snapshot), plan, results)
+        deletes, warnings = _deletes(results), _warnings(results)
         scratch.summary = {
             "rooms_seen": len(snapshot),
-            "rooms_over_age": len(plan.to_reap) + plan.trimmed,
+            "rooms_over_age": len(plan.to_act)
+            + plan.trimmed
+            + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
             "to_reap": len(plan.to_reap),
+            "to_warn": len(plan.to_warn),
             "trimmed_by_cap": plan.trimmed,
-            "reaped": sum(r.outcome is Outcome.DONE for r in results),
-            "already_gone": sum(r.outcome is Outcome.ALREADY_DONE for r in results),
-            "failed": sum(r.outcome is Outcome.FAILED for r in results),
+            "reaped": _count(deletes, Outcome.DONE),
+            "already_gone": _count(deletes, Outcome.ALREADY_DONE),
+            "failed": _count(deletes, Outcome.FAILED),
+            "unknown": _count(deletes, Outcome.UNKNOWN),
+            "warned": _count(warnings, Outcome.DONE),
+            "warnings_failed": _count(warnings, Outcome.FAILED),
             "livekit_calls": getattr(rooms, "calls", None),
         }
         note = _compose(plan, results, scratch, deps, routed)
@@ -223,17 +263,27 @@ async def _reap(
         note = _compose_failure(exc, scratch, deps, routed)
     finally:
         await rooms.aclose()
-    # Debug-level detail is logged with this report only; a retry replays the stored outcome.
-    report.detail += scratch.detail
     return RunOutcome(
         candidates=scratch.candidates,
-        skipped=dict(scratch.skipped),
-        truncated=dict(scratch.truncated),
         actions=scratch.actions,
         errors=scratch.errors,
         summary=scratch.summary,
         notification=note,
+        skipped=dict(scratch.skipped),
+        unlisted_skips=scratch.truncated["candidates"],
     )
+
+
+def _deletes(results: list[ReapResult]) -> list[ReapResult]:
+    return [r for r in results if r.action == DELETE]
+
+
+def _warnings(results: list[ReapResult]) -> list[ReapResult]:
+    return [r for r in results if r.action == WARN]
+
+
+def _count(results: list[ReapResult], outcome: Outcome) -> int:
+    return sum(r.outcome is outcome for r in results)
 
 
 def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
@@ -242,11 +292,12 @@ def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
         by_verdict.setdefault(d.verdict, []).append(d)
     for verdict, decisions in by_verdict.items():
         listed = decisions
-        if verdict is not Verdict.REAP:
+        acting = verdict in ACTING
+        if not acting:
             # Most of a large fleet: a sample is listed, the rest only counted.
             listed = decisions[: report.skip_sample_room(verdict.value)]
             report.count_skip(verdict.value, len(decisions) - len(listed))
-        decision = report.planned() if verdict is Verdict.REAP else Decision.SKIP
+        decision = report.planned() if acting else Decision.SKIP
         for d in listed:
             report.candidate(
                 d.room.name,
@@ -262,9 +313,12 @@ def _record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
 
 def _record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None:
     emit(metric_definitions.ROOMS_SEEN, seen)
-    emit(metric_definitions.ROOMS_OVER_AGE, len(plan.to_reap) + plan.trimmed)
-    emit(metric_definitions.ROOMS_REAPED, sum(r.outcome is Outcome.DONE for r in results))
-    emit(metric_definitions.ROOM_REAP_FAILURES, sum(r.outcome is Outcome.FAILED for r in results))
+    emit(metric_definitions.ROOMS_OVER_AGE, len(plan.to_act) + plan.trimmed)
+    deletes = _deletes(results)
+    emit(metric_definitions.ROOMS_REAPED, _count(deletes, Outcome.DONE))
+    emit(metric_definitions.ROOM_REAP_FAILURES, _count(deletes, Outcome.FAILED))
+    emit(metric_definitions.ROOM_REAPS_UNKNOWN, _count(deletes, Outcome.UNKNOWN))
+    emit(metric_definitions.ROOMS_WARNED, _count(_warnings(results), Outcome.DONE))
     emit(metric_definitions.ROOMS_TRIMMED_BY_CAP, plan.trimmed)
 
 
@@ -335,21 +389,30 @@ def _compose(
     routed: Routed[Any],
 ) -> messages.Notification | None:
     """The message, when there is something an operator should know: rooms deleted (or that a
-    dry run would delete), deletions refused or failed, rooms left by the cap, protected rooms
-    past the default max age. A room that vanished by itself is not news."""
+    dry run would delete), live rooms warned, deletions refused, failed or of unknown outcome, rooms
+    left by the cap, protected rooms past the default max age. A room that vanished by itself is
+    not news. The counts are honest whatever the mix of outcomes."""
     kept = _protected_over_age(plan, deps)
     newsworthy = [r for r in results if r.outcome is not Outcome.ALREADY_DONE]
-    would = list(plan.to_reap) if not report.acts else []
+    would = list(plan.to_act) if not report.acts else []
     if not (newsworthy or would or plan.trimmed or kept):
         return None
     settings = deps.settings
     listed = [r.decision for r in results] or would
-    done = sum(r.outcome is Outcome.DONE for r in results)
+    deletes, warnings = _deletes(results), _warnings(results)
     count = len(listed)
     oldest = f" (oldest {listed[0].room.name}, {format_age(listed[0].age_seconds)})" if listed else ""
     if count:
-        acted = f"zombie reaper deleted {done} of {count} over-age room(s){oldest}"
-        would_text = f"deleted {count} over-age room(s){oldest}"
+        deleted = _count(deletes, Outcome.DONE)
+        acted = f"zombie reaper deleted {deleted} of {len(deletes)} over-age room(s){oldest}"
+        if unknown := _count(deletes, Outcome.UNKNOWN):
+            acted += f", {unknown} of unknown outcome (reply lost, re-read failed)"
+        if warnings:
+            acted += f"; warned {_count(warnings, Outcome.DONE)} of {len(warnings)} room(s) with participants"
+        to_warn = sum(d.verdict is Verdict.WARN for d in listed)
+        would_text = f"deleted {count - to_warn} over-age room(s){oldest}"
+        if to_warn:
+            would_text += f" and warned {to_warn} with participants"
     else:
         acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
         would_text = acted.removeprefix("zombie reaper ")
@@ -359,7 +422,10 @@ def _compose(
             f"{plan.trimmed} more over-age room(s) left for the next run by the cap of "
             f"{settings.reaper.policy.max_deletions_per_run} per run (oldest first)"
         )
-    details = [f"{r.decision.room.name}: {r.outcome.value} ({r.reason})" for r in results]
+    details = [
+        f"{r.decision.room.name}: {r.action} {r.outcome.value}" + (f" ({r.reason})" if r.reason else "")
+        for r in results
+    ]
     severity = messages.Severity.WARNING if (kept or plan.trimmed) else messages.Severity.INFO
     about = [d.room.sid for d in listed] + kept
     undo = [messages.stop_function_undo(settings.environment_name, FUNCTION)]

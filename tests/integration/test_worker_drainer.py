@@ -351,7 +351,9 @@ def test_an_unknown_alarm_is_a_typed_error_and_drains_nothing(world: DrainerWorl
 
 
 def test_a_1mb_task_in_a_manual_payload_is_not_echoed(world: DrainerWorld) -> None:
+    # Manual strings are bounded (core.routing.MANUAL_STRING_MAX_CHARS): rejected, quoted in excerpt.
     report = world.invoke({"dry_run": True, "action": "drain", "task": "x" * 1_000_000})
     serialized = json.dumps(report)
-    assert len(serialized) < 8 * MAX_STRING_CHARS
-    assert "x" * (MAX_STRING_CHARS + 1) not in serialized
+    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert len(serialized) < MAX_STRING_CHARS
+    assert "x" * 100 not in serialized

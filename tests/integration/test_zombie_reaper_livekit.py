@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -23,7 +24,10 @@ from devkit.livekit_clients import (
     wait_for_participants,
 )
 from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.contract.policies import ReaperPolicy
+from fleet_remediation.domain.reaping import WARNING_TOPIC
 from zombie_reaper import handler
+from zombie_reaper.service import ReaperDependencies
 
 MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
 SECRET_NAME = "it/livekit/api-credentials"
@@ -90,16 +94,18 @@ def clients() -> Iterator[BackgroundLoop]:
     loop.close()
 
 
-def invoke(event: dict[str, Any]) -> dict[str, Any]:
-    # A fresh cold start each time, so a kill-switch change is read at once rather than after its cache.
-    handler._default_dependencies.cache_clear()
-    return handler.lambda_handler(event, LocalLambdaContext())
+def invoke(event: dict[str, Any], later: timedelta = timedelta(0)) -> dict[str, Any]:
+    """A cold start each time (a kill-switch change is read at once, not after its cache), on a
+    clock ``later`` than now: rooms age without the test waiting."""
+    deps = ReaperDependencies.from_environment()
+    deps.clock = lambda: datetime.now(UTC) + later
+    return dict(handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps))
 
 
 def test_reaper_against_a_real_livekit_server(
     livekit_server: LocalLiveKit, aws: AwsWorld, clients: BackgroundLoop
 ) -> None:
-    names = ["lesson-zombie-1", "lesson-zombie-2", "ops-console"]
+    names = ["lesson-zombie-1", "lesson-zombie-2", "lesson-zombie-empty", "ops-console"]
     asyncio.run(create_rooms(livekit_server, names))
     children = [
         Participant(livekit_server, clients, "lesson-zombie-1", "child-1").connect(),
@@ -107,30 +113,56 @@ def test_reaper_against_a_real_livekit_server(
     ]
     for child in children:
         asyncio.run(asyncio.wait_for(wait_for_participants(livekit_server, child.room_name, 1), 10))
+    # Two minutes on, every room is past a manual max age of one minute.
+    aged = timedelta(minutes=2)
 
-    # A dry run (the default of a manual invoke) reads and decides everything and deletes nothing.
-    dry = invoke({"max_age_seconds": 1})
+    # A dry run (the default of a manual invoke) reads and decides everything and changes nothing.
+    dry = invoke({"max_age_seconds": 60}, aged)
     assert dry["mode"] == "dry-run"
     decisions = {c["resource"]: (c["decision"], c["facts"]["participants"]) for c in dry["candidates"]}
     assert decisions["lesson-zombie-1"] == ("would-act", 1)
     assert decisions["lesson-zombie-2"] == ("would-act", 1)
+    assert decisions["lesson-zombie-empty"] == ("would-act", 0)
     assert decisions["ops-console"][0] == "skip"
     assert dry["actions"] == []
     assert set(names) <= asyncio.run(room_names(livekit_server))
-    assert not any(child.disconnected.is_set() for child in children)
+    assert not any(child.disconnected.is_set() or child.received for child in children)
 
     # The switch still says dry-run: asking for enforcement changes nothing either.
-    capped = invoke({"dry_run": False, "max_age_seconds": 1})
+    capped = invoke({"dry_run": False, "max_age_seconds": 60}, aged)
     assert capped["mode"] == "dry-run"
     assert capped["actions"] == []
 
-    # Enforcing with a short max age deletes both lesson rooms and LiveKit disconnects the children.
+    # Enforcing: the empty room goes at once; the children's rooms are warned, not deleted.
     aws.set_mode("enforce")
-    real = invoke({"dry_run": False, "max_age_seconds": 1})
-    assert real["mode"] == "enforce"
-    assert sorted((a["resource"], a["outcome"]) for a in real["actions"]) == [
-        ("lesson-zombie-1", "done"),
-        ("lesson-zombie-2", "done"),
+    first = invoke({"dry_run": False, "max_age_seconds": 60}, aged)
+    assert first["mode"] == "enforce"
+    assert sorted((a["resource"], a["action"], a["outcome"]) for a in first["actions"]) == [
+        ("lesson-zombie-1", "warn-room", "done"),
+        ("lesson-zombie-2", "warn-room", "done"),
+        ("lesson-zombie-empty", "delete-room", "done"),
+    ]
+    for child in children:
+        assert _wait_until(lambda child=child: bool(child.received)), f"{child.identity} got no warning"
+        ((topic, payload),) = child.received
+        assert topic == WARNING_TOPIC
+        assert json.loads(payload)["type"] == "room-ending"
+        assert not child.disconnected.is_set()
+    remaining = asyncio.run(room_names(livekit_server))
+    assert {"lesson-zombie-1", "lesson-zombie-2", "ops-console"} <= remaining
+    assert "lesson-zombie-empty" not in remaining
+    (notification,) = aws.notifications()
+    assert notification["Subject"].startswith("[it] zombie reaper deleted 1 of 1 over-age room(s)")
+    assert "warned 2 of 2 room(s) with participants" in notification["Message"]
+
+    # Within the grace nothing more happens; after it, the rooms go and LiveKit disconnects the children.
+    grace = timedelta(minutes=ReaperPolicy().live_room_grace_minutes)
+    waiting = invoke({"dry_run": False, "max_age_seconds": 60}, aged + grace - timedelta(minutes=1))
+    assert waiting["actions"] == []
+    real = invoke({"dry_run": False, "max_age_seconds": 60}, aged + grace)
+    assert sorted((a["resource"], a["action"], a["outcome"]) for a in real["actions"]) == [
+        ("lesson-zombie-1", "delete-room", "done"),
+        ("lesson-zombie-2", "delete-room", "done"),
     ]
     for child in children:
         assert child.disconnected.wait(10), f"{child.identity} was not disconnected"
@@ -142,11 +174,20 @@ def test_reaper_against_a_real_livekit_server(
     assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
 
     # A second run finds nothing left to do.
-    again = invoke({"dry_run": False, "max_age_seconds": 1})
+    again = invoke({"dry_run": False, "max_age_seconds": 60}, aged + grace)
     assert again["actions"] == []
     assert again["errors"] == []
     assert all(c["decision"] == "skip" for c in again["candidates"])
     assert aws.notifications() == []
+
+
+def _wait_until(condition: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_a_stopped_livekit_server_is_a_typed_error_and_nothing_else(
@@ -180,7 +221,7 @@ def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
     asyncio.run(create_rooms(livekit_server, ["lesson-zombie-switch"]))
     time.sleep(1.5)  # older than the manual max age below
     aws.set_mode("enabled")
-    report = invoke({"dry_run": False, "max_age_seconds": 1})
+    report = invoke({"dry_run": False, "max_age_seconds": 60}, timedelta(minutes=2))
     assert report["mode"] == "dry-run"
     assert [e["code"] for e in report["errors"]] == ["KillSwitchError"]
     # The room was a candidate (managed and over the max age), so only the fail-safe kept it.

@@ -56,6 +56,7 @@ from devkit.lambda_emulator import (
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import mode_parameter_name
+from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit
@@ -75,8 +76,9 @@ MANUAL_PAYLOADS: dict[str, dict[str, Any]] = {
     "worker_drainer": {"dry_run": True, "action": "plan"},
     "tts_reach_alarm": {"dry_run": True},
 }
-# A dry run with a max age our just-created rooms exceed: the reaper says it would delete them.
-STRICTER_MAX_AGE_SECONDS = 1
+# A dry run with a max age our just-created rooms exceed (the lowest a manual run may ask for; the run
+# waits until the rooms are that old): the reaper says it would delete them.
+STRICTER_MAX_AGE_SECONDS = MIN_MANUAL_MAX_AGE_SECONDS
 # The alarm whose state changes each function handles (the template's EventBridge rules must agree).
 HANDLED_ALARMS = {
     "zombie_reaper": f"livekit-{ENV_NAME}-vad-slow-inference",
@@ -100,7 +102,7 @@ EXPECTED = {
         for f in FUNCTIONS
         for kind in ("manual", "schedule", "alarm")
     },
-    ("zombie_reaper", "manual, max age 1s"): Expected("ok", "dry-run", "manual"),
+    ("zombie_reaper", "manual, stricter max age"): Expected("ok", "dry-run", "manual"),
     # No schedule targets the responder: it must refuse the event with a typed error, not crash.
     ("tts_reach_alarm", "schedule"): Expected("failed", None, None, ("InvalidEvent",)),
 }
@@ -160,7 +162,7 @@ def events_for(
         "alarm": alarm_state_change(alarms[0], account=account, region=region),
     }
     if function.package == "zombie_reaper":
-        events["manual, max age 1s"] = {"dry_run": True, "max_age_seconds": STRICTER_MAX_AGE_SECONDS}
+        events["manual, stricter max age"] = {"dry_run": True, "max_age_seconds": STRICTER_MAX_AGE_SECONDS}
     return events
 
 
@@ -291,7 +293,7 @@ def smoke(
         def run_cases(name: str) -> dict[tuple[str, str], Outcome]:
             outcomes = {}
             for kind, payload in events_for(assembly, functions[name], account, region).items():
-                if kind == "manual, max age 1s":
+                if kind == "manual, stricter max age":
                     time.sleep(max(0.0, rooms_created + STRICTER_MAX_AGE_SECONDS + 0.5 - time.monotonic()))
                 invocation = emulated[name].invoke(payload, timeout=INVOKE_TIMEOUT_SECONDS)
                 outcomes[(name, kind)] = Outcome(name, kind, invocation, emulated[name].log_path)
@@ -360,7 +362,7 @@ def test_the_reaper_reads_the_live_rooms_with_the_templates_policy(smoke: SmokeR
 
 
 def test_a_stricter_dry_run_would_reap_the_rooms_and_changes_nothing(smoke: SmokeRun) -> None:
-    report = smoke.outcomes[("zombie_reaper", "manual, max age 1s")].report
+    report = smoke.outcomes[("zombie_reaper", "manual, stricter max age")].report
     listed = {c["resource"]: c for c in report["candidates"]}
     for room in smoke.rooms:
         assert listed[room]["decision"] == "would-act", listed[room]

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+import random
+import time
 
 import pytest
 
+from devkit import exact_concentration as exact
 from devkit.fakes.logs_insights import insights_row
 from fleet_remediation.adapters.logs_insights import rows_from_results
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import (
+    MAX_JOBS,
     Verdict,
     assess_concentration,
     family_wise_p_value,
@@ -114,3 +118,97 @@ def test_outcomes_query_uses_the_signal_definitions() -> None:
     assert 'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts' in query
     assert "by job_id, @logStream" in query
     assert "filter (responses > 0 and first_frames = 0) or timeouts > 0" in query
+
+
+# --- exactness against the exact integer computation, deadline, truncation ------------------------
+
+
+def _random_window(rng: random.Random) -> tuple[list[int], list[int]]:
+    workers = rng.randint(2, 12)
+    counts = [rng.randint(1, 30) for _ in range(workers)]
+    failed = [rng.randint(0, count) if rng.random() < 0.3 else rng.randint(0, count // 4) for count in counts]
+    return counts, failed
+
+
+def _outcomes(counts: list[int], failed: list[int]) -> list[JobOutcome]:
+    out = []
+    for worker, (count, bad) in enumerate(zip(counts, failed, strict=True)):
+        out += [
+            JobOutcome(f"AJ_{worker}_{i}", f"w{worker:03d}", responses=2, first_frames=0 if i < bad else 2)
+            for i in range(count)
+        ]
+    return out
+
+
+def test_both_p_values_equal_the_exact_integer_computation_on_random_windows() -> None:
+    rng = random.Random(20260915)
+    checked = 0
+    for _ in range(300):
+        counts, failed = _random_window(rng)
+        if sum(failed) == 0:
+            continue
+        expected_p, expected_family = exact.top_worker_p_values(counts, failed)
+        verdict = assess_concentration(_outcomes(counts, failed), alpha=0.05, min_failed_jobs=1)
+        assert verdict.p_value == pytest.approx(float(expected_p), rel=1e-9)
+        assert verdict.p_value_family == pytest.approx(float(expected_family), rel=1e-9)
+        assert verdict.p_value_family_exact
+        checked += 1
+    assert checked > 250
+
+
+@pytest.mark.parametrize(
+    ("counts", "failed"),
+    [
+        ([60] * 8, [40, 5, 4, 3, 3, 2, 2, 1]),  # about 1e-27
+        ([120, 80, 80, 60, 40, 20], [70, 2, 1, 1, 0, 0]),  # about 1e-39
+        ([50] * 10, [10, 9, 9, 8, 8, 8, 7, 7, 7, 6]),  # fleet-wide, many failures
+        ([100, 5, 5, 5, 5], [3, 5, 0, 0, 0]),  # the small worker failing entirely
+    ],
+)
+def test_tiny_and_large_p_values_keep_their_precision(counts: list[int], failed: list[int]) -> None:
+    # The old float result was one minus a number near one: zero for anything below about 1e-16.
+    expected_p, expected_family = exact.top_worker_p_values(counts, failed)
+    verdict = assess_concentration(_outcomes(counts, failed), alpha=0.05, min_failed_jobs=1)
+    assert verdict.p_value == pytest.approx(float(expected_p), rel=1e-9)
+    assert verdict.p_value_family == pytest.approx(float(expected_family), rel=1e-9)
+
+
+def test_five_thousand_jobs_take_well_under_a_second_of_cpu() -> None:
+    rng = random.Random(5)
+    jobs = [
+        JobOutcome(
+            f"AJ_{i}", f"w{(w := rng.randrange(20)):02d}", 2, 0 if rng.random() < (0.3 if w else 0.35) else 2
+        )
+        for i in range(MAX_JOBS)
+    ]
+    started = time.process_time()
+    verdict = assess_concentration(jobs, alpha=0.05, min_failed_jobs=2)
+    # Generous for a shared machine; the previous implementation had not finished after 45 s.
+    assert time.process_time() - started < 1.0
+    assert verdict.p_value_family_exact
+
+
+def test_past_its_deadline_the_test_decides_on_bounds_and_never_guesses_a_concentration() -> None:
+    healthy = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
+    incident = assess_concentration(
+        jobs({"bad": 4}, healthy), alpha=0.05, min_failed_jobs=2, deadline=time.monotonic() - 1
+    )
+    # Ten workers: the Bonferroni bound 10/3876 is still far below alpha.
+    assert incident.concentrated
+    assert not incident.p_value_family_exact
+    assert incident.p_value_family == pytest.approx(10 / 3876)
+    assert "analysis deadline" in incident.reason
+    spread = assess_concentration(
+        jobs({f"w{i}": 2 for i in range(4)}, {f"w{i}": 3 for i in range(8)}),
+        alpha=0.05,
+        min_failed_jobs=2,
+        deadline=time.monotonic() - 1,
+    )
+    assert not spread.concentrated
+    assert spread.p_value_family is None
+    assert "analysis deadline" in spread.reason
+
+
+def test_a_window_cut_at_the_query_limit_says_so() -> None:
+    verdict = assess_concentration(jobs({"bad": 4}, {"w1": 9}), alpha=0.05, min_failed_jobs=2, truncated=True)
+    assert "of a larger window" in verdict.reason

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
-
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
@@ -22,7 +22,7 @@ class EventPublisher(Protocol):
 class EventBridgePublisher:
     def __init__(self, event_bus_name: str, client: EventBridgeClient | None = None) -> None:
         self.event_bus_name = event_bus_name
-        self._client = client or boto3.client("events")
+        self._client = client or aws_client(SUSPECT_EVENT_PUT)
 
     def put_suspect_worker(self, detail: SuspectWorkerDetail) -> str:
         entry: Any = {

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import boto3
 from botocore.config import Config
 
+from fleet_remediation.adapters.aws_clients import client_config
+from fleet_remediation.contract.budgets import ecs_call
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
 
 # The task model lives in ecs_model; re-exported here ("as" names), where callers have always found it.
@@ -48,12 +50,8 @@ ECS_CLUSTER_CONDITION_ACTIONS = ("ecs:ListTasks",)
 
 
 def ecs_client_config(request_timeout_seconds: float) -> Config:
-    """Short socket timeouts; standard retries (three attempts in all, with throttling back-off)."""
-    return Config(
-        connect_timeout=min(2.0, request_timeout_seconds),
-        read_timeout=request_timeout_seconds,
-        retries={"mode": "standard", "total_max_attempts": 3},
-    )
+    """The ECS call budget (contract/budgets.py): short socket timeouts, adaptive retries."""
+    return client_config(ecs_call(request_timeout_seconds))
 
 
 class TaskGoneError(AwsApiError):

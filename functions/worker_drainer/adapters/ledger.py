@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import LEDGER_CALL
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 
@@ -89,10 +89,7 @@ class DynamoLedger:
         self.table_name = table_name
         self.service = service
         self.calls = 0
-        self._client = client or boto3.client(
-            "dynamodb",
-            config=Config(connect_timeout=2, read_timeout=3, retries={"mode": "standard", "max_attempts": 3}),
-        )
+        self._client = client or aws_client(LEDGER_CALL)
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         """Take the lease on ``key``; ``ConcurrentActionError`` while another holder's is unexpired."""

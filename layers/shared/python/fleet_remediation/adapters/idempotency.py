@@ -19,6 +19,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.adapters.aws_clients import client_config
+from fleet_remediation.contract.budgets import IDEMPOTENCY_WRITE
 from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
 
 # Long enough to outlive every redelivery of one alarm transition (EventBridge retries for 24 h at most).
@@ -36,7 +38,9 @@ class OnceGuard(Protocol):
 class DynamoDBOnceGuard:
     def __init__(self, table_name: str, *, persistence: DynamoDBPersistenceLayer | None = None) -> None:
         self.table_name = table_name
-        self._persistence = persistence or DynamoDBPersistenceLayer(table_name=table_name)
+        self._persistence = persistence or DynamoDBPersistenceLayer(
+            table_name=table_name, boto_config=client_config(IDEMPOTENCY_WRITE)
+        )
         self._config = IdempotencyConfig(
             expires_after_seconds=RECORD_TTL_SECONDS, raise_on_no_idempotency_key=True
         )

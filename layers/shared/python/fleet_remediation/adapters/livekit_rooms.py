@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from fleet_remediation.adapters.aws_clients import secrets_provider
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -48,6 +49,8 @@ class LiveRoom(NamedTuple):
     sid: str
     created_at: datetime | None
     num_participants: int
+    # The application's room metadata (free text; often JSON), where the reaper records its warning.
+    metadata: str = ""
 
 
 class RoomService(Protocol):
@@ -55,6 +58,14 @@ class RoomService(Protocol):
 
     async def delete_room(self, name: str) -> None:
         """Delete a room; raises ``LiveKitApiError`` with twirp_code ``not_found`` if it is gone."""
+        ...
+
+    async def update_room_metadata(self, name: str, metadata: str) -> None:
+        """Replace the room's metadata (every participant is told of the change)."""
+        ...
+
+    async def send_data(self, name: str, data: bytes, topic: str) -> None:
+        """Send a reliable data message to every participant of the room."""
         ...
 
     async def aclose(self) -> None: ...
@@ -67,7 +78,7 @@ class LiveKitCredentials(BaseModel):
 
 def read_credentials(secret_id: str, provider: SecretsProvider | None = None) -> LiveKitCredentials:
     """Read ``{"api_key": ..., "api_secret": ...}`` from Secrets Manager (cached five minutes)."""
-    secrets = provider or SecretsProvider()
+    secrets = provider or secrets_provider()
     try:
         value = secrets.get(secret_id, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
     except (GetParameterError, TransformParameterError) as exc:
@@ -124,6 +135,7 @@ class LiveKitRoomService:
         # is a second guard for any request that does pass the session default through.
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=request_timeout_seconds))
         self._api: lkapi.LiveKitAPI | None = None
+        self._admin_api: lkapi.LiveKitAPI | None = None
         self._renew_at = 0.0
 
     async def list_rooms(self, names: Sequence[str] | None = None) -> list[LiveRoom]:
@@ -132,7 +144,8 @@ class LiveKitRoomService:
         request = lkapi.ListRoomsRequest(names=list(names or []))
         response = await self._call("ListRooms", lambda rooms: rooms.list_rooms(request), resource=None)
         return [
-            LiveRoom(room.name, room.sid, _created_at(room), room.num_participants) for room in response.rooms
+            LiveRoom(room.name, room.sid, _created_at(room), room.num_participants, room.metadata)
+            for room in response.rooms
         ]
 
     async def delete_room(self, name: str) -> None:
@@ -141,8 +154,39 @@ class LiveKitRoomService:
         request = lkapi.DeleteRoomRequest(room=name)
         await self._call("DeleteRoom", lambda rooms: rooms.delete_room(request), resource=name)
 
+    async def update_room_metadata(self, name: str, metadata: str) -> None:
+        from livekit import api as lkapi
+
+        request = lkapi.UpdateRoomMetadataRequest(room=name, metadata=metadata)
+        await self._call(
+            "UpdateRoomMetadata", lambda rooms: rooms.update_room_metadata(request), resource=name, admin=True
+        )
+
+    async def send_data(self, name: str, data: bytes, topic: str) -> None:
+        from livekit import api as lkapi
+
+        request = lkapi.SendDataRequest(
+            room=name, data=data, topic=topic, kind=lkapi.DataPacket.Kind.RELIABLE
+        )
+        await self._call("SendData", lambda rooms: rooms.send_data(request), resource=name, admin=True)
+
     async def aclose(self) -> None:
         await self._session.close()
+
+    def _room_admin(self) -> LiveKitRooms:
+        """Room-admin calls need a grant for the one room they touch: livekit-api signs each of
+        them with the key and secret (same session, same deadline)."""
+        from livekit import api as lkapi
+
+        if self._admin_api is None:
+            self._admin_api = lkapi.LiveKitAPI(
+                self.url,
+                self._credentials.api_key.get_secret_value(),
+                self._credentials.api_secret.get_secret_value(),
+                session=self._session,
+                failover=False,
+            )
+        return self._admin_api.room
 
     def _rooms(self) -> LiveKitRooms:
         from livekit import api as lkapi
@@ -163,11 +207,13 @@ class LiveKitRoomService:
             self._renew_at = time.monotonic() + self._token_ttl.total_seconds() - TOKEN_RENEW_MARGIN_SECONDS
         return self._api.room
 
-    async def _call(self, method: str, send: Callable[[LiveKitRooms], Any], resource: str | None) -> Any:
+    async def _call(
+        self, method: str, send: Callable[[LiveKitRooms], Any], resource: str | None, *, admin: bool = False
+    ) -> Any:
         self.calls += 1
         try:
             async with asyncio.timeout(self.request_timeout_seconds):
-                return await send(self._rooms())
+                return await send(self._room_admin() if admin else self._rooms())
         except Exception as exc:
             error = _typed_error(method, self.url, self.request_timeout_seconds, exc, resource)
             if error is None:

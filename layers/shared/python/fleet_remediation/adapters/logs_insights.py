@@ -1,5 +1,7 @@
 """CloudWatch Logs Insights adapter: StartQuery, then GetQueryResults until the query completes or
-the deadline (always shorter than the caller's) passes; failures become typed errors.
+the deadline (always shorter than the caller's) passes; failures become typed errors. An API call
+starts only while its worst case (``LOGS_INSIGHTS_CALL`` for the adapter's own client) still ends
+before the deadline.
 
 Rows come back as plain dicts (``{"@logStream": "...", "failed": "3"}``; Insights returns every
 value as a string) without the ``@ptr`` field.
@@ -14,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import LOGS_INSIGHTS_CALL
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, aws_api_errors
 
 if TYPE_CHECKING:
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 Row = dict[str, str]
 DONE = "Complete"
 FAILED_STATUSES = frozenset({"Failed", "Cancelled", "Timeout", "Unknown"})
-# One API call must end well inside the query deadline.
-API_CALL_TIMEOUT_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,10 @@ def rows_from_results(results: list[list[dict[str, str]]]) -> list[Row]:
 
 
 class CloudWatchLogsInsights:
+    """``call_seconds``: the longest one API call can take. The adapter's own client is built from
+    ``LOGS_INSIGHTS_CALL`` and counts its worst case; an injected client's calls are its caller's to
+    bound (0 unless given)."""
+
     def __init__(
         self,
         client: CloudWatchLogsClient | None = None,
@@ -61,15 +65,12 @@ class CloudWatchLogsInsights:
         poll_interval_seconds: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        call_seconds: float | None = None,
     ) -> None:
-        self._client = client or boto3.client(
-            "logs",
-            config=Config(
-                connect_timeout=API_CALL_TIMEOUT_SECONDS,
-                read_timeout=API_CALL_TIMEOUT_SECONDS,
-                retries={"max_attempts": 2, "mode": "standard"},
-            ),
-        )
+        self._client = client or aws_client(LOGS_INSIGHTS_CALL)
+        if call_seconds is None:
+            call_seconds = LOGS_INSIGHTS_CALL.worst_case_seconds if client is None else 0.0
+        self._call_seconds = call_seconds
         self._poll = poll_interval_seconds
         self._sleep = sleep
         self._monotonic = monotonic
@@ -77,7 +78,7 @@ class CloudWatchLogsInsights:
     def run_query(
         self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
     ) -> QueryResult:
-        if self._monotonic() >= deadline:
+        if self._monotonic() + self._call_seconds > deadline:
             raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
         started: Any = self._call(
             "StartQuery",
@@ -107,8 +108,9 @@ class CloudWatchLogsInsights:
                     aws_code=f"Query{status}",
                     resource=log_group,
                 )
-            if self._monotonic() + self._poll >= deadline:
-                self._stop(query_id)
+            if self._monotonic() + self._poll + self._call_seconds > deadline:
+                if self._monotonic() + self._call_seconds <= deadline:
+                    self._stop(query_id)
                 raise DeadlineExceededError(
                     f"Logs Insights query {query_id} still {status} at the deadline", resource=log_group
                 )

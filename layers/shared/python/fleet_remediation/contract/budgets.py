@@ -1,38 +1,161 @@
 """Timing budgets, in one place: the functions plan their deadlines with these numbers and the
-settings models check at synth that the per-call timeouts fit the Lambda timeout with them.
+settings models check at synth that the calls a run makes fit the Lambda timeout with them.
 
 Every inner deadline is shorter than its caller's, so a slow dependency ends as a typed error in
 the report, never as a killed Lambda.
+
+AWS calls: each client is built from an ``AwsCallBudget`` (``adapters/aws_clients.py``), so the
+socket timeouts and retries a client uses and the worst case the budgets count are one definition.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # Kept free after the last outside call: log the one report and flush the EMF metrics.
 REPORT_MARGIN_SECONDS = 3.0
-# Delivering one notification after the work: the readable text and the chat JSON, each one SNS
-# publish retried with backoff inside ``PUBLISH_BUDGET_SECONDS``.
+
+# botocore's retry back-off (standard and adaptive modes): before retry n (1-based) it sleeps a
+# random share of min(2 ** (n - 1), 20) seconds for a throttling error, and less for others.
+BOTOCORE_MAX_BACKOFF_SECONDS = 20.0
+# Adaptive mode's client-side rate limiter never lets its fill rate fall below 0.5 requests per
+# second, so one attempt waits at most 2 s for a token (single-threaded use, as in our functions).
+ADAPTIVE_MAX_TOKEN_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class AwsCallBudget:
+    """One AWS API call as a client makes it: per-attempt socket timeouts and how many attempts
+    botocore may make in all (first try included).
+
+    ``read_timeout_seconds`` bounds each wait for bytes from the endpoint, as botocore applies it;
+    an endpoint that trickles one byte per interval is not bounded by it (AWS endpoints do not)."""
+
+    service: str
+    connect_timeout_seconds: float
+    read_timeout_seconds: float
+    attempts: int
+    # botocore's adaptive retry mode (client-side rate limiting) where bursts of calls meet
+    # throttling; standard mode elsewhere.
+    adaptive: bool = False
+
+    @property
+    def worst_case_seconds(self) -> float:
+        """The longest one call can take before it returns or raises: every attempt runs into both
+        timeouts, every back-off is the longest botocore draws, every token wait the longest."""
+        per_attempt = self.connect_timeout_seconds + self.read_timeout_seconds
+        backoff = sum(
+            min(2.0 ** (retry - 1), BOTOCORE_MAX_BACKOFF_SECONDS) for retry in range(1, self.attempts)
+        )
+        token_waits = self.attempts * ADAPTIVE_MAX_TOKEN_WAIT_SECONDS if self.adaptive else 0.0
+        return self.attempts * per_attempt + backoff + token_waits
+
+
+# The per-environment (and per-function) kill switch: SSM GetParameter.
+KILL_SWITCH_READ = AwsCallBudget("ssm", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=2)
+# The LiveKit API key and secret: Secrets Manager GetSecretValue.
+SECRET_READ = AwsCallBudget(
+    "secretsmanager", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=2
+)
+# The responder's suspect-worker event: EventBridge PutEvents.
+SUSPECT_EVENT_PUT = AwsCallBudget("events", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
+# One write of a once-only record (Powertools Idempotency on DynamoDB). A guarded action costs two:
+# the in-progress record before it and the result after it.
+IDEMPOTENCY_WRITE = AwsCallBudget(
+    "dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=2
+)
+IDEMPOTENCY_WRITES_PER_ACTION = 2
+ONCE_RECORD_SECONDS = IDEMPOTENCY_WRITES_PER_ACTION * IDEMPOTENCY_WRITE.worst_case_seconds
+# One call of the drainer's ledger (DynamoDB PutItem/DeleteItem/Query).
+LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=2)
+# One Logs Insights API call (StartQuery, GetQueryResults, StopQuery); a query's polling loop
+# starts a call only while one call's worst case still fits before the query's deadline.
+LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
+
+# One SNS publish: the notifier makes one botocore attempt at a time (1 s connect, 1.5 s read) and
+# retries a throttled or failed one with back-off itself, starting an attempt only while it fits
+# inside this (adapters/notifier.py).
 PUBLISH_BUDGET_SECONDS = 3.0
-NOTIFICATION_BUDGET_SECONDS = 2 * PUBLISH_BUDGET_SECONDS
+# Delivering one notification after the work: the readable text and the chat JSON, each one publish
+# under its own once-only record.
+NOTIFICATION_CHANNELS = 2
+NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + ONCE_RECORD_SECONDS)
 # The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
 DRAINER_STEP_BUDGET_SECONDS = 8.0
 
 
+def ecs_call(request_timeout_seconds: float) -> AwsCallBudget:
+    """One ECS API call of the drainer. Bursts of task calls meet ECS throttling: adaptive mode."""
+    return AwsCallBudget(
+        "ecs",
+        connect_timeout_seconds=min(1.0, request_timeout_seconds),
+        read_timeout_seconds=request_timeout_seconds,
+        attempts=3,
+        adaptive=True,
+    )
+
+
+def guarded_action_seconds(call: AwsCallBudget) -> float:
+    """An action run at most once (the responder's suspect-worker event): its call and its records."""
+    return call.worst_case_seconds + ONCE_RECORD_SECONDS
+
+
+# LiveKit requests one room costs the reaper at most: the re-check, then the delete (or the
+# warning: metadata update and data message), then one re-read when the delete's reply was lost;
+# before its step, the kill switch is read again.
+LIVEKIT_REQUESTS_PER_ROOM = 3
+
+
+def reaper_room_seconds(livekit_request_timeout_seconds: float) -> float:
+    return LIVEKIT_REQUESTS_PER_ROOM * livekit_request_timeout_seconds + KILL_SWITCH_READ.worst_case_seconds
+
+
 def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
-    """At least one room's re-check and delete, the notification and the report."""
-    return 2 * livekit_request_timeout_seconds + REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS
+    """Kill switch, the run's once-only record, credentials, the room listing, at least one room,
+    the notification, the report."""
+    return (
+        KILL_SWITCH_READ.worst_case_seconds
+        + ONCE_RECORD_SECONDS
+        + SECRET_READ.worst_case_seconds
+        + livekit_request_timeout_seconds
+        + reaper_room_seconds(livekit_request_timeout_seconds)
+        + NOTIFICATION_BUDGET_SECONDS
+        + REPORT_MARGIN_SECONDS
+    )
 
 
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
-    """Two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms), then publish."""
-    return 2 * query_timeout_seconds + REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS
-
-
-def drainer_seconds_needed(insights_timeout_seconds: float) -> float:
-    """Three Logs Insights queries (statistics, job sightings, a suspect worker's TTS outcomes), one
-    step, the notification and the report."""
+    """Kill switch, two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms),
+    the suspect-worker event (once-only), the notification, the report."""
     return (
-        3 * insights_timeout_seconds
-        + DRAINER_STEP_BUDGET_SECONDS
+        KILL_SWITCH_READ.worst_case_seconds
+        + 2 * query_timeout_seconds
+        + guarded_action_seconds(SUSPECT_EVENT_PUT)
+        + NOTIFICATION_BUDGET_SECONDS
+        + REPORT_MARGIN_SECONDS
+    )
+
+
+def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
+    """A step may start only if its slowest call (an ECS call and its ledger write) can end."""
+    return max(
+        DRAINER_STEP_BUDGET_SECONDS,
+        ecs_call(ecs_request_timeout_seconds).worst_case_seconds + LEDGER_CALL.worst_case_seconds,
+    )
+
+
+# The drainer's Logs Insights queries in one run: statistics, job sightings, a suspect worker's TTS
+# outcomes.
+DRAINER_QUERIES = 3
+
+
+def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
+    """Kill switch, credentials, its Logs Insights queries, one step, the notification, the report."""
+    return (
+        KILL_SWITCH_READ.worst_case_seconds
+        + SECRET_READ.worst_case_seconds
+        + DRAINER_QUERIES * insights_timeout_seconds
+        + drainer_step_seconds(ecs_request_timeout_seconds)
         + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS
     )

@@ -65,6 +65,12 @@ ROOMS_SEEN = MetricDefinition("RoomsSeen", _REAPER, "Rooms listed by the reaper.
 ROOMS_OVER_AGE = MetricDefinition("RoomsOverAge", _REAPER, "Rooms over their max age (before the cap).")
 ROOMS_REAPED = MetricDefinition("RoomsReaped", _REAPER, "Rooms the reaper deleted.")
 ROOM_REAP_FAILURES = MetricDefinition("RoomReapFailures", _REAPER, "Deletions that failed.")
+ROOM_REAPS_UNKNOWN = MetricDefinition(
+    "RoomReapsUnknown", _REAPER, "Deletions whose reply was lost and whose re-read failed too."
+)
+ROOMS_WARNED = MetricDefinition(
+    "RoomsWarned", _REAPER, "Over-age rooms with participants warned before their grace."
+)
 ROOMS_TRIMMED_BY_CAP = MetricDefinition(
     "RoomsTrimmedByCap", _REAPER, "Over-age rooms left for the next run by the per-run cap."
 )
@@ -117,6 +123,8 @@ ALL_METRICS: tuple[MetricDefinition, ...] = (
     ROOMS_OVER_AGE,
     ROOMS_REAPED,
     ROOM_REAP_FAILURES,
+    ROOM_REAPS_UNKNOWN,
+    ROOMS_WARNED,
     ROOMS_TRIMMED_BY_CAP,
     TTS_REACH_FAILING_JOBS,
     TTS_REACH_SUSPECT_WORKERS,

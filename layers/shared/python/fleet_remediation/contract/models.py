@@ -10,6 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Minutes = Annotated[int, Field(ge=1, le=24 * 60)]
 
+# What an error message may quote of an input (a key, a value, a name): enough to recognise it, never
+# the whole of a 1 MB field.
+MAX_ECHO_CHARS = 80
+# A validation error lists at most this many problems, each explained in at most this many characters
+# (pydantic's messages never quote the input; the checks' own explain the rule they enforce).
+MAX_LISTED_PROBLEMS = 10
+MAX_PROBLEM_CHARS = 600
+
 
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in cdk.json must not silently fall back to a default."""
@@ -25,15 +33,28 @@ def check_regex(pattern: str) -> str:
     return pattern
 
 
+def excerpt(value: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """``value`` as an error message may quote it: at most ``limit`` characters of it and how many
+    more there were."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...(+{len(text) - limit} chars)"
+
+
 def describe_validation_error(exc: ValidationError, *, upper: bool = False, prefix: str = "") -> str:
     """One line per problem, each naming the field by its full dotted path (``upper``: the first
-    segment as the environment variable that carries it)."""
+    segment as the environment variable that carries it). Paths and messages are quoted as
+    excerpts: a bad input's key or value may be of any size."""
+    errors = exc.errors(include_input=False, include_url=False)
     lines = []
-    for error in exc.errors():
-        parts = [str(part) for part in error["loc"]]
+    for error in errors[:MAX_LISTED_PROBLEMS]:
+        parts = [excerpt(str(part)) for part in error["loc"]]
         if upper and parts:
             parts[0] = parts[0].upper()
         # A check across fields has no location of its own: name the model itself.
         where = f"{prefix}{'.'.join(parts)}" if parts else prefix.rstrip(".")
-        lines.append(f"{where}: {error['msg']}")
+        lines.append(f"{where}: {excerpt(error['msg'], MAX_PROBLEM_CHARS)}")
+    if len(errors) > MAX_LISTED_PROBLEMS:
+        lines.append(f"and {len(errors) - MAX_LISTED_PROBLEMS} more problems")
     return "; ".join(lines)

@@ -27,6 +27,11 @@ class RoomRule(StrictModel):
         return self
 
 
+# A manual run's stricter max age may not go below this: a younger room is a lesson starting, never a
+# zombie, and a typo of seconds for minutes must not empty the fleet.
+MIN_MANUAL_MAX_AGE_SECONDS = 60
+
+
 class ReaperPolicy(StrictModel):
     """What the zombie reaper may delete, and how much per run."""
 
@@ -35,8 +40,24 @@ class ReaperPolicy(StrictModel):
     )
     max_age_minutes: Minutes = Field(default=60, description="Default max room age (incident: P0, 1 h).")
     rules: tuple[RoomRule, ...] = ()
-    max_deletions_per_run: int = Field(default=20, ge=1, le=1000)
+    max_deletions_per_run: int = Field(
+        default=20, ge=1, le=1000, description="Deletions and warnings per run (oldest rooms first)."
+    )
     delete_concurrency: int = Field(default=5, ge=1, le=50)
+    live_room_grace_minutes: int = Field(
+        default=10,
+        ge=0,
+        le=24 * 60,
+        description=(
+            "A room past its max age with participants is warned (a LiveKit data message, the time "
+            "recorded in the room's metadata) and deleted by a run this long after; an empty room "
+            "goes at once. 0 deletes rooms with participants at once too."
+        ),
+    )
+
+    @property
+    def live_room_grace_seconds(self) -> float | None:
+        return self.live_room_grace_minutes * 60.0 if self.live_room_grace_minutes else None
 
     _check_pattern = field_validator("managed_room_pattern")(check_regex)
 

@@ -33,7 +33,7 @@ class ReaperSection(StrictModel):
     """``environments.<env>.reaper``."""
 
     schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
+    timeout_seconds: int = Field(default=90, ge=10, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     policy: ReaperPolicy = ReaperPolicy()
 
@@ -42,9 +42,10 @@ class ReaperSection(StrictModel):
         needed = budgets.reaper_seconds_needed(self.livekit_request_timeout_seconds)
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"livekit_request_timeout_seconds ({self.livekit_request_timeout_seconds}) x 2 + "
-                f"{budgets.REPORT_MARGIN_SECONDS + budgets.NOTIFICATION_BUDGET_SECONDS:g} s of reporting "
-                f"must fit inside timeout_seconds ({self.timeout_seconds})"
+                f"a run needs up to {needed:g} s (kill switch, the run's once-only record, credentials, the "
+                f"room listing and one room at livekit_request_timeout_seconds="
+                f"{self.livekit_request_timeout_seconds:g} each, the notification, the report: "
+                f"contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
             )
         return self
 
@@ -52,16 +53,24 @@ class ReaperSection(StrictModel):
 class TtsReachSection(StrictModel):
     """``environments.<env>.tts_reach``: the responder function; its alarm lives in ``detection``."""
 
-    timeout_seconds: int = Field(default=60, ge=10, le=900, description="Lambda timeout.")
+    timeout_seconds: int = Field(default=120, ge=10, le=900, description="Lambda timeout.")
     query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
-        if budgets.tts_reach_seconds_needed(self.query_timeout_seconds) >= self.timeout_seconds:
+        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+        if self.query_timeout_seconds < call:
             raise ValueError(
-                f"query_timeout_seconds ({self.query_timeout_seconds}) x 2 + "
-                f"{budgets.REPORT_MARGIN_SECONDS + budgets.NOTIFICATION_BUDGET_SECONDS:g} s must be below "
-                f"timeout_seconds ({self.timeout_seconds})"
+                f"query_timeout_seconds ({self.query_timeout_seconds:g}) must be at least one Logs Insights "
+                f"call's worst case ({call:g} s), or no query could ever start"
+            )
+        needed = budgets.tts_reach_seconds_needed(self.query_timeout_seconds)
+        if needed > self.timeout_seconds:
+            raise ValueError(
+                f"a run needs up to {needed:g} s (kill switch, two queries of query_timeout_seconds="
+                f"{self.query_timeout_seconds:g}, the suspect-worker event and the notification with "
+                f"their once-only records, the report: contract/budgets.py); timeout_seconds is "
+                f"{self.timeout_seconds}"
             )
         return self
 
@@ -88,7 +97,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    timeout_seconds: int = Field(default=60, ge=20, le=900, description="Lambda timeout.")
+    timeout_seconds: int = Field(default=120, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     insights_timeout_seconds: float = Field(
@@ -105,13 +114,22 @@ class DrainerSection(StrictModel):
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> DrainerSection:
-        needed = budgets.drainer_seconds_needed(self.insights_timeout_seconds)
-        if needed >= self.timeout_seconds:
+        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+        if self.insights_timeout_seconds < call:
             raise ValueError(
-                f"insights_timeout_seconds ({self.insights_timeout_seconds}) x 3 + "
-                f"{budgets.DRAINER_STEP_BUDGET_SECONDS:g} s of steps + "
-                f"{budgets.NOTIFICATION_BUDGET_SECONDS + budgets.REPORT_MARGIN_SECONDS:g} s of reporting "
-                f"must be below timeout_seconds ({self.timeout_seconds})"
+                f"insights_timeout_seconds ({self.insights_timeout_seconds:g}) must be at least one Logs "
+                f"Insights call's worst case ({call:g} s), or no query could ever start"
+            )
+        needed = budgets.drainer_seconds_needed(
+            self.insights_timeout_seconds, self.ecs_request_timeout_seconds
+        )
+        if needed > self.timeout_seconds:
+            raise ValueError(
+                f"a run needs up to {needed:g} s (kill switch, credentials, {budgets.DRAINER_QUERIES} "
+                f"queries of insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS "
+                f"calls of "
+                f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the "
+                f"report: contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
             )
         return self
 

@@ -86,24 +86,25 @@ class ErrorRecord(BaseModel):
     resource: str | None = None
 
 
-def _absent(value: Any) -> bool:
-    return value is None
+# Empty facts, an empty reason and a missing error are left out of the serialized report: a
+# thousand deletions are a thousand candidates and a thousand actions, and must fit the cap.
+def _empty(value: Any) -> bool:
+    return not value
 
 
 class Candidate(BaseModel):
     resource: str
     decision: Decision
     reason: str
-    facts: dict[str, Any] = Field(default_factory=dict)
+    facts: dict[str, Any] = Field(default_factory=dict, exclude_if=_empty)
 
 
 class ActionRecord(BaseModel):
     resource: str
     action: str
     outcome: Outcome
-    reason: str = ""
-    # Left out when there is none: a thousand deletions are a thousand actions, and must fit the cap.
-    error: ErrorRecord | None = Field(default=None, exclude_if=_absent)
+    reason: str = Field(default="", exclude_if=_empty)
+    error: ErrorRecord | None = Field(default=None, exclude_if=_empty)
 
 
 @dataclass
@@ -201,12 +202,12 @@ class ReportBuilder:
         self.errors: list[ErrorRecord] = []
         self.summary: dict[str, Any] = {}
         self.notifications: list[str] = []
+        self._intents: list[Intent] = []
         self.skipped: Counter[str] = Counter()
         self.truncated: Counter[str] = Counter()
         self.detail: list[dict[str, Any]] = []
         self._bound = _Bounder(self.truncated)
         self._listed_skips: Counter[str] = Counter()
-        self._intents: list[Intent] = []
         # Raised once the report is logged, so Lambda retries the asynchronous event (e.g. a
         # notification SNS did not take); the retry's once-keys keep it from repeating actions.
         self.failure_after_report: RemediationError | None = None
@@ -293,7 +294,8 @@ class ReportBuilder:
         )
         return self.action(intent.resource, intent.action, outcome, reason, error)
 
-    def _unresolved_as_unknown(self) -> None:
+    def resolve_unfinished(self) -> None:
+        """Report every announced step that has no outcome as ``unknown``."""
         for intent in self._intents:
             if not intent.resolved:
                 self.resolve(intent, Outcome.UNKNOWN, "no outcome recorded: the step was interrupted")
@@ -327,7 +329,7 @@ class ReportBuilder:
         return "ok"
 
     def finish(self, finished_at: datetime | None = None) -> Report:
-        self._unresolved_as_unknown()
+        self.resolve_unfinished()
         trigger = self.trigger
         if trigger is not None:
             trigger = Trigger(

@@ -13,10 +13,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.parser import ValidationError, parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.contract.models import describe_validation_error
+from fleet_remediation.contract.models import describe_validation_error, excerpt
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     SCHEDULE_DETAIL_TYPE,
@@ -25,17 +25,29 @@ from fleet_remediation.contract.naming import (
 from fleet_remediation.core.errors import InvalidEventError, UnknownAlarmError
 from fleet_remediation.core.report import Trigger, TriggerKind
 
+# The longest string any manual field may hold (a task ARN with a 255-character cluster name fits).
+MANUAL_STRING_MAX_CHARS = 512
+
 
 class ManualEvent(BaseModel):
-    """Base of every function's manual event. A manual invoke without ``dry_run`` is a dry run."""
+    """Base of every function's manual event. A manual invoke without ``dry_run`` is a dry run.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict where a loose reading would act: ``dry_run`` must be a JSON boolean (``"false"``, ``"no"``
+    and ``0`` are errors, never enforcement); unknown keys are errors; every string field of every
+    function's manual event is at most ``MANUAL_STRING_MAX_CHARS`` long."""
 
-    dry_run: bool = True
+    model_config = ConfigDict(extra="forbid", str_max_length=MANUAL_STRING_MAX_CHARS)
+
+    dry_run: StrictBool = True
+
+
+# CloudWatch limits alarm names to 255 characters; its states are ALARM, OK and INSUFFICIENT_DATA.
+ALARM_NAME_MAX_CHARS = 255
+ALARM_STATE_MAX_CHARS = 32
 
 
 class AlarmState(BaseModel):
-    value: str
+    value: str = Field(max_length=ALARM_STATE_MAX_CHARS)
     reason: str = ""
     reason_data: str | None = Field(default=None, alias="reasonData")
     timestamp: datetime
@@ -44,7 +56,7 @@ class AlarmState(BaseModel):
 class AlarmStateChange(BaseModel):
     """The ``detail`` of an EventBridge "CloudWatch Alarm State Change" event."""
 
-    alarm_name: str = Field(alias="alarmName")
+    alarm_name: str = Field(alias="alarmName", max_length=ALARM_NAME_MAX_CHARS)
     state: AlarmState
     previous_state: AlarmState | None = Field(default=None, alias="previousState")
     configuration: dict[str, Any] = Field(default_factory=dict)
@@ -70,7 +82,7 @@ def parse_detail(envelope: EventBridgeModel, model: type[DetailT]) -> DetailT:
         return model.model_validate(envelope.detail)
     except ValidationError as exc:
         raise InvalidEventError(
-            f"malformed '{envelope.detail_type}' detail: {describe_validation_error(exc)}"
+            f"malformed '{excerpt(envelope.detail_type)}' detail: {describe_validation_error(exc)}"
         ) from exc
 
 
@@ -85,13 +97,17 @@ def parse_manual(event: Any, model: type[ManualT]) -> ManualT:
 
 def schedule_trigger(envelope: EventBridgeModel) -> Trigger:
     rule = envelope.resources[0].split("/")[-1] if envelope.resources else None
-    return Trigger(kind=TriggerKind.SCHEDULE, source=rule, detail={"time": envelope.time.isoformat()})
+    return Trigger(
+        kind=TriggerKind.SCHEDULE,
+        source=None if rule is None else excerpt(rule),
+        detail={"time": envelope.time.isoformat()},
+    )
 
 
 def alarm_trigger(change: AlarmStateChange) -> Trigger:
     return Trigger(
         kind=TriggerKind.ALARM,
-        source=change.alarm_name,
+        source=excerpt(change.alarm_name),
         detail={"state": change.state.value, "since": change.state.timestamp.isoformat()},
     )
 
@@ -142,8 +158,8 @@ class AlarmRoute(_EventBridgeRoute):
         change = parse_detail(parse_eventbridge(event), AlarmStateChange)
         if change.alarm_name not in self.alarm_names:
             raise UnknownAlarmError(
-                f"handles only {', '.join(sorted(self.alarm_names))}, not {change.alarm_name}",
-                resource=change.alarm_name,
+                f"handles only {', '.join(sorted(self.alarm_names))}, not {excerpt(change.alarm_name)}",
+                resource=excerpt(change.alarm_name),
             )
         return Routed(alarm_trigger(change), alarm=change)
 
@@ -185,4 +201,4 @@ class Router(Generic[ManualT]):
             if route.is_handling(event):
                 return route.parse(event)
         detail_type = event.get("detail-type") if isinstance(event, dict) else None
-        raise InvalidEventError(f"{self.function} does not handle '{detail_type}' events")
+        raise InvalidEventError(f"{self.function} does not handle '{excerpt(detail_type)}' events")

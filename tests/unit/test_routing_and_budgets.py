@@ -1,0 +1,269 @@
+"""The call budgets and the clients built from them, the synth-time checks that a run fits its
+Lambda timeout, the Logs Insights polling loop inside its deadline, and the strict manual events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+from fleet_remediation.adapters.aws_clients import client_config, secrets_provider, ssm_provider
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.contract import budgets
+from fleet_remediation.contract.models import MAX_ECHO_CHARS, MAX_LISTED_PROBLEMS, excerpt
+from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, InvalidEventError
+from fleet_remediation.core.routing import MANUAL_STRING_MAX_CHARS, ManualEvent, parse_manual
+
+# --- budgets --------------------------------------------------------------------------------------
+
+
+def test_a_calls_worst_case_is_every_attempt_timing_out_plus_the_longest_back_off() -> None:
+    standard = budgets.AwsCallBudget("x", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
+    # 3 attempts x (1 + 2) s, back-offs of at most 1 s and 2 s.
+    assert standard.worst_case_seconds == 12.0
+    adaptive = budgets.AwsCallBudget("x", 1.0, 2.0, 3, adaptive=True)
+    assert adaptive.worst_case_seconds == 12.0 + 3 * budgets.ADAPTIVE_MAX_TOKEN_WAIT_SECONDS
+    single = budgets.AwsCallBudget("x", 0.5, 1.5, 1)
+    assert single.worst_case_seconds == 2.0
+    # botocore caps one back-off at 20 s.
+    many = budgets.AwsCallBudget("x", 0.0, 0.0, 8)
+    assert many.worst_case_seconds == 1 + 2 + 4 + 8 + 16 + 20 + 20
+
+
+def test_the_functions_budgets() -> None:
+    assert budgets.KILL_SWITCH_READ.worst_case_seconds == 6.0
+    assert budgets.IDEMPOTENCY_WRITE.worst_case_seconds == 5.0
+    assert budgets.ONCE_RECORD_SECONDS == 10.0
+    # Two channels, each a publish of at most 3 s under its own once-only record.
+    assert budgets.NOTIFICATION_BUDGET_SECONDS == 2 * (3.0 + 10.0)
+    assert budgets.guarded_action_seconds(budgets.SUSPECT_EVENT_PUT) == 12.0 + 10.0
+    assert budgets.ecs_call(5.0).worst_case_seconds == 3 * 6.0 + 3 + 6
+    assert budgets.ecs_call(0.5).connect_timeout_seconds == 0.5
+    assert budgets.reaper_room_seconds(5.0) == 15.0 + 6.0
+    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 26 + 3
+    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 40 + 22 + 26 + 3
+    assert budgets.drainer_step_seconds(5.0) == 27.0 + 5.0
+    # Even the shortest ECS timeout leaves one ECS call and a ledger write above the old 8 s.
+    assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 5.0)
+    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 6 + 45 + 32 + 26 + 3
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_a_clients_config_is_its_budget(adaptive: bool) -> None:
+    budget = budgets.AwsCallBudget("sns", 0.7, 1.3, 4, adaptive=adaptive)
+    config = client_config(budget)
+    assert config.connect_timeout == 0.7
+    assert config.read_timeout == 1.3
+    assert config.retries == {"mode": "adaptive" if adaptive else "standard", "total_max_attempts": 4}
+
+
+def test_the_parameter_providers_use_their_budgets() -> None:
+    for provider, budget in (
+        (ssm_provider(), budgets.KILL_SWITCH_READ),
+        (secrets_provider(), budgets.SECRET_READ),
+    ):
+        config = provider.client.meta.config
+        assert config.read_timeout == budget.read_timeout_seconds
+        assert config.connect_timeout == budget.connect_timeout_seconds
+        assert config.retries["total_max_attempts"] == budget.attempts
+
+
+# --- the synth-time checks ------------------------------------------------------------------------
+
+
+def test_the_default_sections_fit_their_lambda_timeouts() -> None:
+    assert budgets.reaper_seconds_needed(5.0) <= ReaperSection().timeout_seconds
+    assert budgets.tts_reach_seconds_needed(20.0) <= TtsReachSection().timeout_seconds
+    assert budgets.drainer_seconds_needed(15.0, 5.0) <= DrainerSection().timeout_seconds
+
+
+def test_a_reaper_whose_calls_cannot_fit_fails_at_synth_naming_the_budget() -> None:
+    with pytest.raises(ValidationError, match=r"a run needs up to 97 s .* timeout_seconds is 60"):
+        ReaperSection(timeout_seconds=60, livekit_request_timeout_seconds=10)
+    assert ReaperSection(timeout_seconds=77, livekit_request_timeout_seconds=5).timeout_seconds == 77
+    with pytest.raises(ValidationError, match="a run needs up to 77 s"):
+        ReaperSection(timeout_seconds=76, livekit_request_timeout_seconds=5)
+
+
+def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
+    with pytest.raises(ValidationError, match="a run needs up to 97 s"):
+        TtsReachSection(timeout_seconds=96, query_timeout_seconds=20)
+    assert TtsReachSection(timeout_seconds=97, query_timeout_seconds=20).timeout_seconds == 97
+    with pytest.raises(ValidationError, match="at least one Logs Insights call's worst case"):
+        TtsReachSection(timeout_seconds=900, query_timeout_seconds=11)
+    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=12).query_timeout_seconds == 12
+
+
+LEASE = DrainerPolicy(lease_seconds=300)
+
+
+def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
+    with pytest.raises(ValidationError, match="a run needs up to 118 s"):
+        DrainerSection(timeout_seconds=117, policy=LEASE)
+    with pytest.raises(ValidationError, match="at least one Logs"):
+        DrainerSection(insights_timeout_seconds=11.5)
+    assert DrainerSection(timeout_seconds=118, policy=LEASE).timeout_seconds == 118
+
+
+# --- Logs Insights inside its deadline ------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FakeLogsClient:
+    """Answers GetQueryResults with ``statuses`` in turn; records every call."""
+
+    def __init__(self, statuses: list[str], rows: list[list[dict[str, str]]] | None = None) -> None:
+        self.statuses = statuses
+        self.rows = rows or []
+        self.calls: list[str] = []
+
+    def start_query(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append("StartQuery")
+        return {"queryId": "q-1"}
+
+    def get_query_results(self, queryId: str) -> dict[str, Any]:
+        self.calls.append("GetQueryResults")
+        return {"status": self.statuses.pop(0), "results": self.rows, "statistics": {"recordsMatched": 3}}
+
+    def stop_query(self, queryId: str) -> dict[str, Any]:
+        self.calls.append("StopQuery")
+        return {"success": True}
+
+
+CALL = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+
+
+def _query(client: FakeLogsClient, clock: Clock, seconds: float) -> Any:
+    insights = CloudWatchLogsInsights(
+        client,  # type: ignore[arg-type]
+        poll_interval_seconds=1.0,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+        call_seconds=CALL,
+    )
+    end = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+    return insights.run_query("/g", "q", end - timedelta(minutes=30), end, clock.now + seconds)
+
+
+def test_a_query_polls_until_complete() -> None:
+    client = FakeLogsClient(["Scheduled", "Running", "Complete"], [[{"field": "a", "value": "1"}]])
+    clock = Clock()
+    result = _query(client, clock, 60)
+    assert client.calls == ["StartQuery", "GetQueryResults", "GetQueryResults", "GetQueryResults"]
+    assert result.rows == [{"a": "1"}]
+    assert result.statistics == {"recordsMatched": 3.0}
+    assert clock.now == 1002.0
+
+
+def test_no_query_starts_without_time_for_one_call() -> None:
+    client = FakeLogsClient(["Complete"])
+    with pytest.raises(DeadlineExceededError, match="no time left"):
+        _query(client, Clock(), CALL - 0.01)
+    assert client.calls == []
+    assert _query(FakeLogsClient(["Complete"]), Clock(), CALL).query_id == "q-1"
+
+
+def test_a_query_still_running_at_its_deadline_is_stopped_and_a_typed_error() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    clock = Clock()
+    with pytest.raises(DeadlineExceededError, match="still Running at the deadline"):
+        _query(client, clock, CALL + 2.5)
+    # Polls while a poll and one more call fit, then stops the query.
+    assert client.calls == [
+        "StartQuery",
+        "GetQueryResults",
+        "GetQueryResults",
+        "GetQueryResults",
+        "StopQuery",
+    ]
+    assert clock.now == 1002.0
+
+
+def test_no_stop_is_sent_without_time_for_it() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    clock = Clock()
+    original = client.get_query_results
+
+    def slow(queryId: str) -> dict[str, Any]:
+        clock.now += CALL  # the call used all its budget
+        return original(queryId)
+
+    client.get_query_results = slow  # type: ignore[method-assign]
+    with pytest.raises(DeadlineExceededError):
+        _query(client, clock, CALL + 0.5)
+    assert "StopQuery" not in client.calls
+
+
+@pytest.mark.parametrize("status", ["Failed", "Cancelled", "Timeout", "Unknown"])
+def test_a_query_that_ends_badly_is_a_typed_error(status: str) -> None:
+    with pytest.raises(AwsApiError, match=f"ended with status {status}") as raised:
+        _query(FakeLogsClient([status]), Clock(), 60)
+    assert raised.value.aws_code == f"Query{status}"
+
+
+def test_a_stop_that_fails_does_not_hide_the_deadline() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+
+    def refuse(queryId: str) -> dict[str, Any]:
+        raise ClientError({"Error": {"Code": "InvalidParameterException", "Message": "gone"}}, "StopQuery")
+
+    client.stop_query = refuse  # type: ignore[method-assign]
+    with pytest.raises(DeadlineExceededError):
+        _query(client, Clock(), CALL + 1.5)
+
+
+# --- strict manual events -------------------------------------------------------------------------
+
+
+class Manual(ManualEvent):
+    note: str | None = None
+
+
+@pytest.mark.parametrize("value", ["false", "no", 0, 1, None, "true"])
+def test_dry_run_must_be_a_json_boolean(value: object) -> None:
+    with pytest.raises(InvalidEventError, match="dry_run"):
+        parse_manual({"dry_run": value}, Manual)
+
+
+def test_manual_defaults_and_bounds() -> None:
+    assert parse_manual({}, Manual).dry_run is True
+    assert parse_manual({"dry_run": False}, Manual).dry_run is False
+    assert parse_manual({"note": "n" * MANUAL_STRING_MAX_CHARS}, Manual).note
+    with pytest.raises(InvalidEventError, match="note"):
+        parse_manual({"note": "n" * (MANUAL_STRING_MAX_CHARS + 1)}, Manual)
+    with pytest.raises(InvalidEventError, match="must be a JSON object, got list"):
+        parse_manual([], Manual)
+
+
+def test_an_error_quotes_a_bad_input_as_an_excerpt() -> None:
+    assert excerpt("short") == "short"
+    assert excerpt("k" * MAX_ECHO_CHARS) == "k" * MAX_ECHO_CHARS
+    long = excerpt("k" * (MAX_ECHO_CHARS + 5))
+    assert long == "k" * MAX_ECHO_CHARS + "...(+5 chars)"
+    assert excerpt(12) == "12"
+    with pytest.raises(InvalidEventError) as raised:
+        parse_manual({"k" * 1_000_000: 1}, Manual)
+    assert len(raised.value.message) < 3 * MAX_ECHO_CHARS
+
+
+def test_an_error_lists_a_bounded_number_of_problems() -> None:
+    event = {f"unknown_{i}": i for i in range(MAX_LISTED_PROBLEMS + 5)}
+    with pytest.raises(InvalidEventError) as raised:
+        parse_manual(event, Manual)
+    assert raised.value.message.count("unknown_") == MAX_LISTED_PROBLEMS
+    assert raised.value.message.endswith("and 5 more problems")
