@@ -140,6 +140,8 @@ def test_turning_the_reaper_off_mid_run_stops_the_remaining_deletions(ssm: Any) 
     # A done step's reason is its candidate's (the report leaves the action's empty reason out).
     outcomes = [(a["resource"], a["outcome"], a.get("reason", "")) for a in report["actions"]]
     assert outcomes[0] == ("lesson-3", "done", "")
+    (candidate,) = [c for c in report["candidates"] if c["resource"] == "lesson-3"]
+    assert "age 7380s >= max 3600s" in candidate["reason"]
     assert outcomes[1:] == [(f"lesson-{i}", "skipped", "kill switch is now off") for i in (2, 1, 0)]
     assert sorted(rooms.rooms) == ["lesson-0", "lesson-1", "lesson-2"]
 
