@@ -101,7 +101,7 @@ class DrainerSection(StrictModel):
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     insights_timeout_seconds: float = Field(
-        default=13.0, gt=0, le=120, description="Per Logs Insights query."
+        default=15.0, gt=0, le=120, description="Per Logs Insights query."
     )
     agent_log_stream_prefix: str = Field(
         default="agent", min_length=1, description="awslogs-stream-prefix of the agent container."
