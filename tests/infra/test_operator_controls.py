@@ -200,3 +200,31 @@ def test_the_dashboard_shows_every_alarm_and_the_kill_switch(staging: Synthesize
     assert "DesiredTaskCount" in body
     assert "remediation report" in body
     assert "docs/runbooks/worker-drainer.md" in body
+
+
+def test_only_this_accounts_alarms_may_publish_and_use_the_topic_key(staging: Synthesized) -> None:
+    template = staging.template.to_json()["Resources"]
+    topic_statements = [
+        statement
+        for resource in template.values()
+        if resource["Type"] == "AWS::SNS::TopicPolicy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if _service_principal(statement) == "cloudwatch.amazonaws.com"
+    ]
+    key_statements = [
+        statement
+        for resource in template.values()
+        if resource["Type"] == "AWS::KMS::Key"
+        for statement in resource["Properties"]["KeyPolicy"]["Statement"]
+        if _service_principal(statement) == "cloudwatch.amazonaws.com"
+    ]
+    assert topic_statements
+    assert key_statements
+    for statement in topic_statements + key_statements:
+        assert statement["Condition"]["StringEquals"]["aws:SourceAccount"] == "111111111111"
+        assert ":alarm:*" in json.dumps(statement["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def _service_principal(statement: dict[str, Any]) -> object:
+    principal = statement.get("Principal")
+    return principal.get("Service") if isinstance(principal, dict) else None

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_chatbot as chatbot
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -88,9 +88,15 @@ class Notifications(Construct):
                 enable_key_rotation=True,
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            # CloudWatch alarms publish to the topics, so they must be able to use the key.
-            self._key.grant(
-                iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+            # CloudWatch alarms publish to the topics, so they must be able to use the key: only this
+            # account's alarms (a confused deputy in another account gets nothing).
+            self._key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    resources=["*"],
+                    conditions=self._from_our_alarms(),
+                )
             )
         topic = sns.Topic(
             self, construct_id, display_name=display_name, master_key=self._key, enforce_ssl=True
@@ -100,9 +106,20 @@ class Notifications(Construct):
                 actions=["sns:Publish"],
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 resources=[topic.topic_arn],
+                conditions=self._from_our_alarms(),
             )
         )
         return topic
+
+    def _from_our_alarms(self) -> dict[str, dict[str, str]]:
+        stack = Stack.of(self)
+        alarms = stack.format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name="*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        return {"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": alarms}}
 
     @property
     def topics(self) -> list[sns.ITopic]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -16,6 +17,12 @@ from fleet_remediation.contract.naming import METRICS_NAMESPACE
 
 logger = Logger()
 metrics = Metrics(namespace=METRICS_NAMESPACE)
+
+# botocore logs request and response bodies at DEBUG (a GetSecretValue reply carries the LiveKit API
+# secret): whatever level the root logger is given, the AWS SDK's own loggers stop at INFO.
+SDK_LOGGERS = ("botocore", "boto3", "urllib3")
+for _name in SDK_LOGGERS:
+    logging.getLogger(_name).setLevel(logging.INFO)
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
 
