@@ -12,7 +12,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 SHARED_LAYER_DIR = REPO_ROOT / "layers" / "shared"
 DEPENDENCY_LAYER_DIR = REPO_ROOT / "build" / "layers" / "deps"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc"]
+# Build stamps (make's .built) and bytecode are not code: they never ship.
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.built"]
 
 
 class SharedLayers(Construct):
