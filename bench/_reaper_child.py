@@ -35,7 +35,7 @@ from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 REQUEST_TIMEOUT_SECONDS = 10.0
 

@@ -117,7 +117,7 @@ def _missing_topic() -> SnsNotifier:
 
 def capture_reaper(server: LocalLiveKit) -> None:
     from zombie_reaper import handler
-    from zombie_reaper.service import ReaperDependencies
+    from zombie_reaper.dependencies import ReaperDependencies
 
     _livekit_secret(server)
     asyncio.run(create_rooms(server, ["lesson-emf-capture-1"]))

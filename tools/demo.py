@@ -42,7 +42,7 @@ from tools.render import render_report
 from tools.replay import render_text, replay
 from tools.replay_page import render_page
 from zombie_reaper import handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 OUTPUT_DIR = Path(".demo")
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -120,7 +120,7 @@ def rooms_factory(function_settings: LiveKitSettings, timeout: float) -> Callabl
 
 def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> dict[str, Any]:
     from zombie_reaper import handler
-    from zombie_reaper.service import ReaperDependencies
+    from zombie_reaper.dependencies import ReaperDependencies
 
     reaper = settings(ReaperSettings, env, config, reaper=config.reaper)
     deps = ReaperDependencies(

@@ -88,7 +88,8 @@ from tools.replay_page import minute_series, render_page  # noqa: E402
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach  # noqa: E402
 from worker_drainer.dependencies import DrainerDependencies  # noqa: E402
 from worker_drainer.service import run_drainer  # noqa: E402
-from zombie_reaper.service import ReaperDependencies, run_reaper  # noqa: E402
+from zombie_reaper.dependencies import ReaperDependencies  # noqa: E402
+from zombie_reaper.service import run_reaper  # noqa: E402
 
 SIMULATED_ACCOUNT = "000000000000"
 SIMULATED_STORE = "simulated"

@@ -17,7 +17,7 @@ from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, Rea
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.report import Mode, Outcome, ReportBuilder
-from fleet_remediation.domain.reaping import ReapExecutor
+from fleet_remediation.domain.reap_executor import ReapExecutor
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger

@@ -10,7 +10,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.observability import capture_lambda_handler, logger, metrics
 from fleet_remediation.core.report import ReportBuilder
-from zombie_reaper.service import ReaperDependencies, run_reaper
+from zombie_reaper.dependencies import ReaperDependencies
+from zombie_reaper.service import run_reaper
 
 
 @cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached

@@ -46,7 +46,7 @@ from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.service import TtsReachDependencies
 from zombie_reaper import handler as reaper_handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 ENV = "it"
 REGION = "eu-west-1"

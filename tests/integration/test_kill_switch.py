@@ -21,7 +21,7 @@ from fleet_remediation.core.errors import KillSwitchError
 from fleet_remediation.core.kill_switch import KILL_SWITCH_MAX_AGE_SECONDS, SsmModeSwitch
 from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 ENVIRONMENT = mode_parameter_name("it")
 REAPER = function_mode_parameter_name("it", FunctionName.ZOMBIE_REAPER)

@@ -45,7 +45,7 @@ from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.report import Mode, ReportBuilder
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from zombie_reaper import handler as reaper_handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 REGION = "eu-west-1"
 SAMPLES = Path(__file__).resolve().parents[2] / "build" / "samples"

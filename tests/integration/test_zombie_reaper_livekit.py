@@ -25,9 +25,9 @@ from devkit.livekit_clients import (
 )
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_remediation.domain.reaping import WARNING_TOPIC
+from fleet_remediation.domain.room_warnings import WARNING_TOPIC
 from zombie_reaper import handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 MODE_PARAMETER = "/livekit-fleet-remediation/it/mode"
 SECRET_NAME = "it/livekit/api-credentials"

@@ -20,22 +20,17 @@ from fleet_remediation.core.errors import (
     RemediationError,
 )
 from fleet_remediation.core.report import Intent, Outcome
+from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult, may_have_acted, warning_message
 from fleet_remediation.domain.reaping import (
     DEADLINE_REASON,
     DELETE,
     UNDER_AGE_REASON,
     WARN,
-    WARNED_AT_KEY,
-    ReapExecutor,
-    ReapResult,
     RoomDecision,
     Verdict,
-    may_have_acted,
     plan_reap,
-    read_warning,
-    warning_message,
-    with_warning,
 )
+from fleet_remediation.domain.room_warnings import WARNED_AT_KEY, read_warning, with_warning
 
 NOW = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
 HOUR = 3600.0

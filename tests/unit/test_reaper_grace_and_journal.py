@@ -16,7 +16,7 @@ from fleet_remediation.core.errors import (
     LiveKitTimeoutError,
     LiveKitUnavailableError,
 )
-from fleet_remediation.domain.reaping import WARNED_AT_KEY, WARNING_TOPIC, read_warning, with_warning
+from fleet_remediation.domain.room_warnings import WARNED_AT_KEY, WARNING_TOPIC, read_warning, with_warning
 from tests.unit.test_reaper_service import NOW, SCHEDULE_EVENT, invoke, make_deps
 
 OLD = NOW - timedelta(hours=3)

@@ -14,7 +14,7 @@ from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.report import Mode
 from zombie_reaper import handler
-from zombie_reaper.service import ReaperDependencies
+from zombie_reaper.dependencies import ReaperDependencies
 
 NOW = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
 SCHEDULE_EVENT = {

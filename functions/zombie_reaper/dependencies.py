@@ -1,0 +1,55 @@
+"""What the reaper talks to, injected: built from its settings on a cold start, or replaced by
+local stand-ins in tests, the demo, the plan CLI and the replay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
+from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
+from fleet_remediation.contract.budgets import (
+    KILL_SWITCH_READ,
+)
+from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
+from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+
+
+@dataclass
+class ReaperDependencies:
+    settings: ReaperSettings
+    mode_switch: ModeSwitch
+    notifier: Notifier
+    room_service_factory: Callable[[], RoomService]
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    chat_notifier: Notifier | None = None
+    once: OnceGuard = field(default_factory=RunEveryTime)
+
+    @property
+    def delivery(self) -> NotificationDelivery:
+        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
+
+    @classmethod
+    def from_environment(cls) -> ReaperDependencies:
+        settings = settings_from_environment(ReaperSettings)
+        return cls(
+            settings=settings,
+            mode_switch=SsmModeSwitch(
+                settings.mode_parameter_name,
+                settings.function_mode_parameter_name,
+                client=aws_client(KILL_SWITCH_READ),
+            ),
+            notifier=SnsNotifier(settings.notification_topic_arn),
+            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
+            once=DynamoDBOnceGuard(settings.idempotency_table_name)
+            if settings.idempotency_table_name
+            else RunEveryTime(),
+            room_service_factory=room_service_factory(
+                str(settings.livekit_url),
+                settings.livekit_secret_id,
+                settings.reaper.livekit_request_timeout_seconds,
+            ),
+        )

@@ -1,0 +1,192 @@
+"""What the reaper tells on-call: one message per run in the shared model (what was deleted,
+warned or would have been; the evidence; honest counts; undo and links), threaded by incident."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.core import messages
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.report import (
+    Outcome,
+    ReportBuilder,
+)
+from fleet_remediation.core.routing import Routed
+from fleet_remediation.domain.reap_executor import ReapResult
+from fleet_remediation.domain.reaping import (
+    ReapPlan,
+    RoomDecision,
+    Verdict,
+)
+from zombie_reaper.accounting import count_outcome, deletes_of, warnings_of
+from zombie_reaper.dependencies import ReaperDependencies
+
+REAPER = FunctionName.ZOMBIE_REAPER
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes, _ = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+def _room_evidence(d: RoomDecision) -> str:
+    return (
+        f"{d.room.name} ({d.room.sid}): age {format_age(d.age_seconds)} >= max "
+        f"{format_age(d.max_age_seconds)} [{d.rule}], {d.room.num_participants} participant(s)"
+    )
+
+
+def _protected_over_age(plan: ReapPlan, deps: ReaperDependencies) -> list[str]:
+    """Protected rooms older than the default max age: kept by a rule, but someone should know."""
+    limit = deps.settings.reaper.policy.max_age_minutes * 60
+    now = deps.clock()
+    kept = []
+    for d in plan.decisions:
+        if d.verdict is Verdict.PROTECTED and d.room.created_at is not None:
+            age = (now - d.room.created_at).total_seconds()
+            if age >= limit:
+                kept.append(f"{d.room.name} ({d.room.sid}): age {format_age(age)}, kept: {d.reason}")
+    return kept
+
+
+def _trigger_line(report: ReportBuilder) -> str:
+    trigger = report.trigger
+    if trigger is None:
+        return "Trigger: unknown"
+    return f"Trigger: {trigger.kind.value} ({trigger.source})"
+
+
+def _incident(deps: ReaperDependencies, routed: Routed[Any], acted: bool, about: list[str]) -> str:
+    env = deps.settings.environment_name
+    if routed.alarm is not None:
+        return messages.transition_incident_id(env, routed.alarm)
+    if acted:
+        schedule_time = routed.trigger.detail.get("time")
+        moment = datetime.fromisoformat(schedule_time) if schedule_time else deps.clock()
+        return messages.run_incident_id(env, FunctionName.ZOMBIE_REAPER, moment)
+    # Nothing done (a dry run, or only protected rooms): the same rooms are the same incident.
+    return messages.subject_incident_id(env, FunctionName.ZOMBIE_REAPER, "rooms", about)
+
+
+def _links(report: ReportBuilder, deps: ReaperDependencies) -> list[messages.Link]:
+    settings = deps.settings
+    return messages.function_links(
+        region=settings.aws_region,
+        environment=settings.environment_name,
+        function=FunctionName.ZOMBIE_REAPER,
+        runbook=settings.runbook(FunctionName.ZOMBIE_REAPER),
+        invocation_id=report.invocation_id,
+        around=report.started_at,
+    )
+
+
+def compose(
+    plan: ReapPlan,
+    results: list[ReapResult],
+    report: ReportBuilder,
+    deps: ReaperDependencies,
+    routed: Routed[Any],
+) -> messages.Notification | None:
+    """The message, when there is something an operator should know: rooms deleted (or that a
+    dry run would delete), live rooms warned, deletions refused, failed or of unknown outcome, rooms
+    left by the cap, protected rooms past the default max age. A room that vanished by itself is
+    not news. The counts are honest whatever the mix of outcomes."""
+    kept = _protected_over_age(plan, deps)
+    newsworthy = [r for r in results if r.outcome is not Outcome.ALREADY_DONE]
+    would = list(plan.to_act) if not report.acts else []
+    if not (newsworthy or would or plan.trimmed or kept):
+        return None
+    settings = deps.settings
+    listed = [r.decision for r in results] or would
+    deletes, warnings = deletes_of(results), warnings_of(results)
+    count = len(listed)
+    oldest = f" (oldest {listed[0].room.name}, {format_age(listed[0].age_seconds)})" if listed else ""
+    if count:
+        deleted = count_outcome(deletes, Outcome.DONE)
+        acted = f"zombie reaper deleted {deleted} of {len(deletes)} over-age room(s){oldest}"
+        if unknown := count_outcome(deletes, Outcome.UNKNOWN):
+            acted += f", {unknown} of unknown outcome (reply lost, re-read failed)"
+        if warnings:
+            warned = count_outcome(warnings, Outcome.DONE)
+            acted += f"; warned {warned} of {len(warnings)} room(s) with participants"
+        to_warn = sum(d.verdict is Verdict.WARN for d in listed)
+        would_text = f"deleted {count - to_warn} over-age room(s){oldest}"
+        if to_warn:
+            would_text += f" and warned {to_warn} with participants"
+    else:
+        acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
+        would_text = acted.removeprefix("zombie reaper ")
+    why = [_trigger_line(report), *(_room_evidence(d) for d in listed), *kept]
+    if plan.trimmed:
+        why.append(
+            f"{plan.trimmed} more over-age room(s) left for the next run by the cap of "
+            f"{settings.reaper.policy.max_deletions_per_run} per run (oldest first)"
+        )
+    details = [
+        f"{r.decision.room.name}: {r.action} {r.outcome.value}" + (f" ({r.reason})" if r.reason else "")
+        for r in results
+    ]
+    severity = messages.Severity.WARNING if (kept or plan.trimmed) else messages.Severity.INFO
+    about = [d.room.sid for d in listed] + kept
+    undo = [messages.stop_function_undo(settings.environment_name, FunctionName.ZOMBIE_REAPER)]
+    if count:
+        undo.insert(
+            0,
+            messages.Undo(
+                label="Deleted rooms cannot be restored (participants rejoin from the app); "
+                "protect a room name with a rule",
+                command='cdk.json: reaper.policy.rules += {"name_pattern": "^<name>$", "protected": true}',
+            ),
+        )
+    return messages.Notification(
+        environment=settings.environment_name,
+        function=FunctionName.ZOMBIE_REAPER,
+        incident_id=_incident(deps, routed, bool(newsworthy), about),
+        severity=severity,
+        mode=report.mode,
+        status=report.status(),
+        headline=messages.mode_headline(report.mode, acted=acted, would=would_text),
+        why=why,
+        details=details,
+        counts=messages.Counts.from_report(report),
+        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        undo=undo,
+        links=_links(report, deps),
+        resources=[d.room.name for d in listed],
+        invocation_id=report.invocation_id,
+    )
+
+
+def compose_failure(
+    error: RemediationError, report: ReportBuilder, deps: ReaperDependencies, routed: Routed[Any]
+) -> messages.Notification:
+    """A run that could not even list the rooms: said once an hour per error code (the
+    self-monitoring alarm pages when it keeps happening)."""
+    settings = deps.settings
+    hour = deps.clock().replace(minute=0, second=0, microsecond=0)
+    incident = (
+        messages.transition_incident_id(settings.environment_name, routed.alarm)
+        if routed.alarm is not None
+        else f"{messages.run_incident_id(settings.environment_name, REAPER, hour)}.{error.code}"
+    )
+    text = f"checked for over-age rooms, but the run failed: {error.code}"
+    return messages.Notification(
+        environment=settings.environment_name,
+        function=FunctionName.ZOMBIE_REAPER,
+        incident_id=incident,
+        severity=messages.Severity.CRITICAL,
+        mode=report.mode,
+        status=report.status(),
+        headline=messages.mode_headline(report.mode, acted=f"zombie reaper {text}", would=text),
+        why=[_trigger_line(report), f"{error.code}: {error.message}"],
+        counts=messages.Counts.from_report(report),
+        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        undo=[messages.stop_function_undo(settings.environment_name, FunctionName.ZOMBIE_REAPER)],
+        links=_links(report, deps),
+        invocation_id=report.invocation_id,
+    )
