@@ -33,7 +33,7 @@ from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKit
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.observability import logger
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

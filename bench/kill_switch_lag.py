@@ -23,7 +23,7 @@ from moto import mock_aws
 
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
 from fleet_remediation.core.kill_switch import KILL_SWITCH_MAX_AGE_SECONDS, SsmModeSwitch
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 
 ENVIRONMENT = mode_parameter_name("bench")
 OWN = function_mode_parameter_name("bench", FunctionName.ZOMBIE_REAPER)

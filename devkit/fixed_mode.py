@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 
 
 class FixedModeSwitch:

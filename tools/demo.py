@@ -36,7 +36,7 @@ from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from tools import demo_drainer
 from tools.render import render_report
 from tools.replay import render_text, replay

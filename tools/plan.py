@@ -56,7 +56,7 @@ from fleet_remediation.contract.settings import (
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from fleet_remediation.core.observability import logger
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from fleet_stack.config import ConfigError, EnvironmentConfig, environment_names, load_environment
 from tools.render import render_report
 

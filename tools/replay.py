@@ -81,7 +81,8 @@ from fleet_remediation.contract.settings import (  # noqa: E402
 from fleet_remediation.core.errors import ConfigurationError  # noqa: E402
 from fleet_remediation.core.invocation import run_reported  # noqa: E402
 from fleet_remediation.core.observability import logger, metrics  # noqa: E402
-from fleet_remediation.core.report import Mode, ReportBuilder  # noqa: E402
+from fleet_remediation.core.report import ReportBuilder  # noqa: E402
+from fleet_remediation.core.report_model import Mode  # noqa: E402
 from fleet_stack.config import ConfigError, EnvironmentConfig, load_environment  # noqa: E402
 from tools.backtest import MINUTE, Lesson, lessons, run_backtest  # noqa: E402
 from tools.replay_page import minute_series, render_page  # noqa: E402

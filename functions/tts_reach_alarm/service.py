@@ -41,7 +41,8 @@ from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
 from fleet_remediation.core.observability import emit
-from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Outcome
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate

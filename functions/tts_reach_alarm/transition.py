@@ -13,7 +13,7 @@ from pydantic import AwareDatetime, Field, StrictInt, field_validator
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core.report import Trigger
+from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import AlarmRoute, AlarmStateChange, ManualEvent, ManualRoute, Router
 
 # Alarms are evaluated after their minutes close and logs arrive late: the window reaches back further.

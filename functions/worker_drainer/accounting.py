@@ -7,7 +7,8 @@ from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.observability import emit
-from fleet_remediation.core.report import Decision, Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Outcome
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.plan_model import ACTING_STEPS, LadderPlan, PlannedStep, Snapshot, Step
 from worker_drainer.tags import State, cause_of, state_of

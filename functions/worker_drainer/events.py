@@ -10,7 +10,7 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import vad_alarm_name
-from fleet_remediation.core.report import Trigger
+from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (
     AlarmRoute,
     AlarmStateChange,

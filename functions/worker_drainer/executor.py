@@ -16,7 +16,8 @@ from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
-from fleet_remediation.core.report import Mode, Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reap_executor import ReapExecutor
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService

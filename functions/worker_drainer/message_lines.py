@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet_remediation.core.report import Mode, Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode, Outcome
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 
 UNKNOWN_NOTE = "the reply was lost or the run interrupted: the next tick re-reads the task and finishes it"

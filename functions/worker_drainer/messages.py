@@ -23,7 +23,8 @@ from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName, lambda_
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link
-from fleet_remediation.core.report import ReportBuilder, TriggerKind
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.message_lines import Line
 from worker_drainer.plan_model import PlannedStep, Step
 from worker_drainer.validation import ServiceIdentity

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet_remediation.core.errors import AwsApiError, RemediationError
-from fleet_remediation.core.report import Outcome
+from fleet_remediation.core.report_model import Outcome
 
 # aws_api_errors' code for a call that got no answer (timeout, reset): it may have taken effect.
 NO_REPLY = "Transport"

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import Outcome
+from fleet_remediation.core.report_model import Outcome
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.capacity import replacement_refusal

@@ -13,7 +13,8 @@ from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPO
 from fleet_remediation.contract.naming import tts_reach_alarm_name
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
-from fleet_remediation.core.report import Mode, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode
 from worker_drainer.accounting import record_metrics, record_plan, summarize
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger, route_drainer_event

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.policies import CapacityMode
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import Decision, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision
 from fleet_remediation.domain.reaping import RoomDecision, plan_reap
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment, assess_fleet

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.observability import emit
-from fleet_remediation.core.report import (
-    Decision,
-    Outcome,
-    ReportBuilder,
-)
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Outcome
 from fleet_remediation.domain.reap_executor import ReapResult
 from fleet_remediation.domain.reaping import (
     ACTING,

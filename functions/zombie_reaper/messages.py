@@ -9,10 +9,8 @@ from typing import Any
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import (
-    Outcome,
-    ReportBuilder,
-)
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Outcome
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.domain.reap_executor import ReapResult
 from fleet_remediation.domain.reaping import (

@@ -25,14 +25,8 @@ from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import InvalidEventError, RemediationError
 from fleet_remediation.core.invocation import decide_mode
-from fleet_remediation.core.report import (
-    ActionRecord,
-    Candidate,
-    ErrorRecord,
-    Mode,
-    Outcome,
-    ReportBuilder,
-)
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import ActionRecord, Candidate, ErrorRecord, Mode, Outcome
 from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
 from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult
 from fleet_remediation.domain.reaping import (

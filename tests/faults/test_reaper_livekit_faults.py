@@ -38,7 +38,7 @@ from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.budgets import PUBLISH_BUDGET_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.errors import NotificationLostError
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from fleet_remediation.domain.room_warnings import read_warning
 from tests.faults.table import FaultRecorder
 from zombie_reaper import handler

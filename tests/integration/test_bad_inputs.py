@@ -41,7 +41,7 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.settings import ReaperSettings, TtsReachSettings
 from fleet_remediation.core.kill_switch import SsmModeSwitch
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.service import TtsReachDependencies

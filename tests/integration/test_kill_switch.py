@@ -19,7 +19,7 @@ from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.errors import KillSwitchError
 from fleet_remediation.core.kill_switch import KILL_SWITCH_MAX_AGE_SECONDS, SsmModeSwitch
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

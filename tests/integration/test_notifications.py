@@ -42,7 +42,8 @@ from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import NotificationLostError
-from fleet_remediation.core.report import Mode, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from zombie_reaper import handler as reaper_handler
 from zombie_reaper.dependencies import ReaperDependencies

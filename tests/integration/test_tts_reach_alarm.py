@@ -21,7 +21,8 @@ from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
+from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
+from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT

@@ -34,7 +34,8 @@ from devkit.fakes.drainer_world import (
 from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
 from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.core.errors import ConcurrentActionError
-from fleet_remediation.core.report import MAX_STRING_CHARS, Mode
+from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
+from fleet_remediation.core.report_model import Mode
 from worker_drainer.adapters.ecs_tasks import ecs_client_config
 from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 

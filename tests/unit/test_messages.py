@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import LiveKitUnavailableError
-from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Mode, Outcome
 from fleet_remediation.core.routing import AlarmStateChange
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 

@@ -19,7 +19,7 @@ from fleet_remediation.core.errors import (
     LiveKitTimeoutError,
     RemediationError,
 )
-from fleet_remediation.core.report import Intent, Outcome
+from fleet_remediation.core.report_model import Intent, Outcome
 from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult, may_have_acted, warning_message
 from fleet_remediation.domain.reaping import (
     DEADLINE_REASON,

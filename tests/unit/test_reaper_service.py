@@ -12,7 +12,7 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

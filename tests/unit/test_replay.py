@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 from tools import make_incident_fixture
 from tools.replay import ReplayResult, main, replay
 

@@ -14,19 +14,16 @@ from devkit.fakes.livekit import InMemoryRoomService, room
 from fleet_remediation.contract.models import MAX_ECHO_CHARS
 from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.observability import logger
-from fleet_remediation.core.report import (
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_bounds import (
     MAX_COLLECTION_ITEMS,
     MAX_REPORT_BYTES,
     MAX_SKIP_REASONS,
     MAX_STRING_CHARS,
     OTHER_REASONS,
     SKIPPED_SAMPLE_SIZE,
-    Decision,
-    Outcome,
-    ReportBuilder,
-    Trigger,
-    TriggerKind,
 )
+from fleet_remediation.core.report_model import Decision, Outcome, Trigger, TriggerKind
 from tests.unit.test_reaper_service import NOW, invoke, make_deps
 
 # One CloudWatch Logs event before 2025 (the stricter of the two limits).

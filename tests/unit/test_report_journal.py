@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from fleet_remediation.core.errors import LiveKitUnavailableError
-from fleet_remediation.core.report import Outcome, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Outcome
 
 
 def _journal_lines(records: list[logging.LogRecord]) -> list[dict[str, object]]:

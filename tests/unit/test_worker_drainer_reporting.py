@@ -15,7 +15,8 @@ from devkit.fakes.drainer_world import alarm_event, schedule_event, suspect_even
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError
-from fleet_remediation.core.report import Decision, Mode, Outcome, ReportBuilder, Trigger, TriggerKind
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Mode, Outcome, Trigger, TriggerKind
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import route_drainer_event

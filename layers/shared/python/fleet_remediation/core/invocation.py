@@ -13,7 +13,8 @@ from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.errors import KillSwitchError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch, resolve_mode
 from fleet_remediation.core.observability import emit, logger, metrics
-from fleet_remediation.core.report import Mode, ReportBuilder
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode
 
 
 def run_reported(

@@ -20,7 +20,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.core.errors import KillSwitchError
-from fleet_remediation.core.report import Mode
+from fleet_remediation.core.report_model import Mode
 
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient

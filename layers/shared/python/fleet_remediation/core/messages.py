@@ -56,7 +56,7 @@ from fleet_remediation.contract.naming import (
     function_mode_parameter_name,
 )
 from fleet_remediation.core.console_links import dashboard_link, logs_insights_link
-from fleet_remediation.core.report import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
+from fleet_remediation.core.report_model import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
 from fleet_remediation.core.routing import AlarmStateChange
 
 DRY_RUN_PREFIX = "DRY RUN — would have "

@@ -20,160 +20,35 @@ skipped candidates beyond the sample are logged there too when the log level is 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.observability import logger
-
-MAX_REPORT_BYTES = 200_000
-MAX_STRING_CHARS = 8_192
-MAX_COLLECTION_ITEMS = 100
-SKIPPED_SAMPLE_SIZE = 20
-# Reasons beyond this many distinct ones are counted together as OTHER_REASONS.
-MAX_SKIP_REASONS = 30
-SKIP_REASON_CHARS = 64
-OTHER_REASONS = "other"
-DETAIL_LINE_BYTES = 64_000
-
-
-class Mode(StrEnum):
-    ENFORCE = "enforce"
-    DRY_RUN = "dry-run"
-    OFF = "off"
-
-
-class TriggerKind(StrEnum):
-    SCHEDULE = "schedule"
-    MANUAL = "manual"
-    ALARM = "alarm"
-    SUSPECT_WORKER = "suspect-worker"
-
-
-class Trigger(BaseModel):
-    kind: TriggerKind
-    source: str | None = None
-    detail: dict[str, Any] = Field(default_factory=dict)
-
-
-class Decision(StrEnum):
-    ACT = "act"
-    WOULD_ACT = "would-act"
-    SKIP = "skip"
-
-
-class Outcome(StrEnum):
-    DONE = "done"
-    ALREADY_DONE = "already-done"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-    # The step was started and its result never came back (a lost reply, an interrupted run): the
-    # resource must be re-read before anyone counts it as done or not done.
-    UNKNOWN = "unknown"
-
-
-class ErrorRecord(BaseModel):
-    code: str
-    message: str
-    resource: str | None = None
-
-
-# Empty facts, an empty reason and a missing error are left out of the serialized report: a
-# thousand deletions are a thousand candidates and a thousand actions, and must fit the cap.
-def _empty(value: Any) -> bool:
-    return not value
-
-
-class Candidate(BaseModel):
-    resource: str
-    decision: Decision
-    reason: str
-    facts: dict[str, Any] = Field(default_factory=dict, exclude_if=_empty)
-
-
-class ActionRecord(BaseModel):
-    resource: str
-    action: str
-    outcome: Outcome
-    reason: str = Field(default="", exclude_if=_empty)
-    error: ErrorRecord | None = Field(default=None, exclude_if=_empty)
-
-
-@dataclass
-class Intent:
-    """A destructive step announced before it runs; ``resolve`` records how it ended."""
-
-    sequence: int
-    resource: str
-    action: str
-    reason: str
-    resolved: bool = False
-
-
-class Report(BaseModel):
-    function: str
-    environment: str | None
-    invocation_id: str | None
-    trigger: Trigger | None
-    mode: Mode | None
-    status: str
-    started_at: datetime
-    finished_at: datetime
-    candidates: list[Candidate]
-    skipped: dict[str, int]
-    actions: list[ActionRecord]
-    errors: list[ErrorRecord]
-    summary: dict[str, Any]
-    notifications: list[str]
-    truncated: dict[str, int]
-
-    def serialized_bytes(self) -> int:
-        """The size of the report as the logger writes it (compact JSON, UTF-8)."""
-        return len(self.model_dump_json().encode())
-
-
-def skip_reason(reason: str) -> str:
-    """What skipped candidates are counted by: the reason's leading word(s) up to the first colon
-    ("under-age: ..." -> "under-age"), so free-form detail after it does not split the count."""
-    return reason.split(":", 1)[0].strip()[:SKIP_REASON_CHARS]
-
-
-class _Bounder:
-    """Cuts strings and collections to the named limits and counts what it cut."""
-
-    def __init__(self, counts: Counter[str]) -> None:
-        self.counts = counts
-
-    def text(self, value: str) -> str:
-        if len(value) <= MAX_STRING_CHARS:
-            return value
-        self.counts["strings"] += 1
-        return f"{value[:MAX_STRING_CHARS]}...[{len(value) - MAX_STRING_CHARS} more characters]"
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return self.mapping(value)
-        if isinstance(value, (list, tuple)):
-            if len(value) > MAX_COLLECTION_ITEMS:
-                self.counts["collection_items"] += len(value) - MAX_COLLECTION_ITEMS
-            return [self.value(item) for item in value[:MAX_COLLECTION_ITEMS]]
-        return value
-
-    def mapping(self, value: dict[str, Any]) -> dict[str, Any]:
-        if len(value) > MAX_COLLECTION_ITEMS:
-            self.counts["collection_items"] += len(value) - MAX_COLLECTION_ITEMS
-        items = list(value.items())[:MAX_COLLECTION_ITEMS]
-        return {self.text(str(key)): self.value(item) for key, item in items}
+from fleet_remediation.core.report_bounds import (
+    MAX_COLLECTION_ITEMS,
+    MAX_SKIP_REASONS,
+    OTHER_REASONS,
+    SKIPPED_SAMPLE_SIZE,
+    Bounder,
+    detail_chunks,
+    fit_report,
+    skip_reason,
+)
+from fleet_remediation.core.report_model import (
+    ActionRecord,
+    Candidate,
+    Decision,
+    ErrorRecord,
+    Intent,
+    Mode,
+    Outcome,
+    Report,
+    Trigger,
+)
 
 
 class ReportBuilder:
@@ -206,7 +81,7 @@ class ReportBuilder:
         self.skipped: Counter[str] = Counter()
         self.truncated: Counter[str] = Counter()
         self.detail: list[dict[str, Any]] = []
-        self._bound = _Bounder(self.truncated)
+        self._bound = Bounder(self.truncated)
         self._listed_skips: Counter[str] = Counter()
         # Raised once the report is logged, so Lambda retries the asynchronous event (e.g. a
         # notification SNS did not take); the retry's once-keys keep it from repeating actions.
@@ -356,73 +231,13 @@ class ReportBuilder:
         )
         if len(self.notifications) > MAX_COLLECTION_ITEMS:
             self.truncated["notifications"] += len(self.notifications) - MAX_COLLECTION_ITEMS
-        self._fit(report)
+        fit_report(report, self.truncated, self.detail, full_detail=self.full_detail)
         report.truncated = dict(self.truncated)
         return report
 
     def detail_lines(self) -> Iterator[list[dict[str, Any]]]:
         """What the report could not hold, in chunks of at most ``DETAIL_LINE_BYTES``."""
-        chunk: list[dict[str, Any]] = []
-        size = 0
-        for item in self.detail:
-            item_size = len(json.dumps(item, separators=(",", ":"), ensure_ascii=False, default=str).encode())
-            if item_size > DETAIL_LINE_BYTES:
-                item = {"resource": item.get("resource"), "omitted": f"a detail item of {item_size} bytes"}
-                item_size = 200
-            if chunk and size + item_size > DETAIL_LINE_BYTES:
-                yield chunk
-                chunk, size = [], 0
-            chunk.append(item)
-            size += item_size + 1
-        if chunk:
-            yield chunk
-
-    def _fit(self, report: Report) -> None:
-        """Bring the report under ``MAX_REPORT_BYTES``, each step only if the previous was not enough."""
-        if report.serialized_bytes() <= MAX_REPORT_BYTES:
-            return
-        listed_skips = [c for c in report.candidates if c.decision is Decision.SKIP]
-        if listed_skips:
-            report.candidates = [c for c in report.candidates if c.decision is not Decision.SKIP]
-            self.truncated["candidates"] += len(listed_skips)
-            if self.full_detail:
-                self.detail += [c.model_dump(mode="json") for c in listed_skips]
-            if report.serialized_bytes() <= MAX_REPORT_BYTES:
-                return
-        with_facts = [c for c in report.candidates if c.facts]
-        if with_facts:
-            self.detail += [{"resource": c.resource, "facts": c.facts} for c in with_facts]
-            self.truncated["candidate_facts"] += len(with_facts)
-            report.candidates = [c.model_copy(update={"facts": {}}) for c in report.candidates]
-            if report.serialized_bytes() <= MAX_REPORT_BYTES:
-                return
-        # Extreme inputs only (e.g. thousands of actions with long names): keep the heads of the
-        # lists, actions first, and log the tails.
-        lists: dict[str, list[Any]] = {
-            "actions": report.actions,
-            "errors": report.errors,
-            "candidates": report.candidates,
-        }
-        report.actions, report.errors, report.candidates = [], [], []
-        budget = MAX_REPORT_BYTES - report.serialized_bytes()
-        kept: dict[str, list[Any]] = {}
-        for name, items in lists.items():
-            kept[name] = []
-            for item in items:
-                item_size = len(item.model_dump_json().encode()) + 1
-                if item_size > budget:
-                    break
-                kept[name].append(item)
-                budget -= item_size
-            dropped = items[len(kept[name]) :]
-            if dropped:
-                self.truncated[name] += len(dropped)
-                self.detail += [{"list": name, **item.model_dump(mode="json")} for item in dropped]
-        report.actions, report.errors, report.candidates = kept["actions"], kept["errors"], kept["candidates"]
-        if report.serialized_bytes() > MAX_REPORT_BYTES:
-            self.detail.append({"summary": report.summary})
-            report.summary = {"omitted": "too large for the report; see the detail lines"}
-            self.truncated["summary"] += 1
+        return detail_chunks(self.detail)
 
     def _skip_key(self, reason: str) -> str:
         key = skip_reason(reason)

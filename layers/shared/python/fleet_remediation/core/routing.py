@@ -23,7 +23,7 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
 )
 from fleet_remediation.core.errors import InvalidEventError, UnknownAlarmError
-from fleet_remediation.core.report import Trigger, TriggerKind
+from fleet_remediation.core.report_model import Trigger, TriggerKind
 
 # The longest string any manual field may hold (a task ARN with a 255-character cluster name fits).
 MANUAL_STRING_MAX_CHARS = 512

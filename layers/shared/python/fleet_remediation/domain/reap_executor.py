@@ -20,7 +20,7 @@ from fleet_remediation.core.errors import (
     RemediationError,
 )
 from fleet_remediation.core.kill_switch import ModeSwitch, still_enforcing
-from fleet_remediation.core.report import Intent, Outcome
+from fleet_remediation.core.report_model import Intent, Outcome
 from fleet_remediation.domain.reaping import (
     DEADLINE_REASON,
     DELETE,
