@@ -49,20 +49,20 @@ from devkit.traffic import (
     TrafficSimulation,
     scenario,
 )
-from fleet_remediation.contract.detection import (
+from fleet_remediation.contract.alarm_math import (
     AlarmDefinition,
     AlarmEvaluator,
     AlarmInput,
     Arithmetic,
     Compare,
     Const,
-    DetectionConfig,
     If,
     Logical,
     MinuteCounts,
     Series,
     Statistic,
 )
+from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration

@@ -34,6 +34,7 @@ MUTMUT = Path(sys.executable).with_name("mutmut")
 # reaper and responder (the drainer has its own owner and suite).
 MUTATED = (
     "fleet_remediation/domain/reaping.py",
+    "fleet_remediation/domain/reap_executor.py",
     "fleet_remediation/core/routing.py",
     "fleet_remediation/contract/budgets.py",
     "fleet_remediation/adapters/aws_clients.py",
@@ -41,6 +42,7 @@ MUTATED = (
     "fleet_remediation/adapters/logs_insights.py",
     "zombie_reaper/service.py",
     "tts_reach_alarm/analysis.py",
+    "tts_reach_alarm/hypergeometric.py",
     "tts_reach_alarm/service.py",
 )
 # The tests that exercise them (the whole of tests/ would add minutes per mutant for little).

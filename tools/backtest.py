@@ -33,7 +33,8 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
 
 from devkit.log_export import LogEvent, read_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
-from fleet_remediation.contract.detection import DetectionConfig, MinuteCounts, evaluate_alarm  # noqa: E402
+from fleet_remediation.contract.alarm_math import MinuteCounts, evaluate_alarm  # noqa: E402
+from fleet_remediation.contract.detection import DetectionConfig  # noqa: E402
 from fleet_remediation.contract.events import TimeWindow  # noqa: E402
 from fleet_remediation.contract.settings import TtsReachSettings  # noqa: E402
 from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402

@@ -11,7 +11,8 @@ import pytest
 
 from bench.detection import legacy_tts_reach
 from devkit.log_export import LogEvent, read_events
-from fleet_remediation.contract.detection import DetectionConfig, evaluate_alarm
+from fleet_remediation.contract.alarm_math import evaluate_alarm
+from fleet_remediation.contract.detection import DetectionConfig
 from tools import make_incident_fixture
 from tools.backtest import bucket, load_detection, render, run_backtest
 from tts_reach_alarm.analysis import Verdict

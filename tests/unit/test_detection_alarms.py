@@ -12,15 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from bench.detection import legacy_tts_reach
-from fleet_remediation.contract.detection import (
-    AlarmDefinition,
-    DetectionConfig,
-    Expression,
-    MinuteCounts,
-    TtsReachAlarmSettings,
-    VadAlarmSettings,
-    evaluate_alarm,
-)
+from fleet_remediation.contract.alarm_math import AlarmDefinition, Expression, MinuteCounts, evaluate_alarm
+from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings, VadAlarmSettings
 
 
 def metric_math(rendered: str, values: Mapping[str, float]) -> float:

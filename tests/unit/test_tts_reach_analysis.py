@@ -18,11 +18,10 @@ from tts_reach_alarm.analysis import (
     MAX_JOBS,
     Verdict,
     assess_concentration,
-    family_wise_p_value,
-    hypergeometric_tail,
     job_outcomes_query,
     parse_job_outcomes,
 )
+from tts_reach_alarm.hypergeometric import family_wise_p_value, hypergeometric_tail
 
 
 def jobs(failed_on: dict[str, int], healthy_on: dict[str, int]) -> list[JobOutcome]:

@@ -18,7 +18,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.contract.detection import PERIOD_SECONDS, AlarmDefinition, DetectionConfig
+from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition
+from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     RUNBOOKS,

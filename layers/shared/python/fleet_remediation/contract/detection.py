@@ -28,230 +28,25 @@ Metric cost does not grow with traffic: every input is a dimensionless metric-fi
 
 from __future__ import annotations
 
-import operator
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-
 from pydantic import Field, model_validator
 
+from fleet_remediation.contract.alarm_math import (
+    AlarmDefinition,
+    AlarmInput,
+    Arithmetic,
+    Const,
+    Logical,
+    Series,
+    Statistic,
+    add,
+    ge,
+    indicator,
+    times,
+)
 from fleet_remediation.contract.models import StrictModel
 from fleet_remediation.contract.signals import SignalCatalog, SignalSettings
 
-PERIOD_SECONDS = 60
 DEFAULT_NAMESPACE_PREFIX = "LiveKitAgents"
-
-
-# --- minute counts: what the metric filters publish, one minute at a time --------------------------
-@dataclass
-class MinuteCounts:
-    """The metric-filter metrics of one minute (``None``: no datapoint for a Maximum)."""
-
-    vad_warnings: int = 0
-    vad_max_delay: float | None = None
-    responses: int = 0
-    first_frames: int = 0
-    first_audio_timeouts: int = 0
-
-
-class Statistic(StrEnum):
-    SUM = "Sum"
-    MAXIMUM = "Maximum"
-
-
-@dataclass(frozen=True)
-class AlarmInput:
-    """One metric of an alarm's expression: its id there, the signal whose metric filter feeds it
-    (``value_metric``: the signal's value metric, e.g. the VAD delay, instead of its count), the
-    statistic, and the ``MinuteCounts`` field that holds it offline."""
-
-    metric_id: str
-    signal: str
-    statistic: Statistic
-    minute_field: str
-    value_metric: bool = False
-
-
-# --- a small metric-math expression tree: rendered for CloudWatch, evaluated offline ---------------
-class Expression:
-    """A CloudWatch metric-math expression that can also be evaluated in Python, so the deployed
-    alarm and the offline evaluators cannot disagree. Booleans are 1 and 0, as in metric math."""
-
-    def render(self) -> str:
-        raise NotImplementedError
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Series(Expression):
-    """A metric with no datapoint counted as 0 (``FILL(id, 0)``): quiet periods publish nothing."""
-
-    metric_id: str
-
-    def render(self) -> str:
-        return f"FILL({self.metric_id}, 0)"
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        return values.get(self.metric_id, 0.0)
-
-
-@dataclass(frozen=True)
-class Const(Expression):
-    value: float
-
-    def render(self) -> str:
-        return f"{self.value:g}"
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        return self.value
-
-
-_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "^": operator.pow,
-}
-_COMPARISON: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": operator.lt}
-
-
-@dataclass(frozen=True)
-class Arithmetic(Expression):
-    op: str
-    left: Expression
-    right: Expression
-
-    def render(self) -> str:
-        return f"{self._operand(self.left)} {self.op} {self._operand(self.right)}"
-
-    def _operand(self, child: Expression) -> str:
-        # Parentheses wherever precedence could matter; a product or a sum inside a sum needs none.
-        if isinstance(child, Arithmetic) and not (self.op == "+" and child.op in "+*"):
-            return f"({child.render()})"
-        return child.render()
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        return _ARITHMETIC[self.op](self.left.evaluate(values), self.right.evaluate(values))
-
-
-@dataclass(frozen=True)
-class Compare(Expression):
-    op: str
-    left: Expression
-    right: Expression
-
-    def render(self) -> str:
-        def side(child: Expression) -> str:
-            return f"({child.render()})" if isinstance(child, Arithmetic) else child.render()
-
-        return f"{side(self.left)} {self.op} {side(self.right)}"
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        return float(_COMPARISON[self.op](self.left.evaluate(values), self.right.evaluate(values)))
-
-
-@dataclass(frozen=True)
-class Logical(Expression):
-    op: str  # "AND" or "OR"
-    operands: tuple[Expression, ...]
-
-    def render(self) -> str:
-        def part(child: Expression) -> str:
-            return f"({child.render()})" if isinstance(child, Logical) else child.render()
-
-        return f" {self.op} ".join(part(child) for child in self.operands)
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        results = (child.evaluate(values) != 0 for child in self.operands)
-        return float(all(results) if self.op == "AND" else any(results))
-
-
-@dataclass(frozen=True)
-class If(Expression):
-    condition: Expression
-    then: Expression
-    otherwise: Expression
-
-    def render(self) -> str:
-        return f"IF({self.condition.render()}, {self.then.render()}, {self.otherwise.render()})"
-
-    def evaluate(self, values: Mapping[str, float]) -> float:
-        branch = self.then if self.condition.evaluate(values) != 0 else self.otherwise
-        return branch.evaluate(values)
-
-
-def _ge(left: Expression, right: Expression) -> Compare:
-    return Compare(">=", left, right)
-
-
-def _add(left: Expression, right: Expression) -> Arithmetic:
-    return Arithmetic("+", left, right)
-
-
-def _times(factor: float, expression: Expression) -> Arithmetic:
-    return Arithmetic("*", Const(factor), expression)
-
-
-def _indicator(condition: Expression) -> If:
-    """1 for a breaching period, 0 otherwise: the alarm compares it with threshold 1."""
-    return If(condition, Const(1), Const(0))
-
-
-# --- one alarm, defined once -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class AlarmDefinition:
-    """What the CDK construct deploys and what ``AlarmEvaluator`` replays: ``expression`` over
-    ``inputs`` per period of ``period_minutes``, ALARM when ``datapoints_to_alarm`` of the last
-    ``evaluation_periods`` datapoints are >= 1, missing data not breaching."""
-
-    expression: Expression
-    inputs: tuple[AlarmInput, ...]
-    period_minutes: int
-    evaluation_periods: int
-    datapoints_to_alarm: int
-
-    def datapoint(self, minutes: Sequence[MinuteCounts]) -> float:
-        """The expression over one period's minutes (Sum or Maximum of each input, as published)."""
-        values: dict[str, float] = {}
-        for source in self.inputs:
-            present = [value for m in minutes if (value := getattr(m, source.minute_field)) is not None]
-            if present:
-                combine = sum if source.statistic is Statistic.SUM else max
-                values[source.metric_id] = float(combine(present))
-        return self.expression.evaluate(values)
-
-
-class AlarmEvaluator:
-    """The alarm evaluated offline at the end of every minute, as CloudWatch evaluates it each minute
-    over a sliding window of the last ``evaluation_periods`` x ``period_minutes`` whole minutes.
-    Needs memory for that window only, so it runs over a stream of minutes of any length."""
-
-    def __init__(self, definition: AlarmDefinition) -> None:
-        self.definition = definition
-        self._minutes: deque[MinuteCounts] = deque(
-            maxlen=definition.period_minutes * definition.evaluation_periods
-        )
-
-    def push(self, minute: MinuteCounts) -> tuple[bool, bool]:
-        """Add the minute that just closed; return (does the newest period breach, is the alarm in
-        ALARM)."""
-        self._minutes.append(minute)
-        d, window = self.definition, list(self._minutes)
-        breaching = []
-        for end in range(len(window), 0, -d.period_minutes):
-            period = window[max(0, end - d.period_minutes) : end]
-            breaching.append(d.datapoint(period) >= 1)
-        newest, in_alarm = breaching[0], sum(breaching) >= d.datapoints_to_alarm
-        return newest, in_alarm
-
-
-def evaluate_alarm(definition: AlarmDefinition, minutes: Sequence[MinuteCounts]) -> list[tuple[bool, bool]]:
-    """``AlarmEvaluator.push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
-    evaluator = AlarmEvaluator(definition)
-    return [evaluator.push(minute) for minute in minutes]
 
 
 # --- settings --------------------------------------------------------------------------------------
@@ -273,12 +68,12 @@ class VadAlarmSettings(StrictModel):
         condition = Logical(
             "AND",
             (
-                _ge(Series("warnings"), Const(self.min_warnings_per_minute)),
-                _ge(Series("maxdelay"), Const(self.min_max_delay_seconds)),
+                ge(Series("warnings"), Const(self.min_warnings_per_minute)),
+                ge(Series("maxdelay"), Const(self.min_max_delay_seconds)),
             ),
         )
         return AlarmDefinition(
-            expression=_indicator(condition),
+            expression=indicator(condition),
             inputs=(
                 AlarmInput("warnings", "slow_vad", Statistic.SUM, "vad_warnings"),
                 AlarmInput("maxdelay", "slow_vad", Statistic.MAXIMUM, "vad_max_delay", value_metric=True),
@@ -358,29 +153,29 @@ class TtsReachAlarmSettings(StrictModel):
 
     def definition(self) -> AlarmDefinition:
         responses, frames, timeouts = Series("responses"), Series("frames"), Series("timeouts")
-        expected = _times(self.expected_timeout_rate, responses)
-        timeouts_rule = _ge(
+        expected = times(self.expected_timeout_rate, responses)
+        timeouts_rule = ge(
             timeouts,
-            _add(
-                _add(Const(self.min_timeouts), expected),
-                _times(self.timeout_sigmas, Arithmetic("^", expected, Const(0.5))),
+            add(
+                add(Const(self.min_timeouts), expected),
+                times(self.timeout_sigmas, Arithmetic("^", expected, Const(0.5))),
             ),
         )
         reach_rule = Logical(
             "AND",
             (
-                _ge(responses, Const(self.reach_min_responses)),
-                _ge(
+                ge(responses, Const(self.reach_min_responses)),
+                ge(
                     Arithmetic("-", responses, frames),
-                    _add(
-                        _times(self.reach_max_missing_fraction, responses),
-                        _times(self.reach_lag_allowance, Arithmetic("^", responses, Const(0.5))),
+                    add(
+                        times(self.reach_max_missing_fraction, responses),
+                        times(self.reach_lag_allowance, Arithmetic("^", responses, Const(0.5))),
                     ),
                 ),
             ),
         )
         return AlarmDefinition(
-            expression=_indicator(Logical("OR", (timeouts_rule, reach_rule))),
+            expression=indicator(Logical("OR", (timeouts_rule, reach_rule))),
             inputs=(
                 AlarmInput("responses", "response_started", Statistic.SUM, "responses"),
                 AlarmInput("frames", "first_audio_frame", Statistic.SUM, "first_frames"),
