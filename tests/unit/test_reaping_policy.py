@@ -125,3 +125,18 @@ def test_equal_ages_are_ordered_by_name_so_runs_are_deterministic() -> None:
 def test_a_rule_must_set_exactly_one_valid_limit(rule: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         RoomRule.model_validate(rule)
+
+
+def test_a_room_opted_out_by_its_metadata_is_never_reaped_even_with_a_manual_max_age() -> None:
+    opted = room("lesson-opted", ago(600))._replace(metadata='{"lkfr_reaper_protected": true, "tier": "vip"}')
+    mentioned = room("lesson-mentions", ago(600))._replace(metadata='{"lkfr_reaper_protected": "yes"}')
+    text = room("lesson-text", ago(600))._replace(metadata="lkfr_reaper_protected")
+    plan = plan_reap(
+        [opted, mentioned, text], ReaperPolicy(max_age_minutes=60), NOW, max_age_override_seconds=60
+    )
+    decisions = {d.room.name: d for d in plan.decisions}
+    assert decisions["lesson-opted"].verdict is Verdict.PROTECTED
+    assert "room metadata" in decisions["lesson-opted"].reason
+    # Only a JSON true opts out: anything else leaves the room to its rules.
+    assert decisions["lesson-mentions"].verdict is Verdict.REAP
+    assert decisions["lesson-text"].verdict is Verdict.REAP

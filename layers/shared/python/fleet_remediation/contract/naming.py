@@ -28,6 +28,8 @@ SUSPECT_WORKER_DETAIL_TYPE = "LiveKit Suspect Worker"
 # ECS task tags written by the drainer (and read by agent_cooperation in the agents' image).
 DRAINER_TAG_PREFIX = "livekit-drainer:"
 EXCLUDE_TAG = f"{DRAINER_TAG_PREFIX}exclude"
+# A room whose JSON metadata sets this key to true is never reaped (the application opts it out).
+ROOM_OPT_OUT_KEY = "lkfr_reaper_protected"
 
 
 class FunctionName(StrEnum):
