@@ -30,6 +30,7 @@ from fleet_remediation.core.report_model import ActionRecord, Candidate, ErrorRe
 from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
 from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult
 from fleet_remediation.domain.reaping import (
+    ReapPlan,
     Verdict,
     collector_paused,
     plan_reap,
@@ -86,13 +87,7 @@ def run_reaper(
     if routed.alarm is not None and routed.alarm.state.value != "ALARM":
         report.summary = {"skipped": f"alarm state {routed.alarm.state.value}: nothing to reap on recovery"}
         return
-    policy = settings.reaper.policy
-    override = manual.max_age_seconds if manual else None
-    if override is not None and override >= policy.max_age_minutes * 60:
-        raise InvalidEventError(
-            f"max_age_seconds={override} must be stricter than the configured "
-            f"{policy.max_age_minutes * 60}s (max_age_minutes={policy.max_age_minutes})"
-        )
+    override = _stricter_max_age(manual, settings.reaper.policy.max_age_minutes)
     mode = decide_mode(deps.mode_switch, manual.dry_run if manual else None, report)
     if mode is Mode.OFF:
         report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
@@ -123,17 +118,7 @@ def run_reaper(
         report.candidates.extend(scratch.candidates)
         report.actions.extend(scratch.actions)
         raise
-    outcome = RunOutcome.model_validate(stored)
-    report.candidates.extend(outcome.candidates)
-    report.actions.extend(outcome.actions)
-    report.errors.extend(outcome.errors)
-    report.skipped.update(outcome.skipped)
-    if outcome.unlisted_skips:
-        report.truncated["candidates"] += outcome.unlisted_skips
-    report.summary = outcome.summary
-    if replayed:
-        report.summary["replayed"] = "a retry of this event: the first attempt's results, not acted again"
-    note = outcome.notification
+    note = _report_outcome(RunOutcome.model_validate(stored), report, replayed)
     if note is None:
         return
     if manual is not None and mode is Mode.DRY_RUN:
@@ -182,23 +167,7 @@ async def _reap(
             )
             results = await executor.run(plan.to_act)
         record_metrics(len(snapshot), plan, results)
-        deletes, warnings = deletes_of(results), warnings_of(results)
-        scratch.summary = {
-            "rooms_seen": len(snapshot),
-            "rooms_over_age": len(plan.to_act)
-            + plan.trimmed
-            + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
-            "to_reap": len(plan.to_reap),
-            "to_warn": len(plan.to_warn),
-            "trimmed_by_cap": plan.trimmed,
-            "reaped": count_outcome(deletes, Outcome.DONE),
-            "already_gone": count_outcome(deletes, Outcome.ALREADY_DONE),
-            "failed": count_outcome(deletes, Outcome.FAILED),
-            "unknown": count_outcome(deletes, Outcome.UNKNOWN),
-            "warned": count_outcome(warnings, Outcome.DONE),
-            "warnings_failed": count_outcome(warnings, Outcome.FAILED),
-            "livekit_calls": getattr(rooms, "calls", None),
-        }
+        scratch.summary = _summary(len(snapshot), plan, results, getattr(rooms, "calls", None))
         note = compose(plan, results, scratch, deps, routed)
     except RemediationError as exc:
         scratch.error(exc)
@@ -214,3 +183,55 @@ async def _reap(
         skipped=dict(scratch.skipped),
         unlisted_skips=scratch.truncated["candidates"],
     )
+
+
+def _stricter_max_age(manual: ReaperManualEvent | None, max_age_minutes: int) -> int | None:
+    """A manual run's max age, which may only be stricter than the configured one."""
+    override = manual.max_age_seconds if manual else None
+    if override is not None and override >= max_age_minutes * 60:
+        raise InvalidEventError(
+            f"max_age_seconds={override} must be stricter than the configured "
+            f"{max_age_minutes * 60}s (max_age_minutes={max_age_minutes})"
+        )
+    return override
+
+
+def _report_outcome(
+    outcome: RunOutcome, report: ReportBuilder, replayed: bool
+) -> messages.Notification | None:
+    """The run's stored record into the one report (a retry of the event replays the first run's)."""
+    report.candidates.extend(outcome.candidates)
+    report.actions.extend(outcome.actions)
+    report.errors.extend(outcome.errors)
+    report.skipped.update(outcome.skipped)
+    if outcome.unlisted_skips:
+        report.truncated["candidates"] += outcome.unlisted_skips
+    report.summary = outcome.summary
+    if replayed:
+        report.summary["replayed"] = "a retry of this event: the first attempt's results, not acted again"
+    return outcome.notification
+
+
+IN_GRACE = Verdict.IN_GRACE
+
+
+def _summary(
+    seen: int, plan: ReapPlan, results: list[ReapResult], livekit_calls: int | None
+) -> dict[str, Any]:
+    deletes, warnings = deletes_of(results), warnings_of(results)
+    return {
+        "rooms_seen": seen,
+        "rooms_over_age": len(plan.to_act)
+        + plan.trimmed
+        + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
+        "to_reap": len(plan.to_reap),
+        "to_warn": len(plan.to_warn),
+        "trimmed_by_cap": plan.trimmed,
+        "reaped": count_outcome(deletes, Outcome.DONE),
+        "already_gone": count_outcome(deletes, Outcome.ALREADY_DONE),
+        "failed": count_outcome(deletes, Outcome.FAILED),
+        "unknown": count_outcome(deletes, Outcome.UNKNOWN),
+        "warned": count_outcome(warnings, Outcome.DONE),
+        "warnings_failed": count_outcome(warnings, Outcome.FAILED),
+        "livekit_calls": livekit_calls,
+    }
