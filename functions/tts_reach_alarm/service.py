@@ -21,13 +21,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import (
-    KILL_SWITCH_READ,
     NOTIFICATION_BUDGET_SECONDS,
     REPORT_MARGIN_SECONDS,
     SUSPECT_EVENT_PUT,
@@ -39,7 +38,7 @@ from fleet_remediation.contract.settings import TtsReachSettings, settings_from_
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
-from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
@@ -68,15 +67,12 @@ class TtsReachDependencies:
     @classmethod
     def from_environment(cls) -> TtsReachDependencies:
         settings = settings_from_environment(TtsReachSettings)
+        notifier, chat_notifier = notifiers_for(settings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(
-                settings.mode_parameter_name,
-                settings.function_mode_parameter_name,
-                client=aws_client(KILL_SWITCH_READ),
-            ),
-            notifier=SnsNotifier(settings.notification_topic_arn),
-            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
+            mode_switch=kill_switch_for(settings),
+            notifier=notifier,
+            chat_notifier=chat_notifier,
             events=EventBridgePublisher(EVENT_BUS_NAME),
             insights=CloudWatchLogsInsights(),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),

@@ -7,15 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import KILL_SWITCH_READ
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
-from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+from fleet_remediation.core.kill_switch import ModeSwitch
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTaskService
 from worker_drainer.adapters.ledger import DynamoLedger, Ledger
 from worker_drainer.adapters.outbox import DynamoOutbox, NotificationOutbox, ledger_once_guard
@@ -47,17 +46,14 @@ class DrainerDependencies:
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
         settings = settings_from_environment(DrainerSettings)
+        notifier, chat_notifier = notifiers_for(settings)
 
         policy = settings.drainer.policy
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(
-                settings.mode_parameter_name,
-                settings.function_mode_parameter_name,
-                client=aws_client(KILL_SWITCH_READ),
-            ),
-            notifier=SnsNotifier(settings.notification_topic_arn),
-            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
+            mode_switch=kill_switch_for(settings),
+            notifier=notifier,
+            chat_notifier=chat_notifier,
             once=ledger_once_guard(settings.ledger_table_name),
             outbox=DynamoOutbox(settings.ledger_table_name),
             ecs=BotoEcsTasks(

@@ -7,15 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier, SnsNotifier
-from fleet_remediation.contract.budgets import (
-    KILL_SWITCH_READ,
-)
+from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
-from fleet_remediation.core.kill_switch import ModeSwitch, SsmModeSwitch
+from fleet_remediation.core.kill_switch import ModeSwitch
 
 
 @dataclass
@@ -35,15 +32,12 @@ class ReaperDependencies:
     @classmethod
     def from_environment(cls) -> ReaperDependencies:
         settings = settings_from_environment(ReaperSettings)
+        notifier, chat_notifier = notifiers_for(settings)
         return cls(
             settings=settings,
-            mode_switch=SsmModeSwitch(
-                settings.mode_parameter_name,
-                settings.function_mode_parameter_name,
-                client=aws_client(KILL_SWITCH_READ),
-            ),
-            notifier=SnsNotifier(settings.notification_topic_arn),
-            chat_notifier=SnsNotifier(settings.chat_topic_arn) if settings.chat_topic_arn else None,
+            mode_switch=kill_switch_for(settings),
+            notifier=notifier,
+            chat_notifier=chat_notifier,
             once=DynamoDBOnceGuard(settings.idempotency_table_name)
             if settings.idempotency_table_name
             else RunEveryTime(),
