@@ -100,7 +100,9 @@ lambda-runtime: $(LAMBDA_RIE) $(LOCAL_DEPS_LAYER)/.built $(LOCAL_RUNTIME)/.built
 # The incident page's test drives Debian's chromium headless; installed once, when missing.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { echo "==> chromium (apt-get)"; \
-		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y chromium; }
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		{ $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+		  $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null; }; }
 
 # What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
 setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
