@@ -346,6 +346,11 @@ class SimulatedEcsService:
         running = sum(task.stopped_at is None for task in self._tasks.values())
         return ServiceCapacity(self._desired, running)
 
+    def ecs_managed_tags(self) -> bool:
+        # The simulated service is set up as the README asks: its tasks carry aws:ecs:serviceName.
+        self.calls += 1
+        return True
+
     def set_desired_count(self, count: int) -> None:
         self.calls += 1
         self._desired = count

@@ -28,6 +28,9 @@ SUSPECT_WORKER_DETAIL_TYPE = "LiveKit Suspect Worker"
 # ECS task tags written by the drainer (and read by agent_cooperation in the agents' image).
 DRAINER_TAG_PREFIX = "livekit-drainer:"
 EXCLUDE_TAG = f"{DRAINER_TAG_PREFIX}exclude"
+# The tag ECS puts on every task a service starts when the service has ECS managed tags on
+# (enableECSManagedTags); the drainer's IAM policy conditions its task changes on it.
+ECS_SERVICE_NAME_TAG = "aws:ecs:serviceName"
 # A room whose JSON metadata sets this key to true is never reaped (the application opts it out).
 ROOM_OPT_OUT_KEY = "lkfr_reaper_protected"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError, model_validator
@@ -93,6 +94,18 @@ class DrainerVpcConfig(StrictModel):
         return self
 
 
+class TaskActionScope(StrEnum):
+    """Which tasks the drainer's IAM policy lets it stop, tag, untag and (un)protect.
+
+    ``service``: only tasks carrying the ECS managed tag ``aws:ecs:serviceName`` = our service, which
+    ECS sets only when the service has ``enableECSManagedTags`` on (the drainer checks that before it
+    acts). ``cluster``: any task of the agents' cluster, for a service without managed tags.
+    """
+
+    SERVICE = "service"
+    CLUSTER = "cluster"
+
+
 class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
@@ -110,6 +123,11 @@ class DrainerSection(StrictModel):
         default=None, description="The agent container's name (default: the ECS service name)."
     )
     vpc: DrainerVpcConfig | None = None
+    task_action_scope: TaskActionScope = Field(
+        default=TaskActionScope.SERVICE,
+        description="service: task changes only on tasks tagged aws:ecs:serviceName=<service>; cluster: "
+        "any task of the cluster.",
+    )
     policy: DrainerPolicy = DrainerPolicy()
 
     @model_validator(mode="after")
