@@ -88,6 +88,8 @@ class DrainerExecutor:
         """Read once, before the first task step; reported once, each refused step points to it."""
         if not any(step.step in TASK_STEPS for step in acting):
             return None
+        if time.monotonic() + DRAINER_STEP_BUDGET_SECONDS > self.deadline:
+            return None  # too late for any step: the deadline gate refuses each, no call spent here
         refusal = task_scope_refusal(self.ecs, self.task_scope, self.cluster, self.service)
         if refusal is not None:
             report.error(refusal)
