@@ -197,7 +197,7 @@ def test_a_json_array_and_pages_one_per_line_replay_like_the_document(
     [
         (None, "cannot read"),
         ('{"events": [', "is not filter-log-events JSON"),
-        ('{"logStreamName": "a", "message": "{}"}\n{"x": 1}', "event 2 has no string 'message'"),
+        ('{"timestamp": 1, "message": "{}"}\n{"x": 1}', "event 2 has no string 'message'"),
         ('[{"message": "{}", "timestamp": "yesterday"}]', "event 1: 'timestamp' must be milliseconds"),
         ('{"events": [{"message": "{}", "timestamp": 1}, 7]}', "event 2 is a int, not an object"),
         ("", "holds no JSON log events"),
