@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
+from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import (
     NOTIFICATION_BUDGET_SECONDS,
@@ -50,7 +50,7 @@ from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transit
 
 
 @dataclass
-class TtsReachDependencies:
+class TtsReachDependencies(NotifyingDependencies):
     settings: TtsReachSettings
     mode_switch: ModeSwitch
     notifier: Notifier
@@ -59,10 +59,6 @@ class TtsReachDependencies:
     once: OnceGuard
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None
-
-    @property
-    def delivery(self) -> NotificationDelivery:
-        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> TtsReachDependencies:

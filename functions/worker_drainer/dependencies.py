@@ -11,7 +11,7 @@ from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
+from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch
@@ -23,7 +23,7 @@ from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
 
 
 @dataclass
-class DrainerDependencies:
+class DrainerDependencies(NotifyingDependencies):
     settings: DrainerSettings
     mode_switch: ModeSwitch
     notifier: Notifier
@@ -38,10 +38,6 @@ class DrainerDependencies:
     # Lambda's retry. Runs Lambda never retries (the plan CLI, the replay) need neither.
     once: OnceGuard = field(default_factory=RunEveryTime)
     outbox: NotificationOutbox | None = None
-
-    @property
-    def delivery(self) -> NotificationDelivery:
-        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
