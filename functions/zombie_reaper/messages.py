@@ -84,26 +84,32 @@ def _links(report: ReportBuilder, deps: ReaperDependencies) -> list[messages.Lin
 
 
 def _headlines(listed: list[RoomDecision], results: list[ReapResult], kept: list[str]) -> tuple[str, str]:
-    """What was done (enforce) and what would have been (dry run), with honest counts."""
+    """What was done (enforce) and what would have been (dry run), with honest counts; deletions
+    and warnings each said only when there are some, the oldest room named once."""
     if not listed:
         acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
         return acted, acted.removeprefix("zombie reaper ")
-    deletes, warnings = deletes_of(results), warnings_of(results)
     oldest = f" (oldest {listed[0].room.name}, {format_age(listed[0].age_seconds)})"
-    acted = (
-        f"zombie reaper deleted {count_outcome(deletes, Outcome.DONE)} of {len(deletes)} "
-        f"over-age room(s){oldest}"
-    )
-    if unknown := count_outcome(deletes, Outcome.UNKNOWN):
-        acted += f", {unknown} of unknown outcome (reply lost, re-read failed)"
+    deletes, warnings = deletes_of(results), warnings_of(results)
+    to_warn = sum(d.verdict is Verdict.WARN for d in listed)
+    done, would = [], []
+    if deletes:
+        deleted = f"deleted {count_outcome(deletes, Outcome.DONE)} of {len(deletes)} over-age room(s)"
+        if unknown := count_outcome(deletes, Outcome.UNKNOWN):
+            deleted += f"{oldest}, {unknown} of unknown outcome (reply lost, re-read failed)"
+        done.append(deleted if unknown else deleted + oldest)
     if warnings:
         warned = count_outcome(warnings, Outcome.DONE)
-        acted += f"; warned {warned} of {len(warnings)} room(s) with participants"
-    to_warn = sum(d.verdict is Verdict.WARN for d in listed)
-    would = f"deleted {len(listed) - to_warn} over-age room(s){oldest}"
+        tail = "" if deletes else oldest
+        done.append(
+            f"warned {warned} of {len(warnings)} room(s) with participants before deleting them{tail}"
+        )
+    if len(listed) > to_warn:
+        would.append(f"deleted {len(listed) - to_warn} over-age room(s){oldest}")
     if to_warn:
-        would += f" and warned {to_warn} with participants"
-    return acted, would
+        tail = "" if would else oldest
+        would.append(f"warned {to_warn} room(s) with participants before deleting them{tail}")
+    return f"zombie reaper {'; '.join(done)}", "; ".join(would)
 
 
 def _evidence(
@@ -165,7 +171,7 @@ def compose(
         ],
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
-        undo=_undo(settings.environment_name, bool(listed)),
+        undo=_undo(settings.environment_name, any(d.verdict is Verdict.REAP for d in listed)),
         links=_links(report, deps),
         resources=[d.room.name for d in listed],
         invocation_id=report.invocation_id,
