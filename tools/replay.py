@@ -48,7 +48,7 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
 
 from devkit.eventbridge_events import schedule_event  # noqa: E402
 from devkit.fixed_mode import FixedModeSwitch  # noqa: E402
-from devkit.log_export import LogEvent, read_events  # noqa: E402
+from devkit.log_export import LogEvent, UnreadableLogError, load_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from devkit.offline_worker_logs import OfflineWorkerLogs  # noqa: E402
 from devkit.replay_world import (  # noqa: E402
@@ -622,24 +622,6 @@ def _settings(
 
 
 # --- input -------------------------------------------------------------------------------------------------
-def load_events(path: Path) -> list[LogEvent]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return read_events(handle)
-    except OSError as exc:
-        raise UnreadableInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UnreadableInput(f"{path} is not UTF-8 text: {exc.reason}") from None
-    except ValueError as exc:
-        raise UnreadableInput(f"{path} is not filter-log-events JSON: {exc}") from None
-    except KeyError as exc:
-        raise UnreadableInput(f"{path}: an event lacks the field {exc}") from None
-    except (TypeError, AttributeError) as exc:
-        raise UnreadableInput(
-            f"{path}: an event is not shaped like filter-log-events output ({exc})"
-        ) from None
-
-
 def load_config(path: Path, env_name: str) -> EnvironmentConfig:
     try:
         context = json.loads(path.read_text(encoding="utf-8")).get("context")
@@ -661,7 +643,10 @@ def replay(
     progress: TextIO | None = None,
 ) -> ReplayResult:
     config = load_config(config_path, env_name)
-    events = load_events(log)
+    try:
+        events = load_events(log)
+    except UnreadableLogError as exc:
+        raise UnreadableInput(str(exc)) from None
     try:
         engine = Replay(events, env_name, config, mode, str(log), progress)
     except ConfigurationError as exc:

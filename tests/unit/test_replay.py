@@ -185,12 +185,29 @@ def test_both_export_shapes_replay_the_same(tmp_path: Path, capsys: pytest.Captu
     assert capsys.readouterr().out == from_lines
 
 
+def test_a_json_array_and_pages_one_per_line_replay_like_the_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    array, pages = tmp_path / "array.json", tmp_path / "pages.jsonl"
+    array.write_text(json.dumps(events))
+    half = len(events) // 2
+    pages.write_text("\n".join(json.dumps({"events": page}) for page in (events[:half], events[half:])))
+    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    from_lines = capsys.readouterr().out
+    for log in (array, pages):
+        assert main(["--log", str(log), "--env", "prod", "--json"]) == 0
+        assert capsys.readouterr().out == from_lines
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
         (None, "cannot read"),
         ('{"events": [', "is not filter-log-events JSON"),
-        ('{"logStreamName": "a", "message": "{}"}\n{"x": 1}', "lacks the field"),
+        ('{"timestamp": 1, "message": "{}"}\n{"x": 1}', "event 2 has no string 'message'"),
+        ('[{"message": "{}", "timestamp": "yesterday"}]', "event 1: 'timestamp' must be milliseconds"),
+        ('{"events": [{"message": "{}", "timestamp": 1}, 7]}', "event 2 is a int, not an object"),
         ("", "holds no JSON log events"),
     ],
 )
