@@ -427,9 +427,10 @@ FAILURE_HEADER = (
     "before the first failed response)\n\n"
     "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | "
     "first page (TTS new or VAD) | TTS pages per incident: old, new | "
+    "pages per incident (TTS new + VAD) | "
     "VAD attribution right / none / wrong | responder (new) right / none / wrong | "
     "drains right / healthy / fleet-wide: old, new |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -450,12 +451,16 @@ def failure_row(runs: Sequence[RunResult]) -> str:
     pages = ", ".join(
         pages_text([len(transitions_during(r, alarm)) for r in runs]) for alarm in ("tts_old", "tts_new")
     )
+    every_page = pages_text(
+        [len(transitions_during(r, "tts_new")) + len(transitions_during(r, "vad")) for r in runs]
+    )
     attribution = tally([vad_attribution(r, t) for r in runs for t in transitions_during(r, "vad")])
     verdicts = tally([responder_verdict(r, t) for r in runs for t in transitions_during(r, "tts_new")])
     old = "/".join(map(str, drains(runs, ("tts_old", "vad"))))
     new = "/".join(map(str, drains(runs, ("tts_new", "vad"))))
     return (
         f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {first_page} | {pages} | "
+        f"{every_page} | "
         f"{attribution} | "
         f"{verdicts} | {old}, {new} |"
     )

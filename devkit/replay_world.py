@@ -39,6 +39,7 @@ from fleet_remediation.contract.naming import (
     task_id_from_log_stream,
 )
 from fleet_remediation.core.errors import ConcurrentActionError, LiveKitApiError
+from worker_drainer.adapters.alarm_state import AlarmReading
 from worker_drainer.adapters.ecs_tasks import (
     RUNNING,
     EcsTask,
@@ -449,6 +450,16 @@ class SimulatedLedger:
             return False
         self._notices[key] = epoch + ttl_seconds
         return True
+
+
+class SimulatedAlarmStates:
+    """CloudWatch DescribeAlarms (``AlarmStates``): each alarm's state as the replay evaluated it."""
+
+    def __init__(self) -> None:
+        self.readings: dict[str, AlarmReading] = {}
+
+    def current(self, alarm_name: str) -> AlarmReading | None:
+        return self.readings.get(alarm_name)
 
 
 class SimulatedOnceGuard:

@@ -53,6 +53,7 @@ from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from devkit.offline_worker_logs import OfflineWorkerLogs  # noqa: E402
 from devkit.replay_world import (  # noqa: E402
     SentNotification,
+    SimulatedAlarmStates,
     SimulatedClock,
     SimulatedEcsService,
     SimulatedEventBus,
@@ -87,6 +88,7 @@ from fleet_stack.config import ConfigError, EnvironmentConfig, load_environment 
 from tools.backtest import MINUTE, Lesson, lessons, run_backtest  # noqa: E402
 from tools.replay_page import minute_series, render_page  # noqa: E402
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach  # noqa: E402
+from worker_drainer.adapters.alarm_state import AlarmReading  # noqa: E402
 from worker_drainer.dependencies import DrainerDependencies  # noqa: E402
 from worker_drainer.service import run_drainer  # noqa: E402
 from zombie_reaper.dependencies import ReaperDependencies  # noqa: E402
@@ -321,6 +323,7 @@ class Replay:
             account=self.account,
         )
         self.ledger = SimulatedLedger()
+        self.alarm_states = SimulatedAlarmStates()
         self.bus = SimulatedEventBus(self.clock, region=self.region, account=self.account)
         self.sent: list[SentNotification] = []
         self.settings = _settings(env_name, config, self.account)
@@ -390,6 +393,7 @@ class Replay:
             worker_logs=OfflineWorkerLogs(self.events, catalog.slow_vad, catalog),
             worker_probe=SimulatedWorkerProbe(self.jobs, self.ecs, self.livekit),
             room_service_factory=rooms,
+            alarm_states=self.alarm_states,
             clock=self.clock,
         )
         return reaper, responder, drainer
@@ -410,6 +414,7 @@ class Replay:
                 for change in (t for t in transitions if t.at == now):
                     alarm = names[change.alarm]
                     self.result.alarms.append(AlarmChange(alarm, change.state, now))
+                    self.alarm_states.readings[alarm] = AlarmReading(change.state, now)
                     event = alarm_event(
                         alarm,
                         change.state,

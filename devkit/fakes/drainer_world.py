@@ -31,6 +31,7 @@ from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from worker_drainer import handler
+from worker_drainer.adapters.alarm_state import CloudWatchAlarmStates
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard
@@ -189,6 +190,8 @@ class DrainerWorld:
             worker_logs=OfflineWorkerLogs(self.events, SignalCatalog.default().slow_vad),
             worker_probe=HttpWorkerProbe(8081, 1.0, endpoint_for=endpoint),
             room_service_factory=rooms,
+            # moto's CloudWatch: a test puts the VAD alarm and sets its state.
+            alarm_states=CloudWatchAlarmStates(boto3.client("cloudwatch")),
             clock=clock or (lambda: self.now),
         )
 

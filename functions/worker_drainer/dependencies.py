@@ -15,6 +15,7 @@ from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch
+from worker_drainer.adapters.alarm_state import AlarmStates, CloudWatchAlarmStates
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTaskService
 from worker_drainer.adapters.ledger import DynamoLedger, Ledger
 from worker_drainer.adapters.outbox import DynamoOutbox, NotificationOutbox, ledger_once_guard
@@ -32,6 +33,8 @@ class DrainerDependencies(NotifyingDependencies):
     worker_logs: WorkerLogs
     worker_probe: WorkerProbe
     room_service_factory: Callable[[], RoomService]
+    # The VAD alarm's state, for the scheduled tick (``alarm_watch``).
+    alarm_states: AlarmStates
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None
     # Per-channel once-keys of each delivery, and the outbox holding a message SNS did not take for
@@ -69,4 +72,5 @@ class DrainerDependencies(NotifyingDependencies):
                 settings.livekit_secret_id,
                 settings.drainer.livekit_request_timeout_seconds,
             ),
+            alarm_states=CloudWatchAlarmStates(),
         )

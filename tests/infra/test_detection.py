@@ -222,6 +222,9 @@ def test_responder_function_environment_and_permissions(
     start_query = next(s for s in statements if s["Action"] == "logs:StartQuery")
     assert "/ppi/livekit/staging/agent" in json.dumps(start_query["Resource"])
     assert any(s["Action"] == "events:PutEvents" for s in statements)
+    # The drainer's tick reads the VAD alarm's state: that alarm only.
+    (describe,) = [s for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"]
+    assert "VadAlarm" in json.dumps(describe["Resource"])
 
 
 def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Synthesized) -> None:

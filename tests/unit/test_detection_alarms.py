@@ -4,6 +4,8 @@ replay), and the TTS alarm is quiet on lag and fast on real failures, on crafted
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import random
 import re
 from collections.abc import Mapping
@@ -142,6 +144,23 @@ def test_a_burst_pages_once_while_it_is_inside_the_sliding_window() -> None:
     in_alarm = states(definition, minutes)
     # ALARM from the minute the window holds 5 of them until the window has passed both minutes.
     assert [i for i, state in enumerate(in_alarm) if state] == [5, 6, 7, 8]
+
+
+def test_m_of_n_periods_slide_with_the_evaluation_minute_as_cloudwatch_documents() -> None:
+    """AWS, "Evaluating an alarm": a period of a minute or more is evaluated every minute over the
+    last Period x Evaluation Periods; with a 5-minute period, minutes 1-5 at the end of minute 5,
+    minutes 2-6 at the end of minute 6. So 1 of 3 five-minute periods does not hold an ALARM for
+    15 minutes: one minute later the breaching window is split between two periods, and it comes
+    back whole every 5 minutes: three pages for one burst (the reason the TTS alarm keeps N = 1)."""
+    one_of_three = dataclasses.replace(
+        TtsReachAlarmSettings().definition(), evaluation_periods=3, datapoints_to_alarm=1
+    )
+    minutes = [MinuteCounts(responses=35, first_frames=35) for _ in range(30)]
+    minutes[10].first_audio_timeouts = 3
+    minutes[13].first_audio_timeouts = 2  # 5 in a window only while it holds minutes 10 to 13
+    in_alarm = states(one_of_three, minutes)
+    assert [i for i, state in enumerate(in_alarm) if state] == [13, 14, 18, 19, 23, 24]
+    assert sum(1 for before, now in itertools.pairwise([False, *in_alarm]) if now and not before) == 3
 
 
 def test_reach_rule_needs_its_minimum_volume() -> None:

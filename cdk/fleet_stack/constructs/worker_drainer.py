@@ -180,6 +180,12 @@ class WorkerDrainer(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn])
         )
+        # The reconcile tick reads the VAD alarm's state (worker_drainer/alarm_watch.py).
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:DescribeAlarms"], resources=[detection.vad_alarm.alarm_arn]
+            )
+        )
         # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])

@@ -195,8 +195,21 @@ class AlarmDefinition:
 
 
 class AlarmEvaluator:
-    """The alarm evaluated offline at the end of every minute, as CloudWatch evaluates it each minute
-    over a sliding window of the last ``evaluation_periods`` x ``period_minutes`` whole minutes.
+    """The alarm evaluated offline at the end of every minute, as AWS documents CloudWatch's
+    evaluation ("Evaluating an alarm", CloudWatch User Guide):
+
+    * a period of one minute or more is evaluated every minute, over the last ``evaluation_periods``
+      x ``period_minutes`` whole minutes: a 5-minute period sees minutes 1-5 at the end of minute 5,
+      minutes 2-6 at the end of minute 6. The periods are cut back from the evaluation minute, so
+      a 5-minute alarm gets a new datapoint every minute, and a breaching window that straddles two
+      of its periods a minute later breaches neither;
+    * ALARM while at least ``datapoints_to_alarm`` of the last ``evaluation_periods`` datapoints
+      breach (not necessarily consecutive), OK otherwise;
+    * missing data: every metric enters the expression through ``FILL(id, 0)``, and AWS documents
+      that FILL fills the missing datapoints of the alarm's range, the latest included, so every
+      period has a datapoint and the alarm's ``notBreaching`` treatment (and the "evaluation range"
+      look-back it governs) never decides a state here.
+
     Needs memory for that window only, so it runs over a stream of minutes of any length."""
 
     def __init__(self, definition: AlarmDefinition) -> None:

@@ -143,7 +143,8 @@ class DrainerSection(StrictModel):
         )
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, credentials, {budgets.DRAINER_QUERIES} "
+                f"a run needs up to {needed:g} s (kill switch, the VAD alarm's state, credentials, "
+                f"{budgets.DRAINER_QUERIES} "
                 f"queries of insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS "
                 f"calls of "
                 f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the "
