@@ -61,6 +61,7 @@ from fleet_remediation.contract.alarm_math import (
     MinuteCounts,
     Series,
     Statistic,
+    evaluator_for,
 )
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
@@ -166,8 +167,8 @@ class Watch:
         tts = config.tts_reach_alarm
         self.evaluators = {
             "tts_old": AlarmEvaluator(legacy_tts_reach()),
-            "tts_new": AlarmEvaluator(tts.definition()),
-            "tts_new_no_emitter": AlarmEvaluator(tts.definition()),
+            "tts_new": evaluator_for(tts.alarm()),
+            "tts_new_no_emitter": evaluator_for(tts.alarm()),
             "vad": AlarmEvaluator(config.vad_alarm.definition()),
         }
         self.state = dict.fromkeys(ALARMS, False)

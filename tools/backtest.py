@@ -198,7 +198,7 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
     catalog = config.catalog()
     minutes = bucket(events, catalog)
     vad = evaluate_alarm(config.vad_alarm.definition(), minutes)
-    tts = evaluate_alarm(config.tts_reach_alarm.definition(), minutes)
+    tts = evaluate_alarm(config.tts_reach_alarm.alarm(), minutes)
     result = BacktestResult(
         minutes,
         [breaching for breaching, _ in vad],

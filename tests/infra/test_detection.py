@@ -50,10 +50,20 @@ STAGING_TTS_EXPRESSION = (
 )
 
 
-def tts_alarm(synthesized: Synthesized, env_name: str = "staging") -> dict:
+def tts_alarm(synthesized: Synthesized, env_name: str = "staging", window_minutes: int = 5) -> dict:
+    """One of the TTS page's metric alarms (its fast window by default)."""
     return next(
         r["Properties"]
         for r in resources(synthesized, "AWS::CloudWatch::Alarm").values()
+        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach-{window_minutes}min"
+    )
+
+
+def tts_page(synthesized: Synthesized, env_name: str = "staging") -> dict:
+    """The composite alarm that pages and that the responder handles."""
+    return next(
+        r["Properties"]
+        for r in resources(synthesized, "AWS::CloudWatch::CompositeAlarm").values()
         if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach"
     )
 
@@ -78,7 +88,7 @@ def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(stag
     staging.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
-            "AlarmName": "livekit-staging-tts-reach",
+            "AlarmName": "livekit-staging-tts-reach-5min",
             "ComparisonOperator": "GreaterThanOrEqualToThreshold",
             "Threshold": 1,
             "EvaluationPeriods": 1,
@@ -94,11 +104,27 @@ def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(stag
             ),
         },
     )
-    alarm = tts_alarm(staging)
-    # The page does not depend on the responder: CloudWatch itself notifies ALARM and OK.
-    assert alarm["AlarmActions"] == alarm["OKActions"]
-    (action,) = [a["Ref"] for a in alarm["AlarmActions"]]
+    # The windows page only through the composite: the page does not depend on the responder,
+    # CloudWatch itself notifies its ALARM and OK.
+    for window in (5, 30):
+        assert "AlarmActions" not in tts_alarm(staging, window_minutes=window)
+    page = tts_page(staging)
+    assert page["AlarmActions"] == page["OKActions"]
+    (action,) = [a["Ref"] for a in page["AlarmActions"]]
     assert action.startswith("NotificationsTopic")
+
+
+def test_the_tts_page_holds_through_its_30_minute_window(staging: Synthesized) -> None:
+    """One incident, one page: ANY of the 5-minute window (fast) and the same rule over 30 minutes
+    (holds the incident between the bursts of a silent worker's sessions)."""
+    hold = tts_alarm(staging, window_minutes=30)
+    assert {m["MetricStat"]["Period"] for m in hold["Metrics"] if "MetricStat" in m} == {1800}
+    assert (hold["EvaluationPeriods"], hold["DatapointsToAlarm"]) == (1, 1)
+    rule = tts_page(staging)["AlarmRule"]
+    rendered = json.dumps(rule)
+    assert "TtsReach5MinAlarm" in rendered
+    assert "TtsReach30MinAlarm" in rendered
+    assert " OR " in rendered
 
 
 def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: Synthesized) -> None:
@@ -108,9 +134,9 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
         for alarm in (r["Properties"] for r in resources(staging, "AWS::CloudWatch::Alarm").values())
         if "Metrics" in alarm
     }
-    assert (
-        expressions["livekit-staging-tts-reach"] == detection.tts_reach_alarm.definition().expression.render()
-    )
+    for window in detection.tts_reach_alarm.alarm().children:
+        name = f"livekit-staging-tts-reach-{window.period_minutes}min"
+        assert expressions[name] == window.expression.render()
     assert (
         expressions["livekit-staging-vad-slow-inference"]
         == detection.vad_alarm.definition().expression.render()
@@ -122,7 +148,7 @@ def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesi
     context["environments"]["staging"]["detection"]["tts_reach_alarm"].update(
         {"window_minutes": 3, "min_timeouts": 5, "reach_min_responses": 50}
     )
-    alarm = tts_alarm(synth("staging", context))
+    alarm = tts_alarm(synth("staging", context), window_minutes=3)
     assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 1)
     expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
     assert expression.startswith("IF(FILL(timeouts, 0) >= (5 + 0.001 * FILL(responses, 0)")
@@ -202,7 +228,9 @@ def test_responder_function_environment_and_permissions(
         IDEMPOTENCY_TABLE_NAME="idempotency",
     )
     assert settings.alarm_name == "livekit-staging-tts-reach"
-    staging.template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmName": settings.alarm_name})
+    staging.template.has_resource_properties(
+        "AWS::CloudWatch::CompositeAlarm", {"AlarmName": settings.alarm_name}
+    )
     assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
     tts_settings = json.loads(variables["DETECTION"])["tts_reach_alarm"]
     assert (tts_settings["window_minutes"], tts_settings["expected_timeout_rate"]) == (5, 0.001)

@@ -27,6 +27,7 @@ from fleet_remediation.contract.naming import (
     FunctionName,
     metric_filter_name,
     tts_reach_alarm_name,
+    tts_reach_window_alarm_name,
     vad_alarm_name,
 )
 from fleet_remediation.contract.signals import Signal
@@ -82,18 +83,40 @@ class Detection(Construct):
         )
 
         tts = detection.tts_reach_alarm
-        self.tts_breach = self._breach_expression(
-            tts.definition(),
-            f"TTS reach breaching ({tts.window_minutes}-min window; 1 = timeouts or missing frames over)",
-        )
-        # The stack sends both alarms' ALARM and OK to the notification topics (Notifications): the
-        # page does not depend on the responder, whose analysis follows in the same incident.
-        self.tts_reach_alarm = self._alarm(
+        # The page: a composite alarm (its name is the TTS alarm's) over the fast window and the
+        # holding one; its children have no actions. The stack sends both pages' ALARM and OK to
+        # the notification topics (Notifications): the page does not depend on the responder, whose
+        # analysis follows in the same incident.
+        children = tts.alarm().children
+        breaches = [
+            self._breach_expression(
+                child,
+                f"TTS reach breaching ({child.period_minutes}-min window; "
+                "1 = timeouts or missing frames over)",
+            )
+            for child in children
+        ]
+        self.tts_breach = breaches[0]  # the fast window, on the dashboard
+        windows = [
+            self._alarm(
+                f"TtsReach{child.period_minutes}MinAlarm",
+                tts_reach_window_alarm_name(env_name, child.period_minutes),
+                child,
+                breach,
+                f"The TTS-reach rule over {child.period_minutes} min, "
+                f"part of {tts_reach_alarm_name(env_name)}.",
+            )
+            for child, breach in zip(children, breaches, strict=True)
+        ]
+        self.tts_reach_alarm = cloudwatch.CompositeAlarm(
+            self,
             "TtsReachAlarm",
-            tts_reach_alarm_name(env_name),
-            tts.definition(),
-            self.tts_breach,
-            f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+            composite_alarm_name=tts_reach_alarm_name(env_name),
+            alarm_description=f"Users hear nothing: {tts.describe()}. "
+            f"Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+            alarm_rule=cloudwatch.AlarmRule.any_of(
+                *(cloudwatch.AlarmRule.from_alarm(window, cloudwatch.AlarmState.ALARM) for window in windows)
+            ),
         )
 
     def _filter(self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit) -> None:

@@ -106,7 +106,7 @@ class Notifications(Construct):
         for topic in self.topics:
             topic.grant_publish(grantee)
 
-    def notify_on_state_changes(self, alarm: cloudwatch.Alarm) -> None:
+    def notify_on_state_changes(self, alarm: cloudwatch.AlarmBase) -> None:
         """ALARM and OK of ``alarm`` to every topic."""
         for topic in self.topics:
             action = cw_actions.SnsAction(topic)

@@ -231,7 +231,34 @@ class AlarmEvaluator:
         return newest, in_alarm
 
 
-def evaluate_alarm(definition: AlarmDefinition, minutes: Sequence[MinuteCounts]) -> list[tuple[bool, bool]]:
-    """``AlarmEvaluator.push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
-    evaluator = AlarmEvaluator(definition)
+@dataclass(frozen=True)
+class AnyOf:
+    """A composite alarm with the rule ANY of its children (``ALARM(a) OR ALARM(b)``): in ALARM
+    while any child is. A short child pages fast; a longer child over the same rule holds the
+    composite through the quiet minutes between bursts of one incident."""
+
+    children: tuple[AlarmDefinition, ...]
+
+
+class CompositeEvaluator:
+    """``AnyOf`` evaluated offline: each child as ``AlarmEvaluator`` evaluates it, every minute."""
+
+    def __init__(self, composite: AnyOf) -> None:
+        self._children = [AlarmEvaluator(child) for child in composite.children]
+
+    def push(self, minute: MinuteCounts) -> tuple[bool, bool]:
+        """(does any child's newest period breach, is any child in ALARM)."""
+        states = [child.push(minute) for child in self._children]
+        return any(breaching for breaching, _ in states), any(alarm for _, alarm in states)
+
+
+def evaluator_for(alarm: AlarmDefinition | AnyOf) -> AlarmEvaluator | CompositeEvaluator:
+    return CompositeEvaluator(alarm) if isinstance(alarm, AnyOf) else AlarmEvaluator(alarm)
+
+
+def evaluate_alarm(
+    alarm: AlarmDefinition | AnyOf, minutes: Sequence[MinuteCounts]
+) -> list[tuple[bool, bool]]:
+    """``push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
+    evaluator = evaluator_for(alarm)
     return [evaluator.push(minute) for minute in minutes]

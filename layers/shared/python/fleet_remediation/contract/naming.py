@@ -88,7 +88,13 @@ def vad_alarm_name(environment: str) -> str:
 
 
 def tts_reach_alarm_name(environment: str) -> str:
+    """The composite alarm that pages and that the responder handles."""
     return f"livekit-{environment}-tts-reach"
+
+
+def tts_reach_window_alarm_name(environment: str, window_minutes: int) -> str:
+    """One of the composite's metric alarms (no actions of its own)."""
+    return f"{tts_reach_alarm_name(environment)}-{window_minutes}min"
 
 
 def dashboard_name(environment: str) -> str:
