@@ -65,6 +65,7 @@ from fleet_remediation.contract.alarm_math import (
 )
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.settings import TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.transition import analysis_window_minutes
@@ -138,6 +139,8 @@ class Transition:
     drained: frozenset[str] = frozenset()
     fleet: FleetAssessment | None = None
     verdict: Concentration | None = None
+    # The responder's scheduled re-check during the ALARM that named a worker (not a page).
+    recheck: bool = False
 
 
 @dataclass
@@ -178,6 +181,9 @@ class Watch:
         self.vad_minutes: deque[dict[int, VadRow]] = deque(maxlen=policy.window_minutes)
         self.job_minutes: deque[dict[int, list[int]]] = deque(maxlen=analysis_window_minutes(config))
         self.responses = 0
+        self.recheck_minutes = TtsReachSection().recheck_minutes
+        # Per TTS alarm in ALARM: the minute it fired, and whether its incident has a named worker.
+        self.incident: dict[str, tuple[int, bool]] = {}
 
     def minute(self, minute: int, events: Sequence[Event]) -> list[Transition]:
         counts = MinuteCounts()
@@ -221,6 +227,12 @@ class Watch:
             _, in_alarm = evaluator.push(without_timeouts if name == "tts_new_no_emitter" else counts)
             if in_alarm and not self.state[name]:
                 fired.append(self._act(name, minute))
+                self.incident[name] = (
+                    minute,
+                    fired[-1].verdict is not None and fired[-1].verdict.concentrated,
+                )
+            elif in_alarm and (found := self._recheck(name, minute)) is not None:
+                fired.append(found)
             if in_alarm:
                 self.alarm_minutes[name].append(minute)
             self.state[name] = in_alarm
@@ -236,6 +248,22 @@ class Watch:
         if verdict.concentrated and verdict.top is not None and not fleet.fleet_wide:
             drained = frozenset({verdict.top.log_stream.rsplit("/", 1)[-1]})
         return Transition(alarm, minute, drained, fleet, verdict)
+
+    def _recheck(self, alarm: str, minute: int) -> Transition | None:
+        """The responder's scheduled re-check of the new TTS alarm's open incident (every
+        ``recheck_minutes`` while in ALARM, until a worker is named): a worker named for the first
+        time in the incident."""
+        if alarm != "tts_new" or not self.recheck_minutes or alarm not in self.incident:
+            return None
+        since, named = self.incident[alarm]
+        if named or (minute - since) % self.recheck_minutes:
+            return None
+        found = self._act(alarm, minute)
+        if found.verdict is None or not found.verdict.concentrated:
+            return None
+        self.incident[alarm] = (since, True)
+        found.recheck = True
+        return found
 
     def _assess_fleet(self, minute: int) -> FleetAssessment:
         """The drainer's attribution at the end of ``minute`` over its window's statistics."""
@@ -370,7 +398,9 @@ def transitions_during(result: RunResult, alarm: str) -> list[Transition]:
     assert result.end_minute is not None
     start = judged_from(result, alarm)
     return [
-        t for t in result.transitions if t.alarm == alarm and start <= t.minute + 1 <= result.end_minute + 10
+        t
+        for t in result.transitions
+        if t.alarm == alarm and not t.recheck and start <= t.minute + 1 <= result.end_minute + 10
     ]
 
 

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from devkit.log_export import LogEvent
+from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import (
@@ -39,7 +40,6 @@ from fleet_remediation.contract.naming import (
     task_id_from_log_stream,
 )
 from fleet_remediation.core.errors import ConcurrentActionError, LiveKitApiError
-from worker_drainer.adapters.alarm_state import AlarmReading
 from worker_drainer.adapters.ecs_tasks import (
     RUNNING,
     EcsTask,
@@ -458,7 +458,7 @@ class SimulatedAlarmStates:
     def __init__(self) -> None:
         self.readings: dict[str, AlarmReading] = {}
 
-    def current(self, alarm_name: str) -> AlarmReading | None:
+    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
         return self.readings.get(alarm_name)
 
 

@@ -151,8 +151,8 @@ def deployed_ledger_table(env: str) -> str:
 def plan_drainer(
     env: str, config: EnvironmentConfig, notifier: HeldNotifier, ledger_table: str | None
 ) -> dict[str, Any]:
+    from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
     from worker_drainer import handler
-    from worker_drainer.adapters.alarm_state import CloudWatchAlarmStates
     from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
     from worker_drainer.adapters.ledger import DynamoLedger
     from worker_drainer.adapters.worker_logs import InsightsWorkerLogs

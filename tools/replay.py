@@ -65,6 +65,7 @@ from devkit.replay_world import (  # noqa: E402
     jobs_from_events,
     room_service_factory,
 )
+from fleet_remediation.adapters.alarm_state import AlarmReading  # noqa: E402
 from fleet_remediation.contract.naming import (  # noqa: E402
     ALARM_DETAIL_TYPE,
     FunctionName,
@@ -88,7 +89,6 @@ from fleet_stack.config import ConfigError, EnvironmentConfig, load_environment 
 from tools.backtest import MINUTE, Lesson, lessons, run_backtest  # noqa: E402
 from tools.replay_page import minute_series, render_page  # noqa: E402
 from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach  # noqa: E402
-from worker_drainer.adapters.alarm_state import AlarmReading  # noqa: E402
 from worker_drainer.dependencies import DrainerDependencies  # noqa: E402
 from worker_drainer.service import run_drainer  # noqa: E402
 from zombie_reaper.dependencies import ReaperDependencies  # noqa: E402
@@ -131,6 +131,11 @@ def stack_rules(env_name: str, config: EnvironmentConfig) -> tuple[Rule, ...]:
         Rule(FunctionName.ZOMBIE_REAPER, schedule_minutes=config.reaper.schedule_minutes),
         Rule(FunctionName.ZOMBIE_REAPER, alarm=vad, states=("ALARM",)),
         Rule(FunctionName.TTS_REACH_ALARM, alarm=tts, states=("ALARM", "OK")),
+        *(
+            (Rule(FunctionName.TTS_REACH_ALARM, schedule_minutes=config.tts_reach.recheck_minutes),)
+            if config.tts_reach.recheck_minutes
+            else ()
+        ),
         Rule(FunctionName.WORKER_DRAINER, schedule_minutes=config.drainer.schedule_minutes),
         Rule(FunctionName.WORKER_DRAINER, alarm=vad, states=("ALARM",)),
         Rule(FunctionName.WORKER_DRAINER, suspect_worker=True),
@@ -383,6 +388,7 @@ class Replay:
             insights=OfflineLogsInsights(self.events, catalog),
             once=SimulatedOnceGuard(),
             clock=self.clock,
+            alarm_states=self.alarm_states,
         )
         drainer = DrainerDependencies(
             settings=drainer_settings,
@@ -472,7 +478,8 @@ class Replay:
         now = self.clock()
         candidates = {c["resource"]: c for c in report["candidates"]}
         summary = report.get("summary") or {}
-        if function is FunctionName.TTS_REACH_ALARM and "verdict" in summary:
+        # A re-check during an open incident is a verdict only when it found something new.
+        if function is FunctionName.TTS_REACH_ALARM and "verdict" in summary and "recheck" not in summary:
             top = next(iter(report["candidates"]), None)
             concentrated = summary["verdict"] == "concentrated"
             suspect = task_id_from_log_stream(top["resource"]) if concentrated and top else None

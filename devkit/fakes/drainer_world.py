@@ -24,6 +24,7 @@ from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from devkit.log_export import LogEvent
 from devkit.offline_worker_logs import OfflineWorkerLogs
+from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
@@ -31,7 +32,6 @@ from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from worker_drainer import handler
-from worker_drainer.adapters.alarm_state import CloudWatchAlarmStates
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard

@@ -9,12 +9,12 @@ under the incident that ALARM transition opened."""
 
 from __future__ import annotations
 
+from fleet_remediation.adapters.alarm_state import AlarmStates
 from fleet_remediation.contract.naming import vad_alarm_name
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from fleet_remediation.core.routing import AlarmStateChange
-from worker_drainer.adapters.alarm_state import AlarmStates
 from worker_drainer.events import DrainerTrigger
 
 ALARM = "ALARM"

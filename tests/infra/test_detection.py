@@ -250,9 +250,29 @@ def test_responder_function_environment_and_permissions(
     start_query = next(s for s in statements if s["Action"] == "logs:StartQuery")
     assert "/ppi/livekit/staging/agent" in json.dumps(start_query["Resource"])
     assert any(s["Action"] == "events:PutEvents" for s in statements)
-    # The drainer's tick reads the VAD alarm's state: that alarm only.
-    (describe,) = [s for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"]
-    assert "VadAlarm" in json.dumps(describe["Resource"])
+    # Each tick reads one alarm's state, that alarm only: the drainer's the VAD alarm, the
+    # responder's re-check the TTS page (the composite).
+    described = sorted(
+        json.dumps(s["Resource"]) for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"
+    )
+    assert len(described) == 2
+    assert "TtsReachAlarm" in described[0]
+    assert "TtsReach5Min" not in described[0]
+    assert "VadAlarm" in described[1]
+    staging.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(2 minutes)",
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [Match.string_like_regexp("TtsReachResponderFunction"), "Arn"]},
+                        "RetryPolicy": {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 120},
+                    }
+                )
+            ],
+        },
+    )
 
 
 def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Synthesized) -> None:

@@ -125,7 +125,7 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
     # The TTS page holds past the end of the log (its 30-minute window still holds the failures).
     assert "livekit-prod-tts-reach OK" not in by_trigger
     assert by_trigger["suspect-worker event"] == {"worker_drainer"}
-    assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer"}
+    assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer", "tts_reach_alarm"}
     reaper_ticks = [
         i.at for i in incident.invocations if i.trigger == "schedule" and i.function == "zombie_reaper"
     ]

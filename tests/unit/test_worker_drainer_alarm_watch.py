@@ -14,12 +14,12 @@ from moto import mock_aws
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
 from devkit.fakes.drainer_world import alarm_event, schedule_event
+from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
 from fleet_remediation.core import messages
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
-from worker_drainer.adapters.alarm_state import CloudWatchAlarmStates
 from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.events import route_drainer_event
 from worker_drainer.incidents import trigger_incident

@@ -130,10 +130,12 @@ def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
 
 
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
-    """Kill switch, two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms),
-    the suspect-worker event (once-only), the notification, the report."""
+    """Kill switch, the TTS page's state (a scheduled re-check), two Logs Insights queries in
+    sequence (outcomes, then the failing jobs' rooms), the suspect-worker event (once-only), the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
+        + ALARM_STATE_READ.worst_case_seconds
         + 2 * query_timeout_seconds
         + guarded_action_seconds(SUSPECT_EVENT_PUT)
         + NOTIFICATION_BUDGET_SECONDS

@@ -22,6 +22,8 @@ NOTIFICATION_KIND_ATTRIBUTE = "notification_kind"
 EVENT_BUS_NAME = "default"
 EVENT_SOURCE = "livekit.fleet-remediation"
 SCHEDULE_DETAIL_TYPE = "Scheduled Event"
+# EventBridge delivers its schedule rules' events from this source only.
+SCHEDULE_SOURCE = "aws.events"
 ALARM_DETAIL_TYPE = "CloudWatch Alarm State Change"
 SUSPECT_WORKER_DETAIL_TYPE = "LiveKit Suspect Worker"
 

@@ -56,6 +56,12 @@ class TtsReachSection(StrictModel):
 
     timeout_seconds: int = Field(default=120, ge=10, le=900, description="Lambda timeout.")
     query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
+    recheck_minutes: int = Field(
+        default=2,
+        ge=0,
+        le=60,
+        description="Re-check the open incident this often while the TTS page stays in ALARM (0: never).",
+    )
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
@@ -68,9 +74,10 @@ class TtsReachSection(StrictModel):
         needed = budgets.tts_reach_seconds_needed(self.query_timeout_seconds)
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, two queries of query_timeout_seconds="
-                f"{self.query_timeout_seconds:g}, the suspect-worker event and the notification with "
-                f"their once-only records, the report: contract/budgets.py); timeout_seconds is "
+                f"a run needs up to {needed:g} s (kill switch, the page's state, two queries of "
+                f"query_timeout_seconds={self.query_timeout_seconds:g}, the suspect-worker event and the "
+                f"notification with their once-only records, the report: contract/budgets.py); "
+                f"timeout_seconds is "
                 f"{self.timeout_seconds}"
             )
         return self

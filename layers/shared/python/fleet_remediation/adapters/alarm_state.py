@@ -1,6 +1,8 @@
-"""The VAD alarm's current state, read by the drainer's scheduled tick: while that alarm stays in
-ALARM, the tick may attribute and start ladders too (the ALARM transition alone fires once, often
-before the worker's warnings reach the attribution's rate).
+"""An alarm's current state, read by a scheduled tick that acts while an incident stays open: the
+drainer's while the VAD alarm stays in ALARM (it may attribute and start ladders: the transition
+alone fires once, often before the worker's warnings reach the attribution's rate), the TTS
+responder's while the TTS page stays in ALARM (it may name the worker once enough of its sessions
+have failed: the first analysis, a minute after onset, often has too few).
 
 CloudWatch DescribeAlarms through a client built from ``ALARM_STATE_READ`` (every call ends within
 its budget); a failure is a typed ``AwsApiError``, which the caller reports and treats as "not known
@@ -26,7 +28,7 @@ class AlarmReading:
 
 
 class AlarmStates(Protocol):
-    def current(self, alarm_name: str) -> AlarmReading | None:
+    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
         """The alarm's state, or ``None`` when no such alarm exists. Raises ``AwsApiError``."""
         ...
 
@@ -35,10 +37,11 @@ class CloudWatchAlarmStates:
     def __init__(self, client: Any | None = None) -> None:
         self._client = client or aws_client(ALARM_STATE_READ)
 
-    def current(self, alarm_name: str) -> AlarmReading | None:
+    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
+        kind = "CompositeAlarm" if composite else "MetricAlarm"
         with aws_api_errors("CloudWatch DescribeAlarms", alarm_name):
-            found = self._client.describe_alarms(AlarmNames=[alarm_name], AlarmTypes=["MetricAlarm"])
-        alarms = found.get("MetricAlarms", [])
+            found = self._client.describe_alarms(AlarmNames=[alarm_name], AlarmTypes=[kind])
+        alarms = found.get(f"{kind}s", [])
         if not alarms:
             return None
         alarm = alarms[0]
