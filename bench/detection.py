@@ -68,6 +68,7 @@ from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.settings import TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
+from tts_reach_alarm.investigation import recheck_alpha
 from tts_reach_alarm.transition import analysis_window_minutes
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import FleetAssessment, assess_fleet
@@ -239,11 +240,11 @@ class Watch:
         return fired
 
     # --- what each alarm triggers ----------------------------------------------------------------
-    def _act(self, alarm: str, minute: int) -> Transition:
+    def _act(self, alarm: str, minute: int, alpha: float | None = None) -> Transition:
         fleet = self._assess_fleet(minute)
         if alarm == "vad":
             return Transition(alarm, minute, frozenset(w.task_id for w in fleet.degraded), fleet)
-        verdict = self._responder()
+        verdict = self._responder(alpha)
         drained: frozenset[str] = frozenset()
         if verdict.concentrated and verdict.top is not None and not fleet.fleet_wide:
             drained = frozenset({verdict.top.log_stream.rsplit("/", 1)[-1]})
@@ -258,7 +259,8 @@ class Watch:
         since, named = self.incident[alarm]
         if named or (minute - since) % self.recheck_minutes:
             return None
-        found = self._act(alarm, minute)
+        look = (minute - since) // self.recheck_minutes
+        found = self._act(alarm, minute, recheck_alpha(self.config.tts_reach_alarm.concentration_alpha, look))
         if found.verdict is None or not found.verdict.concentrated:
             return None
         self.incident[alarm] = (since, True)
@@ -292,7 +294,7 @@ class Watch:
             stats, {t.stream: t.task_id for t in running}, [t.task_id for t in running], self.policy
         )
 
-    def _responder(self) -> Concentration:
+    def _responder(self, alpha: float | None = None) -> Concentration:
         totals: dict[int, list[int]] = {}
         for per_job in self.job_minutes:
             for lesson, (task, responses, frames) in per_job.items():
@@ -307,7 +309,9 @@ class Watch:
         ]
         alarm = self.config.tts_reach_alarm
         return assess_concentration(
-            jobs, alpha=alarm.concentration_alpha, min_failed_jobs=alarm.min_failed_jobs
+            jobs,
+            alpha=alarm.concentration_alpha if alpha is None else alpha,
+            min_failed_jobs=alarm.min_failed_jobs,
         )
 
 

@@ -51,7 +51,7 @@ from fleet_remediation.core.report_model import Decision, Outcome
 from fleet_remediation.core.routing import AlarmStateChange
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
-from tts_reach_alarm.investigation import Findings, investigate
+from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
 from tts_reach_alarm.messages import compose_alarm_notification, compose_resolved_notification, incident_id
 from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transition
 
@@ -114,8 +114,11 @@ def run_tts_reach(
         report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
         _tell(compose_resolved_notification(transition, settings, report), transition, report, deps)
         return
-    findings = investigate(transition.window, deps.settings, deps.insights, deadline)
+    alpha = _alpha(transition, settings)
+    findings = investigate(transition.window, deps.settings, deps.insights, deadline, alpha)
     _record_findings(findings, transition, report)
+    if alpha is not None:
+        report.summary["recheck_alpha"] = alpha
     suspect = _suspect_detail(findings, transition, settings)
     event_id, new = None, suspect is not None
     if suspect and report.acts:
@@ -128,6 +131,16 @@ def run_tts_reach(
     note = compose_alarm_notification(findings, transition, suspect, settings, report, event_id)
     notify_key = f"recheck-notify:{suspect.task_id}" if transition.recheck and suspect else "notify"
     _tell(note, transition, report, deps, notify_key)
+
+
+def _alpha(transition: Transition, settings: TtsReachSettings) -> float | None:
+    """A re-check's level: the how-many-th look at the incident it is (the ALARM's own analysis uses
+    the configured alpha)."""
+    if not transition.recheck or transition.change is None:
+        return None
+    minutes_open = (transition.window.end - transition.change.state.timestamp).total_seconds() / 60
+    look = max(1, int(minutes_open // max(1, settings.tts_reach.recheck_minutes)))
+    return recheck_alpha(settings.detection.tts_reach_alarm.concentration_alpha, look)
 
 
 def _open_incident(

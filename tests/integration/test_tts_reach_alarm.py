@@ -5,6 +5,7 @@ moto has no Logs Insights query engine."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -377,6 +378,8 @@ def test_a_recheck_names_the_worker_the_first_analysis_could_not_once(aws: Aws, 
     assert recheck["status"] == "ok", recheck["errors"]
     assert recheck["trigger"]["kind"] == "schedule"
     assert recheck["summary"]["verdict"] == "concentrated"
+    # The second look at the incident (4 minutes in, every 2): it tests at alpha x 6 / (pi^2 x 4).
+    assert recheck["summary"]["recheck_alpha"] == pytest.approx(0.05 * 6 / (math.pi**2 * 4))
     assert [(a["action"], a["outcome"]) for a in recheck["actions"]] == [("emit-suspect-worker", "done")]
     (suspect,) = aws.drain(aws.events_queue)
     assert suspect["detail"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
