@@ -7,7 +7,10 @@ whole week in memory), feeds each minute's metric-filter counts to the alarms ex
 transition to ALARM runs what the alarm would trigger: the drainer's ``assess_fleet`` over
 per-worker slow-VAD statistics of the last 30 minutes (VAD alarm), and the responder's
 ``assess_concentration`` over per-job outcomes of its window followed by the drainer's suspect-worker
-rule (TTS alarm). It prints:
+rule (TTS alarm). While an alarm stays in ALARM it also runs what the deployed schedules run: the
+drainer's tick every minute (a cordon when the attribution finds a degraded worker) and the
+responder's re-check every 2 minutes until a worker is named (at the re-check's spent alpha). Those
+act, but they are not pages. It prints:
 
 * healthy families (steady, daily with quiet nights and a rolling deploy a day, slow-but-healthy
   TTS every day): false pages per simulated day for the old TTS alarm (per-minute reach < 0.97 in
@@ -65,7 +68,7 @@ from fleet_remediation.contract.alarm_math import (
 )
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
-from fleet_remediation.contract.settings import TtsReachSection
+from fleet_remediation.contract.settings import DrainerSection, TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.investigation import recheck_alpha
@@ -140,7 +143,8 @@ class Transition:
     drained: frozenset[str] = frozenset()
     fleet: FleetAssessment | None = None
     verdict: Concentration | None = None
-    # The responder's scheduled re-check during the ALARM that named a worker (not a page).
+    # A scheduled run during the ALARM that acted (not a page): the responder's re-check that named
+    # a worker, the drainer's tick that found a degraded one.
     recheck: bool = False
 
 
@@ -173,7 +177,7 @@ class Watch:
             "tts_old": AlarmEvaluator(legacy_tts_reach()),
             "tts_new": evaluator_for(tts.alarm()),
             "tts_new_no_emitter": evaluator_for(tts.alarm()),
-            "vad": AlarmEvaluator(config.vad_alarm.definition()),
+            "vad": evaluator_for(config.vad_alarm.alarm()),
         }
         self.state = dict.fromkeys(ALARMS, False)
         self.alarm_minutes: dict[str, list[int]] = {name: [] for name in ALARMS}
@@ -183,6 +187,7 @@ class Watch:
         self.job_minutes: deque[dict[int, list[int]]] = deque(maxlen=analysis_window_minutes(config))
         self.responses = 0
         self.recheck_minutes = TtsReachSection().recheck_minutes
+        self.drainer_tick_minutes = DrainerSection().schedule_minutes
         # Per TTS alarm in ALARM: the minute it fired, and whether its incident has a named worker.
         self.incident: dict[str, tuple[int, bool]] = {}
 
@@ -232,7 +237,7 @@ class Watch:
                     minute,
                     fired[-1].verdict is not None and fired[-1].verdict.concentrated,
                 )
-            elif in_alarm and (found := self._recheck(name, minute)) is not None:
+            elif in_alarm and (found := self._recheck(name, minute) or self._tick(name, minute)):
                 fired.append(found)
             if in_alarm:
                 self.alarm_minutes[name].append(minute)
@@ -266,6 +271,16 @@ class Watch:
         self.incident[alarm] = (since, True)
         found.recheck = True
         return found
+
+    def _tick(self, alarm: str, minute: int) -> Transition | None:
+        """The drainer's scheduled tick while the VAD alarm stays in ALARM: it attributes as the
+        transition did (a cordon when a worker is degraded and the fleet is not)."""
+        if alarm != "vad" or minute % self.drainer_tick_minutes:
+            return None
+        fleet = self._assess_fleet(minute)
+        if fleet.fleet_wide or not fleet.degraded:
+            return None
+        return Transition(alarm, minute, frozenset(w.task_id for w in fleet.degraded), fleet, recheck=True)
 
     def _assess_fleet(self, minute: int) -> FleetAssessment:
         """The drainer's attribution at the end of ``minute`` over its window's statistics."""

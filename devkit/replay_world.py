@@ -458,7 +458,7 @@ class SimulatedAlarmStates:
     def __init__(self) -> None:
         self.readings: dict[str, AlarmReading] = {}
 
-    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
+    def current(self, alarm_name: str) -> AlarmReading | None:
         return self.readings.get(alarm_name)
 
 

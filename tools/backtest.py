@@ -197,7 +197,7 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
     """Both alarms evaluated at the end of every minute, exactly as their definitions deploy."""
     catalog = config.catalog()
     minutes = bucket(events, catalog)
-    vad = evaluate_alarm(config.vad_alarm.definition(), minutes)
+    vad = evaluate_alarm(config.vad_alarm.alarm(), minutes)
     tts = evaluate_alarm(config.tts_reach_alarm.alarm(), minutes)
     result = BacktestResult(
         minutes,

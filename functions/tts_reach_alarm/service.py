@@ -151,7 +151,7 @@ def _open_incident(
     the report, when the page is not in ALARM or its state cannot be read."""
     name = deps.settings.alarm_name
     try:
-        reading = deps.alarm_states.current(name, composite=True) if deps.alarm_states else None
+        reading = deps.alarm_states.current(name) if deps.alarm_states else None
     except RemediationError as exc:
         report.error(exc)
         return None

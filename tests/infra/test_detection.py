@@ -122,8 +122,8 @@ def test_the_tts_page_holds_through_its_30_minute_window(staging: Synthesized) -
     assert (hold["EvaluationPeriods"], hold["DatapointsToAlarm"]) == (1, 1)
     rule = tts_page(staging)["AlarmRule"]
     rendered = json.dumps(rule)
-    assert "TtsReach5MinAlarm" in rendered
-    assert "TtsReach30MinAlarm" in rendered
+    assert "TtsReach5minAlarm" in rendered
+    assert "TtsReach30minAlarm" in rendered
     assert " OR " in rendered
 
 
@@ -137,10 +137,9 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
     for window in detection.tts_reach_alarm.alarm().children:
         name = f"livekit-staging-tts-reach-{window.period_minutes}min"
         assert expressions[name] == window.expression.render()
-    assert (
-        expressions["livekit-staging-vad-slow-inference"]
-        == detection.vad_alarm.definition().expression.render()
-    )
+    for part in detection.vad_alarm.alarm().children:
+        name = f"livekit-staging-vad-slow-inference-{part.label}"
+        assert expressions[name] == part.expression.render()
 
 
 def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesized]) -> None:
@@ -156,26 +155,36 @@ def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesi
     assert {m["MetricStat"]["Period"] for m in alarm["Metrics"] if "MetricStat" in m} == {180}
 
 
-def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
-    staging.template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "AlarmName": "livekit-staging-vad-slow-inference",
-            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-            "Threshold": 1,
-            "EvaluationPeriods": 5,
-            "DatapointsToAlarm": 3,
-            "TreatMissingData": "notBreaching",
-            "AlarmActions": Match.any_value(),
-            "Metrics": Match.array_with(
-                [
-                    Match.object_like(
-                        {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2, 1, 0)"}
-                    )
-                ]
-            ),
-        },
+def test_vad_page_is_any_of_3_of_5_and_6_of_30_breaching_minutes(staging: Synthesized) -> None:
+    """A breaching minute combines rate and delay; 3 of 5 pages, 6 of 30 holds the incident (one-minute
+    periods: a sliding count of breaching minutes, exact in CloudWatch)."""
+    for evaluation, datapoints in ((5, 3), (30, 6)):
+        staging.template.has_resource_properties(
+            "AWS::CloudWatch::Alarm",
+            {
+                "AlarmName": f"livekit-staging-vad-slow-inference-{datapoints}of{evaluation}min",
+                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+                "Threshold": 1,
+                "EvaluationPeriods": evaluation,
+                "DatapointsToAlarm": datapoints,
+                "TreatMissingData": "notBreaching",
+                "Metrics": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2, 1, 0)"}
+                        )
+                    ]
+                ),
+            },
+        )
+    page = next(
+        r["Properties"]
+        for r in resources(staging, "AWS::CloudWatch::CompositeAlarm").values()
+        if r["Properties"]["AlarmName"] == "livekit-staging-vad-slow-inference"
     )
+    assert page["AlarmActions"] == page["OKActions"]
+    assert "Vad3of5minAlarm" in json.dumps(page["AlarmRule"])
+    assert "Vad6of30minAlarm" in json.dumps(page["AlarmRule"])
 
 
 def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging: Synthesized) -> None:
@@ -186,7 +195,7 @@ def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging
                 "source": ["aws.cloudwatch"],
                 "detail-type": ["CloudWatch Alarm State Change"],
                 "detail": {"state": {"value": ["ALARM", "OK"]}},
-                "resources": [{"Fn::GetAtt": [Match.string_like_regexp("TtsReachAlarm"), "Arn"]}],
+                "resources": [{"Fn::GetAtt": [Match.string_like_regexp("TtsReachPage"), "Arn"]}],
             },
             "Targets": [
                 Match.object_like(
@@ -256,9 +265,8 @@ def test_responder_function_environment_and_permissions(
         json.dumps(s["Resource"]) for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"
     )
     assert len(described) == 2
-    assert "TtsReachAlarm" in described[0]
-    assert "TtsReach5Min" not in described[0]
-    assert "VadAlarm" in described[1]
+    assert "TtsReachPage" in described[0]
+    assert "VadPage" in described[1]
     staging.template.has_resource_properties(
         "AWS::Events::Rule",
         {

@@ -233,3 +233,19 @@ def test_reach_rule_needs_its_minimum_volume() -> None:
 def test_invalid_tts_settings_are_rejected_naming_the_field(settings: dict[str, object], field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         TtsReachAlarmSettings.model_validate(settings)
+
+
+def test_the_vad_page_holds_a_starved_worker_between_its_bursts() -> None:
+    """A starved worker's backlog breaches in bursts (3 minutes in every 8): 3 of 5 alone pages at
+    each burst; 6 of 30 holds the incident from the second burst until it is over."""
+    breach, calm = MinuteCounts(vad_warnings=5, vad_max_delay=3.0), MinuteCounts()
+    pattern = ([breach] * 3 + [calm] * 5) * 5 + [calm] * 40
+    settings = VadAlarmSettings()
+    assert [part.label for part in settings.alarm().children] == ["3of5min", "6of30min"]
+    assert _pages(states(settings.definition(), pattern)) == 5
+    held = states(settings.alarm(), pattern)
+    assert _pages(held) == 2
+    assert not held[-1]
+    assert VadAlarmSettings(hold_minutes=0).alarm().children == (settings.definition(),)
+    with pytest.raises(ValidationError, match="hold_minutes"):
+        VadAlarmSettings(hold_minutes=30, hold_datapoints=3)

@@ -18,16 +18,16 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition
+from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition, AnyOf
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     RUNBOOKS,
     VAD_RUNBOOK,
     FunctionName,
+    alarm_part_name,
     metric_filter_name,
     tts_reach_alarm_name,
-    tts_reach_window_alarm_name,
     vad_alarm_name,
 )
 from fleet_remediation.contract.signals import Signal
@@ -74,48 +74,61 @@ class Detection(Construct):
         self.vad_breach = self._breach_expression(
             vad.definition(), "VAD breaching minute (1 = slow-inference rate and delay both over)"
         )
-        self.vad_alarm = self._alarm(
-            "VadAlarm",
+        self.vad_alarm = self._page(
+            "Vad",
             vad_alarm_name(env_name),
-            vad.definition(),
-            self.vad_breach,
+            vad.alarm(),
+            [self.vad_breach] * len(vad.alarm().children),
             f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
         )
 
         tts = detection.tts_reach_alarm
-        # The page: a composite alarm (its name is the TTS alarm's) over the fast window and the
-        # holding one; its children have no actions. The stack sends both pages' ALARM and OK to
-        # the notification topics (Notifications): the page does not depend on the responder, whose
-        # analysis follows in the same incident.
-        children = tts.alarm().children
         breaches = [
             self._breach_expression(
                 child,
                 f"TTS reach breaching ({child.period_minutes}-min window; "
                 "1 = timeouts or missing frames over)",
             )
-            for child in children
+            for child in tts.alarm().children
         ]
         self.tts_breach = breaches[0]  # the fast window, on the dashboard
-        windows = [
+        self.tts_reach_alarm = self._page(
+            "TtsReach",
+            tts_reach_alarm_name(env_name),
+            tts.alarm(),
+            breaches,
+            f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+        )
+
+    def _page(
+        self,
+        construct_prefix: str,
+        name: str,
+        page: AnyOf,
+        breaches: Sequence[cloudwatch.MathExpression],
+        description: str,
+    ) -> cloudwatch.CompositeAlarm:
+        """A page: a composite alarm named ``name``, ANY of one metric alarm per part (the fast one
+        and the one that holds the incident), which have no actions of their own. The stack sends
+        the page's ALARM and OK to the notification topics (Notifications): it does not depend on the
+        functions, whose analysis follows in the same incident."""
+        parts = [
             self._alarm(
-                f"TtsReach{child.period_minutes}MinAlarm",
-                tts_reach_window_alarm_name(env_name, child.period_minutes),
-                child,
+                f"{construct_prefix}{part.label.capitalize()}Alarm",
+                alarm_part_name(name, part.label),
+                part,
                 breach,
-                f"The TTS-reach rule over {child.period_minutes} min, "
-                f"part of {tts_reach_alarm_name(env_name)}.",
+                f"Part of {name}: {part.label}.",
             )
-            for child, breach in zip(children, breaches, strict=True)
+            for part, breach in zip(page.children, breaches, strict=True)
         ]
-        self.tts_reach_alarm = cloudwatch.CompositeAlarm(
+        return cloudwatch.CompositeAlarm(
             self,
-            "TtsReachAlarm",
-            composite_alarm_name=tts_reach_alarm_name(env_name),
-            alarm_description=f"Users hear nothing: {tts.describe()}. "
-            f"Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+            f"{construct_prefix}Page",
+            composite_alarm_name=name,
+            alarm_description=description,
             alarm_rule=cloudwatch.AlarmRule.any_of(
-                *(cloudwatch.AlarmRule.from_alarm(window, cloudwatch.AlarmState.ALARM) for window in windows)
+                *(cloudwatch.AlarmRule.from_alarm(part, cloudwatch.AlarmState.ALARM) for part in parts)
             ),
         )
 

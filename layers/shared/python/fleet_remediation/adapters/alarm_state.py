@@ -28,7 +28,7 @@ class AlarmReading:
 
 
 class AlarmStates(Protocol):
-    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
+    def current(self, alarm_name: str) -> AlarmReading | None:
         """The alarm's state, or ``None`` when no such alarm exists. Raises ``AwsApiError``."""
         ...
 
@@ -37,11 +37,14 @@ class CloudWatchAlarmStates:
     def __init__(self, client: Any | None = None) -> None:
         self._client = client or aws_client(ALARM_STATE_READ)
 
-    def current(self, alarm_name: str, composite: bool = False) -> AlarmReading | None:
-        kind = "CompositeAlarm" if composite else "MetricAlarm"
+    def current(self, alarm_name: str) -> AlarmReading | None:
+        # Alarm names are unique across both kinds: the pages are composite alarms, and a metric
+        # alarm of the name (an older stack's) answers the same question.
         with aws_api_errors("CloudWatch DescribeAlarms", alarm_name):
-            found = self._client.describe_alarms(AlarmNames=[alarm_name], AlarmTypes=[kind])
-        alarms = found.get(f"{kind}s", [])
+            found = self._client.describe_alarms(
+                AlarmNames=[alarm_name], AlarmTypes=["CompositeAlarm", "MetricAlarm"]
+            )
+        alarms = [*found.get("CompositeAlarms", []), *found.get("MetricAlarms", [])]
         if not alarms:
             return None
         alarm = alarms[0]

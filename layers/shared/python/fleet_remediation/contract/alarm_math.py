@@ -183,6 +183,13 @@ class AlarmDefinition:
     evaluation_periods: int
     datapoints_to_alarm: int
 
+    @property
+    def label(self) -> str:
+        """Its part in a composite alarm's name: ``5min`` (one window), ``3of5min`` (N of M)."""
+        if self.evaluation_periods == 1:
+            return f"{self.period_minutes}min"
+        return f"{self.datapoints_to_alarm}of{self.evaluation_periods * self.period_minutes}min"
+
     def datapoint(self, minutes: Sequence[MinuteCounts]) -> float:
         """The expression over one period's minutes (Sum or Maximum of each input, as published)."""
         values: dict[str, float] = {}

@@ -33,6 +33,8 @@ Metric cost does not grow with traffic: every input is a dimensionless metric-fi
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field, model_validator
 
 from fleet_remediation.contract.alarm_math import (
@@ -63,12 +65,38 @@ class VadAlarmSettings(StrictModel):
     min_max_delay_seconds: float = Field(default=2.0, gt=0)
     evaluation_periods: int = Field(default=5, ge=1, le=60, description="M: minutes looked at.")
     datapoints_to_alarm: int = Field(default=3, ge=1, le=60, description="N: breaching minutes needed.")
+    hold_minutes: int = Field(
+        default=30, ge=0, le=60, description="The holding alarm's minutes looked at (0: no hold)."
+    )
+    hold_datapoints: int = Field(
+        default=6, ge=1, le=60, description="The holding alarm's breaching minutes needed."
+    )
 
     @model_validator(mode="after")
     def _n_within_m(self) -> VadAlarmSettings:
         if self.datapoints_to_alarm > self.evaluation_periods:
             raise ValueError("datapoints_to_alarm must not exceed evaluation_periods")
+        if self.hold_minutes and not (
+            self.hold_minutes > self.evaluation_periods
+            and self.datapoints_to_alarm < self.hold_datapoints <= self.hold_minutes
+        ):
+            raise ValueError(
+                "hold_minutes must be 0, or longer than evaluation_periods with hold_datapoints "
+                "more than datapoints_to_alarm and at most hold_minutes"
+            )
         return self
+
+    def alarm(self) -> AnyOf:
+        """What pages: N of M minutes (fast), and while a worker stays starved, the same breaching
+        minute in ``hold_datapoints`` of the last ``hold_minutes`` (holds the incident between the
+        starved worker's bursts, which one-minute periods count exactly)."""
+        fast = self.definition()
+        if not self.hold_minutes:
+            return AnyOf((fast,))
+        hold = dataclasses.replace(
+            fast, evaluation_periods=self.hold_minutes, datapoints_to_alarm=self.hold_datapoints
+        )
+        return AnyOf((fast, hold))
 
     def definition(self) -> AlarmDefinition:
         condition = Logical(
@@ -94,6 +122,7 @@ class VadAlarmSettings(StrictModel):
             f">= {self.min_warnings_per_minute:g} slow-inference warnings/min and max delay >= "
             f"{self.min_max_delay_seconds:g}s in {self.datapoints_to_alarm} of "
             f"{self.evaluation_periods} minutes"
+            + (f" (held while in {self.hold_datapoints} of {self.hold_minutes})" if self.hold_minutes else "")
         )
 
 

@@ -86,6 +86,7 @@ def function_log_group_name(environment: str, function: FunctionName) -> str:
 
 
 def vad_alarm_name(environment: str) -> str:
+    """The composite alarm that pages and that the reaper and the drainer handle."""
     return f"livekit-{environment}-vad-slow-inference"
 
 
@@ -94,9 +95,9 @@ def tts_reach_alarm_name(environment: str) -> str:
     return f"livekit-{environment}-tts-reach"
 
 
-def tts_reach_window_alarm_name(environment: str, window_minutes: int) -> str:
-    """One of the composite's metric alarms (no actions of its own)."""
-    return f"{tts_reach_alarm_name(environment)}-{window_minutes}min"
+def alarm_part_name(page_name: str, label: str) -> str:
+    """One metric alarm of a composite page (no actions of its own): ``<page>-<label>``."""
+    return f"{page_name}-{label}"
 
 
 def dashboard_name(environment: str) -> str:
