@@ -159,7 +159,8 @@ def _open_incident(
         state = reading.value if reading is not None else "not found"
         report.summary = {"recheck": f"{name} is {state}: no open incident"}
         return None
-    report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"  # type: ignore[union-attr]
+    if report.trigger is not None:
+        report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"
     change = AlarmStateChange.model_validate(
         {"alarmName": name, "state": {"value": "ALARM", "timestamp": reading.since}}
     )
