@@ -122,7 +122,7 @@ class DrainerPolicy(StrictModel):
     worker_http_port: int = Field(default=8081, ge=1, le=65535, description="The agents worker's HTTP port.")
     worker_http_timeout_seconds: float = Field(default=2.0, gt=0, le=10)
     lease_seconds: int = Field(
-        default=120, ge=10, le=900, description="How long one acting invocation holds the service's lease."
+        default=150, ge=10, le=900, description="How long one acting invocation holds the service's lease."
     )
     lease_wait_seconds: float = Field(
         default=20, ge=0, le=300, description="How long an invocation waits for another's lease."
