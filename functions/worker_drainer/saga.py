@@ -29,6 +29,7 @@ from worker_drainer.tags import (
     CORDON_TAG,
     NO_EXTRA_CAPACITY,
     STATE_TAGS,
+    STOP_REASON_PREFIX,
     Cause,
     CordonProgress,
     cordon_tags,
@@ -121,7 +122,7 @@ class CordonSaga:
             refusal = replacement_refusal(debt, running, self.ecs.capacity().desired_count)
             if refusal:
                 return StepResult(Outcome.SKIPPED, f"re-check: {refusal}")
-        self.ecs.stop_task(task.arn, f"livekit-drainer: {step.reason}"[:STOP_REASON_LIMIT])
+        self.ecs.stop_task(task.arn, f"{STOP_REASON_PREFIX}{step.reason}"[:STOP_REASON_LIMIT])
         if not replaced:
             return StepResult(Outcome.DONE, "stopped; the service starts its replacement")
         try:

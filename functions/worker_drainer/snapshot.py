@@ -22,7 +22,15 @@ from worker_drainer.events import DrainerTrigger
 from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.plan_model import ManualRequest, Snapshot
 from worker_drainer.recovery import TtsEvidence
-from worker_drainer.tags import CAPACITY_TAG, Cause, State, cause_of, since_of, state_of
+from worker_drainer.tags import (
+    CAPACITY_TAG,
+    STOP_REASON_PREFIX,
+    Cause,
+    State,
+    cause_of,
+    since_of,
+    state_of,
+)
 from worker_drainer.validation import (
     ServiceIdentity,
     check_manual_target,
@@ -42,7 +50,7 @@ def read_snapshot(
     not one of the service's running tasks in our account, region and cluster."""
     now = deps.clock()
     tasks = deps.ecs.running_tasks()
-    _check_targets(parsed, tasks, deps, report, identity)
+    parsed = _check_targets(parsed, tasks, deps, report, identity)
     marked = any(state_of(t) is not State.HEALTHY for t in tasks)
     fleet = _assess(parsed, deps, tasks, report, now, deadline) if parsed.start_new or marked else None
     candidates = [
@@ -82,21 +90,43 @@ def _check_targets(
     deps: DrainerDependencies,
     report: ReportBuilder,
     identity: ServiceIdentity,
-) -> None:
+) -> DrainerTrigger:
+    """``parsed``, or without its suspect when the drainer itself already stopped that worker (a
+    later page's analysis still sees its failed sessions): nothing left to do, so not an error."""
     suspect, manual = parsed.suspect, parsed.manual
     reference = manual.reference if manual else None
     if reference is not None:
         check_manual_target(reference, identity, tasks)
-    if suspect is not None and suspect.task_id not in {t.task_id for t in tasks}:
-        report.candidate(
-            suspect.task_id,
-            Decision.SKIP,
-            f"suspect worker is not a RUNNING task of service {deps.settings.ecs_service} "
-            "(already stopped, or elsewhere)",
-            log_stream=suspect.log_stream,
-            p_value=suspect.p_value,
-        )
-        validate_suspect_running(suspect, tasks, deps.settings.ecs_service)
+    if suspect is None or suspect.task_id in {t.task_id for t in tasks}:
+        return parsed
+    stopped = _stopped_by_drainer(suspect.task_id, deps)
+    evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
+    if stopped is not None:
+        reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason})"
+        report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
+        return dataclasses.replace(parsed, suspect=None, start_new=False)
+    report.candidate(
+        suspect.task_id,
+        Decision.SKIP,
+        f"suspect worker is not a RUNNING task of service {deps.settings.ecs_service} "
+        "(already stopped, or elsewhere)",
+        **evidence,
+    )
+    validate_suspect_running(suspect, tasks, deps.settings.ecs_service)
+    return parsed
+
+
+def _stopped_by_drainer(task_id: str, deps: DrainerDependencies) -> EcsTask | None:
+    """The task, when ECS still describes it as a stopped task of our service that the drainer
+    stopped; None otherwise, or when that cannot be read (the event is then refused as before)."""
+    try:
+        task = deps.ecs.describe_task(task_id)
+    except RemediationError:
+        return None
+    ours = task is not None and task.group == f"service:{deps.settings.ecs_service}"
+    if ours and task is not None and not task.running and task.stopped_reason.startswith(STOP_REASON_PREFIX):
+        return task
+    return None
 
 
 def _degraded(fleet: FleetAssessment, task_id: str) -> bool:

@@ -22,6 +22,9 @@ from fleet_remediation.contract.naming import DRAINER_TAG_PREFIX, EXCLUDE_TAG
 from worker_drainer.adapters.ecs_tasks import EcsTask, TaskProtection
 
 TAG_PREFIX = DRAINER_TAG_PREFIX
+# StopTask deletes a task's tags; its stop reason, which ECS keeps on the stopped task for about an
+# hour, says that the drainer stopped it.
+STOP_REASON_PREFIX = "livekit-drainer: "
 STATE_TAG = f"{TAG_PREFIX}state"
 SINCE_TAG = f"{TAG_PREFIX}since"
 DEADLINE_TAG = f"{TAG_PREFIX}deadline"

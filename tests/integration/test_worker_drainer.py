@@ -24,6 +24,7 @@ from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReade
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
     CHAT_TOPIC,
+    CLUSTER,
     DrainerWorld,
     alarm_event,
     build_world,
@@ -327,6 +328,33 @@ def test_a_suspect_worker_that_is_not_running_is_reported_and_nothing_changes(wo
     assert report["actions"] == []
     assert world.desired_count() == desired
     assert all(STATE_TAG not in world.tags(task_id) for task_id in world.task_ids)
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "refused"),
+    [("livekit-drainer: drained: no active jobs", False), ("Scaling activity initiated by deployment", True)],
+)
+def test_a_suspect_worker_the_drainer_already_stopped_is_no_error(
+    world: DrainerWorld, stop_reason: str, refused: bool
+) -> None:
+    """A later page's analysis still sees a stopped worker's failed sessions and names it again: if
+    the drainer stopped it, there is nothing left to do and nothing failed; a task stopped by anyone
+    else is still refused as not running."""
+    target = world.task_ids[1]
+    world.ecs_client.stop_task(cluster=CLUSTER, task=target, reason=stop_reason)
+    report = world.invoke(suspect_event(target, world.now))
+    skipped = next(c for c in report["candidates"] if c["resource"] == target)
+    assert skipped["decision"] == "skip"
+    assert report["actions"] == []
+    if refused:
+        assert report["status"] == "failed"
+        assert [e["code"] for e in report["errors"]] == ["UntrustedEvent"]
+        assert "not a RUNNING task" in skipped["reason"]
+    else:
+        assert report["status"] == "ok", report["errors"]
+        assert skipped["reason"].startswith(
+            "suspect worker already stopped by the drainer (livekit-drainer: "
+        )
 
 
 def test_a_suspect_worker_event_with_missing_fields_is_a_typed_error(world: DrainerWorld) -> None:

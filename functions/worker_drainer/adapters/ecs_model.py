@@ -19,6 +19,7 @@ class EcsTask:
     tags: Mapping[str, str] = field(default_factory=dict)
     private_ip: str | None = None
     started_at: datetime | None = None
+    stopped_reason: str = ""
 
     @property
     def task_id(self) -> str:
@@ -69,4 +70,5 @@ def task_from(raw: Mapping[str, Any]) -> EcsTask:
         tags={tag["key"]: tag["value"] for tag in raw.get("tags", [])},
         private_ip=_private_ip(raw),
         started_at=raw.get("startedAt"),
+        stopped_reason=str(raw.get("stoppedReason", "")),
     )
