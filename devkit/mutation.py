@@ -16,6 +16,8 @@ change behaviour. ``mutmut show NAME`` (in build/mutation) prints a mutant's dif
 from __future__ import annotations
 
 import argparse
+import contextlib
+import filecmp
 import io
 import os
 import shutil
@@ -24,28 +26,46 @@ import sys
 import textwrap
 import tokenize
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 STAGING = REPO / "build" / "mutation"
 MUTMUT = Path(sys.executable).with_name("mutmut")
 
-# What is mutated: the decisions, the executors and the adapters of the shared layer and the
-# reaper and responder (the drainer has its own owner and suite).
+# What is mutated: the decisions, the executors and the adapters of the shared layer and of the
+# three functions, the drainer included (its ladder, guardrails, executor, saga, capacity keeping,
+# evidence, recovery and validation, and the ECS, ledger, capacity-debt and probe adapters).
 MUTATED = (
     "fleet_remediation/domain/reaping.py",
     "fleet_remediation/domain/reap_executor.py",
     "fleet_remediation/core/routing.py",
+    "fleet_remediation/core/kill_switch.py",
     "fleet_remediation/contract/budgets.py",
     "fleet_remediation/adapters/aws_clients.py",
     "fleet_remediation/adapters/livekit_rooms.py",
     "fleet_remediation/adapters/logs_insights.py",
+    "fleet_remediation/adapters/idempotency.py",
     "zombie_reaper/service.py",
     "tts_reach_alarm/analysis.py",
     "tts_reach_alarm/hypergeometric.py",
     "tts_reach_alarm/service.py",
+    "worker_drainer/ladder.py",
+    "worker_drainer/guardrails.py",
+    "worker_drainer/executor.py",
+    "worker_drainer/saga.py",
+    "worker_drainer/capacity.py",
+    "worker_drainer/capacity_keeper.py",
+    "worker_drainer/evidence.py",
+    "worker_drainer/recovery.py",
+    "worker_drainer/validation.py",
+    "worker_drainer/adapters/ecs_tasks.py",
+    "worker_drainer/adapters/ledger.py",
+    "worker_drainer/adapters/capacity_debts.py",
+    "worker_drainer/adapters/worker_probe.py",
 )
-# The tests that exercise them (the whole of tests/ would add minutes per mutant for little).
+# The tests that exercise them (the whole of tests/ would add minutes per mutant for little). mutmut
+# maps each test to the functions it reaches and runs, per mutant, only the tests that reach it.
 TESTS = (
     "tests/unit/test_reaper_service.py",
     "tests/unit/test_reaper_grace_and_journal.py",
@@ -54,9 +74,22 @@ TESTS = (
     "tests/unit/test_report_bounds.py",
     "tests/unit/test_tts_reach_analysis.py",
     "tests/unit/test_routing_and_budgets.py",
+    "tests/unit/test_worker_drainer_attribution.py",
+    "tests/unit/test_worker_drainer_capacity.py",
+    "tests/unit/test_worker_drainer_insights.py",
+    "tests/unit/test_worker_drainer_ladder.py",
+    "tests/unit/test_worker_drainer_ladder_safety.py",
+    "tests/unit/test_worker_drainer_recovery.py",
+    "tests/unit/test_worker_drainer_reporting.py",
+    "tests/unit/test_worker_drainer_stats.py",
+    "tests/unit/test_worker_drainer_validation.py",
     "tests/integration/test_tts_reach_alarm.py",
     "tests/integration/test_livekit_rooms_deadlines.py",
+    "tests/integration/test_kill_switch.py",
+    "tests/integration/test_worker_drainer.py",
+    "tests/integration/test_worker_drainer_safety.py",
     "tests/faults/test_reaper_livekit_faults.py",
+    "tests/faults/test_drainer_saga_faults.py",
 )
 # A CPU-time test: mutmut's instrumentation slows every line, so it would fail for the wrong reason.
 DESELECTED = (
@@ -68,16 +101,21 @@ PACKAGES = {
     "zombie_reaper": REPO / "functions/zombie_reaper",
     "tts_reach_alarm": REPO / "functions/tts_reach_alarm",
     "worker_drainer": REPO / "functions/worker_drainer",
+    "agent_cooperation": REPO / "agent_cooperation",
     "devkit": REPO / "devkit",
     "tests": REPO / "tests",
 }
 
+# pytest's per-test limit is 30 s here (the slowest test takes 6 s): a mutant that turns a deadline
+# into a hang is then a failed test, not two minutes of waiting. mutmut's own limit per mutant stays
+# its default (15 x the tests' time, in CPU and in wall-clock time). Change detection hashes the
+# staged files: the staging folder sits in the git work tree, whose other changes do not concern it.
 PYPROJECT = """\
 [tool.pytest.ini_options]
 pythonpath = ["."]
 asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "function"
-timeout = 120
+timeout = 30
 markers = ["livekit: needs the real livekit-server binary"]
 filterwarnings = [
     "ignore::jwt.warnings.InsecureKeyLengthWarning",
@@ -85,44 +123,92 @@ filterwarnings = [
 ]
 
 [tool.mutmut]
-source_paths = ["fleet_remediation", "zombie_reaper", "tts_reach_alarm"]
+source_paths = ["fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer"]
 only_mutate = {mutated}
-also_copy = ["worker_drainer", "devkit", "tests"]
+also_copy = ["agent_cooperation", "devkit", "tests"]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
+use_git_change_detection = false
 """
 
 
 def stage() -> None:
-    if STAGING.exists():
-        shutil.rmtree(STAGING)
-    STAGING.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    """Copy the packages into the staging folder, touching only the files that changed, so that
+    mutmut's cache (build/mutation/mutants) keeps the verdicts of every function that did not."""
+    STAGING.mkdir(parents=True, exist_ok=True)
     for name, source in PACKAGES.items():
-        shutil.copytree(source, STAGING / name, ignore=ignore)
+        _sync(source, STAGING / name)
     quoted = "[" + ", ".join(f'"{item}"' for item in MUTATED) + "]"
     tests = "[" + ", ".join(f'"{item}"' for item in TESTS) + "]"
     deselected = ", ".join(f'"--deselect", "{test}"' for test in DESELECTED)
-    (STAGING / "pyproject.toml").write_text(
-        PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected)
+    _write_if_changed(
+        STAGING / "pyproject.toml", PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected)
     )
 
 
+def _sync(source: Path, target: Path) -> None:
+    wanted = {
+        path.relative_to(source)
+        for path in source.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    if target.exists():
+        for path in target.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and path.relative_to(target) not in wanted:
+                path.unlink()
+    for relative in wanted:
+        staged = target / relative
+        if not staged.exists() or not filecmp.cmp(source / relative, staged, shallow=False):
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            # A plain copy: the staged file's time is now, newer than its old mutants, so mutmut
+            # regenerates them even when the source's own time is older (a checkout of an old file).
+            shutil.copy(source / relative, staged)
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
 def results() -> dict[str, str]:
-    """mutmut's verdict per mutant (``mutmut results --all true`` prints ``name: status``)."""
-    output = _mutmut("results", "--all", "true")
+    """mutmut's verdict per mutant, read from its cache in the staging folder (what ``mutmut
+    results --all true`` prints; in-process, as one ``mutmut`` command costs seconds)."""
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.stats import status_by_exit_code
+    from mutmut.utils.file_utils import walk_mutatable_files
+
     verdicts = {}
-    for line in output.splitlines():
-        name, sep, status = line.strip().rpartition(": ")
-        if sep:
-            verdicts[name] = status
+    with _in_staging():
+        for path in walk_mutatable_files():
+            data = SourceFileMutationData(path=path)
+            data.load()
+            for name, exit_code in data.exit_code_by_key.items():
+                verdicts[name] = status_by_exit_code[exit_code]
     return verdicts
 
 
-def is_message_text(name: str) -> bool:
-    """Whether a mutant only rewrites the words of a human-readable string (a reason, a message, a
-    log line: a literal with a space in it) and no code, key or identifier."""
-    diff = _mutmut("show", name)
+def mutant_diff(name: str) -> str:
+    """The mutant's diff, as ``mutmut show NAME`` prints it."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    with _in_staging():
+        return get_diff_for_mutant(name)
+
+
+@contextlib.contextmanager
+def _in_staging() -> Iterator[None]:
+    # mutmut reads its settings (pyproject.toml) and its cache (mutants/) from the working folder.
+    previous = Path.cwd()
+    os.chdir(STAGING)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def is_message_text(diff: str) -> bool:
+    """Whether a mutant's diff only rewrites the words of a human-readable string (a reason, a
+    message, a log line: a literal with a space in it) and no code, key or identifier."""
     removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     before, after = _tokens("\n".join(removed)), _tokens("\n".join(added))
@@ -148,12 +234,6 @@ def _tokens(source: str) -> list[tuple[int, str]] | None:
         return None
 
 
-def _mutmut(*args: str) -> str:
-    return subprocess.run(
-        [str(MUTMUT), *args], cwd=STAGING, env=_environment(), capture_output=True, text=True, check=True
-    ).stdout
-
-
 def _environment() -> dict[str, str]:
     environment = dict(os.environ)
     # The staged packages, never the working tree's, must be the ones imported.
@@ -162,16 +242,12 @@ def _environment() -> dict[str, str]:
     return environment
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
-    args = parser.parse_args()
-    stage()
+def run(names: list[str], max_children: int) -> None:
     log = STAGING / "mutmut-run.log"
     print(f"mutmut run (progress in {log.relative_to(REPO)}) ...", flush=True)
     with log.open("w") as output:
         run = subprocess.run(
-            [str(MUTMUT), "run", "--max-children", str(args.max_children)],
+            [str(MUTMUT), "run", "--max-children", str(max_children), *names],
             cwd=STAGING,
             env=_environment(),
             stdout=output,
@@ -181,29 +257,62 @@ def main() -> None:
     if run.returncode != 0:
         print(log.read_text()[-3000:])
         raise SystemExit(f"mutmut run failed ({run.returncode}); see {log}")
-    verdicts = results()
-    counts = Counter(verdicts.values())
+
+
+def report(verdicts: dict[str, str]) -> None:
+    """Per module, then in all: each surviving mutant that changes behaviour and the tally."""
     survivors = sorted(name for name, status in verdicts.items() if status == "survived")
-    text = [name for name in survivors if is_message_text(name)]
-    behaviour = [name for name in survivors if name not in text]
-    for name in behaviour:
-        print(f"  survived: {name}")
+    text = {name for name in survivors if is_message_text(mutant_diff(name))}
+    for name in survivors:
+        if name not in text:
+            print(f"  survived: {name}")
+    by_module: dict[str, Counter[str]] = {}
+    for name, status in verdicts.items():
+        by_module.setdefault(name.partition(".x")[0], Counter())[status] += 1
+    print(f"  {'module':<44} {'mutants':>7} {'killed':>6} {'timeout':>7} {'survived':>8} {'no test':>7}")
+    for module, counts in sorted(by_module.items()):
+        print(
+            f"  {module:<44} {sum(counts.values()):>7} {counts['killed']:>6} {counts['timeout']:>7}"
+            f" {counts['survived']:>8} {counts['no tests']:>7}"
+        )
+    counts = Counter(verdicts.values())
     total, killed, timed_out = sum(counts.values()), counts["killed"], counts["timeout"]
-    untested = counts["no tests"]
     caught = killed + timed_out
-    others = ", ".join(
-        f"{n} {s}"
-        for s, n in sorted(counts.items())
-        if s not in ("killed", "survived", "timeout", "no tests")
+    others = "".join(
+        f", {n} {status}"
+        for status, n in sorted(counts.items())
+        if status not in ("killed", "survived", "timeout", "no tests")
     )
-    print(
-        f"mutation: {total} mutants: {killed} killed, {timed_out} timed out, {len(survivors)} survived "
-        f"({len(text)} of them only rewrite message text), {untested} not reached by a test"
-        + (f", {others}" if others else "")
-    )
-    print(f"mutation: kill rate {100.0 * caught / total:.1f}% of all mutants")
     behavioural = total - len(text)
-    print(f"mutation: kill rate {100.0 * caught / behavioural:.1f}% of mutants that change behaviour")
+    print(
+        f"mutation: {total} mutants, {caught} killed ({_percent(caught, total)} %; {killed} by a failing "
+        f"test, {timed_out} by a timeout), {len(survivors)} survived ({len(text)} only rewrite message "
+        f"text), {counts['no tests']} not reached by a test{others}; over the {behavioural} that change "
+        f"behaviour: {_percent(caught, behavioural)} % killed"
+    )
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}" if whole else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the tally of the last run; run nothing"
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        help="re-test only these mutants (mutmut names or globs, e.g. 'worker_drainer.saga.*'), "
+        "even those with a verdict; the tally still covers every mutant",
+    )
+    args = parser.parse_args()
+    if not args.report_only:
+        stage()
+        run(args.names, args.max_children)
+    report(results())
 
 
 if __name__ == "__main__":

@@ -256,3 +256,27 @@ def test_a_desired_count_moved_by_someone_else_is_reported_never_guessed(world: 
     assert actions(next_tick(world)) == [("stop", "done")]
     assert world.desired_count() == desired + 3
     assert any("CapacityAmbiguous" in message for _, message in world.notifications())
+
+
+def test_a_refused_cordon_whose_compensation_is_refused_too_is_finished_by_the_next_tick(
+    world: DrainerWorld,
+) -> None:
+    target, arn, desired = world.task_ids[3], world.task_arns[3], world.desired_count()
+    ecs, _, deps = faulty(world)
+    EcsThrottling(ecs, "UpdateTaskProtection", times=1)
+    EcsThrottling(ecs, "UntagResource", times=1)
+    report = invoke(world, drain(target), deps)
+    assert actions(report) == [("cordon", "failed")]
+    cordon = report["actions"][0]
+    assert cordon["reason"].startswith("cordon half done, undo failed too (")
+    assert "next tick finishes" in cordon["reason"]
+    # The step's error is the refusal that stopped the saga, not the failed compensation.
+    assert cordon["error"]["code"] == "AwsApiError"
+    assert "UpdateTaskProtection" in cordon["error"]["message"]
+    assert world.tags(target)[STATE_TAG] == "draining"  # the marks stayed on
+    assert world.protection.enabled(arn)
+
+    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    assert not world.protection.enabled(arn)
+    assert world.desired_count() == desired + 1
+    assert world.tags(target)[CORDON_TAG] == "complete"

@@ -16,6 +16,7 @@ from moto import mock_aws
 
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
 from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.detection import DetectionConfig
@@ -329,3 +330,72 @@ def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None
     assert report["errors"] == []
     assert len(serialized) < 8 * MAX_STRING_CHARS
     assert "r" * (ALARM_REASON_LIMIT + 1) not in serialized
+
+
+def test_the_report_records_what_the_analysis_found_and_the_event_it_sent(
+    aws: Aws, lambda_context: Any
+) -> None:
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    summary = report["summary"]
+    assert summary["state"] == "ALARM"
+    assert summary["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
+    assert summary["jobs_with_responses"] == 19
+    assert summary["failing_jobs"] == 4
+    # 15 healthy jobs x 5 first frames over 15 x 5 + 4 x 3 responses.
+    assert summary["reach_in_window"] == round(75 / 87, 4)
+    assert summary["alarm_datapoints"] == [0.73, 0.8, 0.8]
+    assert summary["verdict"] == "concentrated"
+    assert summary["reason"].startswith("concentrated: ")
+    assert summary["p_value_exact"] is True
+    (candidate,) = report["candidates"]
+    assert candidate["resource"] == BAD
+    assert candidate["decision"] == "act"
+    assert candidate["facts"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+    (action,) = report["actions"]
+    (suspect,) = aws.drain(aws.events_queue)
+    assert action == {
+        "resource": BAD,
+        "action": "emit-suspect-worker",
+        "outcome": "done",
+        "reason": f"event {suspect['id']}",
+    }
+
+
+def test_a_suspect_event_the_bus_refuses_is_a_failed_action_and_the_page_still_goes(
+    aws: Aws, lambda_context: Any
+) -> None:
+    aws.deps.events = EventBridgePublisher("no-such-bus", boto3.client("events", region_name=REGION))
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    (action,) = report["actions"]
+    assert (action["resource"], action["action"], action["outcome"]) == (BAD, "emit-suspect-worker", "failed")
+    assert action["error"]["code"] == "AwsApiError"
+    assert action["reason"] == action["error"]["message"]
+    assert "EventBridge" in action["reason"]
+    assert report["status"] == "partial"
+    assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_without_the_time_to_send_it_the_suspect_event_is_skipped_and_the_page_still_goes(aws: Aws) -> None:
+    # 40 s left: the page and the report keep their 29 s; the event needs 22 s of the 11 s left.
+    report = lambda_handler(alarm_event(), LocalLambdaContext(remaining_ms=40_000), dependencies=aws.deps)
+    assert report["actions"] == [
+        {
+            "resource": BAD,
+            "action": "emit-suspect-worker",
+            "outcome": "skipped",
+            "reason": "deadline: not enough time left to send it; the notification says what was found",
+        }
+    ]
+    assert aws.drain(aws.events_queue) == []
+    assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_a_manual_analysis_in_enforce_sends_its_event_every_time_it_is_asked(
+    aws: Aws, lambda_context: Any
+) -> None:
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    manual = {"dry_run": False, "window_end": "2026-09-15T17:41:00Z"}
+    reports = [lambda_handler(manual, lambda_context, dependencies=aws.deps) for _ in range(2)]
+    for report in reports:
+        assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("emit-suspect-worker", "done")]
+    assert len(aws.drain(aws.events_queue)) == 2
