@@ -88,6 +88,7 @@ TESTS = (
     "tests/integration/test_kill_switch.py",
     "tests/integration/test_worker_drainer.py",
     "tests/integration/test_worker_drainer_safety.py",
+    "tests/integration/test_worker_drainer_saga.py",
     "tests/faults/test_reaper_livekit_faults.py",
     "tests/faults/test_drainer_saga_faults.py",
 )

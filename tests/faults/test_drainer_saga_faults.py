@@ -155,7 +155,9 @@ def test_a_kill_between_the_tag_and_protection_off_is_completed(world: DrainerWo
     assert world.protection.enabled(arn)
     assert world.desired_count() == desired
 
-    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    tick = next_tick(world)
+    assert actions(tick) == [("complete-cordon", "done")]
+    assert tick["actions"][0]["reason"].startswith("cordon completed (protection was on; ")
     assert not world.protection.enabled(arn)
     assert world.desired_count() == desired + 1
     stop_and_give_back(world, target, desired)
