@@ -187,6 +187,13 @@ def test_a_stop_waits_for_the_replacement_capacity() -> None:
     # Without extra capacity (the raise was refused) the service replaces the task on stop.
     fallback = draining(Cause.VAD, RECENT, **{CAPACITY_TAG: "none"})
     assert plan_for(fallback, rows, active_jobs={"t0": 0})["t0"].step is Step.STOP
+    # Extra capacity on the tag and no debt on record (another task's debt does not count): wait.
+    others = [CapacityDebt("t9", holder.arn.replace("t0", "t9"), 0)]
+    missing = plan_for(
+        holder, rows, tasks=tasks, active_jobs={"t0": 0}, capacity_debts=others, desired_count=6
+    )
+    assert missing["t0"].step is Step.WAIT
+    assert "capacity debt missing" in missing["t0"].reason
 
 
 def test_an_interrupted_cordon_is_completed_before_anything_else() -> None:
