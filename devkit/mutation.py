@@ -79,7 +79,6 @@ TESTS = (
     "tests/unit/test_worker_drainer_insights.py",
     "tests/unit/test_worker_drainer_ladder.py",
     "tests/unit/test_worker_drainer_ladder_safety.py",
-    "tests/unit/test_worker_drainer_recovery.py",
     "tests/unit/test_worker_drainer_reporting.py",
     "tests/unit/test_worker_drainer_stats.py",
     "tests/unit/test_worker_drainer_validation.py",
@@ -88,7 +87,6 @@ TESTS = (
     "tests/integration/test_kill_switch.py",
     "tests/integration/test_worker_drainer.py",
     "tests/integration/test_worker_drainer_safety.py",
-    "tests/integration/test_worker_drainer_saga.py",
     "tests/faults/test_reaper_livekit_faults.py",
     "tests/faults/test_drainer_saga_faults.py",
 )

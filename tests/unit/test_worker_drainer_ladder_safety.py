@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import SlowVadStats
@@ -236,3 +237,32 @@ def test_a_reaped_tts_suspect_is_cordoned_or_released_on_tts_evidence() -> None:
     assert (failing.step, failing.cause) == (Step.CORDON, Cause.TTS_SUSPECT)
     assert plan_for(reaped, tts_evidence={"t0": None})["t0"].step is Step.WAIT
     assert plan_for(reaped, tts_evidence={"t0": TtsEvidence(5, 0)})["t0"].step is Step.UNDO
+
+
+# --- TTS recovery evidence: the jobs that reached the TTS step, and those that failed there --------
+
+
+def tts_job(job_id: str, responses: int, first_frames: int, timeouts: int = 0) -> JobOutcome:
+    return JobOutcome(job_id, "agent/agent/t0", responses, first_frames, timeouts)
+
+
+def test_a_job_that_never_reached_the_tts_step_is_no_evidence_either_way() -> None:
+    assert TtsEvidence.from_outcomes([tts_job("idle", 0, 0), tts_job("idle-2", 0, 3)]) == TtsEvidence(
+        jobs=0, failed=0
+    )
+
+
+def test_a_first_audio_timeout_alone_is_a_job_that_failed() -> None:
+    evidence = TtsEvidence.from_outcomes([tts_job("timed-out", 0, 0, timeouts=1), tts_job("idle", 0, 0)])
+    assert evidence == TtsEvidence(jobs=1, failed=1)
+
+
+def test_jobs_that_reached_first_audio_count_and_those_that_did_not_fail() -> None:
+    outcomes = [
+        tts_job("good", 1, 1),
+        tts_job("good-2", 2, 2),
+        tts_job("silent", 1, 0),
+        tts_job("timed-out", 1, 1, timeouts=2),
+        tts_job("idle", 0, 0),
+    ]
+    assert TtsEvidence.from_outcomes(outcomes) == TtsEvidence(jobs=4, failed=2)
