@@ -1,33 +1,35 @@
 """The mutation check (``make mutation``): mutmut over the decision, executor and adapter modules,
-against the tests that exercise them, then the kill rate.
+against the tests that exercise them, then the kill rate (``devkit.mutation_report``).
 
 mutmut names each mutant after its file's path, and our packages are imported by their own names
 (``fleet_remediation`` from layers/shared/python, the functions from functions/), so the check runs
 in a staging folder, build/mutation, where each package sits at the top level as Lambda sees it.
 
-    PYTHONPATH= .venv/bin/python -m devkit.mutation [--max-children N]
+    PYTHONPATH= .venv/bin/python -m devkit.mutation [--max-children N] [--survivors] [--diffs] [NAME ...]
+
+The staging folder is kept between runs and only changed files are copied into it, so mutmut's
+cache (build/mutation/mutants) keeps every verdict whose function and tests did not change: a run
+that is stopped goes on where it stopped, and ``--survivors`` re-tests only the survivors after
+tests were added (new tests in the files below are mapped to the functions they reach). Changing
+``TESTS`` or ``DESELECTED`` makes mutmut throw every verdict away and start again, as it should.
+For each mutant mutmut runs only the tests that reach the mutated function (mapped in one traced
+run of ``TESTS``), stopping at the first failure.
 
 Writes mutmut's progress to build/mutation/mutmut-run.log, then prints each surviving mutant that
-changes behaviour and the tally: killed, timed out, survived (and how many of those only rewrite the
-words of a message), not reached by any test, and the kill rate over all mutants and over those that
-change behaviour. ``mutmut show NAME`` (in build/mutation) prints a mutant's diff.
+changes behaviour and the tally. ``mutmut show NAME`` (in build/mutation) prints a mutant's diff.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import filecmp
-import io
 import os
 import shutil
 import subprocess
 import sys
-import textwrap
-import tokenize
-from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
+
+from devkit.mutation_report import report, results
 
 REPO = Path(__file__).resolve().parent.parent
 STAGING = REPO / "build" / "mutation"
@@ -169,70 +171,6 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def results() -> dict[str, str]:
-    """mutmut's verdict per mutant, read from its cache in the staging folder (what ``mutmut
-    results --all true`` prints; in-process, as one ``mutmut`` command costs seconds)."""
-    from mutmut.mutation.data import SourceFileMutationData
-    from mutmut.stats import status_by_exit_code
-    from mutmut.utils.file_utils import walk_mutatable_files
-
-    verdicts = {}
-    with _in_staging():
-        for path in walk_mutatable_files():
-            data = SourceFileMutationData(path=path)
-            data.load()
-            for name, exit_code in data.exit_code_by_key.items():
-                verdicts[name] = status_by_exit_code[exit_code]
-    return verdicts
-
-
-def mutant_diff(name: str) -> str:
-    """The mutant's diff, as ``mutmut show NAME`` prints it."""
-    from mutmut.mutation.diff_apply import get_diff_for_mutant
-
-    with _in_staging():
-        return get_diff_for_mutant(name)
-
-
-@contextlib.contextmanager
-def _in_staging() -> Iterator[None]:
-    # mutmut reads its settings (pyproject.toml) and its cache (mutants/) from the working folder.
-    previous = Path.cwd()
-    os.chdir(STAGING)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
-
-
-def is_message_text(diff: str) -> bool:
-    """Whether a mutant's diff only rewrites the words of a human-readable string (a reason, a
-    message, a log line: a literal with a space in it) and no code, key or identifier."""
-    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
-    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    before, after = _tokens("\n".join(removed)), _tokens("\n".join(added))
-    if before is None or after is None or len(before) != len(after):
-        return False
-    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
-    return bool(changed) and all(
-        kind == tokenize.STRING and other_kind == tokenize.STRING and " " in text
-        for (kind, text), (other_kind, _) in changed
-    )
-
-
-def _tokens(source: str) -> list[tuple[int, str]] | None:
-    try:
-        tokens = tokenize.generate_tokens(io.StringIO(textwrap.dedent(source)).readline)
-        return [
-            (t.type, t.string)
-            for t in tokens
-            if t.type
-            not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
-        ]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return None
-
-
 def _environment() -> dict[str, str]:
     environment = dict(os.environ)
     # The staged packages, never the working tree's, must be the ones imported.
@@ -258,49 +196,18 @@ def run(names: list[str], max_children: int) -> None:
         raise SystemExit(f"mutmut run failed ({run.returncode}); see {log}")
 
 
-def report(verdicts: dict[str, str]) -> None:
-    """Per module, then in all: each surviving mutant that changes behaviour and the tally."""
-    survivors = sorted(name for name, status in verdicts.items() if status == "survived")
-    text = {name for name in survivors if is_message_text(mutant_diff(name))}
-    for name in survivors:
-        if name not in text:
-            print(f"  survived: {name}")
-    by_module: dict[str, Counter[str]] = {}
-    for name, status in verdicts.items():
-        by_module.setdefault(name.partition(".x")[0], Counter())[status] += 1
-    print(f"  {'module':<44} {'mutants':>7} {'killed':>6} {'timeout':>7} {'survived':>8} {'no test':>7}")
-    for module, counts in sorted(by_module.items()):
-        print(
-            f"  {module:<44} {sum(counts.values()):>7} {counts['killed']:>6} {counts['timeout']:>7}"
-            f" {counts['survived']:>8} {counts['no tests']:>7}"
-        )
-    counts = Counter(verdicts.values())
-    total, killed, timed_out = sum(counts.values()), counts["killed"], counts["timeout"]
-    caught = killed + timed_out
-    others = "".join(
-        f", {n} {status}"
-        for status, n in sorted(counts.items())
-        if status not in ("killed", "survived", "timeout", "no tests")
-    )
-    behavioural = total - len(text)
-    print(
-        f"mutation: {total} mutants, {caught} killed ({_percent(caught, total)} %; {killed} by a failing "
-        f"test, {timed_out} by a timeout), {len(survivors)} survived ({len(text)} only rewrite message "
-        f"text), {counts['no tests']} not reached by a test{others}; over the {behavioural} that change "
-        f"behaviour: {_percent(caught, behavioural)} % killed"
-    )
-
-
-def _percent(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}" if whole else "-"
+def survivors() -> list[str]:
+    return sorted(name for name, status in results(STAGING).items() if status == "survived")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument("--report-only", action="store_true", help="print the last tally; run nothing")
     parser.add_argument(
-        "--report-only", action="store_true", help="print the tally of the last run; run nothing"
+        "--survivors", action="store_true", help="re-test the mutants that survived (after adding tests)"
     )
+    parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's change")
     parser.add_argument(
         "names",
         nargs="*",
@@ -310,8 +217,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.report_only:
         stage()
-        run(args.names, args.max_children)
-    report(results())
+        run([*args.names, *(survivors() if args.survivors else [])], args.max_children)
+    report(STAGING, results(STAGING), show_diffs=args.diffs)
 
 
 if __name__ == "__main__":
