@@ -24,6 +24,7 @@ from devkit.fakes.drainer_world import (
     stream_of,
     suspect_event,
 )
+from devkit.fault_proxy import Fault, FaultProxy
 from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.core.report_model import Outcome
 from worker_drainer.adapters.capacity_debts import Phase
@@ -364,3 +365,25 @@ def test_a_robot_undo_holds_a_cooldown_and_an_operators_undo_says_so(world: Drai
     assert task is not None
     operator = saga.undo(task, by_operator=True)
     assert "unmarked; the operator's undrain holds until " in operator.reason
+
+
+def test_a_reap_whose_every_delete_fails_is_a_failed_step_and_leaves_the_task_unmarked(
+    world: DrainerWorld,
+) -> None:
+    bad = world.task_ids[0]
+    room = f"lesson-reap-{uuid.uuid4().hex[:6]}"
+    sid = asyncio.run(_create_room(world.livekit, room))
+    try:
+        world.job_request(bad, "AJ_reap", room, sid, minutes_ago=150)
+        world.slow(bad, count=240, minutes=25)
+        with FaultProxy("127.0.0.1", world.livekit.port) as proxy:
+            proxy.inject(Fault.CUT_BEFORE_FORWARD, methods={"DeleteRoom"})
+            world.livekit_url = proxy.url
+            report = world.invoke(alarm_event())
+        assert _actions(report) == [(bad, "reap", "failed")]
+        error = report["actions"][0]["error"]
+        assert (error["code"], error["resource"]) == ("LiveKitUnavailable", room)
+        assert error["message"].startswith("LiveKit DeleteRoom at ")
+        assert STATE_TAG not in world.tags(bad)  # not marked reaped: the next tick tries again
+    finally:
+        asyncio.run(_delete_room(world.livekit, room))
