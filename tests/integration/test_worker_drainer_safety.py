@@ -7,16 +7,21 @@ from what the task holds now."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 from livekit import api
 
 from devkit.fakes.drainer_world import (
     CLUSTER,
+    SERVICE,
+    TABLE,
     DrainerWorld,
     alarm_event,
     moto_world,
@@ -25,11 +30,17 @@ from devkit.fakes.drainer_world import (
     suspect_event,
 )
 from devkit.fault_proxy import Fault, FaultProxy
+from devkit.fixed_mode import FixedModeSwitch
 from devkit.livekit_local import LocalLiveKit, free_port
-from fleet_remediation.core.report_model import Outcome
+from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
+from fleet_remediation.core.errors import KillSwitchError
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode, Outcome
 from worker_drainer.adapters.capacity_debts import Phase
+from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.capacity_keeper import CapacityKeeper
-from worker_drainer.plan_model import PlannedStep, Step
+from worker_drainer.executor import DrainerExecutor
+from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.saga import CordonSaga
 from worker_drainer.tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG, STATE_TAGS, State
 
@@ -387,3 +398,108 @@ def test_a_reap_whose_every_delete_fails_is_a_failed_step_and_leaves_the_task_un
         assert STATE_TAG not in world.tags(bad)  # not marked reaped: the next tick tries again
     finally:
         asyncio.run(_delete_room(world.livekit, room))
+
+
+# --- the executor's re-checks right before each step, whatever the plan saw ------------------------
+
+
+class _UnreadableSwitch:
+    def read(self) -> Mode:
+        raise KillSwitchError("cannot read kill switch /lkfr/it/mode: timed out", resource="/lkfr/it/mode")
+
+
+def _executor(world: DrainerWorld, **changes: Any) -> DrainerExecutor:
+    deps = world.dependencies()
+    values: dict[str, Any] = {
+        "ecs": deps.ecs,
+        "ledger": deps.ledger,
+        "mode_switch": deps.mode_switch,
+        "room_service_factory": deps.room_service_factory,
+        "policy": deps.settings.drainer.policy,
+        "reaper_policy": deps.settings.reaper.policy,
+        "service": SERVICE,
+        "invocation_id": str(uuid.uuid4()),
+        "incident_id": "incident-1",
+        "clock": deps.clock,
+        "deadline": time.monotonic() + 60,
+        "livekit_request_timeout_seconds": 2.0,
+    }
+    return DrainerExecutor(**(values | changes))
+
+
+def _step(world: DrainerWorld, index: int, step: Step, seen: State = State.HEALTHY) -> PlannedStep:
+    return PlannedStep(world.task_ids[index], world.task_arns[index], step, "planned by the test", seen)
+
+
+def _execute(executor: DrainerExecutor, *steps: PlannedStep) -> list[tuple[str, str, str]]:
+    report = ReportBuilder("worker_drainer", "test")
+    executor.run(LadderPlan(tuple(steps), healthy_running=0, draining=0), report)
+    return [(a.action, a.outcome.value, a.reason) for a in report.actions]
+
+
+def test_each_step_re_reads_the_switch_and_its_time_left_right_before_it(world: DrainerWorld) -> None:
+    cordon = _step(world, 0, Step.CORDON)
+    assert _execute(_executor(world, mode_switch=FixedModeSwitch(Mode.DRY_RUN)), cordon) == [
+        ("cordon", "skipped", "kill switch is now dry-run")
+    ]
+    assert _execute(_executor(world, mode_switch=_UnreadableSwitch()), cordon) == [
+        ("cordon", "skipped", "kill switch unreadable: cannot read kill switch /lkfr/it/mode: timed out")
+    ]
+    no_time = _executor(world, deadline=time.monotonic() + DRAINER_STEP_BUDGET_SECONDS - 1)
+    assert _execute(no_time, cordon) == [("cordon", "skipped", "not enough time left for this step")]
+    assert STATE_TAG not in world.tags(world.task_ids[0])
+    # Each refusal is in the journal too.
+    assert [e["outcome"] for e in world.audit(world.task_ids[0])] == ["skipped"] * 3
+
+
+def test_a_step_whose_task_changed_since_the_plan_is_not_applied(world: DrainerWorld) -> None:
+    drained = world.task_ids[0]
+    world.invoke({"action": "drain", "task": drained, "dry_run": False})
+    world.ecs_client.tag_resource(resourceArn=world.task_arns[1], tags=[EXCLUDE])
+    world.ecs_client.stop_task(cluster=CLUSTER, task=world.task_arns[2], reason="by hand")
+    executor = _executor(world)
+    assert _execute(
+        executor,
+        _step(world, 0, Step.CORDON),
+        _step(world, 0, Step.COMPLETE_CORDON, State.DRAINING),
+        _step(world, 1, Step.CORDON),
+        _step(world, 2, Step.STOP, State.DRAINING),
+        _step(world, 2, Step.CORDON),
+        _step(world, 3, Step.UNDO, State.DRAINING),
+        _step(world, 3, Step.STOP, State.DRAINING),
+    ) == [
+        ("cordon", "already-done", "task state changed from healthy to draining"),
+        ("complete-cordon", "already-done", "cordon already complete"),
+        ("cordon", "skipped", "re-check: the task is now excluded from the drainer"),
+        ("stop", "already-done", "task already stopped"),
+        ("cordon", "skipped", "task is no longer RUNNING"),
+        ("undo", "already-done", "task state changed from draining to healthy"),
+        ("stop", "skipped", "task state changed from draining to healthy"),
+    ]
+    assert STATE_TAG not in world.tags(world.task_ids[1])
+    assert world.task(world.task_ids[3])["lastStatus"] == "RUNNING"
+
+
+def test_a_cordon_re_checks_the_guardrails_against_the_fleet_as_it_is_now(world: DrainerWorld) -> None:
+    # Planned while the fleet was healthy; by the time the step runs another task is draining.
+    world.invoke({"action": "drain", "task": world.task_ids[0], "dry_run": False})
+    (result,) = _execute(_executor(world), _step(world, 1, Step.CORDON))
+    assert result[:2] == ("cordon", "skipped")
+    assert result[2].startswith("re-check: guardrail: 1 draining, at most 1 at once")
+    assert STATE_TAG not in world.tags(world.task_ids[1])
+
+
+def test_no_step_runs_without_its_intent_on_record(world: DrainerWorld) -> None:
+    dynamodb = boto3.client("dynamodb")
+
+    def refuse_audit(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key", params.get("Item", {})).get("sk", {}).get("S", "").startswith("audit#"):
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "PutItem")
+
+    for operation in ("PutItem", "UpdateItem"):
+        dynamodb.meta.events.register(f"provide-client-params.dynamodb.{operation}", refuse_audit)
+    ledger = DynamoLedger(TABLE, SERVICE, client=dynamodb)
+    ((action, outcome, reason),) = _execute(_executor(world, ledger=ledger), _step(world, 0, Step.CORDON))
+    assert (action, outcome) == ("cordon", "skipped")
+    assert reason.startswith("intent not recorded: ")
+    assert STATE_TAG not in world.tags(world.task_ids[0])
