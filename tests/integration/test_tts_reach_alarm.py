@@ -26,8 +26,9 @@ from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
-from tts_reach_alarm.messages import ALARM_REASON_LIMIT
+from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
 from tts_reach_alarm.service import TtsReachDependencies
+from tts_reach_alarm.transition import parse_transition
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod")
@@ -218,6 +219,7 @@ def test_fleet_wide_failure_only_notifies(aws: Aws, lambda_context) -> None:  # 
     aws.insights.responses = [outage, []]
     report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
     assert report["summary"]["verdict"] == "fleet-wide"
+    assert [c["decision"] for c in report["candidates"]] == ["skip"]
     notes = aws.drain(aws.sns_queue)
     assert len(notes) == 1
     assert "fleet-wide" in notes[0]["Subject"]
@@ -351,6 +353,8 @@ def test_the_report_records_what_the_analysis_found_and_the_event_it_sent(
     assert candidate["resource"] == BAD
     assert candidate["decision"] == "act"
     assert candidate["facts"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+    assert candidate["facts"]["failed_jobs_on_worker"] == 4
+    assert candidate["facts"]["jobs_in_window"] == 19
     (action,) = report["actions"]
     (suspect,) = aws.drain(aws.events_queue)
     assert action == {
@@ -359,6 +363,23 @@ def test_the_report_records_what_the_analysis_found_and_the_event_it_sent(
         "outcome": "done",
         "reason": f"event {suspect['id']}",
     }
+    detail = suspect["detail"]
+    # Only the suspect worker's own failed jobs, and the incident the page threads under.
+    assert detail["evidence"]["failed_job_ids"] == [f"AJ_fail{i}" for i in range(4)]
+    _, transition = parse_transition(alarm_event(), aws.deps.settings, aws.deps.clock())
+    assert detail["incident_id"] == incident_id(transition, aws.deps.settings)
+    (page,) = aws.drain(aws.sns_queue)
+    assert f"Suspect-worker event sent to the drainer: {suspect['id']}" in page["Message"]
+
+
+def test_an_alarm_with_no_job_in_its_window_says_so(aws: Aws, lambda_context: Any) -> None:
+    aws.insights.responses = [[], []]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"]["jobs_with_responses"] == 0
+    assert report["summary"]["reach_in_window"] is None
+    assert report["candidates"] == []
+    assert report["actions"] == []
 
 
 def test_a_suspect_event_the_bus_refuses_is_a_failed_action_and_the_page_still_goes(
