@@ -12,9 +12,10 @@ from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import assess_fleet
+from worker_drainer.attribution import Pattern, WorkerAssessment, assess_fleet
+from worker_drainer.guardrails import Guardrails
 from worker_drainer.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
-from worker_drainer.recovery import TtsEvidence
+from worker_drainer.recovery import TtsEvidence, tts_recovery, vad_recovery
 from worker_drainer.tags import (
     CAPACITY_TAG,
     CAUSE_TAG,
@@ -266,3 +267,27 @@ def test_jobs_that_reached_first_audio_count_and_those_that_did_not_fail() -> No
         tts_job("idle", 0, 0),
     ]
     assert TtsEvidence.from_outcomes(outcomes) == TtsEvidence(jobs=4, failed=2)
+
+
+def test_recovery_counts_from_exactly_the_recovery_window() -> None:
+    window = timedelta(minutes=POLICY.recovery_minutes)
+    good = TtsEvidence(jobs=POLICY.tts_recovery_min_jobs, failed=0)
+    assert tts_recovery(good, NOW - window, NOW, POLICY).recovered
+    assert not tts_recovery(good, NOW - window + timedelta(seconds=1), NOW, POLICY).recovered
+    # VAD: a last warning exactly at the start of the quiet window is not inside it.
+    last = slow("t0", last_seen=NOW - window)
+    worker = WorkerAssessment("t0", last.log_stream, Pattern.QUIET, 0.0, False, "quiet", last)
+    assert vad_recovery(worker, True, NOW - window, NOW, POLICY).recovered
+    later = slow("t0", last_seen=NOW - window + timedelta(seconds=1))
+    still_warning = WorkerAssessment("t0", later.log_stream, Pattern.ELEVATED, 1.0, True, "slow", later)
+    assert not vad_recovery(still_warning, True, NOW - window, NOW, POLICY).recovered
+
+
+def test_each_cordon_planned_in_a_tick_counts_against_the_guardrails() -> None:
+    policy = DrainerPolicy(max_draining_tasks=3, max_draining_fraction=1.0, min_healthy_tasks=1)
+    guard = Guardrails([draining(Cause.VAD, RECENT)] + [task(f"t{i}") for i in range(1, 6)], policy)
+    assert (guard.draining, guard.healthy) == (1, 5)
+    guard.take()
+    guard.take()
+    assert (guard.draining, guard.healthy) == (3, 3)
+    assert guard.refusal() == "guardrail: 3 draining, at most 3 at once"

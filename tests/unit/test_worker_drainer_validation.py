@@ -262,3 +262,8 @@ def test_our_own_arn_and_a_bare_id_pass() -> None:
     check_manual_target(parse_task_reference(ARN), local, RUNNING)
     with pytest.raises(UntrustedEventError):
         check_manual_target(parse_task_reference(ARN.replace("/agents/", "/other/")), local, [])
+
+
+def test_a_reference_that_is_neither_an_id_nor_an_arn_says_so() -> None:
+    with pytest.raises(ValueError, match="'x/' is neither an ECS task id nor an ECS task ARN"):
+        parse_task_reference("x/")
