@@ -42,7 +42,7 @@ from worker_drainer.capacity_keeper import CapacityKeeper
 from worker_drainer.executor import DrainerExecutor
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.saga import CordonSaga
-from worker_drainer.tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG, STATE_TAGS, State
+from worker_drainer.tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG, State
 
 pytestmark = pytest.mark.livekit
 EXCLUDE = {"key": "livekit-drainer:exclude", "value": "true"}
@@ -353,8 +353,9 @@ def test_a_raise_whose_confirmation_was_lost_is_confirmed_for_a_task_that_holds_
 def test_capacity_a_task_no_longer_holds_is_given_back(world: DrainerWorld) -> None:
     desired = world.desired_count()
     task_id, arn = _drained(world, 2)
-    # An operator took the drainer's marks off by hand: the task is healthy again, the debt remains.
-    world.ecs_client.untag_resource(resourceArn=arn, tagKeys=list(STATE_TAGS))
+    # An operator took the drainer's state mark off by hand: the task is healthy again (its capacity
+    # mark and its debt remain), so the capacity is no longer held for it.
+    world.ecs_client.untag_resource(resourceArn=arn, tagKeys=[STATE_TAG])
 
     world.now += timedelta(minutes=1)
     report = world.invoke(schedule_event())
@@ -476,6 +477,10 @@ def test_a_step_whose_task_changed_since_the_plan_is_not_applied(world: DrainerW
         ("undo", "already-done", "task state changed from draining to healthy"),
         ("stop", "skipped", "task state changed from draining to healthy"),
     ]
+    # Capacity owed back for a task whose debt another run settled already: nothing left to do.
+    revert = _step(world, 2, Step.REVERT_CAPACITY)
+    ((action, outcome, _),) = _execute(_executor(world), revert)
+    assert (action, outcome) == ("revert-capacity", "already-done")
     assert STATE_TAG not in world.tags(world.task_ids[1])
     assert world.task(world.task_ids[3])["lastStatus"] == "RUNNING"
 
@@ -503,3 +508,31 @@ def test_no_step_runs_without_its_intent_on_record(world: DrainerWorld) -> None:
     assert (action, outcome) == ("cordon", "skipped")
     assert reason.startswith("intent not recorded: ")
     assert STATE_TAG not in world.tags(world.task_ids[0])
+
+
+def test_a_reap_with_one_delete_failed_of_two_is_done_for_the_room_that_went(world: DrainerWorld) -> None:
+    bad = world.task_ids[0]
+    rooms = [f"lesson-reap-{uuid.uuid4().hex[:6]}" for _ in range(2)]
+    for index, room in enumerate(rooms):
+        sid = asyncio.run(_create_room(world.livekit, room))
+        world.job_request(bad, f"AJ_reap{index}", room, sid, minutes_ago=150)
+    world.slow(bad, count=240, minutes=25)
+    try:
+        with FaultProxy("127.0.0.1", world.livekit.port) as proxy:
+            proxy.inject(Fault.CUT_BEFORE_FORWARD, methods={"DeleteRoom"}, skip=1)
+            world.livekit_url = proxy.url
+            report = world.invoke(alarm_event())
+        assert _actions(report) == [(bad, "reap", "done")]
+        reason = report["actions"][0]["reason"]
+        assert reason.startswith("reaped 1 room(s) (")
+        assert all(room in reason for room in rooms)
+        assert world.tags(bad)[STATE_TAG] == "reaped"
+    finally:
+        asyncio.run(_delete_rooms_left(world.livekit, rooms))
+
+
+async def _delete_rooms_left(server: LocalLiveKit, names: list[str]) -> None:
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as client:
+        left = await client.room.list_rooms(api.ListRoomsRequest(names=names))
+        for room in left.rooms:
+            await client.room.delete_room(api.DeleteRoomRequest(room=room.name))
