@@ -291,3 +291,19 @@ def test_each_cordon_planned_in_a_tick_counts_against_the_guardrails() -> None:
     guard.take()
     assert (guard.draining, guard.healthy) == (3, 3)
     assert guard.refusal() == "guardrail: 3 draining, at most 3 at once"
+
+
+def _fleet(draining_count: int, size: int = 4) -> list[EcsTask]:
+    marked = [task(f"t{i}", **{STATE_TAG: "draining"}) for i in range(draining_count)]
+    return marked + [task(f"t{i}") for i in range(draining_count, size)]
+
+
+def test_the_guardrails_allow_a_cordon_up_to_exactly_each_limit() -> None:
+    # Up to exactly half the fleet draining.
+    half = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.5, min_healthy_tasks=1)
+    assert Guardrails(_fleet(1), half).refusal() is None
+    assert Guardrails(_fleet(2), half).refusal() == "guardrail: 3 of 4 draining would exceed 50% of the fleet"
+    # Down to exactly the minimum of healthy tasks left.
+    keep_two = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.75, min_healthy_tasks=2)
+    assert Guardrails(_fleet(1), keep_two).refusal() is None
+    assert Guardrails(_fleet(2), keep_two).refusal() == "guardrail: 1 healthy tasks left < minimum 2"
