@@ -32,8 +32,10 @@ from devkit.fakes.drainer_world import (
 from devkit.fault_proxy import Fault, FaultProxy
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.livekit_local import LocalLiveKit, free_port
+from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
-from fleet_remediation.core.errors import KillSwitchError
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.errors import AwsApiError, KillSwitchError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from worker_drainer.adapters.capacity_debts import Phase
@@ -536,3 +538,34 @@ async def _delete_rooms_left(server: LocalLiveKit, names: list[str]) -> None:
         left = await client.room.list_rooms(api.ListRoomsRequest(names=names))
         for room in left.rooms:
             await client.room.delete_room(api.DeleteRoomRequest(room=room.name))
+
+
+class FailingTtsQueries(OfflineWorkerLogs):
+    """The offline worker logs whose TTS-outcome query fails as Logs Insights would (a typed error),
+    recording the deadline each query was given."""
+
+    def __init__(self, world: DrainerWorld) -> None:
+        super().__init__(world.events, SignalCatalog.default().slow_vad)
+        self.deadlines: list[float] = []
+
+    def tts_outcomes(self, log_stream: str, start: Any, end: Any, deadline: float) -> list[Any]:
+        self.deadlines.append(deadline)
+        raise AwsApiError("Logs GetQueryResults failed: ThrottlingException", aws_code="ThrottlingException")
+
+
+def test_unknown_tts_evidence_keeps_a_suspect_cordoned_and_is_reported(world: DrainerWorld) -> None:
+    suspect = world.task_ids[1]
+    assert _actions(world.invoke(suspect_event(suspect, world.now))) == [(suspect, "cordon", "done")]
+    world.now += timedelta(minutes=11)
+    for n in range(3):
+        world.tts_job(suspect, f"AJ_after_{n}", reached=True, minutes_ago=2)
+    deps = world.dependencies()
+    deps.worker_logs = failing = FailingTtsQueries(world)
+    started = time.monotonic()
+    report = world.invoke(schedule_event(), deps)
+    assert [a for a in _actions(report) if a[1] == "undo"] == []
+    assert [e["code"] for e in report["errors"]] == ["AwsApiError"]
+    assert world.tags(suspect)[STATE_TAG] == "draining"
+    # The query was bounded by the drainer's own Insights timeout.
+    (deadline,) = failing.deadlines
+    assert deadline <= started + deps.settings.drainer.insights_timeout_seconds + 1
