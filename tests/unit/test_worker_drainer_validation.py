@@ -267,3 +267,16 @@ def test_our_own_arn_and_a_bare_id_pass() -> None:
 def test_a_reference_that_is_neither_an_id_nor_an_arn_says_so() -> None:
     with pytest.raises(ValueError, match="'x/' is neither an ECS task id nor an ECS task ARN"):
         parse_task_reference("x/")
+
+
+def test_our_account_and_region_come_from_the_functions_own_arn() -> None:
+    built = ServiceIdentity.of(
+        "agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer"
+    )
+    assert built == ServiceIdentity("agents", "123456789012", "eu-west-1")
+    assert ServiceIdentity.of("agents", None) == ServiceIdentity("agents")
+    assert ServiceIdentity.of("agents", "local-function") == ServiceIdentity("agents")
+    # A task not (or no longer) running is still refused when its ARN names another account.
+    foreign = parse_task_reference(ARN.replace("123456789012", "999999999999"))
+    with pytest.raises(UntrustedEventError, match="account '999999999999' \\(ours: '123456789012'\\)"):
+        check_manual_target(foreign, OURS, [])
