@@ -155,9 +155,10 @@ $(REDIS_SERVER):
 	@apt-get install -y -qq redis-server >/dev/null 2>&1 || \
 		(apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
 
-bench: setup $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, drainer tick, kill-switch lag, TTS analysis, detection
+bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency
 	@$(PY) -m bench.cold_imports
+	@$(PY) -m bench.lambda_cold_start
 	@$(PY) -m bench.drainer_tick
 	@$(PY) -m bench.kill_switch_lag
 	@$(PY) -m bench.tts_concentration

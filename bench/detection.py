@@ -7,7 +7,10 @@ whole week in memory), feeds each minute's metric-filter counts to the alarms ex
 transition to ALARM runs what the alarm would trigger: the drainer's ``assess_fleet`` over
 per-worker slow-VAD statistics of the last 30 minutes (VAD alarm), and the responder's
 ``assess_concentration`` over per-job outcomes of its window followed by the drainer's suspect-worker
-rule (TTS alarm). It prints:
+rule (TTS alarm). While an alarm stays in ALARM it also runs what the deployed schedules run: the
+drainer's tick every minute (a cordon when the attribution finds a degraded worker) and the
+responder's re-check every 2 minutes until a worker is named (at the re-check's spent alpha). Those
+act, but they are not pages. It prints:
 
 * healthy families (steady, daily with quiet nights and a rolling deploy a day, slow-but-healthy
   TTS every day): false pages per simulated day for the old TTS alarm (per-minute reach < 0.97 in
@@ -61,11 +64,14 @@ from fleet_remediation.contract.alarm_math import (
     MinuteCounts,
     Series,
     Statistic,
+    evaluator_for,
 )
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.settings import DrainerSection, TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
+from tts_reach_alarm.investigation import recheck_alpha
 from tts_reach_alarm.transition import analysis_window_minutes
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import FleetAssessment, assess_fleet
@@ -137,6 +143,9 @@ class Transition:
     drained: frozenset[str] = frozenset()
     fleet: FleetAssessment | None = None
     verdict: Concentration | None = None
+    # A scheduled run during the ALARM that acted (not a page): the responder's re-check that named
+    # a worker, the drainer's tick that found a degraded one.
+    recheck: bool = False
 
 
 @dataclass
@@ -166,9 +175,9 @@ class Watch:
         tts = config.tts_reach_alarm
         self.evaluators = {
             "tts_old": AlarmEvaluator(legacy_tts_reach()),
-            "tts_new": AlarmEvaluator(tts.definition()),
-            "tts_new_no_emitter": AlarmEvaluator(tts.definition()),
-            "vad": AlarmEvaluator(config.vad_alarm.definition()),
+            "tts_new": evaluator_for(tts.alarm()),
+            "tts_new_no_emitter": evaluator_for(tts.alarm()),
+            "vad": evaluator_for(config.vad_alarm.alarm()),
         }
         self.state = dict.fromkeys(ALARMS, False)
         self.alarm_minutes: dict[str, list[int]] = {name: [] for name in ALARMS}
@@ -177,6 +186,10 @@ class Watch:
         self.vad_minutes: deque[dict[int, VadRow]] = deque(maxlen=policy.window_minutes)
         self.job_minutes: deque[dict[int, list[int]]] = deque(maxlen=analysis_window_minutes(config))
         self.responses = 0
+        self.recheck_minutes = TtsReachSection().recheck_minutes
+        self.drainer_tick_minutes = DrainerSection().schedule_minutes
+        # Per TTS alarm in ALARM: the minute it fired, and whether its incident has a named worker.
+        self.incident: dict[str, tuple[int, bool]] = {}
 
     def minute(self, minute: int, events: Sequence[Event]) -> list[Transition]:
         counts = MinuteCounts()
@@ -220,21 +233,54 @@ class Watch:
             _, in_alarm = evaluator.push(without_timeouts if name == "tts_new_no_emitter" else counts)
             if in_alarm and not self.state[name]:
                 fired.append(self._act(name, minute))
+                self.incident[name] = (
+                    minute,
+                    fired[-1].verdict is not None and fired[-1].verdict.concentrated,
+                )
+            elif in_alarm and (found := self._recheck(name, minute) or self._tick(name, minute)):
+                fired.append(found)
             if in_alarm:
                 self.alarm_minutes[name].append(minute)
             self.state[name] = in_alarm
         return fired
 
     # --- what each alarm triggers ----------------------------------------------------------------
-    def _act(self, alarm: str, minute: int) -> Transition:
+    def _act(self, alarm: str, minute: int, alpha: float | None = None) -> Transition:
         fleet = self._assess_fleet(minute)
         if alarm == "vad":
             return Transition(alarm, minute, frozenset(w.task_id for w in fleet.degraded), fleet)
-        verdict = self._responder()
+        verdict = self._responder(alpha)
         drained: frozenset[str] = frozenset()
         if verdict.concentrated and verdict.top is not None and not fleet.fleet_wide:
             drained = frozenset({verdict.top.log_stream.rsplit("/", 1)[-1]})
         return Transition(alarm, minute, drained, fleet, verdict)
+
+    def _recheck(self, alarm: str, minute: int) -> Transition | None:
+        """The responder's scheduled re-check of the new TTS alarm's open incident (every
+        ``recheck_minutes`` while in ALARM, until a worker is named): a worker named for the first
+        time in the incident."""
+        if alarm != "tts_new" or not self.recheck_minutes or alarm not in self.incident:
+            return None
+        since, named = self.incident[alarm]
+        if named or (minute - since) % self.recheck_minutes:
+            return None
+        look = (minute - since) // self.recheck_minutes
+        found = self._act(alarm, minute, recheck_alpha(self.config.tts_reach_alarm.concentration_alpha, look))
+        if found.verdict is None or not found.verdict.concentrated:
+            return None
+        self.incident[alarm] = (since, True)
+        found.recheck = True
+        return found
+
+    def _tick(self, alarm: str, minute: int) -> Transition | None:
+        """The drainer's scheduled tick while the VAD alarm stays in ALARM: it attributes as the
+        transition did (a cordon when a worker is degraded and the fleet is not)."""
+        if alarm != "vad" or minute % self.drainer_tick_minutes:
+            return None
+        fleet = self._assess_fleet(minute)
+        if fleet.fleet_wide or not fleet.degraded:
+            return None
+        return Transition(alarm, minute, frozenset(w.task_id for w in fleet.degraded), fleet, recheck=True)
 
     def _assess_fleet(self, minute: int) -> FleetAssessment:
         """The drainer's attribution at the end of ``minute`` over its window's statistics."""
@@ -263,7 +309,7 @@ class Watch:
             stats, {t.stream: t.task_id for t in running}, [t.task_id for t in running], self.policy
         )
 
-    def _responder(self) -> Concentration:
+    def _responder(self, alpha: float | None = None) -> Concentration:
         totals: dict[int, list[int]] = {}
         for per_job in self.job_minutes:
             for lesson, (task, responses, frames) in per_job.items():
@@ -278,7 +324,9 @@ class Watch:
         ]
         alarm = self.config.tts_reach_alarm
         return assess_concentration(
-            jobs, alpha=alarm.concentration_alpha, min_failed_jobs=alarm.min_failed_jobs
+            jobs,
+            alpha=alarm.concentration_alpha if alpha is None else alpha,
+            min_failed_jobs=alarm.min_failed_jobs,
         )
 
 
@@ -369,7 +417,9 @@ def transitions_during(result: RunResult, alarm: str) -> list[Transition]:
     assert result.end_minute is not None
     start = judged_from(result, alarm)
     return [
-        t for t in result.transitions if t.alarm == alarm and start <= t.minute + 1 <= result.end_minute + 10
+        t
+        for t in result.transitions
+        if t.alarm == alarm and not t.recheck and start <= t.minute + 1 <= result.end_minute + 10
     ]
 
 
@@ -427,9 +477,10 @@ FAILURE_HEADER = (
     "before the first failed response)\n\n"
     "| family | volume | runs | TTS old | TTS new | TTS new, no emitter | VAD | "
     "first page (TTS new or VAD) | TTS pages per incident: old, new | "
+    "pages per incident (TTS new + VAD) | "
     "VAD attribution right / none / wrong | responder (new) right / none / wrong | "
     "drains right / healthy / fleet-wide: old, new |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -450,12 +501,16 @@ def failure_row(runs: Sequence[RunResult]) -> str:
     pages = ", ".join(
         pages_text([len(transitions_during(r, alarm)) for r in runs]) for alarm in ("tts_old", "tts_new")
     )
+    every_page = pages_text(
+        [len(transitions_during(r, "tts_new")) + len(transitions_during(r, "vad")) for r in runs]
+    )
     attribution = tally([vad_attribution(r, t) for r in runs for t in transitions_during(r, "vad")])
     verdicts = tally([responder_verdict(r, t) for r in runs for t in transitions_during(r, "tts_new")])
     old = "/".join(map(str, drains(runs, ("tts_old", "vad"))))
     new = "/".join(map(str, drains(runs, ("tts_new", "vad"))))
     return (
         f"| {first.family} | {first.volume:g}/min | {len(runs)} | {latencies} | {first_page} | {pages} | "
+        f"{every_page} | "
         f"{attribution} | "
         f"{verdicts} | {old}, {new} |"
     )

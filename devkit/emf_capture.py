@@ -29,7 +29,7 @@ import boto3
 from moto import mock_aws
 from moto.moto_api import state_manager
 
-from devkit.fakes.ecs_fakes import FakeEcsTaskProtection
+from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms
@@ -169,9 +169,15 @@ def capture_worker_drainer() -> None:
     ecs.register_task_definition(
         family="agent", containerDefinitions=[{"name": container, "image": "agent:1", "memory": 512}]
     )
-    # Five tasks: enough for the guardrails (max_draining_fraction) to allow one drain.
+    EcsManagedTagsSetting(ecs)
+    # Five tasks: enough for the guardrails (max_draining_fraction) to allow one drain. Managed tags on,
+    # as the default drainer.task_action_scope (service) needs.
     ecs.create_service(
-        cluster=settings.ecs_cluster, serviceName=settings.ecs_service, taskDefinition="agent", desiredCount=5
+        cluster=settings.ecs_cluster,
+        serviceName=settings.ecs_service,
+        taskDefinition="agent",
+        desiredCount=5,
+        enableECSManagedTags=True,
     )
     started = ecs.run_task(
         cluster=settings.ecs_cluster,

@@ -4,8 +4,10 @@ offline evaluation (the backtest, the drainer's offline statistics, tests)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from fleet_remediation.contract.signals import parse_log_line
@@ -18,21 +20,68 @@ class LogEvent:
     record: dict[str, Any]
 
 
-def read_events(handle: TextIO) -> list[LogEvent]:
-    """Both export shapes (one event per line, or the ``{"events": [...]}`` document); lines whose
-    message is not a JSON object are kept out, as metric filters with JSON patterns ignore them."""
-    text = handle.read()
-    raw: list[dict[str, Any]]
+class UnreadableLogError(Exception):
+    """An exported log that cannot be read: one line for the user, no traceback."""
+
+
+def load_events(path: Path) -> list[LogEvent]:
+    """``read_events`` of a file, every way it can fail said in one ``UnreadableLogError`` line."""
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError:  # several lines: one event per line
-        raw = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        raw = document["events"] if isinstance(document, dict) and "events" in document else [document]
+        with path.open(encoding="utf-8") as handle:
+            return read_events(handle)
+    except OSError as exc:
+        raise UnreadableLogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UnreadableLogError(f"{path} is not UTF-8 text: {exc.reason}") from None
+    except ExportShapeError as exc:
+        raise UnreadableLogError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise UnreadableLogError(f"{path} is not filter-log-events JSON: {exc}") from None
+
+
+class ExportShapeError(ValueError):
+    """The input is JSON, but not events as ``filter-log-events`` exports them."""
+
+
+def read_events(handle: TextIO) -> list[LogEvent]:
+    """The export shapes seen in practice: the CLI's ``{"events": [...]}`` document, one event per
+    line (JSON Lines), a JSON array of events (``--query events``), or pages of the document one per
+    line. Lines whose message is not a JSON object are kept out, as metric filters with JSON
+    patterns ignore them. An event without a string ``message`` and a millisecond ``timestamp`` is
+    an ``ExportShapeError`` naming its position."""
+    text = handle.read()
+    try:
+        documents: list[Any] = [json.loads(text)]
+    except json.JSONDecodeError:  # several lines: one event (or one page) per line
+        documents = [json.loads(line) for line in text.splitlines() if line.strip()]
     events = []
-    for item in raw:
-        record = parse_log_line(item["message"])
+    for position, item in enumerate(_flattened(documents), start=1):
+        message, moment = _message_and_time(item, position)
+        record = parse_log_line(message)
         if record is not None:
-            moment = datetime.fromtimestamp(item["timestamp"] / 1000, tz=UTC)
-            events.append(LogEvent(item.get("logStreamName", ""), moment, record))
+            stream = item.get("logStreamName", "")
+            events.append(LogEvent(stream if isinstance(stream, str) else "", moment, record))
     return sorted(events, key=lambda e: e.at)
+
+
+def _flattened(documents: list[Any]) -> Iterator[Any]:
+    for document in documents:
+        if isinstance(document, dict) and "events" in document:
+            yield from document["events"] if isinstance(document["events"], list) else [document["events"]]
+        elif isinstance(document, list):
+            yield from document
+        else:
+            yield document
+
+
+def _message_and_time(item: Any, position: int) -> tuple[str, datetime]:
+    if not isinstance(item, dict):
+        raise ExportShapeError(f"event {position} is a {type(item).__name__}, not an object")
+    message, stamp = item.get("message"), item.get("timestamp")
+    if not isinstance(message, str):
+        raise ExportShapeError(f"event {position} has no string 'message'")
+    if isinstance(stamp, str) and stamp.isdigit():
+        stamp = int(stamp)
+    if not isinstance(stamp, int | float) or isinstance(stamp, bool) or not 0 <= stamp < 10**14:
+        raise ExportShapeError(f"event {position}: 'timestamp' must be milliseconds since the epoch")
+    return message, datetime.fromtimestamp(stamp / 1000, tz=UTC)

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from devkit.log_export import LogEvent
+from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import (
@@ -346,6 +347,11 @@ class SimulatedEcsService:
         running = sum(task.stopped_at is None for task in self._tasks.values())
         return ServiceCapacity(self._desired, running)
 
+    def ecs_managed_tags(self) -> bool:
+        # The simulated service is set up as the README asks: its tasks carry aws:ecs:serviceName.
+        self.calls += 1
+        return True
+
     def set_desired_count(self, count: int) -> None:
         self.calls += 1
         self._desired = count
@@ -444,6 +450,16 @@ class SimulatedLedger:
             return False
         self._notices[key] = epoch + ttl_seconds
         return True
+
+
+class SimulatedAlarmStates:
+    """CloudWatch DescribeAlarms (``AlarmStates``): each alarm's state as the replay evaluated it."""
+
+    def __init__(self) -> None:
+        self.readings: dict[str, AlarmReading] = {}
+
+    def current(self, alarm_name: str) -> AlarmReading | None:
+        return self.readings.get(alarm_name)
 
 
 class SimulatedOnceGuard:

@@ -22,7 +22,8 @@ def _resolve(value: Any, resources: dict[str, Any]) -> str:
     if "Fn::GetAtt" in value:
         logical_id, attribute = value["Fn::GetAtt"]
         properties = resources[logical_id]["Properties"]
-        if resources[logical_id]["Type"] == "AWS::CloudWatch::Alarm" and attribute == "Arn":
+        alarm_types = ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+        if resources[logical_id]["Type"] in alarm_types and attribute == "Arn":
             region, account = PSEUDO["AWS::Region"], PSEUDO["AWS::AccountId"]
             return f"arn:aws:cloudwatch:{region}:{account}:alarm:{properties['AlarmName']}"
         return f"{logical_id}.{attribute}"

@@ -31,7 +31,7 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from devkit.log_export import LogEvent, read_events  # noqa: E402
+from devkit.log_export import LogEvent, UnreadableLogError, load_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from fleet_remediation.contract.alarm_math import MinuteCounts, evaluate_alarm  # noqa: E402
 from fleet_remediation.contract.detection import DetectionConfig  # noqa: E402
@@ -197,8 +197,8 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
     """Both alarms evaluated at the end of every minute, exactly as their definitions deploy."""
     catalog = config.catalog()
     minutes = bucket(events, catalog)
-    vad = evaluate_alarm(config.vad_alarm.definition(), minutes)
-    tts = evaluate_alarm(config.tts_reach_alarm.definition(), minutes)
+    vad = evaluate_alarm(config.vad_alarm.alarm(), minutes)
+    tts = evaluate_alarm(config.tts_reach_alarm.alarm(), minutes)
     result = BacktestResult(
         minutes,
         [breaching for breaching, _ in vad],
@@ -294,8 +294,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--config", type=Path, default=REPO_ROOT / "cdk.json")
     args = parser.parse_args(argv)
     config = load_detection(args.config, args.env)
-    with args.log.open(encoding="utf-8") as handle:
-        events = read_events(handle)
+    try:
+        events = load_events(args.log)
+    except UnreadableLogError as exc:
+        sys.stderr.write(f"backtest: error: {exc}\n")
+        raise SystemExit(2) from None
     render(run_backtest(events, config), config, sys.stdout)
 
 

@@ -151,6 +151,7 @@ def deployed_ledger_table(env: str) -> str:
 def plan_drainer(
     env: str, config: EnvironmentConfig, notifier: HeldNotifier, ledger_table: str | None
 ) -> dict[str, Any]:
+    from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
     from worker_drainer import handler
     from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
     from worker_drainer.adapters.ledger import DynamoLedger
@@ -186,6 +187,7 @@ def plan_drainer(
         ),
         worker_probe=NoWorkerProbe(),
         room_service_factory=rooms_factory(drainer, drainer.drainer.livekit_request_timeout_seconds),
+        alarm_states=CloudWatchAlarmStates(),
     )
     return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
 

@@ -48,11 +48,12 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
 
 from devkit.eventbridge_events import schedule_event  # noqa: E402
 from devkit.fixed_mode import FixedModeSwitch  # noqa: E402
-from devkit.log_export import LogEvent, read_events  # noqa: E402
+from devkit.log_export import LogEvent, UnreadableLogError, load_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from devkit.offline_worker_logs import OfflineWorkerLogs  # noqa: E402
 from devkit.replay_world import (  # noqa: E402
     SentNotification,
+    SimulatedAlarmStates,
     SimulatedClock,
     SimulatedEcsService,
     SimulatedEventBus,
@@ -64,6 +65,7 @@ from devkit.replay_world import (  # noqa: E402
     jobs_from_events,
     room_service_factory,
 )
+from fleet_remediation.adapters.alarm_state import AlarmReading  # noqa: E402
 from fleet_remediation.contract.naming import (  # noqa: E402
     ALARM_DETAIL_TYPE,
     FunctionName,
@@ -129,6 +131,11 @@ def stack_rules(env_name: str, config: EnvironmentConfig) -> tuple[Rule, ...]:
         Rule(FunctionName.ZOMBIE_REAPER, schedule_minutes=config.reaper.schedule_minutes),
         Rule(FunctionName.ZOMBIE_REAPER, alarm=vad, states=("ALARM",)),
         Rule(FunctionName.TTS_REACH_ALARM, alarm=tts, states=("ALARM", "OK")),
+        *(
+            (Rule(FunctionName.TTS_REACH_ALARM, schedule_minutes=config.tts_reach.recheck_minutes),)
+            if config.tts_reach.recheck_minutes
+            else ()
+        ),
         Rule(FunctionName.WORKER_DRAINER, schedule_minutes=config.drainer.schedule_minutes),
         Rule(FunctionName.WORKER_DRAINER, alarm=vad, states=("ALARM",)),
         Rule(FunctionName.WORKER_DRAINER, suspect_worker=True),
@@ -321,6 +328,7 @@ class Replay:
             account=self.account,
         )
         self.ledger = SimulatedLedger()
+        self.alarm_states = SimulatedAlarmStates()
         self.bus = SimulatedEventBus(self.clock, region=self.region, account=self.account)
         self.sent: list[SentNotification] = []
         self.settings = _settings(env_name, config, self.account)
@@ -380,6 +388,7 @@ class Replay:
             insights=OfflineLogsInsights(self.events, catalog),
             once=SimulatedOnceGuard(),
             clock=self.clock,
+            alarm_states=self.alarm_states,
         )
         drainer = DrainerDependencies(
             settings=drainer_settings,
@@ -390,6 +399,7 @@ class Replay:
             worker_logs=OfflineWorkerLogs(self.events, catalog.slow_vad, catalog),
             worker_probe=SimulatedWorkerProbe(self.jobs, self.ecs, self.livekit),
             room_service_factory=rooms,
+            alarm_states=self.alarm_states,
             clock=self.clock,
         )
         return reaper, responder, drainer
@@ -410,6 +420,7 @@ class Replay:
                 for change in (t for t in transitions if t.at == now):
                     alarm = names[change.alarm]
                     self.result.alarms.append(AlarmChange(alarm, change.state, now))
+                    self.alarm_states.readings[alarm] = AlarmReading(change.state, now)
                     event = alarm_event(
                         alarm,
                         change.state,
@@ -467,7 +478,8 @@ class Replay:
         now = self.clock()
         candidates = {c["resource"]: c for c in report["candidates"]}
         summary = report.get("summary") or {}
-        if function is FunctionName.TTS_REACH_ALARM and "verdict" in summary:
+        # A re-check during an open incident is a verdict only when it found something new.
+        if function is FunctionName.TTS_REACH_ALARM and "verdict" in summary and "recheck" not in summary:
             top = next(iter(report["candidates"]), None)
             concentrated = summary["verdict"] == "concentrated"
             suspect = task_id_from_log_stream(top["resource"]) if concentrated and top else None
@@ -617,24 +629,6 @@ def _settings(
 
 
 # --- input -------------------------------------------------------------------------------------------------
-def load_events(path: Path) -> list[LogEvent]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return read_events(handle)
-    except OSError as exc:
-        raise UnreadableInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UnreadableInput(f"{path} is not UTF-8 text: {exc.reason}") from None
-    except ValueError as exc:
-        raise UnreadableInput(f"{path} is not filter-log-events JSON: {exc}") from None
-    except KeyError as exc:
-        raise UnreadableInput(f"{path}: an event lacks the field {exc}") from None
-    except (TypeError, AttributeError) as exc:
-        raise UnreadableInput(
-            f"{path}: an event is not shaped like filter-log-events output ({exc})"
-        ) from None
-
-
 def load_config(path: Path, env_name: str) -> EnvironmentConfig:
     try:
         context = json.loads(path.read_text(encoding="utf-8")).get("context")
@@ -656,7 +650,10 @@ def replay(
     progress: TextIO | None = None,
 ) -> ReplayResult:
     config = load_config(config_path, env_name)
-    events = load_events(log)
+    try:
+        events = load_events(log)
+    except UnreadableLogError as exc:
+        raise UnreadableInput(str(exc)) from None
     try:
         engine = Replay(events, env_name, config, mode, str(log), progress)
     except ConfigurationError as exc:

@@ -14,6 +14,7 @@ from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import SharedLayers
+from fleet_stack.constructs.stack_key import StackKey
 from fleet_stack.constructs.tts_reach import TtsReachResponder
 from fleet_stack.constructs.worker_drainer import WorkerDrainer
 from fleet_stack.constructs.zombie_reaper import ZombieReaper
@@ -26,7 +27,8 @@ class FleetRemediationStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         Tags.of(self).add("livekit-fleet-remediation:environment", env_name)
         layers = SharedLayers(self, "Layers")
-        notifications = Notifications(self, "Notifications", env_name=env_name, config=config)
+        key = StackKey(self, "StackKey", env_name=env_name)
+        notifications = Notifications(self, "Notifications", env_name=env_name, config=config, key=key)
         kill_switch = KillSwitch(self, "KillSwitch", env_name=env_name, initial_mode=config.mode)
         livekit_secret = secretsmanager.Secret.from_secret_name_v2(
             self, "LiveKitCredentials", config.livekit_secret_name
@@ -39,6 +41,7 @@ class FleetRemediationStack(Stack):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             livekit_secret=livekit_secret,
         )
         self.detection = Detection(self, "Detection", env_name=env_name, config=config)
@@ -60,6 +63,7 @@ class FleetRemediationStack(Stack):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             detection=self.detection,
         )
         self.worker_drainer = WorkerDrainer(
@@ -70,6 +74,7 @@ class FleetRemediationStack(Stack):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             livekit_secret=livekit_secret,
             detection=self.detection,
         )
@@ -88,4 +93,5 @@ class FleetRemediationStack(Stack):
         self.notifications = notifications
         self.kill_switch = kill_switch
         self.layers = layers
+        self.key = key
         self.livekit_secret = livekit_secret

@@ -19,11 +19,12 @@ import boto3
 from moto import mock_aws
 from moto.moto_api import state_manager
 
-from devkit.fakes.ecs_fakes import FakeEcsTaskProtection
+from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from devkit.log_export import LogEvent
 from devkit.offline_worker_logs import OfflineWorkerLogs
+from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
@@ -85,6 +86,7 @@ def job_request_record(job_id: str, room: str, room_id: str) -> dict[str, Any]:
 class DrainerWorld:
     ecs_client: Any
     protection: FakeEcsTaskProtection
+    managed_tags: EcsManagedTagsSetting
     task_arns: list[str]
     livekit: LocalLiveKit
     now: datetime
@@ -93,10 +95,19 @@ class DrainerWorld:
     livekit_url: str | None = None
     policy: dict[str, Any] = field(default_factory=dict)
     reaper_policy: dict[str, Any] = field(default_factory=lambda: {"max_age_minutes": 60})
+    # More fields of the drainer's cdk.json section (e.g. task_action_scope).
+    drainer_section: dict[str, Any] = field(default_factory=dict)
 
     @property
     def task_ids(self) -> list[str]:
         return [arn.rsplit("/", 1)[1] for arn in self.task_arns]
+
+    def own_ecs_client(self) -> Any:
+        """Another ECS client on this world, served by the same fakes (for a fault to hook into)."""
+        client = boto3.client("ecs", config=ecs_client_config(5.0))
+        FakeEcsTaskProtection(client, shared_with=self.protection)
+        EcsManagedTagsSetting(client, shared_with=self.managed_tags)
+        return client
 
     def set_mode(self, mode: str) -> None:
         boto3.client("ssm").put_parameter(Name=MODE_PARAMETER, Value=mode, Type="String", Overwrite=True)
@@ -139,6 +150,7 @@ class DrainerWorld:
                     "agent_log_stream_prefix": STREAM_PREFIX,
                     "agent_container_name": CONTAINER,
                     "policy": {"min_healthy_tasks": 1, "max_draining_fraction": 0.5, **self.policy},
+                    **self.drainer_section,
                 },
                 "ecs_cluster": CLUSTER,
                 "ecs_service": SERVICE,
@@ -178,6 +190,8 @@ class DrainerWorld:
             worker_logs=OfflineWorkerLogs(self.events, SignalCatalog.default().slow_vad),
             worker_probe=HttpWorkerProbe(8081, 1.0, endpoint_for=endpoint),
             room_service_factory=rooms,
+            # moto's CloudWatch: a test puts the VAD alarm and sets its state.
+            alarm_states=CloudWatchAlarmStates(boto3.client("cloudwatch")),
             clock=clock or (lambda: self.now),
         )
 
@@ -301,7 +315,15 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
     ecs.register_task_definition(
         family="agent", containerDefinitions=[{"name": CONTAINER, "image": "agent:1", "memory": 512}]
     )
-    ecs.create_service(cluster=CLUSTER, serviceName=SERVICE, taskDefinition="agent", desiredCount=tasks)
+    managed_tags = EcsManagedTagsSetting(ecs)
+    # Managed tags on, as the README asks for the default drainer.task_action_scope (service).
+    ecs.create_service(
+        cluster=CLUSTER,
+        serviceName=SERVICE,
+        taskDefinition="agent",
+        desiredCount=tasks,
+        enableECSManagedTags=True,
+    )
     # moto does not start a service's tasks: start them as the service would (group "service:<name>").
     arns = [
         t["taskArn"]
@@ -327,7 +349,14 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
     boto3.client("ssm").put_parameter(Name=MODE_PARAMETER, Value="enforce", Type="String")
     for topic in (TOPIC, CHAT_TOPIC):
         _subscribe_queue(topic)
-    world = DrainerWorld(ecs_client=ecs, protection=protection, task_arns=arns, livekit=livekit, now=now)
+    world = DrainerWorld(
+        ecs_client=ecs,
+        protection=protection,
+        managed_tags=managed_tags,
+        task_arns=arns,
+        livekit=livekit,
+        now=now,
+    )
     protection.set_clock(lambda: world.now)
     return world
 

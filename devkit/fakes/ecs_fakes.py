@@ -6,6 +6,9 @@
   enabling) sets an ``expirationDate`` after which the task reads as unprotected (by the fake's
   clock), and the failures ``MISSING`` / ``TASK_NOT_VALID`` (a task that is not part of a service),
   so ``BotoEcsTasks`` runs its real request and failure handling.
+- ``EcsManagedTagsSetting``: moto 5.2.1 drops ``enableECSManagedTags`` at CreateService (its
+  UpdateService keeps it); the fake remembers what CreateService set and adds it to DescribeServices'
+  answer where moto left it out, as ECS answers, so the drainer's check of the setting runs on boto3.
 - ``EcsThrottling``: makes chosen ECS operations answer ``ThrottlingException`` without reaching moto.
 - ``FakeEcsTaskMetadataEndpoint``: a local HTTP server standing in for the ECS task metadata
   endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's). Like the ECS
@@ -112,6 +115,24 @@ def _request_body(request_dict: dict[str, Any]) -> dict[str, Any]:
     # ``before-call`` sees the serialised request; ECS speaks JSON.
     body = request_dict["body"]
     return dict(json.loads(body.decode() if isinstance(body, bytes) else body))
+
+
+class EcsManagedTagsSetting:
+    def __init__(self, client: Any, shared_with: EcsManagedTagsSetting | None = None) -> None:
+        """``shared_with``: another client's fake whose services' settings this one serves."""
+        self.created_with: dict[str, bool] = shared_with.created_with if shared_with else {}
+        client.meta.events.register("before-call.ecs.CreateService", self._remember)
+        client.meta.events.register("after-call.ecs.DescribeServices", self._answer)
+
+    def _remember(self, params: dict[str, Any], **_: Any) -> None:
+        request = _request_body(params)
+        if "enableECSManagedTags" in request:
+            self.created_with[request["serviceName"]] = bool(request["enableECSManagedTags"])
+
+    def _answer(self, parsed: dict[str, Any], **_: Any) -> None:
+        for service in parsed.get("services", []):
+            if service.get("serviceName") in self.created_with:
+                service.setdefault("enableECSManagedTags", self.created_with[service["serviceName"]])
 
 
 class EcsThrottling:

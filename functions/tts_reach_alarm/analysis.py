@@ -208,7 +208,7 @@ def assess_concentration(
         # The bounds: the top worker's own p-value and the Bonferroni sum over the workers.
         upper = min(1.0, len(workers) * p)
         if failed >= min_failed_jobs and top.failed_jobs >= min_failed_jobs and upper < alpha:
-            reason = f"concentrated: {share} (p <= {upper:.3g} < {alpha}; analysis deadline, bound)"
+            reason = f"concentrated: {share} (p <= {upper:.3g} < {alpha:.3g}; analysis deadline, bound)"
             return judged(Verdict.CONCENTRATED, reason, top, p, upper, exact=False)
         reason = f"inconclusive: {share} (p between {p:.3g} and {upper:.3g}; analysis deadline)"
         return judged(Verdict.INCONCLUSIVE, reason, top, p, None, exact=False)
@@ -235,12 +235,17 @@ def assess_concentration(
     if corrected >= alpha:
         return judged(
             Verdict.FLEET_WIDE,
-            f"fleet-wide: {share} (p={corrected:.3g} >= {alpha})",
+            f"fleet-wide: {share} (p={corrected:.3g} >= {alpha:.3g})",
             top,
             p,
             corrected,
             exact,
         )
     return judged(
-        Verdict.CONCENTRATED, f"concentrated: {share} (p={corrected:.3g} < {alpha})", top, p, corrected, exact
+        Verdict.CONCENTRATED,
+        f"concentrated: {share} (p={corrected:.3g} < {alpha:.3g})",
+        top,
+        p,
+        corrected,
+        exact,
     )

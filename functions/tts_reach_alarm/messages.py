@@ -3,10 +3,8 @@ how to keep the drainer off it, links) and the resolution, in the shared message
 
 from __future__ import annotations
 
-import json
-
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.contract.naming import FunctionName, lambda_function_name, task_id_from_log_stream
+from fleet_remediation.contract.naming import FunctionName, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
@@ -55,14 +53,6 @@ def links(
         around=window.end,
     )[1:]  # the runbook is already first
     return found
-
-
-def undrain_command(environment: str, task_id: str) -> str:
-    payload = json.dumps({"action": "undrain", "task": task_id, "dry_run": False})
-    return (
-        f"aws lambda invoke --function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER)} "
-        f"--cli-binary-format raw-in-base64-out --payload '{payload}' undrain.json"
-    )
 
 
 def compose_alarm_notification(
@@ -129,7 +119,9 @@ def compose_alarm_notification(
         undo.append(
             messages.Undo(
                 label=f"Keep the drainer off worker {suspect.task_id} (undrain it)",
-                command=undrain_command(settings.environment_name, suspect.task_id),
+                command=messages.drainer_invoke_command(
+                    settings.environment_name, "undrain", suspect.task_id
+                ),
             )
         )
     undo.append(messages.stop_function_undo(settings.environment_name, FunctionName.WORKER_DRAINER))

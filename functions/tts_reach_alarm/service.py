@@ -3,6 +3,10 @@
 On ALARM it finds the jobs that had responses but no first audio frame in the alarm's window,
 decides whether they concentrate on one worker, hands a concentrated worker to the drainer (a
 suspect-worker event) and sends one notification. On OK it sends one "resolved" notification.
+A scheduled re-check, while the page stays in ALARM, runs the same analysis over the window ending
+now: the first analysis, a minute after onset, often has too few failed sessions to name a worker,
+and the page holds the incident without another transition. It tells only what is new: a worker
+named for the first time in the incident (once per worker).
 
 It is detection: it reads and tells in every mode. Only the hand-over to the drainer is an action —
 done in ``enforce``, "DRY RUN — would have" in ``dry-run``, not done when the switch is ``off`` (the
@@ -13,6 +17,7 @@ notification re-sends the message without a second suspect-worker event.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,10 +26,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.adapters.alarm_state import AlarmStates, CloudWatchAlarmStates
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
+from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import (
     NOTIFICATION_BUDGET_SECONDS,
@@ -42,15 +48,16 @@ from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
+from fleet_remediation.core.routing import AlarmStateChange
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
-from tts_reach_alarm.investigation import Findings, investigate
+from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
 from tts_reach_alarm.messages import compose_alarm_notification, compose_resolved_notification, incident_id
 from tts_reach_alarm.transition import HANDLED_STATES, Transition, parse_transition
 
 
 @dataclass
-class TtsReachDependencies:
+class TtsReachDependencies(NotifyingDependencies):
     settings: TtsReachSettings
     mode_switch: ModeSwitch
     notifier: Notifier
@@ -59,10 +66,8 @@ class TtsReachDependencies:
     once: OnceGuard
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None
-
-    @property
-    def delivery(self) -> NotificationDelivery:
-        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
+    # The page's state, for the scheduled re-check (None: no re-check can find an open incident).
+    alarm_states: AlarmStates | None = None
 
     @classmethod
     def from_environment(cls) -> TtsReachDependencies:
@@ -76,6 +81,7 @@ class TtsReachDependencies:
             events=EventBridgePublisher(EVENT_BUS_NAME),
             insights=CloudWatchLogsInsights(),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),
+            alarm_states=CloudWatchAlarmStates(),
         )
 
 
@@ -92,6 +98,11 @@ def run_tts_reach(
     trigger, transition = parse_transition(event, settings, deps.clock())
     report.trigger = trigger
     decide_mode(deps.mode_switch, transition.manual.dry_run if transition.manual else None, report)
+    if transition.recheck:
+        opened = _open_incident(transition, deps, report)
+        if opened is None:
+            return
+        transition = opened
     if transition.state not in HANDLED_STATES:
         report.summary = {"skipped": f"state {transition.state} is neither ALARM nor OK: nothing to say"}
         return
@@ -103,20 +114,64 @@ def run_tts_reach(
         report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
         _tell(compose_resolved_notification(transition, settings, report), transition, report, deps)
         return
-    findings = investigate(transition.window, deps.settings, deps.insights, deadline)
+    alpha = _alpha(transition, settings)
+    findings = investigate(transition.window, deps.settings, deps.insights, deadline, alpha)
     _record_findings(findings, transition, report)
+    if alpha is not None:
+        report.summary["recheck_alpha"] = alpha
     suspect = _suspect_detail(findings, transition, settings)
-    event_id = None
+    event_id, new = None, suspect is not None
     if suspect and report.acts:
-        event_id = _emit_suspect(suspect, transition, report, deps, deadline)
+        event_id, new = _emit_suspect(suspect, transition, report, deps, deadline)
     elif suspect:
         report.summary["would_emit"] = suspect.model_dump(mode="json")
+    if transition.recheck and not (suspect and new):
+        report.summary["recheck"] = "nothing new in the open incident: no message"
+        return
     note = compose_alarm_notification(findings, transition, suspect, settings, report, event_id)
-    _tell(note, transition, report, deps)
+    notify_key = f"recheck-notify:{suspect.task_id}" if transition.recheck and suspect else "notify"
+    _tell(note, transition, report, deps, notify_key)
+
+
+def _alpha(transition: Transition, settings: TtsReachSettings) -> float | None:
+    """A re-check's level: the how-many-th look at the incident it is (the ALARM's own analysis uses
+    the configured alpha)."""
+    if not transition.recheck or transition.change is None:
+        return None
+    minutes_open = (transition.window.end - transition.change.state.timestamp).total_seconds() / 60
+    look = max(1, int(minutes_open // max(1, settings.tts_reach.recheck_minutes)))
+    return recheck_alpha(settings.detection.tts_reach_alarm.concentration_alpha, look)
+
+
+def _open_incident(
+    transition: Transition, deps: TtsReachDependencies, report: ReportBuilder
+) -> Transition | None:
+    """The re-check's incident: the page's ALARM, while it lasts (its state's timestamp is the
+    transition's, so the once-keys and the incident id are that ALARM's). None, with the reason in
+    the report, when the page is not in ALARM or its state cannot be read."""
+    name = deps.settings.alarm_name
+    try:
+        reading = deps.alarm_states.current(name) if deps.alarm_states else None
+    except RemediationError as exc:
+        report.error(exc)
+        return None
+    if reading is None or reading.value != "ALARM":
+        state = reading.value if reading is not None else "not found"
+        report.summary = {"recheck": f"{name} is {state}: no open incident"}
+        return None
+    report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"  # type: ignore[union-attr]
+    change = AlarmStateChange.model_validate(
+        {"alarmName": name, "state": {"value": "ALARM", "timestamp": reading.since}}
+    )
+    return dataclasses.replace(transition, change=change)
 
 
 def _tell(
-    note: messages.Notification, transition: Transition, report: ReportBuilder, deps: TtsReachDependencies
+    note: messages.Notification,
+    transition: Transition,
+    report: ReportBuilder,
+    deps: TtsReachDependencies,
+    once_action: str = "notify",
 ) -> None:
     """Alarm transitions are told in every mode. A manual analysis in dry run is a person's preview:
     its message goes into the report only."""
@@ -124,7 +179,7 @@ def _tell(
         subject, text = messages.render_email(note)
         report.summary["would_publish"] = {"subject": subject, "text": text}
         return
-    once_key = transition.once_key("notify") if transition.change is not None else None
+    once_key = transition.once_key(once_action) if transition.change is not None else None
     deps.delivery.send(note, report, once_key)
 
 
@@ -192,21 +247,25 @@ def _emit_suspect(
     report: ReportBuilder,
     deps: TtsReachDependencies,
     deadline: float,
-) -> str | None:
+) -> tuple[str | None, bool]:
     """Hand the worker to the drainer, once per transition; not started without the time to finish
-    it (the notification after it keeps its own)."""
+    it (the notification after it keeps its own). Returns the event's id and whether it was sent
+    now (not by an earlier run of the same transition)."""
     if time.monotonic() + guarded_action_seconds(SUSPECT_EVENT_PUT) > deadline:
         reason = "deadline: not enough time left to send it; the notification says what was found"
         report.action(detail.log_stream, "emit-suspect-worker", Outcome.SKIPPED, reason)
-        return None
+        return None, True
     intent = report.intend(detail.log_stream, "emit-suspect-worker", f"p={detail.p_value:.3g}")
     try:
         result, replayed = _once(
-            "suspect-worker", transition, deps, lambda: {"event_id": deps.events.put_suspect_worker(detail)}
+            f"suspect-worker:{detail.task_id}",
+            transition,
+            deps,
+            lambda: {"event_id": deps.events.put_suspect_worker(detail)},
         )
     except RemediationError as exc:
         report.resolve(intent, Outcome.FAILED, exc.message, exc)
-        return None
+        return None, True
     outcome = Outcome.ALREADY_DONE if replayed else Outcome.DONE
     report.resolve(intent, outcome, f"event {result['event_id']}")
-    return str(result["event_id"])
+    return str(result["event_id"]), not replayed

@@ -14,7 +14,14 @@ from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.report_model import Trigger
-from fleet_remediation.core.routing import AlarmRoute, AlarmStateChange, ManualEvent, ManualRoute, Router
+from fleet_remediation.core.routing import (
+    AlarmRoute,
+    AlarmStateChange,
+    ManualEvent,
+    ManualRoute,
+    Router,
+    ScheduleRoute,
+)
 
 # Alarms are evaluated after their minutes close and logs arrive late: the window reaches back further.
 WINDOW_SLACK_MINUTES = 2
@@ -45,6 +52,9 @@ class Transition:
     change: AlarmStateChange | None
     reach_datapoints: tuple[float, ...] = ()
     manual: TtsReachManualEvent | None = None
+    # A scheduled re-check of the incident the TTS page holds open (its ALARM ``change`` is read
+    # from the alarm's state): the window ends now.
+    recheck: bool = False
 
     def once_key(self, action: str) -> dict[str, str]:
         assert self.change is not None  # manual runs are deliberate and not deduplicated
@@ -72,7 +82,10 @@ def _recent_datapoints(change: AlarmStateChange) -> tuple[float, ...]:
 
 
 def responder_router(settings: TtsReachSettings) -> Router[TtsReachManualEvent]:
-    return Router("tts_reach_alarm", [AlarmRoute({settings.alarm_name}), ManualRoute(TtsReachManualEvent)])
+    return Router(
+        "tts_reach_alarm",
+        [AlarmRoute({settings.alarm_name}), ScheduleRoute(), ManualRoute(TtsReachManualEvent)],
+    )
 
 
 def parse_transition(event: Any, settings: TtsReachSettings, now: datetime) -> tuple[Trigger, Transition]:
@@ -84,7 +97,9 @@ def parse_transition(event: Any, settings: TtsReachSettings, now: datetime) -> t
         window = TimeWindow(start=end - timedelta(minutes=minutes), end=end)
         return routed.trigger, Transition(change.state.value, window, change, _recent_datapoints(change))
     manual = routed.manual
-    assert manual is not None  # the router yields an alarm or a manual event, nothing else
+    if manual is None:  # the schedule: a re-check while the page stays in ALARM
+        window = TimeWindow(start=now - timedelta(minutes=minutes), end=now)
+        return routed.trigger, Transition("ALARM", window, None, recheck=True)
     end = (manual.window_end or now).astimezone(UTC)
     window = TimeWindow(start=end - timedelta(minutes=manual.window_minutes or minutes), end=end)
     return routed.trigger, Transition("ALARM", window, None, manual=manual)

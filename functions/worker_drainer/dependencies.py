@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.alarm_state import AlarmStates, CloudWatchAlarmStates
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
+from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import ModeSwitch
@@ -23,7 +24,7 @@ from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
 
 
 @dataclass
-class DrainerDependencies:
+class DrainerDependencies(NotifyingDependencies):
     settings: DrainerSettings
     mode_switch: ModeSwitch
     notifier: Notifier
@@ -32,16 +33,14 @@ class DrainerDependencies:
     worker_logs: WorkerLogs
     worker_probe: WorkerProbe
     room_service_factory: Callable[[], RoomService]
+    # The VAD alarm's state, for the scheduled tick (``alarm_watch``).
+    alarm_states: AlarmStates
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None
     # Per-channel once-keys of each delivery, and the outbox holding a message SNS did not take for
     # Lambda's retry. Runs Lambda never retries (the plan CLI, the replay) need neither.
     once: OnceGuard = field(default_factory=RunEveryTime)
     outbox: NotificationOutbox | None = None
-
-    @property
-    def delivery(self) -> NotificationDelivery:
-        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
@@ -73,4 +72,5 @@ class DrainerDependencies:
                 settings.livekit_secret_id,
                 settings.drainer.livekit_request_timeout_seconds,
             ),
+            alarm_states=CloudWatchAlarmStates(),
         )

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
+from fleet_remediation.contract.settings import TaskActionScope
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.report import ReportBuilder
@@ -38,6 +39,7 @@ from worker_drainer.tags import (
     reaped_tags,
     state_of,
 )
+from worker_drainer.task_scope import TASK_STEPS, task_scope_refusal
 
 LEASE_POLL_SECONDS = 0.2
 
@@ -50,7 +52,10 @@ class DrainerExecutor:
     room_service_factory: Callable[[], RoomService]
     policy: DrainerPolicy
     reaper_policy: ReaperPolicy
+    cluster: str
     service: str
+    # How the IAM policy scopes task changes (task_scope.py checks the service can meet it).
+    task_scope: TaskActionScope
     invocation_id: str
     # The run's incident: recorded on a task whose ladder this run starts (see ``tags.INCIDENT_TAG``).
     incident_id: str
@@ -69,12 +74,26 @@ class DrainerExecutor:
         acting = plan.acting()
         if not acting:
             return
+        refusal = self._task_scope_refusal(acting, report)
         lease = self._acquire_lease()
         try:
             for number, step in enumerate(acting):
-                self._run_step(number, step, report)
+                self._run_step(number, step, report, refusal if step.step in TASK_STEPS else None)
         finally:
             self.ledger.release(lease)
+
+    def _task_scope_refusal(
+        self, acting: Sequence[PlannedStep], report: ReportBuilder
+    ) -> RemediationError | None:
+        """Read once, before the first task step; reported once, each refused step points to it."""
+        if not any(step.step in TASK_STEPS for step in acting):
+            return None
+        if time.monotonic() + DRAINER_STEP_BUDGET_SECONDS > self.deadline:
+            return None  # too late for any step: the deadline gate refuses each, no call spent here
+        refusal = task_scope_refusal(self.ecs, self.task_scope, self.cluster, self.service)
+        if refusal is not None:
+            report.error(refusal)
+        return refusal
 
     def _acquire_lease(self) -> Lease:
         wait_until = min(
@@ -100,12 +119,16 @@ class DrainerExecutor:
             return StepResult(Outcome.SKIPPED, f"kill switch is now {mode.value}")
         return None
 
-    def _run_step(self, number: int, step: PlannedStep, report: ReportBuilder) -> None:
+    def _run_step(
+        self, number: int, step: PlannedStep, report: ReportBuilder, refused: RemediationError | None
+    ) -> None:
         key = AuditKey(self.invocation_id, self.clock(), number)
         try:
             gate = self._gate(step)
         except RemediationError as exc:  # the switch could not be read: fail safe, do nothing
             gate = StepResult(Outcome.SKIPPED, f"kill switch unreadable: {exc.message}", exc)
+        if gate is None and refused is not None:
+            gate = StepResult(Outcome.SKIPPED, f"task changes refused ({refused.code})", refused)
         if gate is not None:
             report.action(step.task_id, step.step.value, gate.outcome, gate.reason, gate.error)
             self._audit_or_report(report, step, key, gate)

@@ -26,6 +26,7 @@ CONSEQUENCES = {
     "KillSwitchError": "the mode could not be read: ran as a dry run",
     "UntrustedEvent": "the event was refused: nothing was read or changed for it",
     "CapacityAmbiguous": "the service's desired count needs a look",
+    "EcsManagedTagsOff": "no task was tagged, protected or stopped until the service or the scope is fixed",
 }
 _SECTION_OF = {
     Outcome.DONE: "done",

@@ -16,10 +16,9 @@ the other functions': one ``Notification`` made of a run's lines (``message_line
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName, lambda_function_name
+from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link
@@ -57,14 +56,6 @@ class MessageContext:
     @property
     def region(self) -> str | None:
         return self.identity.region or self.settings.aws_region
-
-
-def invoke_command(environment: str, action: str, task_id: str) -> str:
-    payload = json.dumps({"action": action, "task": task_id, "dry_run": False})
-    return (
-        f"aws lambda invoke --function-name {lambda_function_name(environment, FUNCTION)} "
-        f"--cli-binary-format raw-in-base64-out --payload '{payload}' {action}.json"
-    )
 
 
 def exclude_command(task_arn: str) -> str:
@@ -127,12 +118,18 @@ def undo_steps(lines: list[Line], environment: str) -> list[messages.Undo]:
         if line.section in ("done", "unknown") and step in MARKING:
             label = f"End the drain of task {task} (undrain; the operator's cooldown follows)"
             found.setdefault(
-                label, messages.Undo(label=label, command=invoke_command(environment, "undrain", task))
+                label,
+                messages.Undo(
+                    label=label, command=messages.drainer_invoke_command(environment, "undrain", task)
+                ),
             )
         elif line.section == "done" and step is Step.UNDO:
             label = f"Drain task {task} again by hand (it stays drained until undrain)"
             found.setdefault(
-                label, messages.Undo(label=label, command=invoke_command(environment, "drain", task))
+                label,
+                messages.Undo(
+                    label=label, command=messages.drainer_invoke_command(environment, "drain", task)
+                ),
             )
         elif line.section == "would" and step in MARKING and line.step is not None:
             label = f"Keep the drainer off task {task} for good"

@@ -16,6 +16,7 @@ from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
 from worker_drainer.accounting import record_metrics, record_plan, summarize
+from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger, route_drainer_event
 from worker_drainer.executor import DrainerExecutor
@@ -71,6 +72,8 @@ def run_drainer(
             report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
         else:
             deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
+            parsed = during_vad_alarm(parsed, deps.alarm_states, settings.environment_name, report)
+            incident = trigger_incident(parsed, settings.environment_name, deps.clock())
             snapshot, plan = _decide_and_act(parsed, deps, report, deadline, identity, incident)
     except RemediationError as exc:
         report.error(exc)
@@ -100,7 +103,9 @@ def _decide_and_act(
         room_service_factory=deps.room_service_factory,
         policy=settings.drainer.policy,
         reaper_policy=settings.reaper.policy,
+        cluster=settings.ecs_cluster,
         service=settings.ecs_service,
+        task_scope=settings.drainer.task_action_scope,
         invocation_id=report.invocation_id or "local",
         incident_id=incident_id,
         clock=deps.clock,

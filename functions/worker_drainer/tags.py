@@ -45,6 +45,9 @@ STATE_TAGS = (
     PROTECTED_BEFORE_TAG,
     PROTECTED_UNTIL_TAG,
 )
+# Every key the drainer tags or untags: its IAM policy allows TagResource/UntagResource for these keys
+# only, so it can never set or remove EXCLUDE_TAG, the ECS managed tags or anyone else's tags.
+WRITTEN_TAGS = (*STATE_TAGS, COOLDOWN_TAG)
 # CAPACITY_TAG when raising the desired count failed for sure: the service replaces the task on stop.
 NO_EXTRA_CAPACITY = "none"
 # ECS tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @.

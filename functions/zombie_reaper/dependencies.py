@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
-from fleet_remediation.adapters.notifier import NotificationDelivery, Notifier
+from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
 from fleet_remediation.core.kill_switch import ModeSwitch
 
 
 @dataclass
-class ReaperDependencies:
+class ReaperDependencies(NotifyingDependencies):
     settings: ReaperSettings
     mode_switch: ModeSwitch
     notifier: Notifier
@@ -24,10 +24,6 @@ class ReaperDependencies:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None
     once: OnceGuard = field(default_factory=RunEveryTime)
-
-    @property
-    def delivery(self) -> NotificationDelivery:
-        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)
 
     @classmethod
     def from_environment(cls) -> ReaperDependencies:

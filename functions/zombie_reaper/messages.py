@@ -83,6 +83,59 @@ def _links(report: ReportBuilder, deps: ReaperDependencies) -> list[messages.Lin
     )
 
 
+def _headlines(listed: list[RoomDecision], results: list[ReapResult], kept: list[str]) -> tuple[str, str]:
+    """What was done (enforce) and what would have been (dry run), with honest counts; deletions
+    and warnings each said only when there are some, the oldest room named once."""
+    if not listed:
+        acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
+        return acted, acted.removeprefix("zombie reaper ")
+    oldest = f" (oldest {listed[0].room.name}, {format_age(listed[0].age_seconds)})"
+    deletes, warnings = deletes_of(results), warnings_of(results)
+    to_warn = sum(d.verdict is Verdict.WARN for d in listed)
+    done, would = [], []
+    if deletes:
+        deleted = f"deleted {count_outcome(deletes, Outcome.DONE)} of {len(deletes)} over-age room(s)"
+        if unknown := count_outcome(deletes, Outcome.UNKNOWN):
+            deleted += f"{oldest}, {unknown} of unknown outcome (reply lost, re-read failed)"
+        done.append(deleted if unknown else deleted + oldest)
+    if warnings:
+        warned = count_outcome(warnings, Outcome.DONE)
+        tail = "" if deletes else oldest
+        done.append(
+            f"warned {warned} of {len(warnings)} room(s) with participants before deleting them{tail}"
+        )
+    if len(listed) > to_warn:
+        would.append(f"deleted {len(listed) - to_warn} over-age room(s){oldest}")
+    if to_warn:
+        tail = "" if would else oldest
+        would.append(f"warned {to_warn} room(s) with participants before deleting them{tail}")
+    return f"zombie reaper {'; '.join(done)}", "; ".join(would)
+
+
+def _evidence(
+    plan: ReapPlan, listed: list[RoomDecision], kept: list[str], report: ReportBuilder, cap: int
+) -> list[str]:
+    why = [_trigger_line(report), *(_room_evidence(d) for d in listed), *kept]
+    if plan.trimmed:
+        why.append(
+            f"{plan.trimmed} more over-age room(s) left for the next run by the cap of "
+            f"{cap} per run (oldest first)"
+        )
+    return why
+
+
+def _undo(environment: str, deleted_any: bool) -> list[messages.Undo]:
+    stop = messages.stop_function_undo(environment, FunctionName.ZOMBIE_REAPER)
+    if not deleted_any:
+        return [stop]
+    protect = messages.Undo(
+        label="Deleted rooms cannot be restored (participants rejoin from the app); "
+        "protect a room name with a rule",
+        command='cdk.json: reaper.policy.rules += {"name_pattern": "^<name>$", "protected": true}',
+    )
+    return [protect, stop]
+
+
 def compose(
     plan: ReapPlan,
     results: list[ReapResult],
@@ -101,59 +154,24 @@ def compose(
         return None
     settings = deps.settings
     listed = [r.decision for r in results] or would
-    deletes, warnings = deletes_of(results), warnings_of(results)
-    count = len(listed)
-    oldest = f" (oldest {listed[0].room.name}, {format_age(listed[0].age_seconds)})" if listed else ""
-    if count:
-        deleted = count_outcome(deletes, Outcome.DONE)
-        acted = f"zombie reaper deleted {deleted} of {len(deletes)} over-age room(s){oldest}"
-        if unknown := count_outcome(deletes, Outcome.UNKNOWN):
-            acted += f", {unknown} of unknown outcome (reply lost, re-read failed)"
-        if warnings:
-            warned = count_outcome(warnings, Outcome.DONE)
-            acted += f"; warned {warned} of {len(warnings)} room(s) with participants"
-        to_warn = sum(d.verdict is Verdict.WARN for d in listed)
-        would_text = f"deleted {count - to_warn} over-age room(s){oldest}"
-        if to_warn:
-            would_text += f" and warned {to_warn} with participants"
-    else:
-        acted = f"zombie reaper kept {len(kept)} protected room(s) past the default max age"
-        would_text = acted.removeprefix("zombie reaper ")
-    why = [_trigger_line(report), *(_room_evidence(d) for d in listed), *kept]
-    if plan.trimmed:
-        why.append(
-            f"{plan.trimmed} more over-age room(s) left for the next run by the cap of "
-            f"{settings.reaper.policy.max_deletions_per_run} per run (oldest first)"
-        )
-    details = [
-        f"{r.decision.room.name}: {r.action} {r.outcome.value}" + (f" ({r.reason})" if r.reason else "")
-        for r in results
-    ]
-    severity = messages.Severity.WARNING if (kept or plan.trimmed) else messages.Severity.INFO
+    acted, would_text = _headlines(listed, results, kept)
     about = [d.room.sid for d in listed] + kept
-    undo = [messages.stop_function_undo(settings.environment_name, FunctionName.ZOMBIE_REAPER)]
-    if count:
-        undo.insert(
-            0,
-            messages.Undo(
-                label="Deleted rooms cannot be restored (participants rejoin from the app); "
-                "protect a room name with a rule",
-                command='cdk.json: reaper.policy.rules += {"name_pattern": "^<name>$", "protected": true}',
-            ),
-        )
     return messages.Notification(
         environment=settings.environment_name,
         function=FunctionName.ZOMBIE_REAPER,
         incident_id=_incident(deps, routed, bool(newsworthy), about),
-        severity=severity,
+        severity=messages.Severity.WARNING if (kept or plan.trimmed) else messages.Severity.INFO,
         mode=report.mode,
         status=report.status(),
         headline=messages.mode_headline(report.mode, acted=acted, would=would_text),
-        why=why,
-        details=details,
+        why=_evidence(plan, listed, kept, report, settings.reaper.policy.max_deletions_per_run),
+        details=[
+            f"{r.decision.room.name}: {r.action} {r.outcome.value}" + (f" ({r.reason})" if r.reason else "")
+            for r in results
+        ],
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
-        undo=undo,
+        undo=_undo(settings.environment_name, any(d.verdict is Verdict.REAP for d in listed)),
         links=_links(report, deps),
         resources=[d.room.name for d in listed],
         invocation_id=report.invocation_id,

@@ -27,10 +27,9 @@ from devkit.fakes.drainer_world import (
     moto_world,
     schedule_event,
 )
-from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskProtection
+from devkit.fakes.ecs_fakes import EcsThrottling
 from devkit.livekit_local import LocalLiveKit
 from worker_drainer.adapters.capacity_debts import Phase
-from worker_drainer.adapters.ecs_tasks import ecs_client_config
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.tags import CAPACITY_TAG, CORDON_TAG, STATE_TAG
 
@@ -49,8 +48,7 @@ def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
 
 def faulty(world: DrainerWorld) -> tuple[Any, Any, DrainerDependencies]:
     """Clients of its own for one invocation, for faults to hook into."""
-    ecs = boto3.client("ecs", config=ecs_client_config(5.0))
-    FakeEcsTaskProtection(ecs, shared_with=world.protection)
+    ecs = world.own_ecs_client()
     dynamodb = boto3.client("dynamodb")
     return ecs, dynamodb, world.dependencies(ecs_client=ecs, dynamodb_client=dynamodb)
 

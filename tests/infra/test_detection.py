@@ -50,10 +50,20 @@ STAGING_TTS_EXPRESSION = (
 )
 
 
-def tts_alarm(synthesized: Synthesized, env_name: str = "staging") -> dict:
+def tts_alarm(synthesized: Synthesized, env_name: str = "staging", window_minutes: int = 5) -> dict:
+    """One of the TTS page's metric alarms (its fast window by default)."""
     return next(
         r["Properties"]
         for r in resources(synthesized, "AWS::CloudWatch::Alarm").values()
+        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach-{window_minutes}min"
+    )
+
+
+def tts_page(synthesized: Synthesized, env_name: str = "staging") -> dict:
+    """The composite alarm that pages and that the responder handles."""
+    return next(
+        r["Properties"]
+        for r in resources(synthesized, "AWS::CloudWatch::CompositeAlarm").values()
         if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach"
     )
 
@@ -78,7 +88,7 @@ def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(stag
     staging.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
-            "AlarmName": "livekit-staging-tts-reach",
+            "AlarmName": "livekit-staging-tts-reach-5min",
             "ComparisonOperator": "GreaterThanOrEqualToThreshold",
             "Threshold": 1,
             "EvaluationPeriods": 1,
@@ -94,11 +104,27 @@ def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(stag
             ),
         },
     )
-    alarm = tts_alarm(staging)
-    # The page does not depend on the responder: CloudWatch itself notifies ALARM and OK.
-    assert alarm["AlarmActions"] == alarm["OKActions"]
-    (action,) = [a["Ref"] for a in alarm["AlarmActions"]]
+    # The windows page only through the composite: the page does not depend on the responder,
+    # CloudWatch itself notifies its ALARM and OK.
+    for window in (5, 30):
+        assert "AlarmActions" not in tts_alarm(staging, window_minutes=window)
+    page = tts_page(staging)
+    assert page["AlarmActions"] == page["OKActions"]
+    (action,) = [a["Ref"] for a in page["AlarmActions"]]
     assert action.startswith("NotificationsTopic")
+
+
+def test_the_tts_page_holds_through_its_30_minute_window(staging: Synthesized) -> None:
+    """One incident, one page: ANY of the 5-minute window (fast) and the same rule over 30 minutes
+    (holds the incident between the bursts of a silent worker's sessions)."""
+    hold = tts_alarm(staging, window_minutes=30)
+    assert {m["MetricStat"]["Period"] for m in hold["Metrics"] if "MetricStat" in m} == {1800}
+    assert (hold["EvaluationPeriods"], hold["DatapointsToAlarm"]) == (1, 1)
+    rule = tts_page(staging)["AlarmRule"]
+    rendered = json.dumps(rule)
+    assert "TtsReach5minAlarm" in rendered
+    assert "TtsReach30minAlarm" in rendered
+    assert " OR " in rendered
 
 
 def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: Synthesized) -> None:
@@ -108,13 +134,12 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
         for alarm in (r["Properties"] for r in resources(staging, "AWS::CloudWatch::Alarm").values())
         if "Metrics" in alarm
     }
-    assert (
-        expressions["livekit-staging-tts-reach"] == detection.tts_reach_alarm.definition().expression.render()
-    )
-    assert (
-        expressions["livekit-staging-vad-slow-inference"]
-        == detection.vad_alarm.definition().expression.render()
-    )
+    for window in detection.tts_reach_alarm.alarm().children:
+        name = f"livekit-staging-tts-reach-{window.period_minutes}min"
+        assert expressions[name] == window.expression.render()
+    for part in detection.vad_alarm.alarm().children:
+        name = f"livekit-staging-vad-slow-inference-{part.label}"
+        assert expressions[name] == part.expression.render()
 
 
 def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesized]) -> None:
@@ -122,7 +147,7 @@ def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesi
     context["environments"]["staging"]["detection"]["tts_reach_alarm"].update(
         {"window_minutes": 3, "min_timeouts": 5, "reach_min_responses": 50}
     )
-    alarm = tts_alarm(synth("staging", context))
+    alarm = tts_alarm(synth("staging", context), window_minutes=3)
     assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (1, 1)
     expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
     assert expression.startswith("IF(FILL(timeouts, 0) >= (5 + 0.001 * FILL(responses, 0)")
@@ -130,26 +155,36 @@ def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesi
     assert {m["MetricStat"]["Period"] for m in alarm["Metrics"] if "MetricStat" in m} == {180}
 
 
-def test_vad_alarm_combines_rate_and_delay_n_of_m(staging: Synthesized) -> None:
-    staging.template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "AlarmName": "livekit-staging-vad-slow-inference",
-            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-            "Threshold": 1,
-            "EvaluationPeriods": 5,
-            "DatapointsToAlarm": 3,
-            "TreatMissingData": "notBreaching",
-            "AlarmActions": Match.any_value(),
-            "Metrics": Match.array_with(
-                [
-                    Match.object_like(
-                        {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2, 1, 0)"}
-                    )
-                ]
-            ),
-        },
+def test_vad_page_is_any_of_3_of_5_and_6_of_30_breaching_minutes(staging: Synthesized) -> None:
+    """A breaching minute combines rate and delay; 3 of 5 pages, 6 of 30 holds the incident (one-minute
+    periods: a sliding count of breaching minutes, exact in CloudWatch)."""
+    for evaluation, datapoints in ((5, 3), (30, 6)):
+        staging.template.has_resource_properties(
+            "AWS::CloudWatch::Alarm",
+            {
+                "AlarmName": f"livekit-staging-vad-slow-inference-{datapoints}of{evaluation}min",
+                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+                "Threshold": 1,
+                "EvaluationPeriods": evaluation,
+                "DatapointsToAlarm": datapoints,
+                "TreatMissingData": "notBreaching",
+                "Metrics": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Expression": "IF(FILL(warnings, 0) >= 3 AND FILL(maxdelay, 0) >= 2, 1, 0)"}
+                        )
+                    ]
+                ),
+            },
+        )
+    page = next(
+        r["Properties"]
+        for r in resources(staging, "AWS::CloudWatch::CompositeAlarm").values()
+        if r["Properties"]["AlarmName"] == "livekit-staging-vad-slow-inference"
     )
+    assert page["AlarmActions"] == page["OKActions"]
+    assert "Vad3of5minAlarm" in json.dumps(page["AlarmRule"])
+    assert "Vad6of30minAlarm" in json.dumps(page["AlarmRule"])
 
 
 def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging: Synthesized) -> None:
@@ -160,7 +195,7 @@ def test_alarm_state_changes_route_to_the_responder_with_retries_and_dlq(staging
                 "source": ["aws.cloudwatch"],
                 "detail-type": ["CloudWatch Alarm State Change"],
                 "detail": {"state": {"value": ["ALARM", "OK"]}},
-                "resources": [{"Fn::GetAtt": [Match.string_like_regexp("TtsReachAlarm"), "Arn"]}],
+                "resources": [{"Fn::GetAtt": [Match.string_like_regexp("TtsReachPage"), "Arn"]}],
             },
             "Targets": [
                 Match.object_like(
@@ -202,7 +237,9 @@ def test_responder_function_environment_and_permissions(
         IDEMPOTENCY_TABLE_NAME="idempotency",
     )
     assert settings.alarm_name == "livekit-staging-tts-reach"
-    staging.template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmName": settings.alarm_name})
+    staging.template.has_resource_properties(
+        "AWS::CloudWatch::CompositeAlarm", {"AlarmName": settings.alarm_name}
+    )
     assert variables["AGENT_LOG_GROUP"] == "/ppi/livekit/staging/agent"
     tts_settings = json.loads(variables["DETECTION"])["tts_reach_alarm"]
     assert (tts_settings["window_minutes"], tts_settings["expected_timeout_rate"]) == (5, 0.001)
@@ -222,6 +259,28 @@ def test_responder_function_environment_and_permissions(
     start_query = next(s for s in statements if s["Action"] == "logs:StartQuery")
     assert "/ppi/livekit/staging/agent" in json.dumps(start_query["Resource"])
     assert any(s["Action"] == "events:PutEvents" for s in statements)
+    # Each tick reads one alarm's state, that alarm only: the drainer's the VAD alarm, the
+    # responder's re-check the TTS page (the composite).
+    described = sorted(
+        json.dumps(s["Resource"]) for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"
+    )
+    assert len(described) == 2
+    assert "TtsReachPage" in described[0]
+    assert "VadPage" in described[1]
+    staging.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(2 minutes)",
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": {"Fn::GetAtt": [Match.string_like_regexp("TtsReachResponderFunction"), "Arn"]},
+                        "RetryPolicy": {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 120},
+                    }
+                )
+            ],
+        },
+    )
 
 
 def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Synthesized) -> None:

@@ -30,8 +30,14 @@ def staging_with(**notifications: Any) -> dict[str, Any]:
 
 
 def alarms(synthesized: Synthesized) -> list[dict[str, Any]]:
-    found = synthesized.template.find_resources("AWS::CloudWatch::Alarm").values()
-    return [resource["Properties"] for resource in found]
+    """Every alarm that pages: the composite ones and the metric alarms that are not part of one
+    (a composite's metric alarms page only through it)."""
+    composites = synthesized.template.find_resources("AWS::CloudWatch::CompositeAlarm")
+    rules = json.dumps([resource["Properties"]["AlarmRule"] for resource in composites.values()])
+    metric_alarms = synthesized.template.find_resources("AWS::CloudWatch::Alarm")
+    standalone = [r["Properties"] for logical_id, r in metric_alarms.items() if logical_id not in rules]
+    assert len(standalone) < len(metric_alarms), "the TTS page's windows are part of its composite"
+    return standalone + [resource["Properties"] for resource in composites.values()]
 
 
 def refs(actions: list[dict[str, Any]]) -> list[str]:

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
+from fleet_remediation.contract.naming import EXCLUDE_TAG
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import ConfigError
 from tests.infra.conftest import Synthesized
-from worker_drainer.adapters.ecs_tasks import ECS_SERVICE_ACTIONS, ECS_TASK_ACTIONS
+from worker_drainer.adapters.ecs_model import TaskProtection
+from worker_drainer.adapters.ecs_tasks import (
+    ECS_SERVICE_ACTIONS,
+    ECS_TASK_CHANGE_ACTIONS,
+    ECS_TASK_READ_ACTIONS,
+    ECS_TASK_TAG_ACTIONS,
+)
+from worker_drainer.tags import COOLDOWN_TAG, STATE_TAGS, WRITTEN_TAGS, Cause, cordon_tags, reaped_tags
 
 Match = assertions.Match
+ALL_TASK_ACTIONS = (*ECS_TASK_READ_ACTIONS, *ECS_TASK_CHANGE_ACTIONS, *ECS_TASK_TAG_ACTIONS)
 FUNCTION_NAME = "lkfr-staging-worker-drainer"
 
 
@@ -113,17 +123,67 @@ def test_reconcile_schedule_vad_alarm_and_suspect_worker_reach_the_drainer(stagi
     )
 
 
-def test_ecs_permissions_are_scoped_to_the_clusters_tasks_and_the_service(staging: Synthesized) -> None:
+def _ecs_statement(statements: list[dict[str, Any]], actions: tuple[str, ...]) -> dict[str, Any]:
+    (found,) = [s for s in statements if s["Action"] == list(actions)]
+    return found
+
+
+def test_ecs_reads_are_scoped_to_the_clusters_tasks_and_the_service(staging: Synthesized) -> None:
     statements = _statements(staging)
-    task_statement = next(s for s in statements if s["Action"] == list(ECS_TASK_ACTIONS))
-    assert ":task/ppi-livekit-staging/*" in str(task_statement["Resource"])
-    service_statement = next(s for s in statements if s["Action"] == list(ECS_SERVICE_ACTIONS))
+    reads = _ecs_statement(statements, ECS_TASK_READ_ACTIONS)
+    assert ":task/ppi-livekit-staging/*" in str(reads["Resource"])
+    service_statement = _ecs_statement(statements, ECS_SERVICE_ACTIONS)
     assert ":service/ppi-livekit-staging/ppi-livekit-agent" in str(service_statement["Resource"])
     list_tasks = next(s for s in statements if s["Action"] == "ecs:ListTasks")
     assert "ecs:cluster" in list_tasks["Condition"]["ArnEquals"]
     assert ":cluster/ppi-livekit-staging" in str(list_tasks["Condition"]["ArnEquals"]["ecs:cluster"])
     assert not any(s["Action"] == "*" or s["Action"] == "ecs:*" for s in statements)
     assert not any("ec2:CreateNetworkInterface" in str(s["Action"]) for s in statements)
+    # Every ECS task action is in exactly one of the three task statements.
+    task_actions = [a for s in statements for a in _listed(s["Action"]) if a in ALL_TASK_ACTIONS]
+    assert sorted(task_actions) == sorted(ALL_TASK_ACTIONS)
+
+
+def _listed(actions: str | list[str]) -> list[str]:
+    return [actions] if isinstance(actions, str) else actions
+
+
+def test_task_changes_and_tags_are_limited_to_the_services_tasks_by_its_managed_tag(
+    staging: Synthesized,
+) -> None:
+    statements = _statements(staging)
+    ours = {"aws:ResourceTag/aws:ecs:serviceName": "ppi-livekit-agent"}
+    changes = _ecs_statement(statements, ECS_TASK_CHANGE_ACTIONS)
+    assert changes["Condition"] == {"StringEquals": ours}
+    assert ":task/ppi-livekit-staging/*" in str(changes["Resource"])
+    tagging = _ecs_statement(statements, ECS_TASK_TAG_ACTIONS)
+    assert tagging["Condition"]["StringEquals"] == ours
+    assert tagging["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": list(WRITTEN_TAGS)}
+    assert ":task/ppi-livekit-staging/*" in str(tagging["Resource"])
+
+
+def test_the_tags_the_drainer_writes_are_the_keys_its_policy_allows() -> None:
+    now = datetime(2026, 9, 15, 17, 40, tzinfo=UTC)
+    protection = TaskProtection(True, now + timedelta(minutes=30))
+    written = {
+        *cordon_tags(now, "slow", Cause.VAD, "desired-count", protection, 600, "inc-1"),
+        *reaped_tags(now, Cause.VAD, "inc-1"),
+        COOLDOWN_TAG,
+        *STATE_TAGS,
+    }
+    assert written <= set(WRITTEN_TAGS)
+    assert EXCLUDE_TAG not in WRITTEN_TAGS
+
+
+def test_the_cluster_scope_drops_the_service_condition_and_keeps_the_tag_keys(
+    synth: Callable[..., Synthesized],
+) -> None:
+    statements = _statements(synth("staging", _with_drainer(task_action_scope="cluster")))
+    changes = _ecs_statement(statements, ECS_TASK_CHANGE_ACTIONS)
+    assert "Condition" not in changes
+    assert ":task/ppi-livekit-staging/*" in str(changes["Resource"])
+    tagging = _ecs_statement(statements, ECS_TASK_TAG_ACTIONS)
+    assert tagging["Condition"] == {"ForAllValues:StringEquals": {"aws:TagKeys": list(WRITTEN_TAGS)}}
 
 
 def test_the_ledger_table_is_the_only_table_and_grants_what_ledger_outbox_and_once_keys_call(
@@ -169,6 +229,7 @@ def test_vpc_configuration_attaches_the_function_and_its_eni_permissions(
         ({"insights_timeout_seconds": 40, "timeout_seconds": 60}, "environments.staging.drainer"),
         ({"vpc": {"vpc_id": "vpc-1", "subnet_ids": ["nope"], "security_group_ids": ["sg-1"]}}, "drainer.vpc"),
         ({"capacity": "more"}, "environments.staging.drainer.capacity"),
+        ({"task_action_scope": "account"}, "environments.staging.drainer.task_action_scope"),
     ],
 )
 def test_invalid_drainer_configuration_fails_synth_naming_the_field(

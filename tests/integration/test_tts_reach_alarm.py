@@ -5,18 +5,23 @@ moto has no Logs Insights query engine."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from devkit.eventbridge_events import schedule_event
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
+from devkit.replay_world import SimulatedAlarmStates
+from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.detection import DetectionConfig
@@ -33,6 +38,8 @@ from tts_reach_alarm.transition import parse_transition
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod")
 BAD = "agent/ppi-livekit-agent/b9238a5f30f04c3a9207df1601ba88bf"
+ALARM_AT = datetime(2026, 9, 15, 17, 41, tzinfo=UTC)
+T0 = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 
 
 def alarm_event(
@@ -420,3 +427,76 @@ def test_a_manual_analysis_in_enforce_sends_its_event_every_time_it_is_asked(
     for report in reports:
         assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("emit-suspect-worker", "done")]
     assert len(aws.drain(aws.events_queue)) == 2
+
+
+# --- the scheduled re-check while the page stays in ALARM --------------------------------------------
+def recheck_event() -> dict[str, Any]:
+    return schedule_event("lkfr-prod-tts-reach-alarm-recheck", account="123456789012", region=REGION, now=T0)
+
+
+def _with_page(aws: Aws, state: str | None) -> SimulatedAlarmStates:
+    """The page's state as DescribeAlarms would give it (moto has no composite alarms: an explicit
+    in-memory stand-in behind the responder's ``AlarmStates``)."""
+    states = SimulatedAlarmStates()
+    if state is not None:
+        states.readings[ALARM] = AlarmReading(state, ALARM_AT)
+    aws.deps.alarm_states = states
+    aws.deps.clock = lambda: T0
+    return states
+
+
+def test_a_recheck_with_the_page_ok_reads_nothing_and_says_nothing(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    _with_page(aws, "OK")
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"] == {"recheck": f"{ALARM} is OK: no open incident"}
+    assert aws.insights.calls == []
+    assert aws.drain(aws.sns_queue) == []
+
+
+def test_a_recheck_names_the_worker_the_first_analysis_could_not_once(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    """The ALARM's own analysis saw too few failed sessions (fleet-wide rows: nobody named); four
+    minutes later the re-check sees the worker's sessions and hands it over, in the same incident;
+    the next re-check says nothing new."""
+    _with_page(aws, "ALARM")
+    aws.insights.responses[:] = [[], incident_rows(), rooms_rows(), incident_rows(), rooms_rows()]
+    first = lambda_handler(
+        alarm_event(timestamp="2026-09-15T17:41:00.000+0000"), lambda_context, dependencies=aws.deps
+    )
+    assert first["summary"]["verdict"] != "concentrated"
+    (alarm_note,) = aws.drain(aws.sns_queue)
+    recheck = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert recheck["status"] == "ok", recheck["errors"]
+    assert recheck["trigger"]["kind"] == "schedule"
+    assert recheck["summary"]["verdict"] == "concentrated"
+    # The second look at the incident (4 minutes in, every 2): it tests at alpha x 6 / (pi^2 x 4).
+    assert recheck["summary"]["recheck_alpha"] == pytest.approx(0.05 * 6 / (math.pi**2 * 4))
+    assert [(a["action"], a["outcome"]) for a in recheck["actions"]] == [("emit-suspect-worker", "done")]
+    (suspect,) = aws.drain(aws.events_queue)
+    assert suspect["detail"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+    assert suspect["detail"]["window"]["end"].startswith("2026-09-15T17:45:00")
+    (named,) = aws.drain(aws.sns_queue)
+    assert "sent to the drainer" in named["Subject"]
+    incident = next(line for line in alarm_note["Message"].splitlines() if line.startswith("Incident "))
+    assert incident in named["Message"], "the re-check's message threads into the ALARM's incident"
+    again = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["action"], a["outcome"]) for a in again["actions"]] == [
+        ("emit-suspect-worker", "already-done")
+    ]
+    assert again["summary"]["recheck"] == "nothing new in the open incident: no message"
+    assert aws.drain(aws.sns_queue) == []
+    assert aws.drain(aws.events_queue) == []
+
+
+def test_a_recheck_after_the_alarm_named_the_worker_adds_nothing(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
+    _with_page(aws, "ALARM")
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    lambda_handler(
+        alarm_event(timestamp="2026-09-15T17:41:00.000+0000"), lambda_context, dependencies=aws.deps
+    )
+    assert len(aws.drain(aws.sns_queue)) == 1
+    assert len(aws.drain(aws.events_queue)) == 1
+    recheck = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert recheck["status"] == "ok"
+    assert aws.drain(aws.sns_queue) == []
+    assert aws.drain(aws.events_queue) == []

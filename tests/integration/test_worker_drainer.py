@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 from livekit import api
 from moto import mock_aws
@@ -31,12 +30,11 @@ from devkit.fakes.drainer_world import (
     schedule_event,
     suspect_event,
 )
-from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint, FakeEcsTaskProtection
+from devkit.fakes.ecs_fakes import EcsThrottling, FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.core.errors import ConcurrentActionError
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
-from worker_drainer.adapters.ecs_tasks import ecs_client_config
 from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
@@ -205,8 +203,7 @@ def test_a_recovered_task_is_unmarked_and_everything_is_put_back(world: DrainerW
 
 def test_ecs_throttling_is_a_typed_error_and_changes_nothing(world: DrainerWorld) -> None:
     target = world.task_ids[3]
-    client = boto3.client("ecs", config=ecs_client_config(5.0))
-    FakeEcsTaskProtection(client, shared_with=world.protection)
+    client = world.own_ecs_client()
     throttled = EcsThrottling(client, "TagResource", times=1)
     desired = world.desired_count()
     report = world.invoke(
@@ -268,8 +265,7 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
 
 def test_throttled_capacity_raise_leaves_no_debt_and_the_count_unchanged(world: DrainerWorld) -> None:
     target = world.task_ids[3]
-    client = boto3.client("ecs", config=ecs_client_config(5.0))
-    FakeEcsTaskProtection(client, shared_with=world.protection)
+    client = world.own_ecs_client()
     EcsThrottling(client, "UpdateService", times=1)
     desired = world.desired_count()
     report = world.invoke(

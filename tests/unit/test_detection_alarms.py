@@ -4,6 +4,8 @@ replay), and the TTS alarm is quiet on lag and fast on real failures, on crafted
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import random
 import re
 from collections.abc import Mapping
@@ -12,7 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from bench.detection import legacy_tts_reach
-from fleet_remediation.contract.alarm_math import AlarmDefinition, Expression, MinuteCounts, evaluate_alarm
+from fleet_remediation.contract.alarm_math import (
+    AlarmDefinition,
+    AnyOf,
+    Expression,
+    MinuteCounts,
+    evaluate_alarm,
+)
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings, VadAlarmSettings
 
 
@@ -62,7 +70,7 @@ def test_vad_expression_is_unchanged() -> None:
     )
 
 
-def states(definition: AlarmDefinition, minutes: list[MinuteCounts]) -> list[bool]:
+def states(definition: AlarmDefinition | AnyOf, minutes: list[MinuteCounts]) -> list[bool]:
     return [in_alarm for _, in_alarm in evaluate_alarm(definition, minutes)]
 
 
@@ -144,6 +152,68 @@ def test_a_burst_pages_once_while_it_is_inside_the_sliding_window() -> None:
     assert [i for i, state in enumerate(in_alarm) if state] == [5, 6, 7, 8]
 
 
+def test_m_of_n_periods_slide_with_the_evaluation_minute_as_cloudwatch_documents() -> None:
+    """AWS, "Evaluating an alarm": a period of a minute or more is evaluated every minute over the
+    last Period x Evaluation Periods; with a 5-minute period, minutes 1-5 at the end of minute 5,
+    minutes 2-6 at the end of minute 6. So 1 of 3 five-minute periods does not hold an ALARM for
+    15 minutes: one minute later the breaching window is split between two periods, and it comes
+    back whole every 5 minutes: three pages for one burst (the reason the TTS alarm keeps N = 1)."""
+    one_of_three = dataclasses.replace(
+        TtsReachAlarmSettings().definition(), evaluation_periods=3, datapoints_to_alarm=1
+    )
+    minutes = [MinuteCounts(responses=35, first_frames=35) for _ in range(30)]
+    minutes[10].first_audio_timeouts = 3
+    minutes[13].first_audio_timeouts = 2  # 5 in a window only while it holds minutes 10 to 13
+    in_alarm = states(one_of_three, minutes)
+    assert [i for i, state in enumerate(in_alarm) if state] == [13, 14, 18, 19, 23, 24]
+    assert sum(1 for before, now in itertools.pairwise([False, *in_alarm]) if now and not before) == 3
+
+
+def _pages(in_alarm: list[bool]) -> int:
+    return sum(1 for before, now in itertools.pairwise([False, *in_alarm]) if now and not before)
+
+
+def test_the_holding_window_holds_an_incident_once_it_has_two_bursts() -> None:
+    """A silent worker's sessions fail in bursts minutes apart (here 5 timeouts every 9 minutes at
+    35 responses a minute): the 5-minute window clears between bursts and pages again each time.
+    The 30-minute window over the same rule breaches from the second burst on (its threshold is
+    7.7 timeouts) and holds the incident until it is over: two pages instead of five."""
+    settings = TtsReachAlarmSettings()
+    minutes = [MinuteCounts(responses=35, first_frames=35) for _ in range(90)]
+    for burst in range(10, 50, 9):
+        minutes[burst].first_audio_timeouts = 5
+    fast_alone = states(settings.definition(), minutes)
+    held = states(settings.alarm(), minutes)
+    assert _pages(fast_alone) == 5
+    assert _pages(held) == 2
+    assert [
+        i for i, (before, now) in enumerate(itertools.pairwise([False, *held])) if now and not before
+    ] == [
+        10,
+        19,
+    ]
+    assert all(held[19:67]), "held while the 30-minute window holds two bursts"
+    assert not any(held[67:])
+
+
+def test_the_holding_window_alone_never_pages_on_healthy_isolated_hangs() -> None:
+    """A healthy provider's isolated hangs (0.1 % of 2,000 responses a minute, about 2 a minute)
+    stay under the 30-minute threshold (2 + E + 4.5 sqrt(E), E = 60)."""
+    rng = random.Random(7)
+    minutes = [MinuteCounts(responses=2000, first_frames=2000) for _ in range(600)]
+    for minute in minutes:
+        minute.first_audio_timeouts = sum(rng.random() < 0.001 for _ in range(2000))
+    assert not any(states(TtsReachAlarmSettings().alarm(), minutes))
+
+
+def test_a_hold_of_zero_leaves_the_fast_window_alone() -> None:
+    assert TtsReachAlarmSettings(hold_window_minutes=0).alarm().children == (
+        TtsReachAlarmSettings().definition(),
+    )
+    with pytest.raises(ValidationError, match="hold_window_minutes"):
+        TtsReachAlarmSettings(hold_window_minutes=5)
+
+
 def test_reach_rule_needs_its_minimum_volume() -> None:
     quiet_night = [MinuteCounts(responses=3, first_frames=0) for _ in range(10)]  # 15 per window
     assert not any(states(TtsReachAlarmSettings().definition(), quiet_night))
@@ -163,3 +233,19 @@ def test_reach_rule_needs_its_minimum_volume() -> None:
 def test_invalid_tts_settings_are_rejected_naming_the_field(settings: dict[str, object], field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         TtsReachAlarmSettings.model_validate(settings)
+
+
+def test_the_vad_page_holds_a_starved_worker_between_its_bursts() -> None:
+    """A starved worker's backlog breaches in bursts (3 minutes in every 8): 3 of 5 alone pages at
+    each burst; 6 of 30 holds the incident from the second burst until it is over."""
+    breach, calm = MinuteCounts(vad_warnings=5, vad_max_delay=3.0), MinuteCounts()
+    pattern = ([breach] * 3 + [calm] * 5) * 5 + [calm] * 40
+    settings = VadAlarmSettings()
+    assert [part.label for part in settings.alarm().children] == ["3of5min", "6of30min"]
+    assert _pages(states(settings.definition(), pattern)) == 5
+    held = states(settings.alarm(), pattern)
+    assert _pages(held) == 2
+    assert not held[-1]
+    assert VadAlarmSettings(hold_minutes=0).alarm().children == (settings.definition(),)
+    with pytest.raises(ValidationError, match="hold_minutes"):
+        VadAlarmSettings(hold_minutes=30, hold_datapoints=3)

@@ -24,6 +24,8 @@ def test_a_cpu_starved_worker_is_detected_attributed_and_drained_alone() -> None
     assert vad is not None
     assert vad < 0  # the backlog shows before the first lesson fails
     verdicts = [vad_attribution(result, t) for t in transitions_during(result, "vad")]
-    assert "right" in verdicts
     assert "wrong" not in verdicts
+    # The worker is cordoned by the drainer's attribution, at the VAD page or at a tick during it.
+    bad = result.bad_task_id
+    assert any(t.drained == {bad} for t in result.transitions if t.alarm == "vad")
     assert drains([result], ("tts_new", "vad")) == (1, 0, 0)

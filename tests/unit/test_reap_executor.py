@@ -20,7 +20,7 @@ from fleet_remediation.core.errors import (
     RemediationError,
 )
 from fleet_remediation.core.report_model import Intent, Outcome
-from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult, may_have_acted, warning_message
+from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult, may_have_acted
 from fleet_remediation.domain.reaping import (
     DEADLINE_REASON,
     DELETE,
@@ -30,7 +30,7 @@ from fleet_remediation.domain.reaping import (
     Verdict,
     plan_reap,
 )
-from fleet_remediation.domain.room_warnings import WARNED_AT_KEY, read_warning, with_warning
+from fleet_remediation.domain.room_warnings import WARNED_AT_KEY, read_warning, warning_message, with_warning
 
 NOW = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
 HOUR = 3600.0
@@ -152,7 +152,8 @@ def test_the_warning_record() -> None:
 
 def test_the_warning_message() -> None:
     decision = decide(room("lesson-w", ago(2 * HOUR), participants=1))
-    assert json.loads(warning_message(decision, GRACE, NOW)) == {
+    message = warning_message(decision.room.name, decision.age_seconds, decision.max_age_seconds, GRACE, NOW)
+    assert json.loads(message) == {
         "type": "room-ending",
         "reason": "max-age",
         "room": "lesson-w",

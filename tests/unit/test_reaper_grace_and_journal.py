@@ -64,6 +64,16 @@ def test_a_live_room_is_warned_then_deleted_after_the_grace_and_an_empty_one_at_
     assert rooms.rooms == {}
 
 
+def test_a_run_that_only_warns_says_so_without_a_count_of_deletions() -> None:
+    rooms = InMemoryRoomService([room("lesson-live", OLD, participants=1)])
+    _, notifier = run_at(rooms)
+    ((_, message),) = notifier.messages
+    headline = message.splitlines()[0]
+    assert headline.startswith("zombie reaper warned 1 of 1 room(s) with participants before deleting them")
+    assert "deleted" not in headline
+    assert "Deleted rooms cannot be restored" not in message
+
+
 def test_the_warning_keeps_the_applications_json_metadata() -> None:
     rooms = InMemoryRoomService([room("lesson-a", OLD, participants=2, metadata='{"lesson": 7}')])
     run_at(rooms)

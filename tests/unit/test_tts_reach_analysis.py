@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
@@ -22,6 +23,7 @@ from tts_reach_alarm.analysis import (
     parse_job_outcomes,
 )
 from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
+from tts_reach_alarm.investigation import recheck_alpha
 
 
 def jobs(failed_on: dict[str, int], healthy_on: dict[str, int]) -> list[JobOutcome]:
@@ -220,3 +222,11 @@ def test_past_its_deadline_the_test_decides_on_bounds_and_never_guesses_a_concen
 def test_a_window_cut_at_the_query_limit_says_so() -> None:
     verdict = assess_concentration(jobs({"bad": 4}, {"w1": 9}), alpha=0.05, min_failed_jobs=2, truncated=True)
     assert "of a larger window" in verdict.reason
+
+
+def test_the_rechecks_of_one_incident_spend_at_most_alpha_together() -> None:
+    alpha = 0.05
+    levels = [recheck_alpha(alpha, look) for look in range(1, 100_001)]
+    assert levels[:3] == pytest.approx([0.0304, 0.0076, 0.00338], rel=0.01)
+    assert sum(levels) < alpha
+    assert all(a > b for a, b in itertools.pairwise(levels))

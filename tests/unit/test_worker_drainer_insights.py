@@ -98,10 +98,19 @@ def test_job_sightings_at_the_row_cap_are_unknown_not_complete() -> None:
 
 def test_a_query_too_long_for_insights_is_a_typed_error() -> None:
     client = FakeInsightsClient(lambda *_: [])
-    streams = [f"agent/ppi-livekit-agent/{n:032x}" for n in range(300)]
+    too_long = "filter " + " or ".join(f'job_id = "AJ_{n:012d}"' for n in range(500))
     with pytest.raises(AwsApiError) as refused:
-        logs_over(client).job_sightings(streams, START, END, time.monotonic() + 5)
+        CloudWatchLogsInsights(client, poll_interval_seconds=0).run_query(
+            "/ppi/livekit/prod/agent", too_long, START, END, time.monotonic() + 5
+        )
     assert refused.value.aws_code == "InvalidParameterException"
+
+
+def test_the_sightings_of_a_fleet_of_300_tasks_fit_one_query() -> None:
+    client = FakeInsightsClient(lambda *_: [])
+    streams = [f"agent/ppi-livekit-agent/{n:032x}" for n in range(300)]
+    assert logs_over(client).job_sightings(streams, START, END, time.monotonic() + 5) == []
+    assert len(client.started) == 1
 
 
 def test_tts_outcomes_count_responses_first_frames_and_timeouts_per_job() -> None:

@@ -3,14 +3,17 @@ and the rows parsed back (``FakeLogsInsights`` returns canned GetQueryResults pa
 
 from __future__ import annotations
 
+import re
+import time
 from datetime import UTC, datetime
 
 import pytest
 
-from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fakes.logs_insights import FakeInsightsClient, FakeLogsInsights, insights_row
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import InvalidEventError
-from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, job_sightings_query
+from worker_drainer.adapters.worker_logs import MAX_QUERY_CHARS, InsightsWorkerLogs, job_sightings_query
 
 START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
 END = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
@@ -76,3 +79,52 @@ def test_job_sightings_are_read_for_the_named_streams_only() -> None:
 def test_a_stream_name_that_could_break_the_query_is_refused() -> None:
     with pytest.raises(InvalidEventError):
         job_sightings_query(['agent/x/"] or true'])
+
+
+def _fleet_streams(tasks: int) -> list[str]:
+    return [f"agent/ppi-livekit-agent/{index:032x}" for index in range(tasks)]
+
+
+def test_a_small_fleet_names_each_stream_in_the_sightings_query() -> None:
+    streams = _fleet_streams(100)
+    query = job_sightings_query(streams)
+    assert len(query) <= MAX_QUERY_CHARS
+    assert all(f'"{stream}"' in query for stream in streams)
+
+
+def test_a_fleet_too_large_to_list_is_matched_by_its_stream_prefix_in_one_query() -> None:
+    """500 tasks' names would take about 25,000 characters, past StartQuery's 10,000: the query
+    matches the streams' common prefix, and the rows of streams not asked for are dropped."""
+    streams = _fleet_streams(500)
+    foreign = "other/ppi-livekit-agent/ffffffffffffffffffffffffffffffff"
+    stopped = "agent/ppi-livekit-agent/" + "e" * 32  # an earlier task of the same service
+
+    def respond(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+        pattern = re.search(r"@logStream like /(.*)/\n", query)
+        assert pattern is not None, query
+        matches = re.compile(pattern.group(1).replace("\\/", "/"))
+        return [
+            {"@logStream": s, "@timestamp": START, "job_id": f"AJ_{i}", "room": f"r{i}", "room_id": f"RM_{i}"}
+            for i, s in enumerate([*streams[:3], stopped, foreign])
+            if matches.search(s)
+        ]
+
+    client = FakeInsightsClient(respond, running_polls=0)
+    logs = InsightsWorkerLogs(
+        CloudWatchLogsInsights(client, poll_interval_seconds=0),
+        "/ppi/livekit/prod/agent",
+        SignalCatalog.default(),
+    )
+    sightings = logs.job_sightings(streams, START, END, deadline=time.monotonic() + 5)
+    (query,) = client.started
+    assert len(query) <= MAX_QUERY_CHARS
+    assert r"@logStream like /^agent\/ppi-livekit-agent\//" in query
+    assert [s.log_stream for s in sightings] == streams[:3]
+
+
+def test_streams_without_a_common_prefix_are_read_from_the_whole_group_and_kept_by_name() -> None:
+    streams = [f"{'ab'[i % 2]}{i}/c/{i:040x}" for i in range(300)]
+    query = job_sightings_query(streams)
+    assert len(query) <= MAX_QUERY_CHARS
+    assert "@logStream in" not in query
+    assert "ispresent(@logStream)" in query

@@ -18,13 +18,14 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition
+from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition, AnyOf
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     RUNBOOKS,
     VAD_RUNBOOK,
     FunctionName,
+    alarm_part_name,
     metric_filter_name,
     tts_reach_alarm_name,
     vad_alarm_name,
@@ -73,27 +74,62 @@ class Detection(Construct):
         self.vad_breach = self._breach_expression(
             vad.definition(), "VAD breaching minute (1 = slow-inference rate and delay both over)"
         )
-        self.vad_alarm = self._alarm(
-            "VadAlarm",
+        self.vad_alarm = self._page(
+            "Vad",
             vad_alarm_name(env_name),
-            vad.definition(),
-            self.vad_breach,
+            vad.alarm(),
+            [self.vad_breach] * len(vad.alarm().children),
             f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
         )
 
         tts = detection.tts_reach_alarm
-        self.tts_breach = self._breach_expression(
-            tts.definition(),
-            f"TTS reach breaching ({tts.window_minutes}-min window; 1 = timeouts or missing frames over)",
-        )
-        # The stack sends both alarms' ALARM and OK to the notification topics (Notifications): the
-        # page does not depend on the responder, whose analysis follows in the same incident.
-        self.tts_reach_alarm = self._alarm(
-            "TtsReachAlarm",
+        breaches = [
+            self._breach_expression(
+                child,
+                f"TTS reach breaching ({child.period_minutes}-min window; "
+                "1 = timeouts or missing frames over)",
+            )
+            for child in tts.alarm().children
+        ]
+        self.tts_breach = breaches[0]  # the fast window, on the dashboard
+        self.tts_reach_alarm = self._page(
+            "TtsReach",
             tts_reach_alarm_name(env_name),
-            tts.definition(),
-            self.tts_breach,
+            tts.alarm(),
+            breaches,
             f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+        )
+
+    def _page(
+        self,
+        construct_prefix: str,
+        name: str,
+        page: AnyOf,
+        breaches: Sequence[cloudwatch.MathExpression],
+        description: str,
+    ) -> cloudwatch.CompositeAlarm:
+        """A page: a composite alarm named ``name``, ANY of one metric alarm per part (the fast one
+        and the one that holds the incident), which have no actions of their own. The stack sends
+        the page's ALARM and OK to the notification topics (Notifications): it does not depend on the
+        functions, whose analysis follows in the same incident."""
+        parts = [
+            self._alarm(
+                f"{construct_prefix}{part.label.capitalize()}Alarm",
+                alarm_part_name(name, part.label),
+                part,
+                breach,
+                f"Part of {name}: {part.label}.",
+            )
+            for part, breach in zip(page.children, breaches, strict=True)
+        ]
+        return cloudwatch.CompositeAlarm(
+            self,
+            f"{construct_prefix}Page",
+            composite_alarm_name=name,
+            alarm_description=description,
+            alarm_rule=cloudwatch.AlarmRule.any_of(
+                *(cloudwatch.AlarmRule.from_alarm(part, cloudwatch.AlarmState.ALARM) for part in parts)
+            ),
         )
 
     def _filter(self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit) -> None:

@@ -18,27 +18,27 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput
 from aws_cdk import aws_chatbot as chatbot
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from fleet_remediation.contract.naming import NOTIFICATION_KIND_ATTRIBUTE, PRODUCT_PREFIX
 from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.stack_key import StackKey, from_our
 
 
 class Notifications(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig
+        self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig, key: StackKey
     ) -> None:
         super().__init__(scope, construct_id)
         targets = config.notifications
-        self._key: kms.Key | None = None
+        self._key = key
         if targets.topic_arn:
             self.topic: sns.ITopic = sns.Topic.from_topic_arn(self, "ExistingTopic", targets.topic_arn)
         else:
@@ -80,26 +80,10 @@ class Notifications(Construct):
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
 
     def _new_topic(self, construct_id: str, display_name: str, env_name: str) -> sns.Topic:
-        if self._key is None:
-            self._key = kms.Key(
-                self,
-                "TopicKey",
-                description=f"LiveKit Fleet Remediation {env_name}: notification topic encryption",
-                enable_key_rotation=True,
-                removal_policy=RemovalPolicy.RETAIN,
-            )
-            # CloudWatch alarms publish to the topics, so they must be able to use the key: only this
-            # account's alarms (a confused deputy in another account gets nothing).
-            self._key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                    resources=["*"],
-                    conditions=self._from_our_alarms(),
-                )
-            )
+        # CloudWatch alarms publish to the topics, so they must be able to use the key.
+        self._key.allow_alarms()
         topic = sns.Topic(
-            self, construct_id, display_name=display_name, master_key=self._key, enforce_ssl=True
+            self, construct_id, display_name=display_name, master_key=self._key.key, enforce_ssl=True
         )
         topic.add_to_resource_policy(
             iam.PolicyStatement(
@@ -112,14 +96,7 @@ class Notifications(Construct):
         return topic
 
     def _from_our_alarms(self) -> dict[str, dict[str, str]]:
-        stack = Stack.of(self)
-        alarms = stack.format_arn(
-            service="cloudwatch",
-            resource="alarm",
-            resource_name="*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        return {"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": alarms}}
+        return from_our(self, "cloudwatch", "alarm", ArnFormat.COLON_RESOURCE_NAME)
 
     @property
     def topics(self) -> list[sns.ITopic]:
@@ -129,7 +106,7 @@ class Notifications(Construct):
         for topic in self.topics:
             topic.grant_publish(grantee)
 
-    def notify_on_state_changes(self, alarm: cloudwatch.Alarm) -> None:
+    def notify_on_state_changes(self, alarm: cloudwatch.AlarmBase) -> None:
         """ALARM and OK of ``alarm`` to every topic."""
         for topic in self.topics:
             action = cw_actions.SnsAction(topic)

@@ -26,6 +26,7 @@ from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
+from fleet_stack.constructs.stack_key import StackKey
 
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 
@@ -54,6 +55,10 @@ def deployed_settings(
     return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
 
+def _camel(snake: str) -> str:
+    return "".join(part.title() for part in snake.split("_"))
+
+
 def _other_function_dirs(function_dir: str) -> list[str]:
     return sorted(p.name for p in FUNCTIONS_DIR.iterdir() if p.is_dir() and p.name != function_dir)
 
@@ -70,6 +75,7 @@ class RemediationFunction(Construct):
         layers: SharedLayers,
         notifications: Notifications,
         kill_switch: KillSwitch,
+        key: StackKey,
         log_retention_days: int,
         memory_size: int = 256,
         reserved_concurrency: int | None = None,
@@ -81,11 +87,14 @@ class RemediationFunction(Construct):
         if not (FUNCTIONS_DIR / function_dir / "handler.py").is_file():
             raise FileNotFoundError(f"functions/{function_dir}/handler.py does not exist")
         function_name = lambda_function_name(env_name, function)
+        log_group_name = function_log_group_name(env_name, function)
+        key.allow_log_group(f"{_camel(function_dir)}Logs", log_group_name)
         self.log_group = logs.LogGroup(
             self,
             "Logs",
-            log_group_name=function_log_group_name(env_name, function),
+            log_group_name=log_group_name,
             retention=_retention(log_retention_days),
+            encryption_key=key.key,
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.role = iam.Role(
@@ -105,9 +114,15 @@ class RemediationFunction(Construct):
             self,
             "DeadLetters",
             retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key.key,
             enforce_ssl=True,
         )
+        # Lambda sends an asynchronous delivery that failed with the function's role: SQS then needs the
+        # role to be allowed the key (CDK's DLQ wiring grants only sqs:SendMessage). The function's
+        # EventBridge rules park undeliverable events here too, as the events service.
+        key.key.grant(self.role, "kms:GenerateDataKey", "kms:Decrypt")
+        key.allow_rule_dead_letters()
         NagSuppressions.add_resource_suppressions(
             self.dlq,
             [NagPackSuppression(id="AwsSolutions-SQS3", reason="This queue is itself a dead-letter queue.")],

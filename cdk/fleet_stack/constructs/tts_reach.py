@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
@@ -16,6 +18,7 @@ from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
+from fleet_stack.constructs.stack_key import StackKey
 
 
 class TtsReachResponder(Construct):
@@ -29,6 +32,7 @@ class TtsReachResponder(Construct):
         layers: SharedLayers,
         notifications: Notifications,
         kill_switch: KillSwitch,
+        key: StackKey,
         detection: Detection,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -67,6 +71,7 @@ class TtsReachResponder(Construct):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             log_retention_days=config.log_retention_days,
         )
         self.function = self.remediation.function
@@ -104,4 +109,30 @@ class TtsReachResponder(Construct):
         )
         self.route = detection.route_alarm(
             "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
+        )
+        # While the page stays in ALARM, a scheduled re-check may name the worker its first analysis
+        # could not (the tick reads the page's state first and does nothing while it is OK).
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:DescribeAlarms"], resources=[detection.tts_reach_alarm.alarm_arn]
+            )
+        )
+        recheck = config.tts_reach.recheck_minutes
+        self.recheck = (
+            events.Rule(
+                self,
+                "Recheck",
+                description=f"Re-check an open TTS incident every {recheck} min ({env_name})",
+                schedule=events.Schedule.rate(Duration.minutes(recheck)),
+                targets=[
+                    targets.LambdaFunction(
+                        self.function,
+                        dead_letter_queue=self.remediation.dlq,
+                        retry_attempts=0,  # a missed tick is replaced by the next one
+                        max_event_age=Duration.minutes(recheck),
+                    )
+                ],
+            )
+            if recheck
+            else None
         )

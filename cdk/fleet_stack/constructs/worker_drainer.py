@@ -14,21 +14,30 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
-from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, FunctionName
-from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.contract.naming import (
+    ECS_SERVICE_NAME_TAG,
+    EVENT_SOURCE,
+    SUSPECT_WORKER_DETAIL_TYPE,
+    FunctionName,
+)
+from fleet_remediation.contract.settings import DrainerSettings, TaskActionScope
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
+from fleet_stack.constructs.stack_key import StackKey
 from worker_drainer.adapters.ecs_tasks import (
     ECS_CLUSTER_CONDITION_ACTIONS,
     ECS_SERVICE_ACTIONS,
-    ECS_TASK_ACTIONS,
+    ECS_TASK_CHANGE_ACTIONS,
+    ECS_TASK_READ_ACTIONS,
+    ECS_TASK_TAG_ACTIONS,
 )
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
+from worker_drainer.tags import WRITTEN_TAGS
 
 # What a Lambda function needs to attach to a VPC; EC2 grants these on "*" only.
 VPC_ACCESS_ACTIONS = (
@@ -51,6 +60,7 @@ class WorkerDrainer(Construct):
         layers: SharedLayers,
         notifications: Notifications,
         kill_switch: KillSwitch,
+        key: StackKey,
         livekit_secret: secretsmanager.ISecret,
         detection: Detection,
     ) -> None:
@@ -96,6 +106,7 @@ class WorkerDrainer(Construct):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             log_retention_days=config.log_retention_days,
             # The ledger lease serialises acting invocations; two lets an alarm run beside a tick.
             reserved_concurrency=2,
@@ -140,14 +151,8 @@ class WorkerDrainer(Construct):
     def _grant(self, config: EnvironmentConfig, detection: Detection) -> None:
         stack = Stack.of(self)
         cluster_arn = stack.format_arn(service="ecs", resource="cluster", resource_name=config.ecs_cluster)
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=list(ECS_TASK_ACTIONS),
-                resources=[
-                    stack.format_arn(service="ecs", resource="task", resource_name=f"{config.ecs_cluster}/*")
-                ],
-            )
-        )
+        for statement in _task_statements(stack, config):
+            self.function.add_to_role_policy(statement)
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=list(ECS_SERVICE_ACTIONS),
@@ -175,6 +180,12 @@ class WorkerDrainer(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn])
         )
+        # The reconcile tick reads the VAD alarm's state (worker_drainer/alarm_watch.py).
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:DescribeAlarms"], resources=[detection.vad_alarm.alarm_arn]
+            )
+        )
         # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
@@ -184,9 +195,12 @@ class WorkerDrainer(Construct):
             [
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",
-                    reason="ECS task actions are limited to tasks of the agents' cluster (task ARNs carry a "
-                    "random id); ListTasks is authorised on '*' with an ecs:cluster condition naming that "
-                    "cluster; StartQuery is limited to the agents' log group and its streams.",
+                    reason="Task ARNs end in a random id, so ECS task actions name the agents' cluster's "
+                    "tasks (task/<cluster>/*); the changes (stop, protection, tags) are further limited by "
+                    "aws:ResourceTag/aws:ecs:serviceName to the agents' service (drainer.task_action_scope) "
+                    "and the tag writes by aws:TagKeys to the drainer's own keys. ListTasks is authorised "
+                    "on '*' (container-instance) with an ecs:cluster condition; GetQueryResults/StopQuery "
+                    "support no resource; StartQuery is limited to the agents' log group and its streams.",
                     applies_to=[
                         {"regex": "/^Resource::arn:<AWS::Partition>:ecs:.*:task/.*/\\*$/g"},
                         {"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"},
@@ -205,3 +219,27 @@ class WorkerDrainer(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"])
         )
+
+
+def _task_statements(stack: Stack, config: EnvironmentConfig) -> list[iam.PolicyStatement]:
+    """Reads on the cluster's tasks; changes and tags only on our service's tasks (unless the
+    environment opts out with ``drainer.task_action_scope = cluster``); tags only the drainer's keys.
+
+    Condition keys per the Service Authorization Reference (Amazon ECS): StopTask and
+    UpdateTaskProtection support aws:ResourceTag/${TagKey} and ecs:cluster; TagResource and
+    UntagResource support aws:ResourceTag/${TagKey} and aws:TagKeys (not ecs:cluster); none supports
+    ecs:service. ECS sets the tag aws:ecs:serviceName on a service's tasks when the service has ECS
+    managed tags on; the drainer checks that before it acts (worker_drainer/task_scope.py).
+    """
+    tasks = [stack.format_arn(service="ecs", resource="task", resource_name=f"{config.ecs_cluster}/*")]
+    ours: dict[str, dict[str, object]] = {}
+    if config.drainer.task_action_scope is TaskActionScope.SERVICE:
+        ours = {"StringEquals": {f"aws:ResourceTag/{ECS_SERVICE_NAME_TAG}": config.ecs_service}}
+    own_tag_keys = {"ForAllValues:StringEquals": {"aws:TagKeys": list(WRITTEN_TAGS)}}
+    return [
+        iam.PolicyStatement(actions=list(ECS_TASK_READ_ACTIONS), resources=tasks),
+        iam.PolicyStatement(actions=list(ECS_TASK_CHANGE_ACTIONS), resources=tasks, conditions=ours or None),
+        iam.PolicyStatement(
+            actions=list(ECS_TASK_TAG_ACTIONS), resources=tasks, conditions={**ours, **own_tag_keys}
+        ),
+    ]

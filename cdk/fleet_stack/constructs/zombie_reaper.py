@@ -16,6 +16,7 @@ from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
 from fleet_stack.constructs.shared_layers import SharedLayers
+from fleet_stack.constructs.stack_key import StackKey
 
 
 class ZombieReaper(Construct):
@@ -29,6 +30,7 @@ class ZombieReaper(Construct):
         layers: SharedLayers,
         notifications: Notifications,
         kill_switch: KillSwitch,
+        key: StackKey,
         livekit_secret: secretsmanager.ISecret,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -67,6 +69,7 @@ class ZombieReaper(Construct):
             layers=layers,
             notifications=notifications,
             kill_switch=kill_switch,
+            key=key,
             log_retention_days=config.log_retention_days,
             # One reaper at a time: overlapping runs would race for the same rooms and the same cap.
             reserved_concurrency=1,

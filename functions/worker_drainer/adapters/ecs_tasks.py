@@ -34,16 +34,15 @@ DESCRIBE_BATCH = 100
 # ECS answers these for a task that no longer exists or is not part of a service.
 TASK_GONE_FAILURES = frozenset({"MISSING", "TASK_NOT_VALID"})
 
-# IAM actions each adapter method needs, by the resource they must be scoped to; the CDK
-# construct builds the function's policy from this so code and permissions cannot drift apart.
-ECS_TASK_ACTIONS = (
-    "ecs:DescribeTasks",
-    "ecs:TagResource",
-    "ecs:UntagResource",
-    "ecs:StopTask",
-    "ecs:UpdateTaskProtection",
-    "ecs:GetTaskProtection",
-)
+# IAM actions each adapter method needs, by the resource they must be scoped to and the conditions
+# they support (Service Authorization Reference, Amazon ECS); the CDK construct builds the function's
+# policy from these so code and permissions cannot drift apart.
+# Reads of the cluster's tasks: a manual or suspect task is described before it is known to be ours.
+ECS_TASK_READ_ACTIONS = ("ecs:DescribeTasks", "ecs:GetTaskProtection")
+# Task changes: both support aws:ResourceTag/${TagKey} and ecs:cluster.
+ECS_TASK_CHANGE_ACTIONS = ("ecs:StopTask", "ecs:UpdateTaskProtection")
+# Task tagging: supports aws:ResourceTag/${TagKey} and aws:TagKeys, not ecs:cluster.
+ECS_TASK_TAG_ACTIONS = ("ecs:TagResource", "ecs:UntagResource")
 ECS_SERVICE_ACTIONS = ("ecs:DescribeServices", "ecs:UpdateService")
 # ListTasks is authorised against container instances; scope it with the ecs:cluster condition.
 ECS_CLUSTER_CONDITION_ACTIONS = ("ecs:ListTasks",)
@@ -82,6 +81,10 @@ class EcsTaskService(Protocol):
     def stop_task(self, task_arn: str, reason: str) -> None: ...
 
     def capacity(self) -> ServiceCapacity: ...
+
+    def ecs_managed_tags(self) -> bool:
+        """Whether the service tags its tasks with ``aws:ecs:serviceName`` (enableECSManagedTags)."""
+        ...
 
     def set_desired_count(self, count: int) -> None: ...
 
@@ -170,6 +173,14 @@ class BotoEcsTasks:
         )
 
     def capacity(self) -> ServiceCapacity:
+        service = self._active_service()
+        return ServiceCapacity(int(service["desiredCount"]), int(service.get("runningCount", 0)))
+
+    def ecs_managed_tags(self) -> bool:
+        # DescribeServices leaves the field out when the service never set it (ECS's default: off).
+        return bool(self._active_service().get("enableECSManagedTags", False))
+
+    def _active_service(self) -> Mapping[str, Any]:
         response = self._call(
             "DescribeServices",
             self.service,
@@ -177,7 +188,7 @@ class BotoEcsTasks:
         )
         for service in response.get("services", []):
             if service.get("status") == "ACTIVE":
-                return ServiceCapacity(int(service["desiredCount"]), int(service.get("runningCount", 0)))
+                return dict(service)
         raise AwsApiError(
             f"ECS service {self.service} not found or not active in cluster {self.cluster}",
             aws_code="ServiceNotFoundException",

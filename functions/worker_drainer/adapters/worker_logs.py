@@ -7,6 +7,7 @@ row cap is a typed error (the caller then treats that evidence as unknown), neve
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ STREAM_NAME = re.compile(r"^[A-Za-z0-9._\-/]+$")
 INSIGHTS_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 # Logs Insights returns at most 10,000 rows: a result that size may have been cut.
 MAX_JOB_ROWS = 10000
+# StartQuery refuses a query string longer than this (InvalidParameterException).
+MAX_QUERY_CHARS = 10000
 MAX_TTS_JOBS = 1000
 
 
@@ -106,18 +109,46 @@ def stats_query(slow_vad: Signal) -> str:
 
 
 def job_sightings_query(log_streams: Sequence[str]) -> str:
+    """The job requests on the named streams. Naming each stream fits a fleet of about 150 tasks;
+    beyond StartQuery's 10,000 characters the query matches the streams' common prefix instead (one
+    query whatever the fleet's size) and the caller keeps only the streams it asked for."""
     for stream in log_streams:
         if not STREAM_NAME.fullmatch(stream):
             raise InvalidEventError(f"log stream name {stream!r} has characters a query cannot carry")
     listed = ", ".join(f'"{stream}"' for stream in log_streams)
+    query = _sightings_query(f"@logStream in [{listed}]")
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    prefix = _common_folder(log_streams)
+    if not prefix:
+        return _sightings_query("ispresent(@logStream)")
+    return _sightings_query(f"@logStream like /^{_regex_literal(prefix + '/')}/")
+
+
+def _common_folder(log_streams: Sequence[str]) -> str:
+    """The folders every stream name starts with ("" when none, or when some names are absolute
+    and others not)."""
+    try:
+        return posixpath.commonpath(log_streams)
+    except ValueError:
+        return ""
+
+
+def _sightings_query(streams_filter: str) -> str:
     return "\n| ".join(
         [
-            f'filter message = "{JOB_REQUEST_MESSAGE}" and @logStream in [{listed}]',
+            f'filter message = "{JOB_REQUEST_MESSAGE}" and {streams_filter}',
             "fields @logStream, @timestamp, job_id, room, room_id",
             "sort @timestamp desc",
             f"limit {MAX_JOB_ROWS}",
         ]
     )
+
+
+def _regex_literal(text: str) -> str:
+    """``text`` matched literally inside an Insights ``/regex/`` (stream names hold only
+    ``STREAM_NAME``'s characters: of those, ``.`` and the delimiter ``/`` need escaping)."""
+    return text.replace(".", "\\.").replace("/", "\\/")
 
 
 def tts_outcomes_query(catalog: SignalCatalog, log_stream: str) -> str:
@@ -170,6 +201,7 @@ class InsightsWorkerLogs:
     ) -> list[JobSighting]:
         if not log_streams:
             return []
+        wanted = set(log_streams)
         self.calls += 1
         result = self.insights.run_query(
             self.log_group, job_sightings_query(log_streams), start, end, deadline
@@ -189,7 +221,7 @@ class InsightsWorkerLogs:
                 seen_at=parse_insights_time(row.get("@timestamp", "")),
             )
             for row in result.rows
-            if row.get("@logStream") and row.get("room")
+            if row.get("@logStream") in wanted and row.get("room")
         ]
 
     def tts_outcomes(

@@ -211,3 +211,16 @@ class NotificationDelivery:
             # Without the once-store a retry may repeat this message; losing it would be worse.
             report.error(exc)
             return publish(), False
+
+
+class NotifyingDependencies:
+    """A function's dependencies that notify (each declares these as its own dataclass fields):
+    ``delivery`` over their channels and once-keys."""
+
+    notifier: Notifier
+    chat_notifier: Notifier | None
+    once: OnceGuard
+
+    @property
+    def delivery(self) -> NotificationDelivery:
+        return NotificationDelivery(self.notifier, self.chat_notifier, self.once)

@@ -183,6 +183,13 @@ class AlarmDefinition:
     evaluation_periods: int
     datapoints_to_alarm: int
 
+    @property
+    def label(self) -> str:
+        """Its part in a composite alarm's name: ``5min`` (one window), ``3of5min`` (N of M)."""
+        if self.evaluation_periods == 1:
+            return f"{self.period_minutes}min"
+        return f"{self.datapoints_to_alarm}of{self.evaluation_periods * self.period_minutes}min"
+
     def datapoint(self, minutes: Sequence[MinuteCounts]) -> float:
         """The expression over one period's minutes (Sum or Maximum of each input, as published)."""
         values: dict[str, float] = {}
@@ -195,8 +202,21 @@ class AlarmDefinition:
 
 
 class AlarmEvaluator:
-    """The alarm evaluated offline at the end of every minute, as CloudWatch evaluates it each minute
-    over a sliding window of the last ``evaluation_periods`` x ``period_minutes`` whole minutes.
+    """The alarm evaluated offline at the end of every minute, as AWS documents CloudWatch's
+    evaluation ("Evaluating an alarm", CloudWatch User Guide):
+
+    * a period of one minute or more is evaluated every minute, over the last ``evaluation_periods``
+      x ``period_minutes`` whole minutes: a 5-minute period sees minutes 1-5 at the end of minute 5,
+      minutes 2-6 at the end of minute 6. The periods are cut back from the evaluation minute, so
+      a 5-minute alarm gets a new datapoint every minute, and a breaching window that straddles two
+      of its periods a minute later breaches neither;
+    * ALARM while at least ``datapoints_to_alarm`` of the last ``evaluation_periods`` datapoints
+      breach (not necessarily consecutive), OK otherwise;
+    * missing data: every metric enters the expression through ``FILL(id, 0)``, and AWS documents
+      that FILL fills the missing datapoints of the alarm's range, the latest included, so every
+      period has a datapoint and the alarm's ``notBreaching`` treatment (and the "evaluation range"
+      look-back it governs) never decides a state here.
+
     Needs memory for that window only, so it runs over a stream of minutes of any length."""
 
     def __init__(self, definition: AlarmDefinition) -> None:
@@ -218,7 +238,34 @@ class AlarmEvaluator:
         return newest, in_alarm
 
 
-def evaluate_alarm(definition: AlarmDefinition, minutes: Sequence[MinuteCounts]) -> list[tuple[bool, bool]]:
-    """``AlarmEvaluator.push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
-    evaluator = AlarmEvaluator(definition)
+@dataclass(frozen=True)
+class AnyOf:
+    """A composite alarm with the rule ANY of its children (``ALARM(a) OR ALARM(b)``): in ALARM
+    while any child is. A short child pages fast; a longer child over the same rule holds the
+    composite through the quiet minutes between bursts of one incident."""
+
+    children: tuple[AlarmDefinition, ...]
+
+
+class CompositeEvaluator:
+    """``AnyOf`` evaluated offline: each child as ``AlarmEvaluator`` evaluates it, every minute."""
+
+    def __init__(self, composite: AnyOf) -> None:
+        self._children = [AlarmEvaluator(child) for child in composite.children]
+
+    def push(self, minute: MinuteCounts) -> tuple[bool, bool]:
+        """(does any child's newest period breach, is any child in ALARM)."""
+        states = [child.push(minute) for child in self._children]
+        return any(breaching for breaching, _ in states), any(alarm for _, alarm in states)
+
+
+def evaluator_for(alarm: AlarmDefinition | AnyOf) -> AlarmEvaluator | CompositeEvaluator:
+    return CompositeEvaluator(alarm) if isinstance(alarm, AnyOf) else AlarmEvaluator(alarm)
+
+
+def evaluate_alarm(
+    alarm: AlarmDefinition | AnyOf, minutes: Sequence[MinuteCounts]
+) -> list[tuple[bool, bool]]:
+    """``push`` over consecutive minutes: (breaching, in ALARM) at each minute's end."""
+    evaluator = evaluator_for(alarm)
     return [evaluator.push(minute) for minute in minutes]

@@ -71,6 +71,11 @@ LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeou
 # One Logs Insights API call (StartQuery, GetQueryResults, StopQuery); a query's polling loop
 # starts a call only while one call's worst case still fits before the query's deadline.
 LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
+# The drainer's tick reads the VAD alarm's state (CloudWatch DescribeAlarms, one alarm). One attempt:
+# a failed read only leaves this tick to advancing the ladders; the next tick, a minute on, reads again.
+ALARM_STATE_READ = AwsCallBudget(
+    "cloudwatch", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1
+)
 
 # One SNS publish: the notifier makes one botocore attempt at a time (1 s connect, 1.5 s read) and
 # retries a throttled or failed one with back-off itself, starting an attempt only while it fits
@@ -125,10 +130,12 @@ def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
 
 
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
-    """Kill switch, two Logs Insights queries in sequence (outcomes, then the failing jobs' rooms),
-    the suspect-worker event (once-only), the notification, the report."""
+    """Kill switch, the TTS page's state (a scheduled re-check), two Logs Insights queries in
+    sequence (outcomes, then the failing jobs' rooms), the suspect-worker event (once-only), the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
+        + ALARM_STATE_READ.worst_case_seconds
         + 2 * query_timeout_seconds
         + guarded_action_seconds(SUSPECT_EVENT_PUT)
         + NOTIFICATION_BUDGET_SECONDS
@@ -150,9 +157,11 @@ DRAINER_QUERIES = 3
 
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
-    """Kill switch, credentials, its Logs Insights queries, one step, the notification, the report."""
+    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, one step, the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
+        + ALARM_STATE_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)

@@ -6,11 +6,16 @@ VAD alarm (one-minute periods, ``datapoints_to_alarm`` of the last ``evaluation_
 missing data not breaching): a minute breaches when slow-inference warnings >=
 ``min_warnings_per_minute`` AND the largest ``delay`` >= ``min_max_delay_seconds``.
 
-TTS-reach alarm: one period of ``window_minutes`` (default 5), evaluated every minute over the last
-``window_minutes`` whole minutes (CloudWatch's default sliding evaluation window), in ALARM while
-that window breaches. (More evaluation periods would not hold the alarm: CloudWatch splits its
-range into consecutive periods, and a burst that straddles two of them breaches neither, so the
-alarm would clear in the middle of it and page again.) A window breaches when either rule holds:
+TTS-reach alarm: a composite alarm, ANY of two metric alarms over the same rule: one period of
+``window_minutes`` (default 5) pages fast, one of ``hold_window_minutes`` (default 30) holds the
+incident. Each is evaluated every minute over its last whole minutes (CloudWatch's sliding
+evaluation window) and is in ALARM while its window breaches. A silent worker's sessions end in
+a minute or two and new ones reach it every few minutes, so its timeouts come in bursts and a
+5-minute window clears between them: alone it paged 1-5 times per incident. The longer window
+still holds the bursts (its threshold grows only with the square root of its expected count), so
+the incident pages once and clears once. (More evaluation periods of the 5-minute alarm would
+not hold it: CloudWatch cuts its range into consecutive periods back from the evaluation minute,
+and a burst that straddles two of them breaches neither.) A window breaches when either rule holds:
 
 * timeouts: explicit first-audio timeouts (the agent-side emitter's ``tts_first_audio_timeout``)
   >= ``min_timeouts`` + E + ``timeout_sigmas`` x sqrt(E), where E = ``expected_timeout_rate`` x
@@ -28,11 +33,14 @@ Metric cost does not grow with traffic: every input is a dimensionless metric-fi
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field, model_validator
 
 from fleet_remediation.contract.alarm_math import (
     AlarmDefinition,
     AlarmInput,
+    AnyOf,
     Arithmetic,
     Const,
     Logical,
@@ -57,12 +65,38 @@ class VadAlarmSettings(StrictModel):
     min_max_delay_seconds: float = Field(default=2.0, gt=0)
     evaluation_periods: int = Field(default=5, ge=1, le=60, description="M: minutes looked at.")
     datapoints_to_alarm: int = Field(default=3, ge=1, le=60, description="N: breaching minutes needed.")
+    hold_minutes: int = Field(
+        default=30, ge=0, le=60, description="The holding alarm's minutes looked at (0: no hold)."
+    )
+    hold_datapoints: int = Field(
+        default=6, ge=1, le=60, description="The holding alarm's breaching minutes needed."
+    )
 
     @model_validator(mode="after")
     def _n_within_m(self) -> VadAlarmSettings:
         if self.datapoints_to_alarm > self.evaluation_periods:
             raise ValueError("datapoints_to_alarm must not exceed evaluation_periods")
+        if self.hold_minutes and not (
+            self.hold_minutes > self.evaluation_periods
+            and self.datapoints_to_alarm < self.hold_datapoints <= self.hold_minutes
+        ):
+            raise ValueError(
+                "hold_minutes must be 0, or longer than evaluation_periods with hold_datapoints "
+                "more than datapoints_to_alarm and at most hold_minutes"
+            )
         return self
+
+    def alarm(self) -> AnyOf:
+        """What pages: N of M minutes (fast), and while a worker stays starved, the same breaching
+        minute in ``hold_datapoints`` of the last ``hold_minutes`` (holds the incident between the
+        starved worker's bursts, which one-minute periods count exactly)."""
+        fast = self.definition()
+        if not self.hold_minutes:
+            return AnyOf((fast,))
+        hold = dataclasses.replace(
+            fast, evaluation_periods=self.hold_minutes, datapoints_to_alarm=self.hold_datapoints
+        )
+        return AnyOf((fast, hold))
 
     def definition(self) -> AlarmDefinition:
         condition = Logical(
@@ -88,6 +122,7 @@ class VadAlarmSettings(StrictModel):
             f">= {self.min_warnings_per_minute:g} slow-inference warnings/min and max delay >= "
             f"{self.min_max_delay_seconds:g}s in {self.datapoints_to_alarm} of "
             f"{self.evaluation_periods} minutes"
+            + (f" (held while in {self.hold_datapoints} of {self.hold_minutes})" if self.hold_minutes else "")
         )
 
 
@@ -136,6 +171,12 @@ class TtsReachAlarmSettings(StrictModel):
         ge=0,
         description="Reach rule: plus this many sqrt(responses) for frames still on the way.",
     )
+    hold_window_minutes: int = Field(
+        default=30,
+        ge=0,
+        le=180,
+        description="The holding alarm's window over the same rule (0: the fast alarm alone pages).",
+    )
     analysis_window_minutes: int = Field(default=30, ge=1, le=180)
     concentration_alpha: float = Field(
         default=0.05,
@@ -149,9 +190,18 @@ class TtsReachAlarmSettings(StrictModel):
     def _window_covers_alarm(self) -> TtsReachAlarmSettings:
         if self.analysis_window_minutes < self.window_minutes:
             raise ValueError("analysis_window_minutes must cover window_minutes")
+        if 0 < self.hold_window_minutes <= self.window_minutes:
+            raise ValueError("hold_window_minutes must be 0 or longer than window_minutes")
         return self
 
-    def definition(self) -> AlarmDefinition:
+    def alarm(self) -> AnyOf:
+        """What pages: the fast window, and the holding window when there is one."""
+        if not self.hold_window_minutes:
+            return AnyOf((self.definition(),))
+        return AnyOf((self.definition(), self.definition(self.hold_window_minutes)))
+
+    def definition(self, window_minutes: int | None = None) -> AlarmDefinition:
+        """The rule over one window (default the fast ``window_minutes``)."""
         responses, frames, timeouts = Series("responses"), Series("frames"), Series("timeouts")
         expected = times(self.expected_timeout_rate, responses)
         timeouts_rule = ge(
@@ -181,14 +231,19 @@ class TtsReachAlarmSettings(StrictModel):
                 AlarmInput("frames", "first_audio_frame", Statistic.SUM, "first_frames"),
                 AlarmInput("timeouts", "first_audio_timeout", Statistic.SUM, "first_audio_timeouts"),
             ),
-            period_minutes=self.window_minutes,
+            period_minutes=window_minutes or self.window_minutes,
             evaluation_periods=1,
             datapoints_to_alarm=1,
         )
 
     def describe(self) -> str:
+        windows = f"{self.window_minutes}-min window" + (
+            f" (held by the same rule over {self.hold_window_minutes} min)"
+            if self.hold_window_minutes
+            else ""
+        )
         return (
-            f"in a {self.window_minutes}-min window: first-audio timeouts >= {self.min_timeouts:g} + "
+            f"in a {windows}: first-audio timeouts >= {self.min_timeouts:g} + "
             f"E + {self.timeout_sigmas:g} sqrt(E), E = {self.expected_timeout_rate:.2%} of responses, "
             f"or (>= {self.reach_min_responses} responses and) "
             f"responses without a first frame >= {self.reach_max_missing_fraction:.0%} of responses + "

@@ -22,12 +22,17 @@ NOTIFICATION_KIND_ATTRIBUTE = "notification_kind"
 EVENT_BUS_NAME = "default"
 EVENT_SOURCE = "livekit.fleet-remediation"
 SCHEDULE_DETAIL_TYPE = "Scheduled Event"
+# EventBridge delivers its schedule rules' events from this source only.
+SCHEDULE_SOURCE = "aws.events"
 ALARM_DETAIL_TYPE = "CloudWatch Alarm State Change"
 SUSPECT_WORKER_DETAIL_TYPE = "LiveKit Suspect Worker"
 
 # ECS task tags written by the drainer (and read by agent_cooperation in the agents' image).
 DRAINER_TAG_PREFIX = "livekit-drainer:"
 EXCLUDE_TAG = f"{DRAINER_TAG_PREFIX}exclude"
+# The tag ECS puts on every task a service starts when the service has ECS managed tags on
+# (enableECSManagedTags); the drainer's IAM policy conditions its task changes on it.
+ECS_SERVICE_NAME_TAG = "aws:ecs:serviceName"
 # A room whose JSON metadata sets this key to true is never reaped (the application opts it out).
 ROOM_OPT_OUT_KEY = "lkfr_reaper_protected"
 
@@ -81,11 +86,18 @@ def function_log_group_name(environment: str, function: FunctionName) -> str:
 
 
 def vad_alarm_name(environment: str) -> str:
+    """The composite alarm that pages and that the reaper and the drainer handle."""
     return f"livekit-{environment}-vad-slow-inference"
 
 
 def tts_reach_alarm_name(environment: str) -> str:
+    """The composite alarm that pages and that the responder handles."""
     return f"livekit-{environment}-tts-reach"
+
+
+def alarm_part_name(page_name: str, label: str) -> str:
+    """One metric alarm of a composite page (no actions of its own): ``<page>-<label>``."""
+    return f"{page_name}-{label}"
 
 
 def dashboard_name(environment: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError, model_validator
@@ -55,6 +56,12 @@ class TtsReachSection(StrictModel):
 
     timeout_seconds: int = Field(default=120, ge=10, le=900, description="Lambda timeout.")
     query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
+    recheck_minutes: int = Field(
+        default=2,
+        ge=0,
+        le=60,
+        description="Re-check the open incident this often while the TTS page stays in ALARM (0: never).",
+    )
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
@@ -67,9 +74,10 @@ class TtsReachSection(StrictModel):
         needed = budgets.tts_reach_seconds_needed(self.query_timeout_seconds)
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, two queries of query_timeout_seconds="
-                f"{self.query_timeout_seconds:g}, the suspect-worker event and the notification with "
-                f"their once-only records, the report: contract/budgets.py); timeout_seconds is "
+                f"a run needs up to {needed:g} s (kill switch, the page's state, two queries of "
+                f"query_timeout_seconds={self.query_timeout_seconds:g}, the suspect-worker event and the "
+                f"notification with their once-only records, the report: contract/budgets.py); "
+                f"timeout_seconds is "
                 f"{self.timeout_seconds}"
             )
         return self
@@ -93,6 +101,18 @@ class DrainerVpcConfig(StrictModel):
         return self
 
 
+class TaskActionScope(StrEnum):
+    """Which tasks the drainer's IAM policy lets it stop, tag, untag and (un)protect.
+
+    ``service``: only tasks carrying the ECS managed tag ``aws:ecs:serviceName`` = our service, which
+    ECS sets only when the service has ``enableECSManagedTags`` on (the drainer checks that before it
+    acts). ``cluster``: any task of the agents' cluster, for a service without managed tags.
+    """
+
+    SERVICE = "service"
+    CLUSTER = "cluster"
+
+
 class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
@@ -110,6 +130,11 @@ class DrainerSection(StrictModel):
         default=None, description="The agent container's name (default: the ECS service name)."
     )
     vpc: DrainerVpcConfig | None = None
+    task_action_scope: TaskActionScope = Field(
+        default=TaskActionScope.SERVICE,
+        description="service: task changes only on tasks tagged aws:ecs:serviceName=<service>; cluster: "
+        "any task of the cluster.",
+    )
     policy: DrainerPolicy = DrainerPolicy()
 
     @model_validator(mode="after")
@@ -125,7 +150,8 @@ class DrainerSection(StrictModel):
         )
         if needed > self.timeout_seconds:
             raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, credentials, {budgets.DRAINER_QUERIES} "
+                f"a run needs up to {needed:g} s (kill switch, the VAD alarm's state, credentials, "
+                f"{budgets.DRAINER_QUERIES} "
                 f"queries of insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS "
                 f"calls of "
                 f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the "

@@ -39,6 +39,7 @@ runs no alarm started.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -54,6 +55,7 @@ from fleet_remediation.contract.naming import (
     dashboard_name,
     function_log_group_name,
     function_mode_parameter_name,
+    lambda_function_name,
 )
 from fleet_remediation.core.console_links import dashboard_link, logs_insights_link
 from fleet_remediation.core.report_model import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
@@ -350,6 +352,15 @@ def stop_function_undo(environment: str, function: FunctionName) -> Undo:
     return Undo(
         label=f"Stop {function.value} now (its own kill switch)",
         command=f"aws ssm put-parameter --overwrite --name {name} --value off",
+    )
+
+
+def drainer_invoke_command(environment: str, action: str, task_id: str) -> str:
+    """The CLI line that asks the environment's drainer to ``drain`` or ``undrain`` one task."""
+    payload = json.dumps({"action": action, "task": task_id, "dry_run": False})
+    return (
+        f"aws lambda invoke --function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER)} "
+        f"--cli-binary-format raw-in-base64-out --payload '{payload}' {action}.json"
     )
 
 

@@ -20,6 +20,7 @@ from fleet_remediation.contract.models import describe_validation_error, excerpt
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     SCHEDULE_DETAIL_TYPE,
+    SCHEDULE_SOURCE,
     SUSPECT_WORKER_DETAIL_TYPE,
 )
 from fleet_remediation.core.errors import InvalidEventError, UnknownAlarmError
@@ -143,7 +144,12 @@ class ScheduleRoute(_EventBridgeRoute):
     detail_type = SCHEDULE_DETAIL_TYPE
 
     def parse(self, event: Any) -> Routed[Any]:
-        return Routed(schedule_trigger(parse_eventbridge(event)))
+        envelope = parse_eventbridge(event)
+        if envelope.source != SCHEDULE_SOURCE:
+            raise InvalidEventError(
+                f"a schedule event comes from {SCHEDULE_SOURCE}, not {excerpt(envelope.source)}"
+            )
+        return Routed(schedule_trigger(envelope))
 
 
 class AlarmRoute(_EventBridgeRoute):

@@ -4,7 +4,6 @@ concurrency inside a deadline, each step journaled; a lost reply is re-read from
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from fleet_remediation.domain.reaping import (
 from fleet_remediation.domain.room_warnings import (
     WARNING_TOPIC,
     read_warning,
+    warning_message,
     with_warning,
 )
 
@@ -128,55 +128,63 @@ class ReapExecutor:
         except RemediationError as exc:
             reason = f"re-check failed: {exc.message}"
             return [self._noted(ReapResult(d, Outcome.FAILED, reason, exc, _action(d))) for d in batch]
-        gate = asyncio.Semaphore(self.concurrency)
         lost: list[_LostReply] = []
+        done = await self._steps(batch, current, lost)
+        return done + await self._reread(lost)
+
+    async def _steps(
+        self, batch: Sequence[RoomDecision], current: dict[str, LiveRoom], lost: list[_LostReply]
+    ) -> list[ReapResult]:
+        """Each room's step, ``concurrency`` at once. When one step fails with an unexpected error,
+        the steps not yet started are not started and those in flight are cancelled; the report
+        shows the unfinished ones as unknown."""
+        gate = asyncio.Semaphore(self.concurrency)
         halted = False
 
         async def act(decision: RoomDecision) -> ReapResult | None:
             nonlocal halted
             async with gate:
-                if halted:  # another step failed unexpectedly: start nothing more
+                if halted:
                     return None
                 try:
-                    return await step(decision)
+                    return await self._step(decision, current.get(decision.room.name), lost)
                 except BaseException:
                     halted = True
                     raise
 
-        async def step(decision: RoomDecision) -> ReapResult | None:
-            fresh = current.get(decision.room.name)
-            if fresh is None:
-                gone = Outcome.ALREADY_DONE if decision.reap else Outcome.SKIPPED
-                return self._noted(ReapResult(decision, gone, "room already gone", action=_action(decision)))
-            if fresh.sid != decision.room.sid:
-                reason = f"room was recreated (sid {fresh.sid} != {decision.room.sid})"
-                return self._noted(ReapResult(decision, Outcome.SKIPPED, reason, action=_action(decision)))
-            if self.mode_switch is not None:
-                # A blocking SSM read (cached for seconds): off the event loop, so the others go on.
-                enforcing, why_not = await asyncio.to_thread(still_enforcing, self.mode_switch)
-                if not enforcing:
-                    stopped = ReapResult(decision, Outcome.SKIPPED, why_not, action=_action(decision))
-                    return self._noted(stopped)
-            if self._warn_instead(decision, fresh):
-                return await self._warn(_joined(decision, fresh))
-            if decision.verdict is Verdict.WARN and fresh.num_participants == 0:
-                emptied = RoomDecision(
-                    fresh, Verdict.REAP, f"{decision.reason}; empty by now", *_numbers(decision)
-                )
-                return await self._delete(emptied, lost)
-            if decision.verdict is Verdict.WARN:
-                return await self._warn(decision)
-            return await self._delete(decision, lost)
-
-        # When one step fails with an unexpected error, the steps not yet started are not started and
-        # those in flight are cancelled; the report shows the unfinished ones as unknown.
         try:
             async with asyncio.TaskGroup() as group:
                 steps = [group.create_task(act(d)) for d in batch]
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
-        done = [result for task in steps if (result := task.result()) is not None]
-        return done + await self._reread(lost)
+        return [result for task in steps if (result := task.result()) is not None]
+
+    async def _step(
+        self, decision: RoomDecision, fresh: LiveRoom | None, lost: list[_LostReply]
+    ) -> ReapResult | None:
+        """One room, as the re-check found it (``fresh``): gone, recreated, switched off, joined
+        since the plan, emptied since the plan, or as planned."""
+        if fresh is None:
+            gone = Outcome.ALREADY_DONE if decision.reap else Outcome.SKIPPED
+            return self._noted(ReapResult(decision, gone, "room already gone", action=_action(decision)))
+        if fresh.sid != decision.room.sid:
+            reason = f"room was recreated (sid {fresh.sid} != {decision.room.sid})"
+            return self._noted(ReapResult(decision, Outcome.SKIPPED, reason, action=_action(decision)))
+        if self.mode_switch is not None:
+            # A blocking SSM read (cached for seconds): off the event loop, so the others go on.
+            enforcing, why_not = await asyncio.to_thread(still_enforcing, self.mode_switch)
+            if not enforcing:
+                return self._noted(ReapResult(decision, Outcome.SKIPPED, why_not, action=_action(decision)))
+        if self._warn_instead(decision, fresh):
+            return await self._warn(_joined(decision, fresh))
+        if decision.verdict is Verdict.WARN and fresh.num_participants == 0:
+            emptied = RoomDecision(
+                fresh, Verdict.REAP, f"{decision.reason}; empty by now", *_numbers(decision)
+            )
+            return await self._delete(emptied, lost)
+        if decision.verdict is Verdict.WARN:
+            return await self._warn(decision)
+        return await self._delete(decision, lost)
 
     def _warn_instead(self, decision: RoomDecision, fresh: LiveRoom) -> bool:
         """A room decided empty that has participants by the re-check gets the warning first."""
@@ -215,7 +223,8 @@ class ReapExecutor:
         try:
             if decision.record_warning:
                 await self.rooms.update_room_metadata(name, with_warning(decision.room.metadata, self.now))
-            await self.rooms.send_data(name, warning_message(decision, grace, self.now), WARNING_TOPIC)
+            message = warning_message(name, decision.age_seconds, decision.max_age_seconds, grace, self.now)
+            await self.rooms.send_data(name, message, WARNING_TOPIC)
         except RemediationError as exc:
             return self._resolved(intent, ReapResult(decision, Outcome.FAILED, exc.message, exc, WARN))
         return self._resolved(intent, ReapResult(decision, Outcome.DONE, "", action=WARN))
@@ -248,24 +257,10 @@ class ReapExecutor:
                 )
                 for item in lost
             ]
-        results = []
-        for item in lost:
-            room = found.get(item.decision.room.name)
-            code = item.error.code
-            if room is None:
-                result = ReapResult(
-                    item.decision, Outcome.DONE, f"deleted; the reply was lost ({code}); re-read: gone"
-                )
-            elif room.sid != item.decision.room.sid:
-                reason = (
-                    f"deleted; the reply was lost ({code}); re-read: a new room of that name ({room.sid})"
-                )
-                result = ReapResult(item.decision, Outcome.DONE, reason)
-            else:
-                reason = f"not deleted ({code}: {item.error.message}); re-read: still there"
-                result = ReapResult(item.decision, Outcome.FAILED, reason, item.error)
-            results.append(self._resolved(item.intent, result))
-        return results
+        return [
+            self._resolved(item.intent, _reread_outcome(item, found.get(item.decision.room.name)))
+            for item in lost
+        ]
 
     def _resolved(self, intent: Intent | None, result: ReapResult) -> ReapResult:
         if self.journal is not None and intent is not None:
@@ -296,19 +291,17 @@ def _joined(decision: RoomDecision, fresh: LiveRoom) -> RoomDecision:
     )
 
 
+def _reread_outcome(item: _LostReply, room: LiveRoom | None) -> ReapResult:
+    """A lost reply's delete, from what LiveKit lists now: gone or replaced means it was done."""
+    code = item.error.code
+    if room is None:
+        return ReapResult(item.decision, Outcome.DONE, f"deleted; the reply was lost ({code}); re-read: gone")
+    if room.sid != item.decision.room.sid:
+        reason = f"deleted; the reply was lost ({code}); re-read: a new room of that name ({room.sid})"
+        return ReapResult(item.decision, Outcome.DONE, reason)
+    reason = f"not deleted ({code}: {item.error.message}); re-read: still there"
+    return ReapResult(item.decision, Outcome.FAILED, reason, item.error)
+
+
 def _unknown(item: _LostReply, why: str) -> str:
     return f"outcome unknown: the reply was lost ({item.error.code}) and {why}"
-
-
-def warning_message(decision: RoomDecision, grace_seconds: float, now: datetime) -> bytes:
-    """The data message participants receive (JSON; an app shows it as it likes)."""
-    return json.dumps(
-        {
-            "type": "room-ending",
-            "reason": "max-age",
-            "room": decision.room.name,
-            "age_seconds": round(decision.age_seconds or 0.0),
-            "max_age_seconds": decision.max_age_seconds,
-            "ends_after": datetime.fromtimestamp(now.timestamp() + grace_seconds, tz=UTC).isoformat(),
-        }
-    ).encode()

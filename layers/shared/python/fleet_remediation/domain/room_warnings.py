@@ -46,3 +46,19 @@ def with_warning(metadata: str, warned_at: datetime) -> str:
     value: dict[str, Any] = json.loads(metadata) if metadata.strip() else {}
     value[WARNED_AT_KEY] = int(warned_at.timestamp())
     return json.dumps(value, separators=(",", ":"))
+
+
+def warning_message(
+    room: str, age_seconds: float | None, max_age_seconds: float | None, grace_seconds: float, now: datetime
+) -> bytes:
+    """The data message participants receive (JSON; an app shows it as it likes)."""
+    return json.dumps(
+        {
+            "type": "room-ending",
+            "reason": "max-age",
+            "room": room,
+            "age_seconds": round(age_seconds or 0.0),
+            "max_age_seconds": max_age_seconds,
+            "ends_after": datetime.fromtimestamp(now.timestamp() + grace_seconds, tz=UTC).isoformat(),
+        }
+    ).encode()
