@@ -421,6 +421,8 @@ def _executor(world: DrainerWorld, **changes: Any) -> DrainerExecutor:
         "policy": deps.settings.drainer.policy,
         "reaper_policy": deps.settings.reaper.policy,
         "service": SERVICE,
+        "cluster": CLUSTER,
+        "task_scope": deps.settings.drainer.task_action_scope,
         "invocation_id": str(uuid.uuid4()),
         "incident_id": "incident-1",
         "clock": deps.clock,
