@@ -206,11 +206,13 @@ def test_a_switch_without_a_function_parameter_asks_for_the_environments_alone(s
     assert asked == [[ENVIRONMENT]]
 
 
-def test_the_ssm_client_gives_up_within_its_budget(ssm: Any) -> None:
-    # The switch's own client, as the functions build it, carries the budget.
+def test_the_switchs_own_ssm_client_carries_the_budget(ssm: Any) -> None:
     built = SsmModeSwitch(ENVIRONMENT)._client.meta.config
     assert (built.connect_timeout, built.read_timeout) == (SSM_CALL_TIMEOUT_SECONDS, SSM_CALL_TIMEOUT_SECONDS)
     assert (built.retries["mode"], built.retries["total_max_attempts"]) == ("standard", 3)
+
+
+def test_the_ssm_client_gives_up_within_its_budget() -> None:
     config = ssm_client_config()
     assert (config.connect_timeout, config.read_timeout) == (
         SSM_CALL_TIMEOUT_SECONDS,
