@@ -10,7 +10,8 @@ in a staging folder, build/mutation, where each package sits at the top level as
 The staging folder is kept between runs and only changed files are copied into it, so mutmut's
 cache (build/mutation/mutants) keeps every verdict whose function and tests did not change: a run
 that is stopped goes on where it stopped, and ``--survivors`` re-tests only the survivors after
-tests were added (new tests in the files below are mapped to the functions they reach). Changing
+tests were added (new tests in the files below are mapped to the functions they reach; a test
+whose body now reaches other functions keeps its old map: give it a new name). Changing
 ``TESTS`` or ``DESELECTED`` makes mutmut throw every verdict away and start again, as it should.
 For each mutant mutmut runs only the tests that reach the mutated function (mapped in one traced
 run of ``TESTS``), stopping at the first failure.
