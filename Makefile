@@ -132,8 +132,8 @@ infra: setup
 faults: setup ## Fault suite (part of make test) with its table: fault, function, time, outcome; then the tally
 	@$(PY) -m pytest -p no:cacheprovider -p tests.faults.table tests/faults -q
 
-mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate
-	@PYTHONPATH= $(PY) -m devkit.mutation
+mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate (MUTATION_ARGS=--survivors, --diffs, --report-only)
+	@PYTHONPATH= $(PY) -m devkit.mutation $(MUTATION_ARGS)
 
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
 	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider

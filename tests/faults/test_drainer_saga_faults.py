@@ -153,7 +153,9 @@ def test_a_kill_between_the_tag_and_protection_off_is_completed(world: DrainerWo
     assert world.protection.enabled(arn)
     assert world.desired_count() == desired
 
-    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    tick = next_tick(world)
+    assert actions(tick) == [("complete-cordon", "done")]
+    assert tick["actions"][0]["reason"].startswith("cordon completed (protection was on; ")
     assert not world.protection.enabled(arn)
     assert world.desired_count() == desired + 1
     stop_and_give_back(world, target, desired)
@@ -248,9 +250,70 @@ def test_a_desired_count_moved_by_someone_else_is_reported_never_guessed(world: 
     tick = next_tick(world)
     assert actions(tick) == [("complete-cordon", "failed")]
     assert tick["actions"][0]["error"]["code"] == "CapacityAmbiguous"
+    assert tick["actions"][0]["error"]["resource"] == target
     assert world.desired_count() == desired + 3  # left as it was found
     assert world.tags(target)[CAPACITY_TAG] == "none"  # the service replaces the task on stop
     # The drain goes on without extra capacity: stopped (the service replaces it), no raise, no give-back.
     assert actions(next_tick(world)) == [("stop", "done")]
     assert world.desired_count() == desired + 3
     assert any("CapacityAmbiguous" in message for _, message in world.notifications())
+
+
+def test_a_refused_cordon_whose_compensation_is_refused_too_is_finished_by_the_next_tick(
+    world: DrainerWorld,
+) -> None:
+    target, arn, desired = world.task_ids[3], world.task_arns[3], world.desired_count()
+    ecs, _, deps = faulty(world)
+    EcsThrottling(ecs, "UpdateTaskProtection", times=1)
+    EcsThrottling(ecs, "UntagResource", times=1)
+    report = invoke(world, drain(target), deps)
+    assert actions(report) == [("cordon", "failed")]
+    cordon = report["actions"][0]
+    assert cordon["reason"].startswith("cordon half done, undo failed too (")
+    assert "next tick finishes" in cordon["reason"]
+    # The step's error is the refusal that stopped the saga, not the failed compensation.
+    assert cordon["error"]["code"] == "AwsApiError"
+    assert "UpdateTaskProtection" in cordon["error"]["message"]
+    assert world.tags(target)[STATE_TAG] == "draining"  # the marks stayed on
+    assert world.protection.enabled(arn)
+
+    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    assert not world.protection.enabled(arn)
+    assert world.desired_count() == desired + 1
+    assert world.tags(target)[CORDON_TAG] == "complete"
+
+
+def test_a_refused_raise_keeps_the_cordon_without_extra_capacity_and_owes_nothing(
+    world: DrainerWorld,
+) -> None:
+    target, desired = world.task_ids[1], world.desired_count()
+    ecs, _, deps = faulty(world)
+    EcsThrottling(ecs, "UpdateService", times=1)
+    report = invoke(world, drain(target), deps)
+    assert actions(report) == [("cordon", "failed")]
+    assert report["actions"][0]["reason"].startswith(
+        "cordoned without extra capacity (the service replaces it on stop): "
+    )
+    assert world.desired_count() == desired
+    assert debt_phase(world, target) is None
+    tags = world.tags(target)
+    assert (tags[STATE_TAG], tags[CAPACITY_TAG], tags[CORDON_TAG]) == ("draining", "none", "complete")
+
+
+def test_a_lost_protection_reply_is_re_read_on_the_next_tick_not_compensated(world: DrainerWorld) -> None:
+    target, arn, desired = world.task_ids[2], world.task_arns[2], world.desired_count()
+    ecs, _, deps = faulty(world)
+    LostReply(ecs, "ecs.UpdateTaskProtection")
+    assert actions(invoke(world, drain(target), deps)) == [("cordon", "unknown")]
+    assert world.tags(target)[STATE_TAG] == "draining"  # the marks stay: the outcome is unknown
+    tick = next_tick(world)
+    assert actions(tick) == [("complete-cordon", "done")]
+    assert not world.protection.enabled(arn)
+    assert world.desired_count() == desired + 1
+
+
+def test_a_cordon_says_what_it_did(world: DrainerWorld) -> None:
+    target = world.task_ids[0]
+    report = invoke(world, drain(target))
+    assert actions(report) == [("cordon", "done")]
+    assert report["actions"][0]["reason"].startswith("cordoned (protection was on; ")

@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from devkit.fakes.livekit import InMemoryRoomService, room
@@ -18,7 +19,14 @@ from fleet_remediation.contract.naming import FunctionName, function_mode_parame
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
 from fleet_remediation.core.errors import KillSwitchError
-from fleet_remediation.core.kill_switch import KILL_SWITCH_MAX_AGE_SECONDS, SsmModeSwitch
+from fleet_remediation.core.kill_switch import (
+    KILL_SWITCH_MAX_AGE_SECONDS,
+    SSM_CALL_TIMEOUT_SECONDS,
+    SsmModeSwitch,
+    resolve_mode,
+    ssm_client_config,
+    still_enforcing,
+)
 from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
@@ -153,3 +161,106 @@ class _Inbox:
     def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
         self.messages.append((subject, message))
         return f"msg-{len(self.messages)}"
+
+
+def test_a_value_is_read_whatever_its_case_and_surrounding_space(ssm: Any) -> None:
+    set_switch(ssm, ENVIRONMENT, " Dry-Run\n")
+    assert SsmModeSwitch(ENVIRONMENT, REAPER, client=ssm).read() is Mode.DRY_RUN
+
+
+def test_an_unknown_value_names_the_parameter_and_what_it_may_hold(ssm: Any) -> None:
+    set_switch(ssm, REAPER, "yes please")
+    with pytest.raises(KillSwitchError) as unknown:
+        SsmModeSwitch(ENVIRONMENT, REAPER, client=ssm).read()
+    assert unknown.value.message == f"{REAPER} holds 'yes please'; expected one of enforce, dry-run, off"
+    assert unknown.value.resource == REAPER
+
+
+def test_a_missing_environment_switch_is_a_typed_error_not_enforce(ssm: Any) -> None:
+    ssm.delete_parameter(Name=ENVIRONMENT)
+    with pytest.raises(KillSwitchError) as missing:
+        SsmModeSwitch(ENVIRONMENT, REAPER, client=ssm).read()
+    assert missing.value.message == f"kill switch {ENVIRONMENT} does not exist"
+    assert missing.value.resource == ENVIRONMENT
+
+
+def test_an_unreadable_switch_is_a_typed_error_naming_both_parameters(ssm: Any) -> None:
+    denied = ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameters")
+    ssm.meta.events.register_first("before-call.ssm.GetParameters", _raise(denied))
+    with pytest.raises(KillSwitchError) as unreadable:
+        SsmModeSwitch(ENVIRONMENT, REAPER, client=ssm).read()
+    assert unreadable.value.message.startswith(f"cannot read kill switch {ENVIRONMENT}, {REAPER}: ")
+    assert "AccessDeniedException" in unreadable.value.message
+    assert unreadable.value.resource == ENVIRONMENT
+
+
+def test_a_switch_without_a_function_parameter_asks_for_the_environments_alone(ssm: Any) -> None:
+    asked: list[list[str]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        asked.append(params["Names"])
+
+    ssm.meta.events.register("provide-client-params.ssm.GetParameters", record)
+    set_switch(ssm, ENVIRONMENT, "off")
+    assert SsmModeSwitch(ENVIRONMENT, client=ssm).read() is Mode.OFF
+    assert asked == [[ENVIRONMENT]]
+
+
+def test_the_switchs_own_ssm_client_carries_the_budget(ssm: Any) -> None:
+    built = SsmModeSwitch(ENVIRONMENT)._client.meta.config
+    assert (built.connect_timeout, built.read_timeout) == (SSM_CALL_TIMEOUT_SECONDS, SSM_CALL_TIMEOUT_SECONDS)
+    assert (built.retries["mode"], built.retries["total_max_attempts"]) == ("standard", 3)
+
+
+def test_the_ssm_client_gives_up_within_its_budget() -> None:
+    config = ssm_client_config()
+    assert (config.connect_timeout, config.read_timeout) == (
+        SSM_CALL_TIMEOUT_SECONDS,
+        SSM_CALL_TIMEOUT_SECONDS,
+    )
+    assert config.retries == {"max_attempts": 2, "mode": "standard"}
+
+
+@pytest.mark.parametrize(
+    ("switch", "manual_dry_run", "effective"),
+    [
+        (Mode.ENFORCE, None, Mode.ENFORCE),
+        (Mode.ENFORCE, False, Mode.ENFORCE),
+        (Mode.ENFORCE, True, Mode.DRY_RUN),
+        (Mode.DRY_RUN, False, Mode.DRY_RUN),
+        (Mode.OFF, False, Mode.OFF),
+        (Mode.OFF, True, Mode.OFF),
+    ],
+)
+def test_a_manual_run_can_only_be_stricter_than_the_switch(
+    switch: Mode, manual_dry_run: bool | None, effective: Mode
+) -> None:
+    assert resolve_mode(switch, manual_dry_run) is effective
+
+
+class _FixedSwitch:
+    def __init__(self, mode: Mode | KillSwitchError) -> None:
+        self.mode = mode
+
+    def read(self) -> Mode:
+        if isinstance(self.mode, KillSwitchError):
+            raise self.mode
+        return self.mode
+
+
+def test_the_check_before_a_destructive_step_goes_on_only_in_enforce() -> None:
+    assert still_enforcing(_FixedSwitch(Mode.ENFORCE)) == (True, "")
+    assert still_enforcing(_FixedSwitch(Mode.DRY_RUN)) == (False, "kill switch is now dry-run")
+    assert still_enforcing(_FixedSwitch(Mode.OFF)) == (False, "kill switch is now off")
+    unreadable = KillSwitchError("cannot read kill switch /x: timeout", resource="/x")
+    assert still_enforcing(_FixedSwitch(unreadable)) == (
+        False,
+        "kill switch unreadable: cannot read kill switch /x: timeout",
+    )
+
+
+def _raise(error: Exception) -> Any:
+    def handler(**_: Any) -> None:
+        raise error
+
+    return handler

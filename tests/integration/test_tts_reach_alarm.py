@@ -19,6 +19,7 @@ from moto import mock_aws
 from devkit.eventbridge_events import schedule_event
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
 from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
 from devkit.replay_world import SimulatedAlarmStates
 from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
@@ -30,8 +31,9 @@ from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.handler import lambda_handler
-from tts_reach_alarm.messages import ALARM_REASON_LIMIT
+from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
 from tts_reach_alarm.service import TtsReachDependencies
+from tts_reach_alarm.transition import parse_transition
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod")
@@ -224,6 +226,7 @@ def test_fleet_wide_failure_only_notifies(aws: Aws, lambda_context) -> None:  # 
     aws.insights.responses = [outage, []]
     report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
     assert report["summary"]["verdict"] == "fleet-wide"
+    assert [c["decision"] for c in report["candidates"]] == ["skip"]
     notes = aws.drain(aws.sns_queue)
     assert len(notes) == 1
     assert "fleet-wide" in notes[0]["Subject"]
@@ -336,6 +339,94 @@ def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None
     assert report["errors"] == []
     assert len(serialized) < 8 * MAX_STRING_CHARS
     assert "r" * (ALARM_REASON_LIMIT + 1) not in serialized
+
+
+def test_the_report_records_what_the_analysis_found_and_the_event_it_sent(
+    aws: Aws, lambda_context: Any
+) -> None:
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    summary = report["summary"]
+    assert summary["state"] == "ALARM"
+    assert summary["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
+    assert summary["jobs_with_responses"] == 19
+    assert summary["failing_jobs"] == 4
+    # 15 healthy jobs x 5 first frames over 15 x 5 + 4 x 3 responses.
+    assert summary["reach_in_window"] == round(75 / 87, 4)
+    assert summary["alarm_datapoints"] == [0.73, 0.8, 0.8]
+    assert summary["verdict"] == "concentrated"
+    assert summary["reason"].startswith("concentrated: ")
+    assert summary["p_value_exact"] is True
+    (candidate,) = report["candidates"]
+    assert candidate["resource"] == BAD
+    assert candidate["decision"] == "act"
+    assert candidate["facts"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
+    assert candidate["facts"]["failed_jobs_on_worker"] == 4
+    assert candidate["facts"]["jobs_in_window"] == 19
+    (action,) = report["actions"]
+    (suspect,) = aws.drain(aws.events_queue)
+    assert action == {
+        "resource": BAD,
+        "action": "emit-suspect-worker",
+        "outcome": "done",
+        "reason": f"event {suspect['id']}",
+    }
+    detail = suspect["detail"]
+    # Only the suspect worker's own failed jobs, and the incident the page threads under.
+    assert detail["evidence"]["failed_job_ids"] == [f"AJ_fail{i}" for i in range(4)]
+    _, transition = parse_transition(alarm_event(), aws.deps.settings, aws.deps.clock())
+    assert detail["incident_id"] == incident_id(transition, aws.deps.settings)
+    (page,) = aws.drain(aws.sns_queue)
+    assert f"Suspect-worker event sent to the drainer: {suspect['id']}" in page["Message"]
+
+
+def test_an_alarm_with_no_job_in_its_window_says_so(aws: Aws, lambda_context: Any) -> None:
+    aws.insights.responses = [[], []]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"]["jobs_with_responses"] == 0
+    assert report["summary"]["reach_in_window"] is None
+    assert report["candidates"] == []
+    assert report["actions"] == []
+
+
+def test_a_suspect_event_the_bus_refuses_is_a_failed_action_and_the_page_still_goes(
+    aws: Aws, lambda_context: Any
+) -> None:
+    aws.deps.events = EventBridgePublisher("no-such-bus", boto3.client("events", region_name=REGION))
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    (action,) = report["actions"]
+    assert (action["resource"], action["action"], action["outcome"]) == (BAD, "emit-suspect-worker", "failed")
+    assert action["error"]["code"] == "AwsApiError"
+    assert action["reason"] == action["error"]["message"]
+    assert "EventBridge" in action["reason"]
+    assert report["status"] == "partial"
+    assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_without_the_time_to_send_it_the_suspect_event_is_skipped_and_the_page_still_goes(aws: Aws) -> None:
+    # 40 s left: the page and the report keep their 29 s; the event needs 22 s of the 11 s left.
+    report = lambda_handler(alarm_event(), LocalLambdaContext(remaining_ms=40_000), dependencies=aws.deps)
+    assert report["actions"] == [
+        {
+            "resource": BAD,
+            "action": "emit-suspect-worker",
+            "outcome": "skipped",
+            "reason": "deadline: not enough time left to send it; the notification says what was found",
+        }
+    ]
+    assert aws.drain(aws.events_queue) == []
+    assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_a_manual_analysis_in_enforce_sends_its_event_every_time_it_is_asked(
+    aws: Aws, lambda_context: Any
+) -> None:
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    manual = {"dry_run": False, "window_end": "2026-09-15T17:41:00Z"}
+    reports = [lambda_handler(manual, lambda_context, dependencies=aws.deps) for _ in range(2)]
+    for report in reports:
+        assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("emit-suspect-worker", "done")]
+    assert len(aws.drain(aws.events_queue)) == 2
 
 
 # --- the scheduled re-check while the page stays in ALARM --------------------------------------------

@@ -104,6 +104,9 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
         first = world.invoke(alarm_event())
         assert first["status"] == "ok", first
         assert _actions(first) == [(bad, "reap", "done")]
+        assert first["actions"][0]["reason"] == f"reaped 1 room(s) ({zombie}); cordon if still bad"
+        # The room listing, then the reap's re-check and its delete.
+        assert first["summary"]["calls"]["livekit"] == 3
         assert world.tags(bad)[STATE_TAG] == "reaped"
         assert worker.wait_for(lambda: worker.worker_info().get("active_jobs") == 1, 10)
 

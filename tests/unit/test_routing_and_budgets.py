@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from pydantic import ValidationError
 
 from fleet_remediation.adapters.aws_clients import client_config, secrets_provider, ssm_provider
@@ -127,20 +127,33 @@ class Clock:
 
 
 class FakeLogsClient:
-    """Answers GetQueryResults with ``statuses`` in turn; records every call."""
+    """Answers GetQueryResults with ``statuses`` in turn; records every call (and StartQuery's
+    arguments); ``refuse`` names an operation to answer with a throttling error."""
 
     def __init__(self, statuses: list[str], rows: list[list[dict[str, str]]] | None = None) -> None:
         self.statuses = statuses
         self.rows = rows or []
         self.calls: list[str] = []
+        self.started: list[dict[str, Any]] = []
+        self.bare = False
+        self.refuse: str | None = None
 
     def start_query(self, **kwargs: Any) -> dict[str, Any]:
         self.calls.append("StartQuery")
+        self.started.append(kwargs)
+        self._maybe_refuse("StartQuery")
         return {"queryId": "q-1"}
 
     def get_query_results(self, queryId: str) -> dict[str, Any]:
         self.calls.append("GetQueryResults")
+        self._maybe_refuse("GetQueryResults")
+        if self.bare:  # Insights leaves out what it has none of
+            return {"status": self.statuses.pop(0)}
         return {"status": self.statuses.pop(0), "results": self.rows, "statistics": {"recordsMatched": 3}}
+
+    def _maybe_refuse(self, operation: str) -> None:
+        if self.refuse == operation:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, operation)
 
     def stop_query(self, queryId: str) -> dict[str, Any]:
         self.calls.append("StopQuery")
@@ -227,6 +240,97 @@ def test_a_stop_that_fails_does_not_hide_the_deadline() -> None:
     client.stop_query = refuse  # type: ignore[method-assign]
     with pytest.raises(DeadlineExceededError):
         _query(client, Clock(), CALL + 1.5)
+
+
+def test_a_query_asks_for_its_log_group_window_and_text() -> None:
+    client = FakeLogsClient(["Complete"])
+    _query(client, Clock(), 60)
+    end = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+    assert client.started == [
+        {
+            "logGroupName": "/g",
+            "startTime": int((end - timedelta(minutes=30)).timestamp()),
+            "endTime": int(end.timestamp()),
+            "queryString": "q",
+        }
+    ]
+
+
+def test_a_complete_reply_without_rows_or_statistics_is_an_empty_result() -> None:
+    client = FakeLogsClient(["Complete"])
+    client.bare = True
+    result = _query(client, Clock(), 60)
+    assert (result.rows, result.statistics) == ([], {})
+
+
+def test_every_error_names_the_log_group_and_the_call_that_failed() -> None:
+    with pytest.raises(DeadlineExceededError) as no_time:
+        _query(FakeLogsClient(["Complete"]), Clock(), 1)
+    with pytest.raises(DeadlineExceededError) as running:
+        _query(FakeLogsClient(["Running"] * 10), Clock(), CALL + 1.5)
+    with pytest.raises(AwsApiError) as ended:
+        _query(FakeLogsClient(["Failed"]), Clock(), 60)
+    assert [e.value.resource for e in (no_time, running, ended)] == ["/g", "/g", "/g"]
+    for operation in ("StartQuery", "GetQueryResults"):
+        client = FakeLogsClient(["Complete"])
+        client.refuse = operation
+        with pytest.raises(AwsApiError) as refused:
+            _query(client, Clock(), 60)
+        assert refused.value.message == f"Logs {operation} failed: ThrottlingException: slow down"
+        assert refused.value.resource == "/g"
+
+
+def test_a_poll_that_ends_exactly_at_the_deadline_still_happens() -> None:
+    # After one poll there is exactly one more interval and one more call before the deadline.
+    client = FakeLogsClient(["Running", "Complete"])
+    clock = Clock()
+    assert _query(client, clock, CALL + 1.0).query_id == "q-1"
+    assert client.calls == ["StartQuery", "GetQueryResults", "GetQueryResults"]
+
+
+def test_a_stop_that_fits_exactly_before_the_deadline_is_sent() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    clock = Clock()
+    original = client.get_query_results
+
+    def half_a_second(queryId: str) -> dict[str, Any]:
+        clock.now += 0.5
+        return original(queryId)
+
+    client.get_query_results = half_a_second  # type: ignore[method-assign]
+    with pytest.raises(DeadlineExceededError):
+        _query(client, clock, CALL + 0.5)
+    assert client.calls == ["StartQuery", "GetQueryResults", "StopQuery"]
+
+
+def test_a_stop_that_cannot_reach_the_service_does_not_hide_the_deadline() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+
+    def unreachable(queryId: str) -> dict[str, Any]:
+        raise EndpointConnectionError(endpoint_url="https://logs.eu-west-1.amazonaws.com")
+
+    client.stop_query = unreachable  # type: ignore[method-assign]
+    with pytest.raises(DeadlineExceededError):
+        _query(client, Clock(), CALL + 1.5)
+
+
+def test_an_injected_client_polls_every_second_and_its_calls_are_its_callers_to_bound() -> None:
+    client = FakeLogsClient(["Running", "Complete"])
+    clock = Clock()
+    insights = CloudWatchLogsInsights(client, sleep=clock.sleep, monotonic=clock.monotonic)  # type: ignore[arg-type]
+    end = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+    # 1.5 s is far less than one call's worst case, which is not counted for an injected client.
+    assert insights.run_query("/g", "q", end - timedelta(hours=1), end, clock.now + 1.5).rows == []
+    assert clock.now == 1001.0
+
+
+def test_the_adapters_own_client_counts_its_worst_case_call() -> None:
+    clock = Clock()
+    insights = CloudWatchLogsInsights(sleep=clock.sleep, monotonic=clock.monotonic)
+    end = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+    with pytest.raises(DeadlineExceededError, match="no time left"):
+        insights.run_query("/g", "q", end - timedelta(hours=1), end, clock.now + CALL - 0.5)
+    assert insights._client.meta.config.read_timeout == budgets.LOGS_INSIGHTS_CALL.read_timeout_seconds
 
 
 # --- strict manual events -------------------------------------------------------------------------

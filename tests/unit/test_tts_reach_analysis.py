@@ -22,7 +22,7 @@ from tts_reach_alarm.analysis import (
     job_outcomes_query,
     parse_job_outcomes,
 )
-from tts_reach_alarm.hypergeometric import family_wise_p_value, hypergeometric_tail
+from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
 from tts_reach_alarm.investigation import recheck_alpha
 
 
@@ -91,6 +91,15 @@ def test_family_wise_p_value_is_exact_for_a_small_case() -> None:
     assert family_wise_p_value([2, 1, 1], 2, 1 / 6) == pytest.approx(1 / 6)
     # Two 2-job workers: either could hold both failures: 2 of C(4, 2) = 6 assignments.
     assert family_wise_p_value([2, 2], 2, 1 / 6) == pytest.approx(2 / 6)
+
+
+def test_a_p_value_of_zero_cannot_be_reached_by_chance() -> None:
+    assert family_wise_p_value([2, 1, 1], 2, 0.0) == 0.0
+
+
+def test_the_family_wise_p_value_stops_at_its_deadline() -> None:
+    with pytest.raises(AnalysisDeadline):
+        family_wise_p_value([30] * 40, 25, 1e-6, deadline=time.monotonic() - 1)
 
 
 def test_rows_shaped_like_the_api_become_job_outcomes() -> None:

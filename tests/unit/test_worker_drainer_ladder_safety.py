@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import assess_fleet
+from worker_drainer.attribution import Pattern, WorkerAssessment, assess_fleet
+from worker_drainer.guardrails import Guardrails
 from worker_drainer.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
-from worker_drainer.recovery import TtsEvidence
+from worker_drainer.recovery import TtsEvidence, tts_recovery, vad_recovery
 from worker_drainer.tags import (
     CAPACITY_TAG,
     CAUSE_TAG,
@@ -187,6 +189,13 @@ def test_a_stop_waits_for_the_replacement_capacity() -> None:
     # Without extra capacity (the raise was refused) the service replaces the task on stop.
     fallback = draining(Cause.VAD, RECENT, **{CAPACITY_TAG: "none"})
     assert plan_for(fallback, rows, active_jobs={"t0": 0})["t0"].step is Step.STOP
+    # Extra capacity on the tag and no debt on record (another task's debt does not count): wait.
+    others = [CapacityDebt("t9", holder.arn.replace("t0", "t9"), 0)]
+    missing = plan_for(
+        holder, rows, tasks=tasks, active_jobs={"t0": 0}, capacity_debts=others, desired_count=6
+    )
+    assert missing["t0"].step is Step.WAIT
+    assert "capacity debt missing" in missing["t0"].reason
 
 
 def test_an_interrupted_cordon_is_completed_before_anything_else() -> None:
@@ -229,3 +238,72 @@ def test_a_reaped_tts_suspect_is_cordoned_or_released_on_tts_evidence() -> None:
     assert (failing.step, failing.cause) == (Step.CORDON, Cause.TTS_SUSPECT)
     assert plan_for(reaped, tts_evidence={"t0": None})["t0"].step is Step.WAIT
     assert plan_for(reaped, tts_evidence={"t0": TtsEvidence(5, 0)})["t0"].step is Step.UNDO
+
+
+# --- TTS recovery evidence: the jobs that reached the TTS step, and those that failed there --------
+
+
+def tts_job(job_id: str, responses: int, first_frames: int, timeouts: int = 0) -> JobOutcome:
+    return JobOutcome(job_id, "agent/agent/t0", responses, first_frames, timeouts)
+
+
+def test_a_job_that_never_reached_the_tts_step_is_no_evidence_either_way() -> None:
+    assert TtsEvidence.from_outcomes([tts_job("idle", 0, 0), tts_job("idle-2", 0, 3)]) == TtsEvidence(
+        jobs=0, failed=0
+    )
+
+
+def test_a_first_audio_timeout_alone_is_a_job_that_failed() -> None:
+    evidence = TtsEvidence.from_outcomes([tts_job("timed-out", 0, 0, timeouts=1), tts_job("idle", 0, 0)])
+    assert evidence == TtsEvidence(jobs=1, failed=1)
+
+
+def test_jobs_that_reached_first_audio_count_and_those_that_did_not_fail() -> None:
+    outcomes = [
+        tts_job("good", 1, 1),
+        tts_job("good-2", 2, 2),
+        tts_job("silent", 1, 0),
+        tts_job("timed-out", 1, 1, timeouts=2),
+        tts_job("idle", 0, 0),
+    ]
+    assert TtsEvidence.from_outcomes(outcomes) == TtsEvidence(jobs=4, failed=2)
+
+
+def test_recovery_counts_from_exactly_the_recovery_window() -> None:
+    window = timedelta(minutes=POLICY.recovery_minutes)
+    good = TtsEvidence(jobs=POLICY.tts_recovery_min_jobs, failed=0)
+    assert tts_recovery(good, NOW - window, NOW, POLICY).recovered
+    assert not tts_recovery(good, NOW - window + timedelta(seconds=1), NOW, POLICY).recovered
+    # VAD: a last warning exactly at the start of the quiet window is not inside it.
+    last = slow("t0", last_seen=NOW - window)
+    worker = WorkerAssessment("t0", last.log_stream, Pattern.QUIET, 0.0, False, "quiet", last)
+    assert vad_recovery(worker, True, NOW - window, NOW, POLICY).recovered
+    later = slow("t0", last_seen=NOW - window + timedelta(seconds=1))
+    still_warning = WorkerAssessment("t0", later.log_stream, Pattern.ELEVATED, 1.0, True, "slow", later)
+    assert not vad_recovery(still_warning, True, NOW - window, NOW, POLICY).recovered
+
+
+def test_each_cordon_planned_in_a_tick_counts_against_the_guardrails() -> None:
+    policy = DrainerPolicy(max_draining_tasks=3, max_draining_fraction=1.0, min_healthy_tasks=1)
+    guard = Guardrails([draining(Cause.VAD, RECENT)] + [task(f"t{i}") for i in range(1, 6)], policy)
+    assert (guard.draining, guard.healthy) == (1, 5)
+    guard.take()
+    guard.take()
+    assert (guard.draining, guard.healthy) == (3, 3)
+    assert guard.refusal() == "guardrail: 3 draining, at most 3 at once"
+
+
+def _fleet(draining_count: int, size: int = 4) -> list[EcsTask]:
+    marked = [task(f"t{i}", **{STATE_TAG: "draining"}) for i in range(draining_count)]
+    return marked + [task(f"t{i}") for i in range(draining_count, size)]
+
+
+def test_the_guardrails_allow_a_cordon_up_to_exactly_each_limit() -> None:
+    # Up to exactly half the fleet draining.
+    half = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.5, min_healthy_tasks=1)
+    assert Guardrails(_fleet(1), half).refusal() is None
+    assert Guardrails(_fleet(2), half).refusal() == "guardrail: 3 of 4 draining would exceed 50% of the fleet"
+    # Down to exactly the minimum of healthy tasks left.
+    keep_two = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.75, min_healthy_tasks=2)
+    assert Guardrails(_fleet(1), keep_two).refusal() is None
+    assert Guardrails(_fleet(2), keep_two).refusal() == "guardrail: 1 healthy tasks left < minimum 2"

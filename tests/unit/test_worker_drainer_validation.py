@@ -14,6 +14,7 @@ from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import route_drainer_event
 from worker_drainer.validation import (
     SUSPECT_EVENT_MAX_AGE,
+    SUSPECT_EVENT_MAX_SKEW,
     ServiceIdentity,
     SuspectExpectations,
     UntrustedEventError,
@@ -50,45 +51,86 @@ def test_our_fresh_event_passes() -> None:
     validate_suspect(detail(), EXPECT, NOW)
 
 
-FORGED_OR_STALE = {
-    "another environment": {"environment": "staging"},
-    "any other alarm": {"alarm_name": "livekit-prod-vad-slow-inference"},
-    "an alarm of another environment": {"alarm_name": "livekit-staging-tts-reach"},
-    "p = 0.9": {"p_value": 0.9},
-    "p exactly alpha": {"p_value": 0.05},
-    "p = 1": {"p_value": 1.0},
-    "a 2020 window": {"window": {"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}},
-    "a window just past the freshness limit": {
-        "window": {
-            "start": NOW - timedelta(hours=1),
-            "end": NOW - SUSPECT_EVENT_MAX_AGE - timedelta(seconds=1),
-        }
-    },
-    "a window in the future": {"window": {"start": NOW, "end": NOW + timedelta(minutes=5)}},
-    "a reversed window": {"window": {"start": NOW, "end": NOW - timedelta(minutes=5)}},
-    "a window without a time zone": {
-        "window": {"start": "2026-09-15T17:10:00", "end": "2026-09-15T17:44:00"}
-    },
-    "another task's stream": {"log_stream": "agent/agent-svc/ffffffffffffffffffffffffffffffff"},
-    "another container's stream": {"log_stream": f"agent/other/{TASK}"},
-    "a stream with the id as a suffix": {"log_stream": f"x-agent/agent-svc/{TASK}"},
-    "a task id that is not an ECS id": {"task_id": "not-a-task", "log_stream": "agent/agent-svc/not-a-task"},
-    "an upper-case task id": {"task_id": TASK.upper(), "log_stream": f"agent/agent-svc/{TASK.upper()}"},
+# Each case, and the words its refusal must say it with.
+FORGED_OR_STALE: dict[str, tuple[dict[str, Any], str]] = {
+    "another environment": ({"environment": "staging"}, "environment 'staging' is not ours ('prod')"),
+    "any other alarm": (
+        {"alarm_name": "livekit-prod-vad-slow-inference"},
+        "alarm 'livekit-prod-vad-slow-inference' is not our TTS-reach alarm ('livekit-prod-tts-reach')",
+    ),
+    "an alarm of another environment": ({"alarm_name": "livekit-staging-tts-reach"}, "is not our TTS-reach"),
+    "p = 0.9": ({"p_value": 0.9}, "p=0.9 is not below alpha 0.05"),
+    "p exactly alpha": ({"p_value": 0.05}, "p=0.05 is not below alpha 0.05"),
+    "p = 1": ({"p_value": 1.0}, "p=1 is not below alpha"),
+    "a 2020 window": (
+        {"window": {"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}},
+        "stale: its window ended at 2020-01-01T00:30:00+00:00, over 0:10:00 ago",
+    ),
+    "a window just past the freshness limit": (
+        {
+            "window": {
+                "start": NOW - timedelta(hours=1),
+                "end": NOW - SUSPECT_EVENT_MAX_AGE - timedelta(seconds=1),
+            }
+        },
+        "stale: ",
+    ),
+    "a window in the future": (
+        {"window": {"start": NOW, "end": NOW + timedelta(minutes=5)}},
+        "its window ends in the future (2026-09-15T17:50:00+00:00)",
+    ),
+    "a window just past the clock skew allowed": (
+        {"window": {"start": NOW, "end": NOW + SUSPECT_EVENT_MAX_SKEW + timedelta(seconds=1)}},
+        "ends in the future",
+    ),
+    "a reversed window": (
+        {"window": {"start": NOW, "end": NOW - timedelta(minutes=5)}},
+        "its window is not a time-zoned interval (start before end)",
+    ),
+    "an empty window": ({"window": {"start": NOW, "end": NOW}}, "not a time-zoned interval"),
+    "a window without a time zone": (
+        {"window": {"start": "2026-09-15T17:10:00", "end": "2026-09-15T17:44:00"}},
+        "not a time-zoned interval",
+    ),
+    "another task's stream": (
+        {"log_stream": "agent/agent-svc/ffffffffffffffffffffffffffffffff"},
+        f"log stream 'agent/agent-svc/ffffffffffffffffffffffffffffffff' is not task {TASK}'s stream",
+    ),
+    "another container's stream": ({"log_stream": f"agent/other/{TASK}"}, "is not task"),
+    "a stream with the id as a suffix": ({"log_stream": f"x-agent/agent-svc/{TASK}"}, "is not task"),
+    "a task id that is not an ECS task id": (
+        {"task_id": "not-a-task", "log_stream": "agent/agent-svc/not-a-task"},
+        "task id 'not-a-task' is not an ECS task id",
+    ),
+    "an upper-case task id": (
+        {"task_id": TASK.upper(), "log_stream": f"agent/agent-svc/{TASK.upper()}"},
+        "is not an ECS task id",
+    ),
 }
 
 
-@pytest.mark.parametrize("changes", FORGED_OR_STALE.values(), ids=FORGED_OR_STALE.keys())
-def test_a_forged_or_stale_suspect_event_is_refused(changes: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("changes", "why"), FORGED_OR_STALE.values(), ids=FORGED_OR_STALE.keys())
+def test_a_forged_or_stale_suspect_event_is_refused_saying_why(changes: dict[str, Any], why: str) -> None:
     with pytest.raises(UntrustedEventError) as refused:
         validate_suspect(detail(**changes), EXPECT, NOW)
     assert refused.value.code == "UntrustedEvent"
     assert refused.value.resource == changes.get("task_id", TASK)
+    assert refused.value.message.startswith("suspect-worker event refused: ")
+    assert why in refused.value.message
+
+
+def test_a_window_ending_exactly_at_either_freshness_limit_is_accepted() -> None:
+    oldest = NOW - SUSPECT_EVENT_MAX_AGE
+    validate_suspect(detail(window={"start": oldest - timedelta(minutes=30), "end": oldest}), EXPECT, NOW)
+    newest = NOW + SUSPECT_EVENT_MAX_SKEW
+    validate_suspect(detail(window={"start": NOW - timedelta(minutes=30), "end": newest}), EXPECT, NOW)
 
 
 def test_a_suspect_that_is_not_running_in_our_service_is_refused() -> None:
     other = EcsTask(ARN.replace(TASK, "f" * 32), "RUNNING", "RUNNING", "service:agent-svc")
-    with pytest.raises(UntrustedEventError, match="not a RUNNING task of service agent-svc"):
+    with pytest.raises(UntrustedEventError, match="not a RUNNING task of service agent-svc") as refused:
         validate_suspect_running(detail(), [other], "agent-svc")
+    assert refused.value.resource == TASK
 
 
 def _event(detail_values: dict[str, Any]) -> dict[str, Any]:
@@ -207,8 +249,9 @@ FOREIGN_ARNS = {
 
 @pytest.mark.parametrize("arn", FOREIGN_ARNS.values(), ids=FOREIGN_ARNS.keys())
 def test_a_task_arn_that_is_not_ours_is_refused_even_when_its_id_is(arn: str) -> None:
-    with pytest.raises(UntrustedEventError, match="is not ours"):
+    with pytest.raises(UntrustedEventError, match="is not ours") as refused:
         check_manual_target(parse_task_reference(arn), OURS, RUNNING)
+    assert refused.value.resource == TASK
 
 
 def test_our_own_arn_and_a_bare_id_pass() -> None:
@@ -219,3 +262,21 @@ def test_our_own_arn_and_a_bare_id_pass() -> None:
     check_manual_target(parse_task_reference(ARN), local, RUNNING)
     with pytest.raises(UntrustedEventError):
         check_manual_target(parse_task_reference(ARN.replace("/agents/", "/other/")), local, [])
+
+
+def test_a_reference_that_is_neither_an_id_nor_an_arn_says_so() -> None:
+    with pytest.raises(ValueError, match="'x/' is neither an ECS task id nor an ECS task ARN"):
+        parse_task_reference("x/")
+
+
+def test_our_account_and_region_come_from_the_functions_own_arn() -> None:
+    built = ServiceIdentity.of(
+        "agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer"
+    )
+    assert built == ServiceIdentity("agents", "123456789012", "eu-west-1")
+    assert ServiceIdentity.of("agents", None) == ServiceIdentity("agents")
+    assert ServiceIdentity.of("agents", "local-function") == ServiceIdentity("agents")
+    # A task not (or no longer) running is still refused when its ARN names another account.
+    foreign = parse_task_reference(ARN.replace("123456789012", "999999999999"))
+    with pytest.raises(UntrustedEventError, match="account '999999999999' \\(ours: '123456789012'\\)"):
+        check_manual_target(foreign, OURS, [])
