@@ -159,7 +159,10 @@ def test_a_reaper_run_over_20k_rooms_lists_every_deletion_in_one_log_event(
     deps, _ = make_deps(rooms, managed_room_pattern="^lesson-.+$", max_deletions_per_run=1000)
     report = invoke({"dry_run": False}, deps)
     oldest_first = [r.name for r in reversed(old)]
-    assert [a["resource"] for a in report["actions"] if a["outcome"] == "done"] == oldest_first
+    # Actions are journaled as the concurrent deletes complete; the candidates keep the plan's order.
+    done = [a["resource"] for a in report["actions"] if a["outcome"] == "done"]
+    assert sorted(done) == sorted(oldest_first)
+    assert len(done) == len(oldest_first)
     assert [c["resource"] for c in report["candidates"] if c["decision"] == "act"] == oldest_first
     assert report["skipped"] == {"under-age": 19_000, "unmanaged": 50}
     assert report["truncated"]["candidates"] >= 19_050
