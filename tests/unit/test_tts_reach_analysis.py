@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from tts_reach_alarm.analysis import (
     Verdict,
     assess_concentration,
     job_outcomes_query,
+    job_rooms_query,
     parse_job_outcomes,
 )
 from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
@@ -117,6 +119,38 @@ def test_malformed_rows_are_typed_errors() -> None:
         parse_job_outcomes([{"job_id": "AJ_1", "responses": "1"}])
     with pytest.raises(AwsApiError):
         parse_job_outcomes([{"job_id": "AJ_1", "@logStream": "s", "responses": "many"}])
+
+
+@pytest.mark.parametrize(
+    ("row", "names"),
+    [
+        ({"@logStream": "s", "responses": "1"}, "job_id or @logStream"),
+        ({"job_id": "", "@logStream": "s"}, "job_id or @logStream"),
+        ({"job_id": "AJ_1", "@logStream": ""}, "job_id or @logStream"),
+        ({"job_id": "AJ_1", "@logStream": "s", "first_frames": "n/a"}, "non-numeric first_frames: 'n/a'"),
+        ({"job_id": "AJ_1", "@logStream": "s", "timeouts": "x"}, "non-numeric timeouts: 'x'"),
+    ],
+)
+def test_a_bad_row_names_what_is_wrong_as_a_bad_result(row: dict[str, str], names: str) -> None:
+    with pytest.raises(AwsApiError, match=re.escape(names)) as raised:
+        parse_job_outcomes([row])
+    assert raised.value.aws_code == "BadResult"
+
+
+def test_counts_absent_or_empty_are_zero_and_decimals_are_whole() -> None:
+    rows = [
+        {"job_id": "AJ_1", "@logStream": "s", "responses": "3.0", "first_frames": "", "timeouts": "1"},
+        {"job_id": "AJ_2", "@logStream": "s"},
+    ]
+    assert parse_job_outcomes(rows) == [JobOutcome("AJ_1", "s", 3, 0, 1), JobOutcome("AJ_2", "s", 0, 0, 0)]
+
+
+def test_the_rooms_query_asks_for_each_failed_job_by_id() -> None:
+    assert job_rooms_query(["AJ_1", "AJ_2"]) == (
+        'filter message = "received job request" and job_id in ["AJ_1", "AJ_2"]\n'
+        "| stats latest(room) as room, latest(room_id) as room_id by job_id\n"
+        f"| limit {MAX_JOBS}"
+    )
 
 
 def test_outcomes_query_uses_the_signal_definitions() -> None:
@@ -230,3 +264,28 @@ def test_the_rechecks_of_one_incident_spend_at_most_alpha_together() -> None:
     assert levels[:3] == pytest.approx([0.0304, 0.0076, 0.00338], rel=0.01)
     assert sum(levels) < alpha
     assert all(a > b for a, b in itertools.pairwise(levels))
+
+
+def test_the_evidence_of_a_verdict_carries_every_figure_of_the_test() -> None:
+    """What the report, the suspect event and the message show: the counts, both p-values, the
+    level, and whether the corrected p-value is exact (a bound when the analysis ran out of time)."""
+    jobs = [JobOutcome(f"AJ_bad{i}", "agent/c/bad", 3, 0) for i in range(4)]
+    jobs += [JobOutcome(f"AJ_ok{i}", f"agent/c/w{i % 5}", 3, 3) for i in range(15)]
+    verdict = assess_concentration(jobs, alpha=0.05, min_failed_jobs=2)
+    assert verdict.concentrated
+    evidence = verdict.evidence()
+    assert evidence == {
+        "jobs_in_window": 19,
+        "failed_jobs": 4,
+        "workers": 6,
+        "jobs_on_worker": 4,
+        "failed_jobs_on_worker": 4,
+        "p_value_worker": verdict.p_value,
+        "p_value": verdict.p_value_family,
+        "alpha": 0.05,
+        "p_value_exact": True,
+        "test": "one-sided hypergeometric per worker; exact min-p over workers",
+    }
+    assert verdict.p_value is not None
+    assert verdict.p_value_family is not None
+    assert 0 < verdict.p_value <= verdict.p_value_family < 0.05
