@@ -409,3 +409,19 @@ def moto_world(
             yield build_world(livekit, datetime.now(UTC) + ahead, tasks=tasks)
     finally:
         state_manager.unset_transition("ecs::task")
+
+
+def put_page_stand_in(client: Any, name: str) -> None:
+    """A metric alarm named like a page, whose state a test sets (``set_alarm_state``): moto has no
+    composite alarms, and ``CloudWatchAlarmStates`` reads either kind by name."""
+    client.put_metric_alarm(
+        AlarmName=name,
+        Namespace="LiveKitAgents/it",
+        MetricName="SlowVadInference",
+        Statistic="Sum",
+        Period=60,
+        EvaluationPeriods=5,
+        DatapointsToAlarm=3,
+        Threshold=1,
+        ComparisonOperator="GreaterThanOrEqualToThreshold",
+    )

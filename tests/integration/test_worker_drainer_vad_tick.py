@@ -13,7 +13,13 @@ import pytest
 from moto import mock_aws
 from moto.moto_api import state_manager
 
-from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.fakes.drainer_world import (
+    DrainerWorld,
+    alarm_event,
+    build_world,
+    put_page_stand_in,
+    schedule_event,
+)
 from devkit.livekit_local import LocalLiveKit
 from worker_drainer.tags import STATE_TAG
 
@@ -27,16 +33,7 @@ def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
     try:
         with mock_aws():
             built = build_world(livekit_server, datetime.now(UTC) + timedelta(hours=2))
-            boto3.client("cloudwatch").put_metric_alarm(
-                AlarmName=VAD_ALARM,
-                Namespace="LiveKitAgents/it",
-                MetricName="SlowVadInference",
-                Statistic="Sum",
-                Period=60,
-                EvaluationPeriods=5,
-                Threshold=1,
-                ComparisonOperator="GreaterThanOrEqualToThreshold",
-            )
+            put_page_stand_in(boto3.client("cloudwatch"), VAD_ALARM)
             yield built
     finally:
         state_manager.unset_transition("ecs::task")

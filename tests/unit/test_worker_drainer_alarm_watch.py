@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
-from devkit.fakes.drainer_world import alarm_event, schedule_event
+from devkit.fakes.drainer_world import alarm_event, put_page_stand_in, schedule_event
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
@@ -34,17 +34,7 @@ def cloudwatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():
         client = boto3.client("cloudwatch", region_name="eu-west-1")
-        client.put_metric_alarm(
-            AlarmName=VAD_ALARM,
-            Namespace="LiveKitAgents/it",
-            MetricName="SlowVadInference",
-            Statistic="Sum",
-            Period=60,
-            EvaluationPeriods=5,
-            DatapointsToAlarm=3,
-            Threshold=1,
-            ComparisonOperator="GreaterThanOrEqualToThreshold",
-        )
+        put_page_stand_in(client, VAD_ALARM)
         yield client
 
 
