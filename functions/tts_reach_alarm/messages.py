@@ -55,46 +55,52 @@ def links(
     return found
 
 
-def compose_alarm_notification(
+def _headlines(findings: Findings, suspect: SuspectWorkerDetail | None) -> tuple[str, str, str]:
+    """(enforce, dry run, off). "Silent": the agent responded and no first audio frame followed.
+    Subjects stay under SNS's 100 characters, so they name the task by its first 8 characters (the
+    full id is in the evidence)."""
+    silent = f"{len(findings.failing)} silent session(s)"
+    if suspect:
+        short = suspect.task_id[:8]
+        return (
+            f"TTS ALARM, worker {short}: {silent}; sent to the drainer",
+            f"sent worker {short} to the drainer (TTS ALARM: {silent})",
+            f"TTS ALARM, worker {short}: {silent}; drainer not asked",
+        )
+    where = findings.concentration.verdict.value  # fleet-wide, or inconclusive: too little to blame
+    return (
+        f"TTS ALARM, {where}: {silent}; nothing drained",
+        f"only notified (TTS ALARM, {where}: {silent})",
+        f"TTS ALARM, {where}: {silent}",
+    )
+
+
+def _evidence(
     findings: Findings,
     transition: Transition,
     suspect: SuspectWorkerDetail | None,
     settings: TtsReachSettings,
-    report: ReportBuilder,
-    event_id: str | None = None,
-) -> messages.Notification:
-    c = findings.concentration
-    failing = len(findings.failing)
-    # "Silent": the agent responded and no first audio frame followed. Subjects stay under SNS's
-    # 100 characters, so they name the task by its first 8 characters (the full id is below).
-    silent = f"{failing} silent session(s)"
-    if suspect:
-        short = suspect.task_id[:8]
-        acted = f"TTS ALARM, worker {short}: {silent}; sent to the drainer"
-        would = f"sent worker {short} to the drainer (TTS ALARM: {silent})"
-        off = f"TTS ALARM, worker {short}: {silent}; drainer not asked"
-    else:
-        where = c.verdict.value  # fleet-wide, or inconclusive: too little to blame anyone
-        acted = f"TTS ALARM, {where}: {silent}; nothing drained"
-        would = f"only notified (TTS ALARM, {where}: {silent})"
-        off = f"TTS ALARM, {where}: {silent}"
+) -> list[str]:
+    c, window = findings.concentration, transition.window
     reach = "n/a" if findings.reach is None else f"{findings.reach:.1%}"
     alarm_view = ", ".join(f"{p:.3f}" for p in transition.reach_datapoints) or "n/a"
-    window = transition.window
     why = [
         f"Alarm {settings.alarm_name} ({settings.detection.tts_reach_alarm.describe()}); "
         f"alarm datapoints (1 = breaching window): {alarm_view}",
         f"Window {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC: reach (first audio frames / "
         f"responses) {reach}",
-        f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {failing} silent "
-        "(responses, but no first audio frame)",
-        *(
-            [f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}."]
-            if findings.truncated
-            else []
-        ),
-        f"Verdict: {c.reason}",
+        f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {len(findings.failing)} "
+        "silent (responses, but no first audio frame)",
     ]
+    if transition.recheck and transition.change is not None:
+        why.insert(
+            0,
+            f"Re-check of the incident open since {transition.change.state.timestamp:%H:%M} UTC: "
+            "its first analysis named no worker",
+        )
+    if findings.truncated:
+        why.append(f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}.")
+    why.append(f"Verdict: {c.reason}")
     if suspect:
         why.append(
             f"Suspect worker: task {suspect.task_id} (log stream {suspect.log_stream}); p = "
@@ -105,6 +111,10 @@ def compose_alarm_notification(
         why.append("Looks fleet-wide (e.g. a TTS provider outage): no worker is drained; investigate.")
     else:
         why.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
+    return why
+
+
+def _silent_sessions(findings: Findings, event_id: str | None) -> list[str]:
     details = []
     for job in findings.failing[:MAX_LISTED_JOBS]:
         room = findings.rooms.get(job.job_id, {})
@@ -114,17 +124,29 @@ def compose_alarm_notification(
         )
     if event_id:
         details.append(f"Suspect-worker event sent to the drainer: {event_id}")
-    undo = []
-    if suspect:
-        undo.append(
-            messages.Undo(
-                label=f"Keep the drainer off worker {suspect.task_id} (undrain it)",
-                command=messages.drainer_invoke_command(
-                    settings.environment_name, "undrain", suspect.task_id
-                ),
-            )
-        )
-    undo.append(messages.stop_function_undo(settings.environment_name, FunctionName.WORKER_DRAINER))
+    return details
+
+
+def _undo(settings: TtsReachSettings, suspect: SuspectWorkerDetail | None) -> list[messages.Undo]:
+    stop = messages.stop_function_undo(settings.environment_name, FunctionName.WORKER_DRAINER)
+    if not suspect:
+        return [stop]
+    keep_off = messages.Undo(
+        label=f"Keep the drainer off worker {suspect.task_id} (undrain it)",
+        command=messages.drainer_invoke_command(settings.environment_name, "undrain", suspect.task_id),
+    )
+    return [keep_off, stop]
+
+
+def compose_alarm_notification(
+    findings: Findings,
+    transition: Transition,
+    suspect: SuspectWorkerDetail | None,
+    settings: TtsReachSettings,
+    report: ReportBuilder,
+    event_id: str | None = None,
+) -> messages.Notification:
+    acted, would, off = _headlines(findings, suspect)
     return messages.Notification(
         environment=settings.environment_name,
         function=FUNCTION,
@@ -133,11 +155,11 @@ def compose_alarm_notification(
         mode=report.mode,
         status=report.status(),
         headline=messages.mode_headline(report.mode, acted=acted, would=would, off=off),
-        why=why,
-        details=details,
+        why=_evidence(findings, transition, suspect, settings),
+        details=_silent_sessions(findings, event_id),
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
-        undo=undo,
+        undo=_undo(settings, suspect),
         links=links(transition, settings, suspect.task_id if suspect else None),
         resources=[suspect.log_stream] if suspect else [],
         invocation_id=report.invocation_id,

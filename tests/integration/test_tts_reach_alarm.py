@@ -479,6 +479,10 @@ def test_a_recheck_names_the_worker_the_first_analysis_could_not_once(aws: Aws, 
     assert "sent to the drainer" in named["Subject"]
     incident = next(line for line in alarm_note["Message"].splitlines() if line.startswith("Incident "))
     assert incident in named["Message"], "the re-check's message threads into the ALARM's incident"
+    assert (
+        "Re-check of the incident open since 17:41 UTC: its first analysis named no worker"
+        in named["Message"]
+    )
     again = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
     assert [(a["action"], a["outcome"]) for a in again["actions"]] == [
         ("emit-suspect-worker", "already-done")
