@@ -6,7 +6,7 @@ from __future__ import annotations
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import FunctionName, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core import messages
+from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
 from fleet_remediation.core.report import ReportBuilder
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_outcomes_query
@@ -22,8 +22,8 @@ FUNCTION = FunctionName.TTS_REACH_ALARM
 def incident_id(transition: Transition, settings: TtsReachSettings) -> str:
     """The alarm's incident; a manual analysis is named after its window's end."""
     if transition.change is not None:
-        return messages.transition_incident_id(settings.environment_name, transition.change)
-    return messages.alarm_incident_id(settings.environment_name, settings.alarm_name, transition.window.end)
+        return incidents.transition_incident_id(settings.environment_name, transition.change)
+    return incidents.alarm_incident_id(settings.environment_name, settings.alarm_name, transition.window.end)
 
 
 def links(

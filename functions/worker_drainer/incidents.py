@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from fleet_remediation.contract.naming import FunctionName
-from fleet_remediation.core import messages
+from fleet_remediation.core import incidents
 from worker_drainer.events import DrainerTrigger
 from worker_drainer.plan_model import LadderPlan, Snapshot
 from worker_drainer.tags import incident_of, incident_tag_value
@@ -28,15 +28,15 @@ def trigger_incident(parsed: DrainerTrigger, environment: str, now: datetime) ->
     """The incident the event itself names (or, for the schedule and manual runs, a new one)."""
     suspect, alarm = parsed.suspect, parsed.alarm
     if suspect is not None:
-        found = suspect.incident_id or messages.alarm_incident_id(
+        found = suspect.incident_id or incidents.alarm_incident_id(
             environment, suspect.alarm_name, suspect.window.end
         )
     elif alarm is not None:
-        found = messages.transition_incident_id(environment, alarm)
+        found = incidents.transition_incident_id(environment, alarm)
     else:
         scheduled = parsed.trigger.detail.get("time")
         moment = datetime.fromisoformat(scheduled) if parsed.manual is None and scheduled else now
-        found = messages.run_incident_id(environment, FUNCTION, moment)
+        found = incidents.run_incident_id(environment, FUNCTION, moment)
     return incident_tag_value(found)
 
 

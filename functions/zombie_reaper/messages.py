@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from fleet_remediation.contract.naming import FunctionName
-from fleet_remediation.core import messages
+from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Outcome
@@ -62,13 +62,13 @@ def _trigger_line(report: ReportBuilder) -> str:
 def _incident(deps: ReaperDependencies, routed: Routed[Any], acted: bool, about: list[str]) -> str:
     env = deps.settings.environment_name
     if routed.alarm is not None:
-        return messages.transition_incident_id(env, routed.alarm)
+        return incidents.transition_incident_id(env, routed.alarm)
     if acted:
         schedule_time = routed.trigger.detail.get("time")
         moment = datetime.fromisoformat(schedule_time) if schedule_time else deps.clock()
-        return messages.run_incident_id(env, FunctionName.ZOMBIE_REAPER, moment)
+        return incidents.run_incident_id(env, FunctionName.ZOMBIE_REAPER, moment)
     # Nothing done (a dry run, or only protected rooms): the same rooms are the same incident.
-    return messages.subject_incident_id(env, FunctionName.ZOMBIE_REAPER, "rooms", about)
+    return incidents.subject_incident_id(env, FunctionName.ZOMBIE_REAPER, "rooms", about)
 
 
 def _links(report: ReportBuilder, deps: ReaperDependencies) -> list[messages.Link]:
@@ -186,9 +186,9 @@ def compose_failure(
     settings = deps.settings
     hour = deps.clock().replace(minute=0, second=0, microsecond=0)
     incident = (
-        messages.transition_incident_id(settings.environment_name, routed.alarm)
+        incidents.transition_incident_id(settings.environment_name, routed.alarm)
         if routed.alarm is not None
-        else f"{messages.run_incident_id(settings.environment_name, REAPER, hour)}.{error.code}"
+        else f"{incidents.run_incident_id(settings.environment_name, REAPER, hour)}.{error.code}"
     )
     text = f"checked for over-age rooms, but the run failed: {error.code}"
     return messages.Notification(

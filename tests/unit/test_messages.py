@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from fleet_remediation.contract.naming import FunctionName
-from fleet_remediation.core import messages
+from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.errors import LiveKitUnavailableError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome
@@ -136,19 +136,19 @@ def change(state: str, at: str, previous: str, previous_at: str) -> AlarmStateCh
 def test_an_alarm_and_its_resolution_are_one_incident() -> None:
     opened = change("ALARM", "2026-09-15T17:41:00.000+0000", "OK", "2026-09-15T16:00:00.000+0000")
     closed = change("OK", "2026-09-15T18:20:00.000+0000", "ALARM", "2026-09-15T17:41:00.000+0000")
-    incident = messages.transition_incident_id("prod", opened)
+    incident = incidents.transition_incident_id("prod", opened)
     assert incident == "prod.livekit-prod-tts-reach.20260915T174100Z"
-    assert messages.transition_incident_id("prod", closed) == incident
+    assert incidents.transition_incident_id("prod", closed) == incident
     later = change("ALARM", "2026-09-15T19:00:00.000+0000", "OK", "2026-09-15T18:20:00.000+0000")
-    assert messages.transition_incident_id("prod", later) != incident
+    assert incidents.transition_incident_id("prod", later) != incident
 
 
 def test_the_same_rooms_are_the_same_incident_in_any_order() -> None:
-    first = messages.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_b", "RM_a"])
-    again = messages.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_a", "RM_b"])
-    other = messages.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_a", "RM_c"])
+    first = incidents.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_b", "RM_a"])
+    again = incidents.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_a", "RM_b"])
+    other = incidents.subject_incident_id("prod", FunctionName.ZOMBIE_REAPER, "rooms", ["RM_a", "RM_c"])
     assert first == again != other
-    assert messages.run_incident_id(
+    assert incidents.run_incident_id(
         "prod", FunctionName.ZOMBIE_REAPER, datetime(2026, 9, 15, 18, 5, tzinfo=UTC)
     ) == ("prod.zombie-reaper.20260915T180500Z")
 

@@ -17,7 +17,7 @@ from devkit.fakes.drainer_world import alarm_event, put_page_stand_in, schedule_
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
-from fleet_remediation.core import messages
+from fleet_remediation.core import incidents
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.alarm_watch import during_vad_alarm
@@ -56,7 +56,7 @@ def test_a_tick_during_the_vad_alarm_starts_ladders_under_that_alarms_incident(c
     assert parsed.alarm is not None
     assert parsed.alarm.alarm_name == VAD_ALARM
     # The same incident id as the ALARM transition's own run: the messages share one thread.
-    expected = incident_tag_value(messages.alarm_incident_id(ENV, VAD_ALARM, since))
+    expected = incident_tag_value(incidents.alarm_incident_id(ENV, VAD_ALARM, since))
     assert trigger_incident(parsed, ENV, since) == expected
     assert report.errors == []
 

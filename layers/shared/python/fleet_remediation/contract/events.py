@@ -39,6 +39,6 @@ class SuspectWorkerDetail(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     incident_id: str | None = Field(
         default=None,
-        description="The TTS-reach alarm's incident (core.messages.transition_incident_id): the drainer "
+        description="The TTS-reach alarm's incident (core.incidents.transition_incident_id): the drainer "
         "threads its messages under it.",
     )

@@ -14,10 +14,10 @@ errors, so a ``partial`` or ``failed`` report never reads as success), how to un
 
 Adopting it in a function::
 
-    from fleet_remediation.core import messages
+    from fleet_remediation.core import incidents, messages
     note = messages.Notification(
         environment=env, function=FunctionName.WORKER_DRAINER,
-        incident_id=messages.alarm_incident_id(env, alarm_name, alarm_timestamp),  # or suspect.incident_id
+        incident_id=incidents.alarm_incident_id(env, alarm_name, alarm_timestamp),  # or suspect.incident_id
         severity=messages.Severity.WARNING, mode=report.mode, status=report.status(),
         headline=messages.mode_headline(report.mode, acted="cordoned task 2789d238",
                                         would="cordoned task 2789d238", off="nothing cordoned"),
@@ -29,19 +29,15 @@ Adopting it in a function::
     )
     delivery.send(note, report, once_key={...})        # adapters.notifier.NotificationDelivery
 
-Incident ids are deterministic, so every message of one incident — the alarm transition, the
-responder, the drainer, the resolution — carries the same one: ``alarm_incident_id`` (environment +
-alarm name + the ALARM transition's timestamp; an OK transition uses its previous ALARM state's
-timestamp), carried to the drainer in ``SuspectWorkerDetail.incident_id``; ``run_incident_id`` for
-runs no alarm started.
+Incident ids (``core.incidents``) are deterministic, so every message of one incident — the alarm
+transition, the responder, the drainer, the resolution — carries the same one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -59,7 +55,6 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.core.console_links import dashboard_link, logs_insights_link
 from fleet_remediation.core.report_model import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
-from fleet_remediation.core.routing import AlarmStateChange
 
 DRY_RUN_PREFIX = "DRY RUN — would have "
 OFF_PREFIX = "remediation is off — "
@@ -362,35 +357,3 @@ def drainer_invoke_command(environment: str, action: str, task_id: str) -> str:
         f"aws lambda invoke --function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER)} "
         f"--cli-binary-format raw-in-base64-out --payload '{payload}' {action}.json"
     )
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def alarm_incident_id(environment: str, alarm_name: str, alarm_timestamp: datetime) -> str:
-    """The incident an alarm's ALARM transition opened (its OK transition closes the same one)."""
-    return f"{environment}.{alarm_name}.{_stamp(alarm_timestamp)}"
-
-
-def transition_incident_id(environment: str, change: AlarmStateChange) -> str:
-    """The incident of an alarm state change: an ALARM opens one; the OK that follows (whose
-    previous state is that ALARM) belongs to it."""
-    opened = change.state.timestamp
-    previous = change.previous_state
-    if change.state.value != "ALARM" and previous is not None and previous.value == "ALARM":
-        opened = previous.timestamp
-    return alarm_incident_id(environment, change.alarm_name, opened)
-
-
-def run_incident_id(environment: str, function: FunctionName, moment: datetime) -> str:
-    """An incident no alarm opened: a scheduled run (``moment`` = the schedule event's time, the
-    same on Lambda's retries of it) or a manual one."""
-    return f"{environment}.{function.slug}.{_stamp(moment)}"
-
-
-def subject_incident_id(environment: str, function: FunctionName, topic: str, items: Iterable[str]) -> str:
-    """An incident named by what it is about (e.g. the set of rooms a dry run would reap): the same
-    set next time is the same incident, so it is announced once, not on every tick."""
-    digest = hashlib.sha256("\n".join(sorted(items)).encode()).hexdigest()[:12]
-    return f"{environment}.{function.slug}.{topic}-{digest}"
