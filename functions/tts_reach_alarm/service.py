@@ -48,7 +48,6 @@ from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
-from fleet_remediation.core.routing import AlarmStateChange
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
@@ -161,10 +160,7 @@ def _open_incident(
         return None
     if report.trigger is not None:
         report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"
-    change = AlarmStateChange.model_validate(
-        {"alarmName": name, "state": {"value": "ALARM", "timestamp": reading.since}}
-    )
-    return dataclasses.replace(transition, change=change)
+    return dataclasses.replace(transition, change=reading.change(name))
 
 
 def _tell(

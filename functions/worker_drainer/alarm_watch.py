@@ -14,7 +14,6 @@ from fleet_remediation.contract.naming import vad_alarm_name
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
-from fleet_remediation.core.routing import AlarmStateChange
 from worker_drainer.events import DrainerTrigger
 
 ALARM = "ALARM"
@@ -36,7 +35,4 @@ def during_vad_alarm(
     if reading is None or reading.value != ALARM:
         return parsed
     parsed.trigger.detail["vad_alarm"] = f"{ALARM} since {reading.since.isoformat()}"
-    change = AlarmStateChange.model_validate(
-        {"alarmName": name, "state": {"value": ALARM, "timestamp": reading.since}}
-    )
-    return DrainerTrigger(parsed.trigger, True, alarm=change)
+    return DrainerTrigger(parsed.trigger, True, alarm=reading.change(name))

@@ -123,10 +123,9 @@ def _stopped_by_drainer(task_id: str, deps: DrainerDependencies) -> EcsTask | No
         task = deps.ecs.describe_task(task_id)
     except RemediationError:
         return None
-    ours = task is not None and task.group == f"service:{deps.settings.ecs_service}"
-    if ours and task is not None and not task.running and task.stopped_reason.startswith(STOP_REASON_PREFIX):
-        return task
-    return None
+    if task is None or task.running or task.group != f"service:{deps.settings.ecs_service}":
+        return None
+    return task if task.stopped_reason.startswith(STOP_REASON_PREFIX) else None
 
 
 def _degraded(fleet: FleetAssessment, task_id: str) -> bool:

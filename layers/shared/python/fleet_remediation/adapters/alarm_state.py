@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
+from fleet_remediation.core.routing import AlarmStateChange
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,13 @@ class AlarmReading:
 
     value: str
     since: datetime
+
+    def change(self, alarm_name: str) -> AlarmStateChange:
+        """The state change this reading stands for (the transition that opened the current state):
+        a tick during an ALARM belongs to that ALARM's incident and shares its once-keys."""
+        return AlarmStateChange.model_validate(
+            {"alarmName": alarm_name, "state": {"value": self.value, "timestamp": self.since}}
+        )
 
 
 class AlarmStates(Protocol):
