@@ -1,31 +1,7 @@
-"""Lambda entry point: one call into the service, exactly one report."""
+"""Lambda entry point: the shared handler over the responder's pipeline."""
 
-from __future__ import annotations
+from fleet_remediation.core.handler import lambda_handler_for
+from tts_reach_alarm.dependencies import TtsReachDependencies
+from tts_reach_alarm.service import RESPONDER
 
-from functools import cache
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
-from fleet_remediation.core.invocation import run_reported
-from fleet_remediation.core.observability import capture_lambda_handler, logger, metrics
-from fleet_remediation.core.report import ReportBuilder
-from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach
-
-
-@cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached
-def _default_dependencies() -> TtsReachDependencies:
-    return TtsReachDependencies.from_environment()
-
-
-@metrics.log_metrics
-@logger.inject_lambda_context
-@capture_lambda_handler
-def lambda_handler(
-    event: dict[str, Any], context: LambdaContext, dependencies: TtsReachDependencies | None = None
-) -> dict[str, Any]:
-    def body(report: ReportBuilder) -> None:
-        deps = dependencies or _default_dependencies()
-        run_tts_reach(event, report, deps, context.get_remaining_time_in_millis() / 1000, context)
-
-    return run_reported("tts_reach_alarm", context.aws_request_id, body)
+lambda_handler = lambda_handler_for("tts_reach_alarm", RESPONDER, TtsReachDependencies.from_environment)

@@ -19,6 +19,7 @@ from fleet_remediation.core.routing import (
     AlarmStateChange,
     ManualEvent,
     ManualRoute,
+    Routed,
     Router,
     ScheduleRoute,
 )
@@ -90,16 +91,22 @@ def responder_router(settings: TtsReachSettings) -> Router[TtsReachManualEvent]:
 
 def parse_transition(event: Any, settings: TtsReachSettings, now: datetime) -> tuple[Trigger, Transition]:
     routed = responder_router(settings).route(event)
+    return routed.trigger, transition_of(routed, settings, now)
+
+
+def transition_of(routed: Routed[Any], settings: TtsReachSettings, now: datetime) -> Transition:
+    """What the routed event asks: an alarm state over the alarm's window, a re-check over the
+    window ending now, or a manual ALARM analysis."""
     minutes = analysis_window_minutes(settings.detection)
     if routed.alarm is not None:
         change = routed.alarm
         end = change.state.timestamp.astimezone(UTC)
         window = TimeWindow(start=end - timedelta(minutes=minutes), end=end)
-        return routed.trigger, Transition(change.state.value, window, change, _recent_datapoints(change))
+        return Transition(change.state.value, window, change, _recent_datapoints(change))
     manual = routed.manual
     if manual is None:  # the schedule: a re-check while the page stays in ALARM
         window = TimeWindow(start=now - timedelta(minutes=minutes), end=now)
-        return routed.trigger, Transition("ALARM", window, None, recheck=True)
+        return Transition("ALARM", window, None, recheck=True)
     end = (manual.window_end or now).astimezone(UTC)
     window = TimeWindow(start=end - timedelta(minutes=manual.window_minutes or minutes), end=end)
-    return routed.trigger, Transition("ALARM", window, None, manual=manual)
+    return Transition("ALARM", window, None, manual=manual)

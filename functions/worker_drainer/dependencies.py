@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.action_events import ActionEventSink, EventBridgeActionEvents
 from fleet_remediation.adapters.alarm_state import AlarmStates, CloudWatchAlarmStates
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
@@ -42,6 +43,9 @@ class DrainerDependencies(NotifyingDependencies):
     once: OnceGuard = field(default_factory=RunEveryTime)
     outbox: NotificationOutbox | None = None
 
+    # Where each action and refusal is announced (None: nowhere, e.g. the replay).
+    action_events: ActionEventSink | None = None
+
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
         settings = settings_from_environment(DrainerSettings)
@@ -50,6 +54,7 @@ class DrainerDependencies(NotifyingDependencies):
         policy = settings.drainer.policy
         return cls(
             settings=settings,
+            action_events=EventBridgeActionEvents(),
             mode_switch=kill_switch_for(settings),
             notifier=notifier,
             chat_notifier=chat_notifier,

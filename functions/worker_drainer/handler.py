@@ -1,33 +1,7 @@
-"""Lambda entry point: validate, parse, one call into the service, return the report."""
+"""Lambda entry point: the shared handler over the drainer's pipeline."""
 
-from __future__ import annotations
-
-from functools import cache
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
-from fleet_remediation.core.invocation import run_reported
-from fleet_remediation.core.observability import capture_lambda_handler, logger, metrics
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.handler import lambda_handler_for
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.service import run_drainer
+from worker_drainer.service import DRAINER
 
-
-@cache  # once per cold start; a failure (e.g. a ConfigurationError) is not cached
-def _default_dependencies() -> DrainerDependencies:
-    return DrainerDependencies.from_environment()
-
-
-@metrics.log_metrics
-@logger.inject_lambda_context
-@capture_lambda_handler
-def lambda_handler(
-    event: dict[str, Any], context: LambdaContext, dependencies: DrainerDependencies | None = None
-) -> dict[str, Any]:
-    def body(report: ReportBuilder) -> None:
-        deps = dependencies or _default_dependencies()
-        remaining = context.get_remaining_time_in_millis() / 1000
-        run_drainer(event, report, deps, remaining, context)
-
-    return run_reported("worker_drainer", context.aws_request_id, body)
+lambda_handler = lambda_handler_for("worker_drainer", DRAINER, DrainerDependencies.from_environment)

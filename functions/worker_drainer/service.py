@@ -1,122 +1,96 @@
-"""The drainer's orchestration: trigger → incident → validation → mode → snapshot → decide →
-execute → report and notify (``reporting``: one message per run, threaded under its incident)."""
+"""The drainer as a pipeline spec (``core.pipeline``): attribute the degradation to one task, reap
+its over-age rooms, cordon it, wait for its jobs to end, stop it — or undo it all if it recovers.
+One message per run with something new to say, threaded under its incident (``reporting``)."""
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
-from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
-from fleet_remediation.contract.naming import tts_reach_alarm_name
-from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.invocation import decide_mode
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode
-from worker_drainer.accounting import record_metrics, record_plan, summarize
-from worker_drainer.alarm_watch import during_vad_alarm
+from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.core.pipeline import FunctionSpec, Pipeline
+from fleet_remediation.core.report_model import Refusal
+from fleet_remediation.core.routing import Routed
+from worker_drainer import work as stages
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.events import DrainerTrigger, route_drainer_event
-from worker_drainer.executor import DrainerExecutor
+from worker_drainer.events import drainer_router
 from worker_drainer.incidents import alarm_behind, message_incident, trigger_incident
-from worker_drainer.ladder import plan_ladder
-from worker_drainer.message_lines import message_lines
+from worker_drainer.message_lines import Line, message_lines
 from worker_drainer.messages import MessageContext
-from worker_drainer.plan_model import LadderPlan, Snapshot
 from worker_drainer.reporting import notify
-from worker_drainer.snapshot import read_snapshot
-from worker_drainer.validation import ServiceIdentity, SuspectExpectations, validate_suspect
+from worker_drainer.validation import ServiceIdentity
+from worker_drainer.work import NOTHING_PLANNED, DrainerEvent, DrainerRun, DrainerWork, drainer_trigger
 
-NOTHING_PLANNED = LadderPlan((), 0, 0)
-
-
-def _validate(parsed: DrainerTrigger, deps: DrainerDependencies) -> None:
-    """What can be checked before reading anything: a suspect-worker event is ours and fresh."""
-    settings = deps.settings
-    if parsed.suspect is not None:
-        expect = SuspectExpectations(
-            environment=settings.environment_name,
-            alarm_name=tts_reach_alarm_name(settings.environment_name),
-            alpha=settings.tts_reach_alarm.concentration_alpha,
-            log_stream_for=settings.log_stream_for,
-        )
-        validate_suspect(parsed.suspect, expect, deps.clock())
+Deps = DrainerDependencies
 
 
-def run_drainer(
-    event: Any,
-    report: ReportBuilder,
-    deps: DrainerDependencies,
-    remaining_seconds: float,
-    context: LambdaContext | None = None,
-) -> None:
-    started = time.monotonic()
-    settings = deps.settings
-    report.environment = settings.environment_name
-    identity = ServiceIdentity.of(settings.ecs_cluster, context.invoked_function_arn if context else None)
-    parsed = route_drainer_event(event, settings.environment_name)
-    report.trigger = parsed.trigger
-    incident = trigger_incident(parsed, settings.environment_name, deps.clock())
-    manual = parsed.manual
+@dataclass(frozen=True)
+class DrainerNote:
+    lines: list[Line]
+    context: MessageContext
+
+    @property
+    def incident_id(self) -> str:
+        return self.context.incident_id
+
+
+def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:
+    return drainer_router(deps.settings.environment_name).route(event)
+
+
+def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> DrainerEvent:
+    arn = context.invoked_function_arn if context is not None else None
+    return DrainerEvent(drainer_trigger(routed), ServiceIdentity.of(deps.settings.ecs_cluster, arn))
+
+
+def dry_run_asked(event: DrainerEvent) -> bool | None:
+    manual = event.trigger.manual
     # "plan" says what would happen now: it never acts, whatever dry_run says.
-    manual_dry_run = None if manual is None else (manual.dry_run or manual.action == "plan")
-    if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
-        deps.once.register_lambda_context(context)
-    snapshot: Snapshot | None = None
-    plan = NOTHING_PLANNED
-    try:
-        _validate(parsed, deps)
-        if decide_mode(deps.mode_switch, manual_dry_run, report) is Mode.OFF:
-            report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
-        else:
-            deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
-            parsed = during_vad_alarm(parsed, deps.alarm_states, settings.environment_name, report)
-            incident = trigger_incident(parsed, settings.environment_name, deps.clock())
-            snapshot, plan = _decide_and_act(parsed, deps, report, deadline, identity, incident)
-    except RemediationError as exc:
-        report.error(exc)
-    # A manual plan is answered by its report; everything else is told (a dry run as "would have").
-    if manual is None or manual.action != "plan":
-        thread = message_incident(parsed, incident, plan, snapshot)
-        told = MessageContext(settings, identity, thread, alarm_behind(parsed))
-        notify(report, message_lines(report, plan, snapshot), told, deps)
+    return None if manual is None else (manual.dry_run or manual.action == "plan")
 
 
-def _decide_and_act(
-    parsed: DrainerTrigger,
-    deps: DrainerDependencies,
-    report: ReportBuilder,
-    deadline: float,
-    identity: ServiceIdentity,
-    incident_id: str,
-) -> tuple[Snapshot, LadderPlan]:
-    settings = deps.settings
-    snapshot, snapshot_livekit_calls = read_snapshot(parsed, deps, report, deadline, identity)
-    plan = plan_ladder(snapshot, settings.drainer.policy)
-    record_plan(snapshot, plan, report)
-    executor = DrainerExecutor(
-        ecs=deps.ecs,
-        ledger=deps.ledger,
-        mode_switch=deps.mode_switch,
-        room_service_factory=deps.room_service_factory,
-        policy=settings.drainer.policy,
-        reaper_policy=settings.reaper.policy,
-        cluster=settings.ecs_cluster,
-        service=settings.ecs_service,
-        task_scope=settings.drainer.task_action_scope,
-        invocation_id=report.invocation_id or "local",
-        incident_id=incident_id,
-        clock=deps.clock,
-        deadline=deadline,
-        livekit_request_timeout_seconds=settings.drainer.livekit_request_timeout_seconds,
+def compose(run: DrainerRun, work: DrainerWork) -> DrainerNote | None:
+    """A manual plan is answered by its report; everything else is told (a dry run as "would")."""
+    trigger = run.event.trigger
+    if trigger.manual is not None and trigger.manual.action == "plan":
+        return None
+    fleet, settings = work.snapshot, run.deps.settings
+    if fleet is not None:
+        trigger, incident = fleet.trigger, fleet.incident
+    else:
+        incident = trigger_incident(trigger, settings.environment_name, run.deps.clock())
+    plan = work.plan or NOTHING_PLANNED
+    snapshot = fleet.snapshot if fleet else None
+    thread = message_incident(trigger, incident, plan, snapshot)
+    context = MessageContext(settings, run.event.identity, thread, alarm_behind(trigger))
+    return DrainerNote(message_lines(run.report, plan, snapshot), context)
+
+
+def refusals(run: DrainerRun, work: DrainerWork) -> list[Refusal]:
+    """The steps a guardrail, a cooldown, an exclusion or a live room kept back."""
+    plan = work.plan or NOTHING_PLANNED
+    return [Refusal(s.task_id, s.step.value, s.reason) for s in plan.steps if s.notify]
+
+
+def tell(run: DrainerRun, note: DrainerNote) -> None:
+    notify(run.report, note.lines, note.context, run.deps)
+
+
+DRAINER = Pipeline(
+    FunctionSpec(
+        function=FunctionName.WORKER_DRAINER,
+        route=route,
+        begin=begin,
+        dry_run_asked=dry_run_asked,
+        read=stages.read,
+        decide=stages.decide,
+        act=stages.act,
+        record=stages.record,
+        compose=compose,
+        tell=tell,
+        refusals=refusals,
     )
-    try:
-        if report.acts:
-            executor.run(plan, report)
-    finally:
-        livekit_calls = executor.livekit_calls + snapshot_livekit_calls
-        report.summary = summarize(snapshot, plan, report, deps, livekit_calls)
-        record_metrics(plan, report)
-    return snapshot, plan
+)
+run_drainer = DRAINER.invoke

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet_remediation.adapters.action_events import ActionEventSink, EventBridgeActionEvents
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
@@ -25,12 +26,16 @@ class ReaperDependencies(NotifyingDependencies):
     chat_notifier: Notifier | None = None
     once: OnceGuard = field(default_factory=RunEveryTime)
 
+    # Where each action and refusal is announced (None: nowhere, e.g. the replay).
+    action_events: ActionEventSink | None = None
+
     @classmethod
     def from_environment(cls) -> ReaperDependencies:
         settings = settings_from_environment(ReaperSettings)
         notifier, chat_notifier = notifiers_for(settings)
         return cls(
             settings=settings,
+            action_events=EventBridgeActionEvents(),
             mode_switch=kill_switch_for(settings),
             notifier=notifier,
             chat_notifier=chat_notifier,

@@ -1,53 +1,24 @@
-"""The reaper's orchestration: trigger → mode → snapshot → decide → execute → report and notify.
-
-The run (snapshot, decisions, deletions, the message about them) is one step under a once-key of
-the invocation: when Lambda retries an event because the notification was lost, the retry replays
-the first attempt's results instead of acting again, and only the delivery is repeated. Dry runs
-notify like real ones ("DRY RUN — would have ..."), once per set of rooms, not on every tick.
-"""
+"""The reaper as a pipeline spec (``core.pipeline``; its stages in ``work``): list the rooms, warn or
+delete the over-age ones oldest first within the caps, tell once per set of rooms. A retry of the
+same event replays the first attempt's results (``replays_retries``): only the delivery repeats."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field, StrictInt
 
-from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
-from fleet_remediation.contract.budgets import (
-    NOTIFICATION_BUDGET_SECONDS,
-    REPORT_MARGIN_SECONDS,
-)
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
-from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.core import messages
-from fleet_remediation.core.errors import InvalidEventError, RemediationError
-from fleet_remediation.core.invocation import decide_mode
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import ActionRecord, Candidate, ErrorRecord, Mode, Outcome
-from fleet_remediation.core.routing import AlarmRoute, ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
-from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult
-from fleet_remediation.domain.reaping import (
-    ReapPlan,
-    Verdict,
-    collector_paused,
-    plan_reap,
-)
-from zombie_reaper.accounting import count_outcome, deletes_of, record_metrics, record_plan, warnings_of
+from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Settled, Work
+from fleet_remediation.core.report_model import Refusal
+from fleet_remediation.core.routing import AlarmRoute, ManualRoute, Routed, Router, ScheduleRoute
+from fleet_remediation.domain.reaping import ReapPlan, Verdict
+from zombie_reaper import work as stages
 from zombie_reaper.dependencies import ReaperDependencies
 from zombie_reaper.messages import compose, compose_failure
-
-FUNCTION = FunctionName.ZOMBIE_REAPER
-
-
-class ReaperManualEvent(ManualEvent):
-    max_age_seconds: StrictInt | None = Field(
-        default=None,
-        ge=MIN_MANUAL_MAX_AGE_SECONDS,
-        description="Stricter max age for this run (a JSON integer, at least a minute).",
-    )
+from zombie_reaper.work import NOTHING_REAPED, Reaped, ReaperEvent, ReaperManualEvent, RoomSnapshot
 
 
 def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
@@ -58,180 +29,71 @@ def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
     )
 
 
-class RunOutcome(BaseModel):
-    """What one run saw, decided and did, and the message about it: stored under the invocation's
-    once-key so a retried event replays it."""
-
-    candidates: list[Candidate] = Field(default_factory=list)
-    actions: list[ActionRecord] = Field(default_factory=list)
-    errors: list[ErrorRecord] = Field(default_factory=list)
-    summary: dict[str, Any] = Field(default_factory=dict)
-    notification: messages.Notification | None = None
-    # Skipped rooms counted by reason, and how many of them are not listed (a bounded report).
-    skipped: dict[str, int] = Field(default_factory=dict)
-    unlisted_skips: int = 0
+Deps = ReaperDependencies
+ReaperRun, ReaperWork = Run[Deps, ReaperEvent], Work[RoomSnapshot, ReapPlan, Reaped]
 
 
-def run_reaper(
-    event: Any,
-    report: ReportBuilder,
-    deps: ReaperDependencies,
-    remaining_seconds: float,
-    context: LambdaContext | None = None,
-) -> None:
-    started = time.monotonic()
-    settings = deps.settings
-    report.environment = settings.environment_name
-    routed = reaper_router(settings.environment_name).route(event)
-    report.trigger, manual = routed.trigger, routed.manual
+def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:
+    return reaper_router(deps.settings.environment_name).route(event)
+
+
+def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> ReaperEvent | Settled:
     if routed.alarm is not None and routed.alarm.state.value != "ALARM":
-        report.summary = {"skipped": f"alarm state {routed.alarm.state.value}: nothing to reap on recovery"}
-        return
-    override = _stricter_max_age(manual, settings.reaper.policy.max_age_minutes)
-    mode = decide_mode(deps.mode_switch, manual.dry_run if manual else None, report)
-    if mode is Mode.OFF:
-        report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
-        return
-    if isinstance(deps.once, DynamoDBOnceGuard) and context is not None:
-        deps.once.register_lambda_context(context)
-    # The notification and the report keep their time whatever the rooms take.
-    deadline = started + remaining_seconds - REPORT_MARGIN_SECONDS - NOTIFICATION_BUDGET_SECONDS
-    # The run's own record (stored under its once-key); each step is journaled in it as it happens.
-    scratch = ReportBuilder(report.function, report.invocation_id, report.started_at)
-    scratch.mode, scratch.trigger = report.mode, report.trigger
+        return Settled(f"alarm state {routed.alarm.state.value}: nothing to reap on recovery")
+    max_age = deps.settings.reaper.policy.max_age_minutes * 60
+    override = routed.manual.max_age_seconds if routed.manual else None
+    if override is not None and override >= max_age:
+        raise InvalidEventError(
+            f"max_age_seconds={override} must be stricter than the configured {max_age}s "
+            f"(max_age_minutes={max_age // 60})"
+        )
+    return ReaperEvent(routed, override)
 
-    def run() -> dict[str, Any]:
-        outcome = asyncio.run(_reap(scratch, deps, routed, override, deadline))
-        return outcome.model_dump(mode="json")
 
-    try:
-        if mode is Mode.ENFORCE and report.invocation_id:
-            # Deletions happened at most once per event: a retry (same request id) replays them.
-            key = {"function": FUNCTION.value, "request": report.invocation_id, "step": "run"}
-            stored, replayed = deps.once.run_once(key, run)
-        else:
-            stored, replayed = run(), False
-    except Exception:
-        # A run broken by an unexpected error: what it had done goes into the one report, its
-        # unfinished steps as unknown, before the error is reported.
-        scratch.resolve_unfinished()
-        report.candidates.extend(scratch.candidates)
-        report.actions.extend(scratch.actions)
-        raise
-    note = _report_outcome(RunOutcome.model_validate(stored), report, replayed)
-    if note is None:
-        return
-    if manual is not None and mode is Mode.DRY_RUN:
+def dry_run_asked(event: ReaperEvent) -> bool | None:
+    return event.routed.manual.dry_run if event.routed.manual else None
+
+
+def compose_note(run: ReaperRun, work: ReaperWork) -> messages.Notification | None:
+    routed = run.event.routed
+    if work.error is not None:
+        return compose_failure(work.error, run.report, run.deps, routed)
+    if work.plan is None:
+        return None
+    return compose(work.plan, (work.done or NOTHING_REAPED).results, run.report, run.deps, routed)
+
+
+def refusals(run: ReaperRun, work: ReaperWork) -> list[Refusal]:
+    """Over-age rooms the per-run cap left for the next run."""
+    decisions = work.plan.decisions if work.plan else ()
+    return [Refusal(d.room.name, "delete-room", d.reason) for d in decisions if d.verdict is Verdict.OVER_CAP]
+
+
+def tell(run: ReaperRun, note: messages.Notification) -> None:
+    if run.event.routed.manual is not None and not run.acts:
         # A person's preview: the message goes into the report, nobody else is told.
         subject, text = messages.render_email(note)
-        report.summary["would_notify"] = {"subject": subject, "text": text}
+        run.report.summary["would_notify"] = {"subject": subject, "text": text}
         return
-    deps.delivery.send(note, report, once_key={"incident": note.incident_id, "mode": mode.value})
+    once_key = {"incident": note.incident_id, "mode": run.mode.value}
+    run.deps.delivery.send(note, run.report, once_key=once_key)
 
 
-async def _reap(
-    scratch: ReportBuilder,
-    deps: ReaperDependencies,
-    routed: Routed[Any],
-    override: int | None,
-    deadline: float,
-) -> RunOutcome:
-    settings = deps.settings
-    policy = settings.reaper.policy
-    # Created inside the event loop: the LiveKit client's HTTP session binds to the running loop.
-    rooms = deps.room_service_factory()
-    try:
-        with collector_paused():
-            snapshot = await rooms.list_rooms()
-            now = deps.clock()
-            plan = plan_reap(
-                snapshot,
-                policy,
-                now,
-                max_age_override_seconds=override,
-                live_room_grace_seconds=policy.live_room_grace_seconds,
-            )
-            record_plan(plan, scratch)
-        results: list[ReapResult] = []
-        if scratch.acts and plan.to_act:
-            # The executor journals each step (intent before, outcome after) in the run's record.
-            executor = ReapExecutor(
-                rooms=rooms,
-                concurrency=policy.delete_concurrency,
-                deadline=deadline,
-                request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
-                journal=scratch,
-                mode_switch=deps.mode_switch,
-                live_room_grace_seconds=policy.live_room_grace_seconds,
-                now=now,
-            )
-            results = await executor.run(plan.to_act)
-        record_metrics(len(snapshot), plan, results)
-        scratch.summary = _summary(len(snapshot), plan, results, getattr(rooms, "calls", None))
-        note = compose(plan, results, scratch, deps, routed)
-    except RemediationError as exc:
-        scratch.error(exc)
-        note = compose_failure(exc, scratch, deps, routed)
-    finally:
-        await rooms.aclose()
-    return RunOutcome(
-        candidates=scratch.candidates,
-        actions=scratch.actions,
-        errors=scratch.errors,
-        summary=scratch.summary,
-        notification=note,
-        skipped=dict(scratch.skipped),
-        unlisted_skips=scratch.truncated["candidates"],
+REAPER = Pipeline(
+    FunctionSpec(
+        function=FunctionName.ZOMBIE_REAPER,
+        route=route,
+        begin=begin,
+        dry_run_asked=dry_run_asked,
+        read=stages.read,
+        decide=stages.decide,
+        act=stages.act,
+        record=stages.record,
+        compose=compose_note,
+        tell=tell,
+        refusals=refusals,
+        replays_retries=True,
+        note_type=messages.Notification,
     )
-
-
-def _stricter_max_age(manual: ReaperManualEvent | None, max_age_minutes: int) -> int | None:
-    """A manual run's max age, which may only be stricter than the configured one."""
-    override = manual.max_age_seconds if manual else None
-    if override is not None and override >= max_age_minutes * 60:
-        raise InvalidEventError(
-            f"max_age_seconds={override} must be stricter than the configured "
-            f"{max_age_minutes * 60}s (max_age_minutes={max_age_minutes})"
-        )
-    return override
-
-
-def _report_outcome(
-    outcome: RunOutcome, report: ReportBuilder, replayed: bool
-) -> messages.Notification | None:
-    """The run's stored record into the one report (a retry of the event replays the first run's)."""
-    report.candidates.extend(outcome.candidates)
-    report.actions.extend(outcome.actions)
-    report.errors.extend(outcome.errors)
-    report.skipped.update(outcome.skipped)
-    if outcome.unlisted_skips:
-        report.truncated["candidates"] += outcome.unlisted_skips
-    report.summary = outcome.summary
-    if replayed:
-        report.summary["replayed"] = "a retry of this event: the first attempt's results, not acted again"
-    return outcome.notification
-
-
-IN_GRACE = Verdict.IN_GRACE
-
-
-def _summary(
-    seen: int, plan: ReapPlan, results: list[ReapResult], livekit_calls: int | None
-) -> dict[str, Any]:
-    deletes, warnings = deletes_of(results), warnings_of(results)
-    return {
-        "rooms_seen": seen,
-        "rooms_over_age": len(plan.to_act)
-        + plan.trimmed
-        + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
-        "to_reap": len(plan.to_reap),
-        "to_warn": len(plan.to_warn),
-        "trimmed_by_cap": plan.trimmed,
-        "reaped": count_outcome(deletes, Outcome.DONE),
-        "already_gone": count_outcome(deletes, Outcome.ALREADY_DONE),
-        "failed": count_outcome(deletes, Outcome.FAILED),
-        "unknown": count_outcome(deletes, Outcome.UNKNOWN),
-        "warned": count_outcome(warnings, Outcome.DONE),
-        "warnings_failed": count_outcome(warnings, Outcome.FAILED),
-        "livekit_calls": livekit_calls,
-    }
+)
+run_reaper = REAPER.invoke

@@ -419,16 +419,17 @@ def _eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
 
 
 class KilledAt:
-    """A RoomService that dies (SystemExit, as a killed Lambda) before its ``call``-th request."""
+    """A RoomService that dies (SystemExit, as a killed Lambda) before the run's ``call``-th request.
+    The run's read and act each build a client: ``counter`` counts the requests of all of them."""
 
-    def __init__(self, rooms: RoomService, call: int) -> None:
+    def __init__(self, rooms: RoomService, call: int, counter: list[int]) -> None:
         self.rooms = rooms
         self.call = call
-        self.calls = 0
+        self.counter = counter
 
     def _tick(self) -> None:
-        self.calls += 1
-        if self.calls == self.call:
+        self.counter[0] += 1
+        if self.counter[0] == self.call:
             raise SystemExit(f"killed before LiveKit request {self.call}")
 
     async def list_rooms(self, names: Sequence[str] | None = None) -> list[LiveRoom]:
@@ -466,7 +467,8 @@ KILL_POINTS = {
 def test_a_run_killed_between_steps(world: ReaperWorld, fault: FaultRecorder, call: int) -> None:
     fault.describe(f"kill {KILL_POINTS[call]}", "zombie_reaper")
     names = set(world.create(3))
-    deps = world.dependencies(wrap=lambda rooms: KilledAt(rooms, call), delete_concurrency=1)
+    counter = [0]
+    deps = world.dependencies(wrap=lambda rooms: KilledAt(rooms, call, counter), delete_concurrency=1)
     world.caplog.clear()
     started = time.monotonic()
     with pytest.raises(SystemExit):

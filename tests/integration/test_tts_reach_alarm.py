@@ -449,7 +449,7 @@ def test_a_recheck_with_the_page_ok_reads_nothing_and_says_nothing(aws: Aws, lam
     _with_page(aws, "OK")
     report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
     assert report["status"] == "ok", report["errors"]
-    assert report["summary"] == {"recheck": f"{ALARM} is OK: no open incident"}
+    assert report["summary"] == {"skipped": f"{ALARM} is OK: no open incident"}
     assert aws.insights.calls == []
     assert aws.drain(aws.sns_queue) == []
 

@@ -252,7 +252,7 @@ def test_a_stricter_manual_max_age_reaps_younger_rooms() -> None:
 def test_an_invalid_environment_yields_one_report_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    handler._default_dependencies.cache_clear()
+    handler.lambda_handler.cache_clear()
     monkeypatch.setenv("ENVIRONMENT_NAME", "unit")
     monkeypatch.delenv("LIVEKIT_URL", raising=False)
     report = handler.lambda_handler({}, LocalLambdaContext())

@@ -4,7 +4,7 @@ deliveries, and alarms on itself (errors, DLQ depth, throttles, and a schedule t
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -14,7 +14,10 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.contract.naming import (
+    EVENT_BUS_NAME,
+    EVENT_SOURCE,
     METRICS_NAMESPACE,
     FunctionName,
     function_alarm_name,
@@ -157,6 +160,7 @@ class RemediationFunction(Construct):
         )
         notifications.grant_publish(self.function)
         kill_switch.grant_read(function, self.function)
+        self._grant_action_events()
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -173,6 +177,23 @@ class RemediationFunction(Construct):
         self.alarms = self._self_monitoring(env_name, function, expected_invocations_per_hour)
         for alarm in self.alarms:
             notifications.notify_on_state_changes(alarm)
+
+    def _grant_action_events(self) -> None:
+        """Every function announces its actions and refusals (``contract.action_events``): only
+        that detail-type from our source, on the default bus."""
+        bus = Stack.of(self).format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["events:PutEvents"],
+                resources=[bus],
+                conditions={
+                    "StringEquals": {
+                        "events:source": EVENT_SOURCE,
+                        "events:detail-type": ACTION_EVENT_DETAIL_TYPE,
+                    }
+                },
+            )
+        )
 
     def _self_monitoring(
         self, env_name: str, function: FunctionName, expected_invocations_per_hour: int | None

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from fleet_remediation import __version__
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_bounds import (
@@ -46,6 +47,7 @@ from fleet_remediation.core.report_model import (
     Intent,
     Mode,
     Outcome,
+    Refusal,
     Report,
     Trigger,
 )
@@ -70,6 +72,11 @@ class ReportBuilder:
         self.started_at = started_at or datetime.now(UTC)
         self.full_detail = full_detail
         self.environment: str | None = None
+        self.version = __version__
+        # Why the run's plan is kept back (quiet hours, a deployment in progress), if it is.
+        self.held: str | None = None
+        # Decisions not to act that an operator must know (each becomes an action event).
+        self.refusals: list[Refusal] = []
         self.trigger: Trigger | None = None
         self.mode: Mode | None = None
         self.candidates: list[Candidate] = []
@@ -192,7 +199,9 @@ class ReportBuilder:
         return self.mode is Mode.ENFORCE
 
     def planned(self) -> Decision:
-        """How a positive decision is recorded in this mode."""
+        """How a positive decision is recorded in this mode (and under a hold)."""
+        if self.held is not None:
+            return Decision.HELD
         return Decision.ACT if self.acts else Decision.WOULD_ACT
 
     def status(self) -> str:
@@ -214,6 +223,7 @@ class ReportBuilder:
             )
         report = Report(
             function=self.function,
+            version=self.version,
             environment=self.environment,
             invocation_id=self.invocation_id,
             trigger=trigger,

@@ -34,6 +34,8 @@ class Decision(StrEnum):
     ACT = "act"
     WOULD_ACT = "would-act"
     SKIP = "skip"
+    # Planned, but kept back by a hold (quiet hours, a deployment in progress): nothing was done.
+    HELD = "held"
 
 
 class Outcome(StrEnum):
@@ -73,6 +75,15 @@ class ActionRecord(BaseModel):
     error: ErrorRecord | None = Field(default=None, exclude_if=_empty)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A step the run decided not to take that an operator must know (a guardrail, a cap, a hold)."""
+
+    resource: str
+    action: str
+    reason: str
+
+
 @dataclass
 class Intent:
     """A destructive step announced before it runs; ``resolve`` records how it ended."""
@@ -86,6 +97,8 @@ class Intent:
 
 class Report(BaseModel):
     function: str
+    # The release that wrote it (``fleet_remediation.__version__``).
+    version: str
     environment: str | None
     invocation_id: str | None
     trigger: Trigger | None

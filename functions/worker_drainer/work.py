@@ -1,0 +1,115 @@
+"""The drainer's stages: check the event, read the fleet (tasks, rooms, logs, the VAD page), plan
+each task's ladder (pure), carry it out re-checking every task, record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fleet_remediation.contract.naming import tts_reach_alarm_name
+from fleet_remediation.core.pipeline import Run, Work
+from fleet_remediation.core.routing import Routed
+from worker_drainer.accounting import record_metrics, record_plan, summarize
+from worker_drainer.alarm_watch import during_vad_alarm
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.events import DrainerTrigger
+from worker_drainer.executor import DrainerExecutor
+from worker_drainer.incidents import trigger_incident
+from worker_drainer.ladder import plan_ladder
+from worker_drainer.plan_model import LadderPlan, Snapshot
+from worker_drainer.snapshot import read_snapshot
+from worker_drainer.validation import ServiceIdentity, SuspectExpectations, validate_suspect
+
+NOTHING_PLANNED = LadderPlan((), 0, 0)
+
+
+@dataclass(frozen=True)
+class DrainerEvent:
+    trigger: DrainerTrigger
+    identity: ServiceIdentity
+
+
+@dataclass(frozen=True)
+class FleetRead:
+    """The fleet as read, and the trigger as the run treats it (a scheduled tick during the VAD
+    page may start ladders, under the incident that page opened)."""
+
+    trigger: DrainerTrigger
+    incident: str
+    snapshot: Snapshot
+    livekit_calls: int
+
+
+@dataclass(frozen=True)
+class Executed:
+    livekit_calls: int
+
+
+def drainer_trigger(routed: Routed[Any]) -> DrainerTrigger:
+    """What the event allows: an ALARM, a suspect worker or a manual plan starts new ladders; the
+    schedule and an alarm's OK or INSUFFICIENT_DATA only advance the ones in progress."""
+    if routed.manual is not None:
+        return DrainerTrigger(routed.trigger, routed.manual.action == "plan", manual=routed.manual)
+    if routed.alarm is not None:
+        return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM", alarm=routed.alarm)
+    if routed.suspect is not None:
+        return DrainerTrigger(routed.trigger, True, suspect=routed.suspect)
+    return DrainerTrigger(routed.trigger, False)
+
+
+DrainerRun = Run[DrainerDependencies, DrainerEvent]
+DrainerWork = Work[FleetRead, LadderPlan, Executed]
+
+
+def read(run: DrainerRun) -> FleetRead:
+    deps, settings = run.deps, run.deps.settings
+    trigger = run.event.trigger
+    if trigger.suspect is not None:
+        expect = SuspectExpectations(
+            environment=settings.environment_name,
+            alarm_name=tts_reach_alarm_name(settings.environment_name),
+            alpha=settings.tts_reach_alarm.concentration_alpha,
+            log_stream_for=settings.log_stream_for,
+        )
+        validate_suspect(trigger.suspect, expect, deps.clock())
+    trigger = during_vad_alarm(trigger, deps.alarm_states, settings.environment_name, run.report)
+    incident = trigger_incident(trigger, settings.environment_name, deps.clock())
+    snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
+    return FleetRead(trigger, incident, snapshot, calls)
+
+
+def decide(run: DrainerRun, fleet: FleetRead) -> LadderPlan:
+    return plan_ladder(fleet.snapshot, run.deps.settings.drainer.policy)
+
+
+def act(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> Executed:
+    settings = run.deps.settings
+    executor = DrainerExecutor(
+        ecs=run.deps.ecs,
+        ledger=run.deps.ledger,
+        mode_switch=run.deps.mode_switch,
+        room_service_factory=run.deps.room_service_factory,
+        policy=settings.drainer.policy,
+        reaper_policy=settings.reaper.policy,
+        cluster=settings.ecs_cluster,
+        service=settings.ecs_service,
+        task_scope=settings.drainer.task_action_scope,
+        invocation_id=run.report.invocation_id or "local",
+        incident_id=fleet.incident,
+        clock=run.deps.clock,
+        deadline=run.deadline,
+        livekit_request_timeout_seconds=settings.drainer.livekit_request_timeout_seconds,
+    )
+    executor.run(plan, run.report)
+    return Executed(executor.livekit_calls)
+
+
+def record(run: DrainerRun, work: DrainerWork) -> None:
+    fleet = work.snapshot
+    if fleet is None:
+        return
+    plan = work.plan or NOTHING_PLANNED
+    record_plan(fleet.snapshot, plan, run.report)
+    calls = fleet.livekit_calls + (work.done.livekit_calls if work.done else 0)
+    run.report.summary = summarize(fleet.snapshot, plan, run.report, run.deps, calls)
+    record_metrics(plan, run.report)

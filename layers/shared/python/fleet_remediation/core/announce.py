@@ -1,0 +1,88 @@
+"""The pipeline's action-event stage: after the run is recorded, one event per action, would-be
+action, held step and refusal (``contract.action_events``), put once per invocation — a retry of
+the same event (same request id) finds them sent and does not put them again."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fleet_remediation.adapters.action_events import ActionEventSink
+from fleet_remediation.contract.action_events import (
+    ACTION_EVENTS_SECONDS,
+    MAX_EVENTS_PER_RUN,
+    REASON_MAX_CHARS,
+    ActionEvent,
+    ActionKind,
+    event_id,
+)
+from fleet_remediation.contract.budgets import ONCE_RECORD_SECONDS
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Mode
+
+# Putting the events (every batch's worst case) and recording them once (two once-store writes).
+ANNOUNCE_SECONDS = ACTION_EVENTS_SECONDS + ONCE_RECORD_SECONDS
+
+
+def action_events(report: ReportBuilder, incident_id: str | None, now: datetime) -> list[ActionEvent]:
+    """What the report says happened, as events (at most ``MAX_EVENTS_PER_RUN``)."""
+    mode = report.mode
+    if mode is not Mode.ENFORCE and mode is not Mode.DRY_RUN:
+        return []
+    facts: list[tuple[ActionKind, str, str, str, str]] = [
+        (ActionKind.ACTION, a.resource, a.action, a.outcome.value, a.reason) for a in report.actions
+    ]
+    for candidate in report.candidates:
+        kind = _KIND_OF.get(candidate.decision)
+        if kind is not None:
+            facts.append((kind, candidate.resource, "act", kind.value, candidate.reason))
+    facts += [(ActionKind.REFUSAL, r.resource, r.action, "refused", r.reason) for r in report.refusals]
+
+    def event(kind: ActionKind, resource: str, action: str, outcome: str, reason: str) -> ActionEvent:
+        return ActionEvent(
+            id=event_id(report.function, report.invocation_id, kind.value, resource, action, outcome),
+            environment=report.environment or "unknown",
+            function=report.function,
+            version=report.version,
+            invocation_id=report.invocation_id,
+            incident_id=incident_id,
+            mode="enforce" if mode is Mode.ENFORCE else "dry-run",
+            kind=kind,
+            resource=resource[:512],
+            action=action[:64],
+            outcome=outcome,
+            reason=reason[:REASON_MAX_CHARS],
+            at=now,
+        )
+
+    if len(facts) > MAX_EVENTS_PER_RUN:
+        report.summary["action_events_not_sent"] = len(facts) - MAX_EVENTS_PER_RUN
+    return [event(*fact) for fact in facts[:MAX_EVENTS_PER_RUN]]
+
+
+_KIND_OF = {Decision.WOULD_ACT: ActionKind.WOULD_ACT, Decision.HELD: ActionKind.HELD}
+
+
+def announce(
+    report: ReportBuilder, events: list[ActionEvent], sink: ActionEventSink | None, once: Any | None
+) -> None:
+    """Put the events once per invocation; the report says how many went, may have gone, failed."""
+    if sink is None or not events:
+        return
+
+    def put() -> dict[str, Any]:
+        announced = sink.put(events)
+        counts = {"sent": announced.sent, "unknown": announced.unknown, "failed": announced.failed}
+        return {**counts, "problems": announced.problems[:3]}
+
+    key = {"function": report.function, "request": report.invocation_id or "local", "step": "action-events"}
+    try:
+        if once is not None and report.invocation_id:
+            result, replayed = once.run_once(key, put)
+        else:
+            result, replayed = put(), False
+    except RemediationError as exc:
+        report.error(exc)
+        return
+    report.summary["action_events"] = {**result, "replayed": True} if replayed else result

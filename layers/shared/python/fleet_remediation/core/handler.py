@@ -1,0 +1,61 @@
+"""The one Lambda entry point every function shares: the pipeline, run under Powertools' logger,
+metrics and tracer, with exactly one report, returned."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Protocol, TypeVar, cast
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.observability import capture_lambda_handler, logger, metrics
+from fleet_remediation.core.report import ReportBuilder
+
+DepsT = TypeVar("DepsT")
+DepsInT = TypeVar("DepsInT", contravariant=True)
+
+
+class Invokes(Protocol[DepsInT]):
+    def invoke(
+        self,
+        event: Any,
+        report: ReportBuilder,
+        deps: DepsInT,
+        remaining_seconds: float,
+        context: LambdaContext | None = None,
+    ) -> None: ...
+
+
+class Handler(Protocol[DepsInT]):
+    def __call__(
+        self, event: dict[str, Any], context: LambdaContext, dependencies: DepsInT | None = None
+    ) -> dict[str, Any]: ...
+
+    # Forgets the cold start's dependencies (tests that change the environment).
+    cache_clear: Callable[[], None]
+
+
+def lambda_handler_for(
+    function: str, pipeline: Invokes[DepsT], from_environment: Callable[[], DepsT]
+) -> Handler[DepsT]:
+    """The handler of ``function``; its dependencies are built once per cold start (a failure, e.g. a
+    ConfigurationError, is not cached) unless a caller injects its own."""
+    default_dependencies = cache(from_environment)
+
+    @metrics.log_metrics
+    @logger.inject_lambda_context
+    @capture_lambda_handler
+    def lambda_handler(
+        event: dict[str, Any], context: LambdaContext, dependencies: DepsT | None = None
+    ) -> dict[str, Any]:
+        def body(report: ReportBuilder) -> None:
+            deps = dependencies or default_dependencies()
+            remaining = context.get_remaining_time_in_millis() / 1000
+            pipeline.invoke(event, report, deps, remaining, context)
+
+        return run_reported(function, context.aws_request_id, body)
+
+    lambda_handler.cache_clear = default_dependencies.cache_clear  # type: ignore[attr-defined]
+    return cast(Handler[DepsT], lambda_handler)
