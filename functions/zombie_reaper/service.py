@@ -11,14 +11,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import InvalidEventError
-from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Settled, Work
+from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Settled
 from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import AlarmRoute, ManualRoute, Routed, Router, ScheduleRoute
-from fleet_remediation.domain.reaping import ReapPlan, Verdict
+from fleet_remediation.domain.reaping import Verdict
 from zombie_reaper import work as stages
 from zombie_reaper.dependencies import ReaperDependencies
 from zombie_reaper.messages import compose, compose_failure
-from zombie_reaper.work import NOTHING_REAPED, Reaped, ReaperEvent, ReaperManualEvent, RoomSnapshot
+from zombie_reaper.work import NOTHING_REAPED, ReaperEvent, ReaperManualEvent, ReaperRun, ReaperWork
 
 
 def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
@@ -30,7 +30,6 @@ def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
 
 
 Deps = ReaperDependencies
-ReaperRun, ReaperWork = Run[Deps, ReaperEvent], Work[RoomSnapshot, ReapPlan, Reaped]
 
 
 def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:

@@ -58,6 +58,7 @@ NOTHING_REAPED = Reaped([])
 
 
 ReaperRun = Run[ReaperDependencies, ReaperEvent]
+ReaperWork = Work[RoomSnapshot, ReapPlan, Reaped]
 
 
 def calls_of(rooms: object) -> int:
