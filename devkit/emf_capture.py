@@ -134,7 +134,7 @@ def capture_reaper(server: LocalLiveKit) -> None:
 
 def capture_tts_reach() -> None:
     from tts_reach_alarm import handler
-    from tts_reach_alarm.service import TtsReachDependencies
+    from tts_reach_alarm.dependencies import TtsReachDependencies
 
     bad = "agent/agent/b9238a5f30f04c3a9207df1601ba88bf"
     jobs = [

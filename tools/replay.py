@@ -88,7 +88,8 @@ from fleet_remediation.core.report_model import Mode  # noqa: E402
 from fleet_stack.config import ConfigError, EnvironmentConfig, load_environment  # noqa: E402
 from tools.backtest import MINUTE, Lesson, lessons, run_backtest  # noqa: E402
 from tools.replay_page import minute_series, render_page  # noqa: E402
-from tts_reach_alarm.service import TtsReachDependencies, run_tts_reach  # noqa: E402
+from tts_reach_alarm.dependencies import TtsReachDependencies  # noqa: E402
+from tts_reach_alarm.service import run_tts_reach  # noqa: E402
 from worker_drainer.dependencies import DrainerDependencies  # noqa: E402
 from worker_drainer.service import run_drainer  # noqa: E402
 from zombie_reaper.dependencies import ReaperDependencies  # noqa: E402

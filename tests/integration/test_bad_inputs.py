@@ -44,7 +44,7 @@ from fleet_remediation.core.kill_switch import SsmModeSwitch
 from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
-from tts_reach_alarm.service import TtsReachDependencies
+from tts_reach_alarm.dependencies import TtsReachDependencies
 from zombie_reaper import handler as reaper_handler
 from zombie_reaper.dependencies import ReaperDependencies
 

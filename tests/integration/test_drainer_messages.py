@@ -50,7 +50,7 @@ from fleet_remediation.core.kill_switch import SsmModeSwitch
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from tts_reach_alarm import handler as responder_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
-from tts_reach_alarm.service import TtsReachDependencies
+from tts_reach_alarm.dependencies import TtsReachDependencies
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
 from worker_drainer.tags import INCIDENT_TAG, STATE_TAG

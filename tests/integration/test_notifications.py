@@ -333,7 +333,7 @@ def responder(topics: Topics, mode: Mode) -> Any:
     from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
     from fleet_remediation.contract.settings import TtsReachSettings
     from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
-    from tts_reach_alarm.service import TtsReachDependencies
+    from tts_reach_alarm.dependencies import TtsReachDependencies
 
     boto3.client("dynamodb", region_name=REGION).create_table(
         TableName=f"responder-once-{mode.value}",

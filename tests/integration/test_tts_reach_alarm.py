@@ -30,9 +30,9 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
+from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.handler import lambda_handler
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
-from tts_reach_alarm.service import TtsReachDependencies
 from tts_reach_alarm.transition import parse_transition
 
 REGION = "eu-west-1"

@@ -29,9 +29,8 @@ class Invokes(Protocol[DepsInT]):
 
 
 class Handler(Protocol[DepsInT]):
-    def __call__(
-        self, event: dict[str, Any], context: LambdaContext, dependencies: DepsInT | None = None
-    ) -> dict[str, Any]: ...
+    # ``context``: Lambda's, or a local stand-in with the same attributes (tests, tools).
+    def __call__(self, event: Any, context: Any, dependencies: DepsInT | None = None) -> dict[str, Any]: ...
 
     # Forgets the cold start's dependencies (tests that change the environment).
     cache_clear: Callable[[], None]

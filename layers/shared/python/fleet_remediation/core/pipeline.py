@@ -22,7 +22,6 @@ from typing import Any, Generic, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
-from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core.announce import ANNOUNCE_SECONDS, action_events, announce
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
@@ -110,7 +109,8 @@ class FunctionSpec(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
     Lambda's retry of it (same request id) replays the first attempt's record and message
     (a ``note_type``) instead of acting again (``core.replay``)."""
 
-    function: FunctionName
+    # The function's name (a ``FunctionName`` for the built-in three).
+    function: str
     route: Callable[[Any, DepsT, LambdaContext | None], Routed[Any]]
     begin: Callable[[Routed[Any], DepsT, LambdaContext | None], EventT | Settled]
     dry_run_asked: Callable[[EventT], bool | None]

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import ActionRecord, Candidate, ErrorRecord, Refusal
 
@@ -43,7 +42,7 @@ def replay_once(
     run: Run[Any, Any],
     produce: Callable[[Run[Any, Any]], NoteT | None],
     note_type: type[NoteT],
-    function: FunctionName,
+    function: str,
 ) -> NoteT | None:
     """``produce`` on a scratch report under the invocation's once-key; its record goes into the
     real report (the first attempt's, on a retry)."""
@@ -56,7 +55,7 @@ def replay_once(
         note = produce(on_scratch)
         return _record_of(scratch, note).model_dump(mode="json")
 
-    key = {"function": function.value, "request": report.invocation_id or "local", "step": "run"}
+    key = {"function": function, "request": report.invocation_id or "local", "step": "run"}
     try:
         stored, replayed = run.deps.once.run_once(key, first_attempt)
     except Exception:

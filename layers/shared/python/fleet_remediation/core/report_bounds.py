@@ -89,6 +89,10 @@ def detail_chunks(detail: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]
         yield chunk
 
 
+# Room for the ``truncated`` counts (a few keys and numbers) that the report gets after it is fitted.
+TRUNCATED_COUNTS_BYTES = 256
+
+
 def fit_report(
     report: Report, truncated: Counter[str], detail: list[dict[str, Any]], *, full_detail: bool
 ) -> None:
@@ -118,7 +122,8 @@ def fit_report(
         "candidates": report.candidates,
     }
     report.actions, report.errors, report.candidates = [], [], []
-    budget = MAX_REPORT_BYTES - report.serialized_bytes()
+    # The counts of what was cut are written into the report after this: keep room for them.
+    budget = MAX_REPORT_BYTES - report.serialized_bytes() - TRUNCATED_COUNTS_BYTES
     kept: dict[str, list[Any]] = {}
     for name, items in lists.items():
         kept[name] = []

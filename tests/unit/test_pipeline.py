@@ -1,0 +1,199 @@
+"""The shared pipeline with a fourth function built from a spec alone (a room census that marks
+crowded rooms), invoked through the shared handler: one report per invocation whatever the event,
+the mode, a hold or a failing stage; the version in every report; the action events put once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from devkit.fixed_mode import FixedModeSwitch
+from devkit.lambda_context import LocalLambdaContext
+from devkit.replay_world import SimulatedOnceGuard
+from fleet_remediation import __version__
+from fleet_remediation.adapters.action_events import Announced
+from fleet_remediation.contract.action_events import ActionEvent, action_event_schema
+from fleet_remediation.core.errors import LiveKitUnavailableError
+from fleet_remediation.core.handler import lambda_handler_for
+from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Work
+from fleet_remediation.core.report_model import Mode, Outcome, Refusal
+from fleet_remediation.core.routing import ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
+
+NOW = datetime(2026, 9, 15, 17, 37, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Settings:
+    environment_name: str = "unit"
+
+
+@dataclass
+class RecordingSink:
+    events: list[ActionEvent] = field(default_factory=list)
+
+    def put(self, events: list[ActionEvent]) -> Announced:
+        self.events.extend(events)
+        return Announced(sent=len(events))
+
+
+@dataclass
+class CensusDeps:
+    rooms: dict[str, int]
+    mode_switch: FixedModeSwitch
+    settings: Settings = field(default_factory=Settings)
+    clock: Any = lambda: NOW
+    once: SimulatedOnceGuard = field(default_factory=SimulatedOnceGuard)
+    action_events: RecordingSink = field(default_factory=RecordingSink)
+    marked: list[str] = field(default_factory=list)
+    told: list[str] = field(default_factory=list)
+    read_fails: bool = False
+    quiet: bool = False
+
+
+CensusRun = Run[CensusDeps, Routed[ManualEvent]]
+CensusWork = Work[dict[str, int], list[str], list[str]]
+
+
+def read(run: CensusRun) -> dict[str, int]:
+    if run.deps.read_fails:
+        raise LiveKitUnavailableError("the rooms could not be listed")
+    return dict(run.deps.rooms)
+
+
+def decide(run: CensusRun, rooms: dict[str, int]) -> list[str]:
+    return sorted(name for name, people in rooms.items() if people > 10)
+
+
+def hold(run: CensusRun, plan: list[str]) -> tuple[list[str], str | None]:
+    return ([], "quiet hours") if run.deps.quiet and run.event.manual is None else (plan, None)
+
+
+def act(run: CensusRun, rooms: dict[str, int], plan: list[str]) -> list[str]:
+    for name in plan:
+        run.deps.marked.append(name)
+        run.report.action(name, "mark", Outcome.DONE)
+    return plan
+
+
+def record(run: CensusRun, work: CensusWork) -> None:
+    for name in decide(run, work.snapshot or {}):
+        run.report.candidate(name, run.report.planned(), "more than 10 people")
+    run.report.summary["marked"] = len(work.done or [])
+
+
+def refusals(run: CensusRun, work: CensusWork) -> list[Refusal]:
+    return [Refusal(name, "mark", "empty") for name, people in (work.snapshot or {}).items() if not people]
+
+
+def compose(run: CensusRun, work: CensusWork) -> str | None:
+    return f"error: {work.error.code}" if work.error else f"{len(work.plan or [])} crowded"
+
+
+ROUTER: Router[ManualEvent] = Router("the census", [ScheduleRoute(), ManualRoute(ManualEvent)])
+CENSUS = Pipeline(
+    FunctionSpec(
+        function="room_census",
+        route=lambda event, deps, context: ROUTER.route(event),
+        begin=lambda routed, deps, context: routed,
+        dry_run_asked=lambda routed: routed.manual.dry_run if routed.manual else None,
+        read=read,
+        decide=decide,
+        hold=hold,
+        act=act,
+        record=record,
+        refusals=refusals,
+        compose=compose,
+        tell=lambda run, note: run.deps.told.append(note),
+        incident_of=lambda note: "census-1",
+    )
+)
+handler = lambda_handler_for("room_census", CENSUS, lambda: pytest.fail("tests inject their dependencies"))
+
+SCHEDULE = {
+    "version": "0",
+    "id": "a",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "000000000000",
+    "time": "2026-09-15T17:37:00Z",
+    "region": "local",
+    "resources": ["arn:aws:events:local:000000000000:rule/census"],
+    "detail": {},
+}
+
+
+def census(mode: Mode = Mode.ENFORCE, **kwargs: Any) -> CensusDeps:
+    return CensusDeps(rooms={"big": 12, "small": 2, "empty": 0}, mode_switch=FixedModeSwitch(mode), **kwargs)
+
+
+def test_a_manual_dry_run_decides_records_and_tells_but_changes_nothing() -> None:
+    deps = census()
+    report = handler({"dry_run": True}, LocalLambdaContext(), dependencies=deps)
+    assert report["version"] == __version__
+    assert report["mode"] == "dry-run"
+    assert [(c["resource"], c["decision"]) for c in report["candidates"]] == [("big", "would-act")]
+    assert deps.marked == []
+    assert deps.told == ["1 crowded"]
+    kinds = [(e.kind.value, e.resource) for e in deps.action_events.events]
+    assert kinds == [("would-act", "big"), ("refusal", "empty")]
+
+
+def test_an_enforced_run_acts_and_announces_each_action_once_across_retries() -> None:
+    deps = census()
+    context = LocalLambdaContext()
+    first = handler(SCHEDULE, context, dependencies=deps)
+    assert first["mode"] == "enforce"
+    assert first["summary"]["marked"] == 1
+    assert deps.marked == ["big"]
+    assert first["summary"]["action_events"] == {"sent": 2, "unknown": 0, "failed": 0, "problems": []}
+    # Lambda's retry of the same event (same request id): the events are not put again.
+    retried = handler(SCHEDULE, context, dependencies=deps)
+    assert retried["summary"]["action_events"]["replayed"] is True
+    assert len(deps.action_events.events) == 2
+    assert [(e.kind.value, e.resource, e.outcome) for e in deps.action_events.events] == [
+        ("action", "big", "done"),
+        ("refusal", "empty", "refused"),
+    ]
+    validator = Draft202012Validator(action_event_schema())
+    for event in deps.action_events.events:
+        validator.validate(event.model_dump(mode="json"))
+        assert event.incident_id == "census-1"
+        assert event.function == "room_census"
+
+
+def test_a_forged_event_gets_one_report_with_a_typed_error_and_nothing_read() -> None:
+    deps = census()
+    forged = {**SCHEDULE, "source": "evil.source"}
+    report = handler(forged, LocalLambdaContext(), dependencies=deps)
+    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert report["status"] == "failed"
+    assert report["version"] == __version__
+    assert deps.marked == []
+    assert deps.told == []
+    assert deps.action_events.events == []
+
+
+def test_a_hold_keeps_the_plan_back_records_held_decisions_and_a_manual_run_overrides_it() -> None:
+    deps = census(quiet=True)
+    held = handler(SCHEDULE, LocalLambdaContext(), dependencies=deps)
+    assert [c["decision"] for c in held["candidates"]] == ["held"]
+    assert deps.marked == []
+    assert ("held", "big") in [(e.kind.value, e.resource) for e in deps.action_events.events]
+    manual = handler({"dry_run": False}, LocalLambdaContext(), dependencies=deps)
+    assert [c["decision"] for c in manual["candidates"]] == ["act"]
+    assert deps.marked == ["big"]
+
+
+def test_the_switch_off_reads_nothing_and_a_failing_read_is_recorded_and_told() -> None:
+    off = census(Mode.OFF, read_fails=True)
+    report = handler(SCHEDULE, LocalLambdaContext(), dependencies=off)
+    assert report["summary"] == {"skipped": "kill switch is off: nothing read, nothing changed"}
+    assert off.told == []
+    failing = census(read_fails=True)
+    report = handler(SCHEDULE, LocalLambdaContext(), dependencies=failing)
+    assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
+    assert failing.told == ["error: LiveKitUnavailable"]
