@@ -80,8 +80,9 @@ def act(run: CensusRun, rooms: dict[str, int], plan: list[str]) -> list[str]:
 
 
 def record(run: CensusRun, work: CensusWork) -> None:
-    for name in decide(run, work.snapshot or {}):
-        run.report.candidate(name, run.report.planned(), "more than 10 people")
+    for name in work.plan or []:
+        held = name not in (work.acting or [])
+        run.report.candidate(name, run.report.planned(held), "more than 10 people")
     run.report.summary["marked"] = len(work.done or [])
 
 

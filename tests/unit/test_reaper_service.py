@@ -64,7 +64,7 @@ def make_deps(
     return deps, notifier
 
 
-def invoke(event: Any, deps: ReaperDependencies, remaining_ms: int = 60_000) -> dict[str, Any]:
+def invoke(event: Any, deps: ReaperDependencies, remaining_ms: int = 90_000) -> dict[str, Any]:
     return handler.lambda_handler(event, LocalLambdaContext(remaining_ms), dependencies=deps)
 
 

@@ -66,6 +66,9 @@ class Work(Generic[SnapT, PlanT, DoneT]):
 
     snapshot: SnapT | None = None
     plan: PlanT | None = None
+    # What of the plan was carried out (or, in a dry run, would have been): the plan less what a
+    # hold kept back.
+    acting: PlanT | None = None
     done: DoneT | None = None
     # Why the plan was not carried out (quiet hours, a deployment in progress), if it was held.
     held: str | None = None
@@ -195,10 +198,10 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         spec, work = self.spec, Work[SnapT, PlanT, DoneT]()
         try:
             work.snapshot = spec.read(run)
-            work.plan, work.held = spec.hold(run, spec.decide(run, work.snapshot))
-            run.report.held = work.held
+            work.plan = spec.decide(run, work.snapshot)
+            work.acting, work.held = spec.hold(run, work.plan)
             if run.acts:
-                work.done = spec.act(run, work.snapshot, work.plan)
+                work.done = spec.act(run, work.snapshot, work.acting)
         except RemediationError as exc:
             work.error = exc
         return work

@@ -73,8 +73,6 @@ class ReportBuilder:
         self.full_detail = full_detail
         self.environment: str | None = None
         self.version = __version__
-        # Why the run's plan is kept back (quiet hours, a deployment in progress), if it is.
-        self.held: str | None = None
         # Decisions not to act that an operator must know (each becomes an action event).
         self.refusals: list[Refusal] = []
         self.trigger: Trigger | None = None
@@ -198,9 +196,9 @@ class ReportBuilder:
         """Whether this invocation may change anything at all."""
         return self.mode is Mode.ENFORCE
 
-    def planned(self) -> Decision:
-        """How a positive decision is recorded in this mode (and under a hold)."""
-        if self.held is not None:
+    def planned(self, held: bool = False) -> Decision:
+        """How a positive decision is recorded in this mode, or under a hold."""
+        if held:
             return Decision.HELD
         return Decision.ACT if self.acts else Decision.WOULD_ACT
 
