@@ -30,7 +30,7 @@ WEEK = tuple(Weekday)
 
 class DisruptionWindow(StrictModel):
     """Days and hours (local to ``timezone``) when new disruption may start. ``end`` before ``start``
-    spans midnight (22:00–06:00 starts on the listed day and ends the next morning)."""
+    spans midnight (22:00-06:00 starts on the listed day and ends the next morning)."""
 
     days: tuple[Weekday, ...] = Field(default=WEEK, min_length=1, description="Days the window opens on.")
     start: time = Field(description="Local time the window opens, e.g. 09:00.")
@@ -65,7 +65,7 @@ class DisruptionWindow(StrictModel):
 
     def describe(self) -> str:
         days = ", ".join(d.value.title() for d in self.days) if self.days != WEEK else "every day"
-        return f"{days} {self.start:%H:%M}–{self.end:%H:%M} {self.timezone}"
+        return f"{days} {self.start:%H:%M}-{self.end:%H:%M} {self.timezone}"
 
 
 def outside_window(window: DisruptionWindow | None, now: datetime) -> str | None:
