@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
 from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
 from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
 
@@ -110,6 +111,9 @@ class EnvironmentConfig(StrictModel):
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
     drainer: DrainerSection = DrainerSection()
+    disruption_window: DisruptionWindow | None = Field(
+        default=None, description="When the reaper and the drainer may start new disruption (none: any time)."
+    )
 
     @model_validator(mode="after")
     def _existing_topics_are_ours(self) -> EnvironmentConfig:

@@ -29,7 +29,7 @@ def count_outcome(results: list[ReapResult], outcome: Outcome) -> int:
     return sum(r.outcome is outcome for r in results)
 
 
-def record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
+def record_plan(plan: ReapPlan, report: ReportBuilder, *, held: bool = False) -> None:
     by_verdict: dict[Verdict, list[RoomDecision]] = {}
     for d in plan.decisions:
         by_verdict.setdefault(d.verdict, []).append(d)
@@ -40,7 +40,7 @@ def record_plan(plan: ReapPlan, report: ReportBuilder) -> None:
             # Most of a large fleet: a sample is listed, the rest only counted.
             listed = decisions[: report.skip_sample_room(verdict.value)]
             report.count_skip(verdict.value, len(decisions) - len(listed))
-        decision = report.planned() if acting else Decision.SKIP
+        decision = report.planned(held) if acting else Decision.SKIP
         for d in listed:
             report.candidate(
                 d.room.name,

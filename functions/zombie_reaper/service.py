@@ -86,6 +86,7 @@ REAPER = Pipeline(
         dry_run_asked=dry_run_asked,
         read=stages.read,
         decide=stages.decide,
+        hold=stages.hold,
         act=stages.act,
         record=stages.record,
         compose=compose_note,

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field, StrictInt
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Outcome
@@ -92,6 +93,14 @@ def decide(run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
         )
 
 
+def hold(run: ReaperRun, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
+    """Outside the disruption window no room is warned or deleted (a manual run may override)."""
+    why = outside_window(run.deps.settings.disruption_window, run.deps.clock())
+    if why is None or run.event.routed.manual is not None:
+        return plan, None
+    return ReapPlan(tuple(d for d in plan.decisions if not d.acts), plan.trimmed), why
+
+
 def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:
     """Warn and delete, re-checking each room first; each step is journaled in the report."""
     if not plan.to_act:
@@ -122,9 +131,11 @@ def record(run: ReaperRun, work: Work[RoomSnapshot, ReapPlan, Reaped]) -> None:
     if work.snapshot is None or work.plan is None:
         return
     done = work.done or NOTHING_REAPED
-    record_plan(work.plan, run.report)
+    record_plan(work.plan, run.report, held=work.held is not None)
     record_metrics(len(work.snapshot.rooms), work.plan, done.results)
     run.report.summary = summary(work.snapshot, work.plan, done)
+    if work.held is not None:
+        run.report.summary["held"] = work.held
 
 
 def summary(snapshot: RoomSnapshot, plan: ReapPlan, done: Reaped) -> dict[str, Any]:

@@ -88,6 +88,7 @@ class WorkerDrainer(Construct):
             kill_switch=kill_switch,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
+            disruption_window=config.disruption_window,
             reaper=config.reaper,
             drainer=drainer,
             signals=config.detection.signals,

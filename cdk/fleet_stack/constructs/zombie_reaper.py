@@ -57,6 +57,7 @@ class ZombieReaper(Construct):
             kill_switch=kill_switch,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
+            disruption_window=config.disruption_window,
             reaper=reaper,
             idempotency_table_name=self.idempotency_table.table_name,
         )

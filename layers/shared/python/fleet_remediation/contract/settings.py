@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import budgets, naming
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
+from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.signals import SignalSettings
@@ -230,6 +231,10 @@ def _as_variable(value: Any) -> str:
 class LiveKitSettings(FunctionSettings):
     livekit_url: AnyHttpUrl
     livekit_secret_id: str = Field(min_length=1)
+    disruption_window: DisruptionWindow | None = Field(
+        default=None,
+        description="When a new reap, cordon or stop may start (none: any time); outside it, held.",
+    )
 
 
 class ReaperSettings(LiveKitSettings):
