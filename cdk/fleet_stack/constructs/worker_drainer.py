@@ -20,7 +20,8 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
-from fleet_remediation.contract.settings import DrainerSettings, TaskActionScope
+from fleet_remediation.contract.sections import TaskActionScope
+from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
