@@ -21,10 +21,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import naming
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
+from fleet_remediation.contract.errors import ConfigurationError
 from fleet_remediation.contract.models import describe_validation_error
 from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 from fleet_remediation.contract.signals import SignalSettings
-from fleet_remediation.core.errors import ConfigurationError
 
 
 class FunctionSettings(BaseSettings):
