@@ -108,3 +108,17 @@ def test_the_shape_check_names_a_complex_function_and_a_stale_pending_entry(tmp_
         "functions over complexity 12 (ruff C901): functions/branchy.py:branchy (14)",
         "pending but no longer over any limit (remove it): functions/gone.py:shrunk",
     ]
+
+
+def test_the_dead_code_check_names_an_unused_function_beside_a_used_one(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        "def used() -> int:\n    return 1\n\n\ndef never_called() -> int:\n    return 2\n\n\nprint(used())\n"
+    )
+    vulture = Path(sys.executable).with_name("vulture")
+    # Run from the repository, so pyproject.toml's [tool.vulture] settings apply; the path replaces its paths.
+    result = subprocess.run(
+        [str(vulture), str(module)], cwd=REPO, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 3
+    assert result.stdout.splitlines() == [f"{module}:5: unused function 'never_called' (60% confidence)"]

@@ -118,17 +118,17 @@ class WorkerDrainer(Construct):
         self._grant(config, detection)
         if drainer.vpc is not None:
             self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
-        self.schedule = events.Rule(
+        events.Rule(
             self,
             "Reconcile",
             description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
             schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
             targets=[self._target(Duration.minutes(2))],
         )
-        self.vad_route = detection.route_alarm(
+        detection.route_alarm(
             "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
         )
-        self.suspect_worker_rule = events.Rule(
+        events.Rule(
             self,
             "SuspectWorker",
             description=f"Suspect workers from tts_reach_alarm to the worker drainer ({env_name})",
