@@ -34,3 +34,11 @@ def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLi
 @pytest.fixture
 def lambda_context() -> LocalLambdaContext:
     return LocalLambdaContext()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The order's seed, also under -q (pytest-randomly prints it only in the header): a failure that
+    depends on the order is replayed with the same ``--randomly-seed``."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):
+        terminalreporter.write_line(f"random test order: replay it with --randomly-seed={seed}")
