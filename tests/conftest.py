@@ -20,6 +20,7 @@ os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.core.observability import metrics
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +30,16 @@ def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLi
     server = LocalLiveKit(log_path=log_path).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _metrics_of_this_test_only() -> Iterator[None]:
+    """Powertools' Metrics is one object per process. A handler flushes it on every invocation, but a
+    test that calls a service directly leaves its datapoints behind, and at 100 values of one metric
+    Powertools prints them to stdout, into whichever later test reads stdout."""
+    metrics.clear_metrics()
+    yield
+    metrics.clear_metrics()
 
 
 @pytest.fixture
