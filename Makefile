@@ -112,10 +112,13 @@ setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium ## Install everyth
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
 
-lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
+lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
+	@$(VENV)/bin/lint-imports --no-cache
+	@$(VENV)/bin/vulture
+	@$(PY) -m devkit.code_shape --check --top 0
 
 test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
 	@$(PY) -m pytest -p no:cacheprovider --durations=10

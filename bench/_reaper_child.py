@@ -31,7 +31,8 @@ from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.contract.sections import ReaperSection
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler

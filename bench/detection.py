@@ -68,7 +68,7 @@ from fleet_remediation.contract.alarm_math import (
 )
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
-from fleet_remediation.contract.settings import DrainerSection, TtsReachSection
+from fleet_remediation.contract.sections import DrainerSection, TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.investigation import recheck_alpha

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 
 # A run gets what a deployed function with the default settings gets: its Lambda timeout, which the
 # settings check against the run's call budgets (contract/budgets.py).

@@ -39,7 +39,6 @@ class Participant:
         self.identity = identity
         self.room: rtc.Room | None = None
         self.disconnected = threading.Event()
-        self.disconnect_reason: Any = None
         # (topic, payload) of every data message received, e.g. the reaper's warning.
         self.received: list[tuple[str, bytes]] = []
 
@@ -56,7 +55,6 @@ class Participant:
 
             @self.room.on("disconnected")
             def _on_disconnected(reason: Any) -> None:
-                self.disconnect_reason = reason
                 self.disconnected.set()
 
             @self.room.on("data_received")

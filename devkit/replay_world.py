@@ -438,11 +438,6 @@ class SimulatedLedger:
         self.calls += 1
         self._journal[(task_id, key.sort_key)] = (key.at, task_id, dict(entry))
 
-    @property
-    def audit_entries(self) -> list[tuple[datetime, str, dict[str, str]]]:
-        """(when, task id, entry) of every step, in the order they were journaled."""
-        return list(self._journal.values())
-
     def first_notice(self, key: str, now: datetime, ttl_seconds: int) -> bool:
         self.calls += 1
         epoch = int(now.timestamp())

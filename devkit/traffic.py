@@ -218,7 +218,6 @@ class GroundTruth:
     first_failed_response: float | None = None
     failed_responses: int = 0
     lessons: int = 0
-    lessons_not_placed: int = 0
 
 
 @dataclass
@@ -334,7 +333,6 @@ class TrafficSimulation:
         free = [t for t in self.tasks if not t.stopping and t.active < t.slots]
         self.truth.lessons += 1
         if not free:
-            self.truth.lessons_not_placed += 1
             return
         task = self.rng.choice(free)
         end = self._lesson_on(task, at)

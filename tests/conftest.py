@@ -20,6 +20,7 @@ os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.core.observability import metrics
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,24 @@ def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLi
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _metrics_of_this_test_only() -> Iterator[None]:
+    """Powertools' Metrics is one object per process. A handler flushes it on every invocation, but a
+    test that calls a service directly leaves its datapoints behind, and at 100 values of one metric
+    Powertools prints them to stdout, into whichever later test reads stdout."""
+    metrics.clear_metrics()
+    yield
+    metrics.clear_metrics()
+
+
 @pytest.fixture
 def lambda_context() -> LocalLambdaContext:
     return LocalLambdaContext()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The order's seed, also under -q (pytest-randomly prints it only in the header): a failure that
+    depends on the order is replayed with the same ``--randomly-seed``."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):
+        terminalreporter.write_line(f"random test order: replay it with --randomly-seed={seed}")

@@ -35,7 +35,8 @@ from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wa
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
-from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.contract.sections import ReaperSection
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
 from tools import demo_drainer
 from tools.render import render_report

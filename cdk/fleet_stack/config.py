@@ -16,7 +16,7 @@ from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
-from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 

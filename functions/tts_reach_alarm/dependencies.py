@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet_remediation.adapters.action_events import ActionEventSink, EventBridgeActionEvents
+from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.alarm_state import AlarmStates, CloudWatchAlarmStates
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
@@ -15,6 +15,7 @@ from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, Log
 from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.naming import EVENT_BUS_NAME
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
+from fleet_remediation.core.announce import ActionEventSink
 from fleet_remediation.core.kill_switch import ModeSwitch
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
 

@@ -137,17 +137,10 @@ def log_family_wise(
 ) -> tuple[float, bool]:
     """log of the family-wise p-value and whether it is exact (False: the Bonferroni bound)."""
     population = sum(job_counts)
-    reaching: list[tuple[int, int]] = []
-    log_tails: list[float] = []
-    for jobs in sorted(job_counts, reverse=True):
-        found = _reach(population, jobs, failed, log_threshold)
-        if found is None:
-            continue
-        fewest, log_tail = found
-        if log_tail >= 0.0:  # this worker reaches it whatever happens
-            return 0.0, True
-        reaching.append((jobs, fewest))
-        log_tails.append(log_tail)
+    found = _reaching_workers(job_counts, population, failed, log_threshold)
+    if found is None:  # a worker reaches it whatever happens
+        return 0.0, True
+    reaching, log_tails = found
     if not reaching:
         return -math.inf, True
     log_lower = max(log_tails)
@@ -157,6 +150,33 @@ def log_family_wise(
     lower = math.exp(log_lower)
     # Each dropped row or cut-off term loses at most ``epsilon``; there are at most this many.
     epsilon = lower * RELATIVE_PRECISION / ((failed + 1) * (len(reaching) + 1))
+    reached = _reached_mass(reaching, population, failed, epsilon, deadline)
+    return math.log(min(1.0, max(reached, lower))), True
+
+
+def _reaching_workers(
+    job_counts: Sequence[int], population: int, failed: int, log_threshold: float
+) -> tuple[list[tuple[int, int]], list[float]] | None:
+    """The workers that can reach the threshold, largest first, as (jobs, fewest failures), with
+    their tails' logs; None when one of them reaches it whatever happens."""
+    reaching: list[tuple[int, int]] = []
+    log_tails: list[float] = []
+    for jobs in sorted(job_counts, reverse=True):
+        found = _reach(population, jobs, failed, log_threshold)
+        if found is None:
+            continue
+        fewest, log_tail = found
+        if log_tail >= 0.0:
+            return None
+        reaching.append((jobs, fewest))
+        log_tails.append(log_tail)
+    return reaching, log_tails
+
+
+def _reached_mass(
+    reaching: Sequence[tuple[int, int]], population: int, failed: int, epsilon: float, deadline: float | None
+) -> float:
+    """P(some worker reaches the threshold), placing the reaching workers one after another."""
     offset, none = 0, [1.0]  # none[i]: P(no worker reached yet, offset + i failures placed)
     remaining, reached = population, 0.0
     for jobs, reach in reaching:
@@ -164,36 +184,45 @@ def log_family_wise(
             raise AnalysisDeadline
         spread = [0.0] * (len(none) + jobs + 1)
         for index, mass in enumerate(none):
-            if mass < epsilon:
-                continue
-            left = failed - offset - index
-            low, high, mode = _support(remaining, jobs, left)
-            cutoff = epsilon / ((high - low + 1) * mass)
-            peak = math.exp(_log_pmf(remaining, jobs, left, mode))
-            tail = 0.0
-            k, term = mode, peak
-            while True:  # the mode and above, where the terms fall
-                if k >= reach:
-                    tail += term
-                else:
-                    spread[index + k] += mass * term
-                if k == high or term < cutoff:
-                    break
-                term *= _up(remaining, jobs, left, k)
-                k += 1
-            k, term = mode, peak
-            while k > low:  # below the mode, where the terms fall going down
-                term *= _down(remaining, jobs, left, k)
-                k -= 1
-                if term < cutoff:
-                    break
-                if k >= reach:
-                    tail += term
-                else:
-                    spread[index + k] += mass * term
-            reached += mass * tail
+            if mass >= epsilon:
+                left = failed - offset - index
+                reached += mass * _place(spread, index, mass, (remaining, jobs, left), reach, epsilon)
         first = next((i for i, mass in enumerate(spread) if mass >= epsilon), len(spread))
         last = max((i for i, mass in enumerate(spread) if mass >= epsilon), default=first)
         offset, none = offset + first, spread[first : last + 1]
         remaining -= jobs
-    return math.log(min(1.0, max(reached, lower))), True
+    return reached
+
+
+def _place(
+    spread: list[float], index: int, mass: float, draw: tuple[int, int, int], reach: int, epsilon: float
+) -> float:
+    """Place one worker's count, hypergeometric over ``draw`` (jobs left, its jobs, failures left),
+    given ``mass`` of "none reached yet" at row ``index``: counts below ``reach`` add to
+    ``spread[index + count]``; the returned share is that of the counts that reach it."""
+    remaining, jobs, left = draw
+    low, high, mode = _support(remaining, jobs, left)
+    cutoff = epsilon / ((high - low + 1) * mass)
+    peak = math.exp(_log_pmf(remaining, jobs, left, mode))
+    tail = 0.0
+    k, term = mode, peak
+    while True:  # the mode and above, where the terms fall
+        if k >= reach:
+            tail += term
+        else:
+            spread[index + k] += mass * term
+        if k == high or term < cutoff:
+            break
+        term *= _up(remaining, jobs, left, k)
+        k += 1
+    k, term = mode, peak
+    while k > low:  # below the mode, where the terms fall going down
+        term *= _down(remaining, jobs, left, k)
+        k -= 1
+        if term < cutoff:
+            break
+        if k >= reach:
+            tail += term
+        else:
+            spread[index + k] += mass * term
+    return tail

@@ -14,7 +14,7 @@ from datetime import datetime
 from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
-from fleet_remediation.contract.settings import TaskActionScope
+from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.report import ReportBuilder

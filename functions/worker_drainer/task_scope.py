@@ -11,7 +11,7 @@ when it is off, refuses the task steps with one typed error that names the fix.
 from __future__ import annotations
 
 from fleet_remediation.contract.naming import ECS_SERVICE_NAME_TAG
-from fleet_remediation.contract.settings import TaskActionScope
+from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.plan_model import Step

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet_remediation.adapters.action_events import ActionEventSink, EventBridgeActionEvents
+from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
 from fleet_remediation.contract.settings import ReaperSettings, settings_from_environment
+from fleet_remediation.core.announce import ActionEventSink
 from fleet_remediation.core.kill_switch import ModeSwitch
 
 

@@ -17,7 +17,8 @@ from devkit.fakes.livekit import InMemoryRoomService, room
 from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.contract.sections import ReaperSection
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.errors import KillSwitchError
 from fleet_remediation.core.kill_switch import (
     KILL_SWITCH_MAX_AGE_SECONDS,

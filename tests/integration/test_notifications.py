@@ -39,7 +39,8 @@ from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKit
 from fleet_remediation.adapters.notifier import NotificationDelivery, SnsNotifier
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.contract.sections import ReaperSection
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.report import ReportBuilder

@@ -31,7 +31,6 @@ ENVIRONMENTS = sorted(cdk_json_context()["environments"])
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
 # The replay's --json document keeps the key its contract names (issue 9): "lessons".
 CONTRACT_KEYS = re.compile(r'"lessons"')
-PLACEHOLDER = re.compile(r"<[^<>]+>")
 
 
 @dataclass(frozen=True)

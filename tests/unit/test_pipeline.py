@@ -15,8 +15,8 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from devkit.replay_world import SimulatedOnceGuard
 from fleet_remediation import __version__
-from fleet_remediation.adapters.action_events import Announced
 from fleet_remediation.contract.action_events import ActionEvent, action_event_schema
+from fleet_remediation.core.announce import Announced
 from fleet_remediation.core.errors import LiveKitUnavailableError
 from fleet_remediation.core.handler import lambda_handler_for
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Work

@@ -11,7 +11,8 @@ from devkit.fakes.livekit import InMemoryRoomService, room
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_remediation.contract.settings import ReaperSection, ReaperSettings
+from fleet_remediation.contract.sections import ReaperSection
+from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies

@@ -17,7 +17,7 @@ from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract import budgets
 from fleet_remediation.contract.models import MAX_ECHO_CHARS, MAX_LISTED_PROBLEMS, excerpt
 from fleet_remediation.contract.policies import DrainerPolicy
-from fleet_remediation.contract.settings import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, InvalidEventError
 from fleet_remediation.core.report_model import TriggerKind
 from fleet_remediation.core.routing import (

@@ -20,7 +20,8 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
-from fleet_remediation.contract.settings import DrainerSettings, TaskActionScope
+from fleet_remediation.contract.sections import TaskActionScope
+from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
 from fleet_stack.constructs.kill_switch import KillSwitch
@@ -118,17 +119,17 @@ class WorkerDrainer(Construct):
         self._grant(config, detection)
         if drainer.vpc is not None:
             self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
-        self.schedule = events.Rule(
+        events.Rule(
             self,
             "Reconcile",
             description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
             schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
             targets=[self._target(Duration.minutes(2))],
         )
-        self.vad_route = detection.route_alarm(
+        detection.route_alarm(
             "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
         )
-        self.suspect_worker_rule = events.Rule(
+        events.Rule(
             self,
             "SuspectWorker",
             description=f"Suspect workers from tts_reach_alarm to the worker drainer ({env_name})",

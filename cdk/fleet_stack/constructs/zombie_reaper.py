@@ -79,7 +79,7 @@ class ZombieReaper(Construct):
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
         self.idempotency_table.grant_read_write_data(self.function)
-        self.schedule = events.Rule(
+        events.Rule(
             self,
             "Schedule",
             description=f"Run the zombie reaper every {reaper.schedule_minutes} min ({env_name})",

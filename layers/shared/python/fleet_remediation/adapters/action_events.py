@@ -9,8 +9,7 @@ is ``failed``; a failed entry inside an answered batch is counted as failed too.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
@@ -22,18 +21,7 @@ from fleet_remediation.contract.action_events import (
     ActionEvent,
 )
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, EVENT_SOURCE
-
-
-@dataclass
-class Announced:
-    sent: int = 0
-    unknown: int = 0
-    failed: int = 0
-    problems: list[str] = field(default_factory=list)
-
-
-class ActionEventSink(Protocol):
-    def put(self, events: list[ActionEvent]) -> Announced: ...
+from fleet_remediation.core.announce import Announced
 
 
 class EventBridgeActionEvents:

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
@@ -28,47 +28,20 @@ from fleet_remediation.core.errors import (
     SecretError,
 )
 
+# The port's types are the domain's; adapters, functions and tests may name them from here too.
+from fleet_remediation.domain.rooms import NOT_FOUND as NOT_FOUND
+from fleet_remediation.domain.rooms import LiveRoom as LiveRoom
+from fleet_remediation.domain.rooms import RoomService as RoomService
+
 if TYPE_CHECKING:
     from livekit import api as lkapi
     from livekit.api.room_service import RoomService as LiveKitRooms
 
-# LiveKit answers a DeleteRoom/ListRooms for a room that no longer exists with this Twirp code.
-NOT_FOUND = "not_found"
 SECRET_MAX_AGE_SECONDS = 300
 # One token signs every call of a client; it is signed again this long before it expires. A client
 # lives for one invocation (at most Lambda's 15 minutes), so it is signed about once per run.
 TOKEN_TTL = timedelta(minutes=10)
 TOKEN_RENEW_MARGIN_SECONDS = 60.0
-
-
-class LiveRoom(NamedTuple):
-    """One room as ListRooms saw it. A named tuple: a fleet-wide listing makes one per room, and
-    it is CPython's cheapest immutable record (about half the cost of a frozen dataclass)."""
-
-    name: str
-    sid: str
-    created_at: datetime | None
-    num_participants: int
-    # The application's room metadata (free text; often JSON), where the reaper records its warning.
-    metadata: str = ""
-
-
-class RoomService(Protocol):
-    async def list_rooms(self, names: Sequence[str] | None = None) -> list[LiveRoom]: ...
-
-    async def delete_room(self, name: str) -> None:
-        """Delete a room; raises ``LiveKitApiError`` with twirp_code ``not_found`` if it is gone."""
-        ...
-
-    async def update_room_metadata(self, name: str, metadata: str) -> None:
-        """Replace the room's metadata (every participant is told of the change)."""
-        ...
-
-    async def send_data(self, name: str, data: bytes, topic: str) -> None:
-        """Send a reliable data message to every participant of the room."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 class LiveKitCredentials(BaseModel):

@@ -18,7 +18,6 @@ from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
 
 ENVIRONMENT_DIMENSION = "environment"
 SERVICE_DIMENSION = "service"
-DIMENSIONS = (ENVIRONMENT_DIMENSION, SERVICE_DIMENSION)
 
 
 @dataclass(frozen=True)
@@ -114,26 +113,6 @@ DRAINER_STEP_DONE = {
     step: MetricDefinition(f"Drainer{_step_title(step)}Done", _DRAINER, f"'{step}' steps done.")
     for step in DRAINER_STEPS
 }
-
-ALL_METRICS: tuple[MetricDefinition, ...] = (
-    INVOCATION_FAILED,
-    NOTIFICATIONS_SENT,
-    NOTIFICATIONS_LOST,
-    ROOMS_SEEN,
-    ROOMS_OVER_AGE,
-    ROOMS_REAPED,
-    ROOM_REAP_FAILURES,
-    ROOM_REAPS_UNKNOWN,
-    ROOMS_WARNED,
-    ROOMS_TRIMMED_BY_CAP,
-    TTS_REACH_FAILING_JOBS,
-    TTS_REACH_SUSPECT_WORKERS,
-    DRAINER_TASKS_DRAINING,
-    DRAINER_GUARDRAIL_REFUSALS,
-    *DRAINER_STEP_PLANNED.values(),
-    *DRAINER_STEP_DONE.values(),
-)
-
 
 # Not ours: ECS Container Insights' service-level task counts (Container Insights must be enabled on
 # the agents' cluster), dimensions ClusterName and ServiceName.

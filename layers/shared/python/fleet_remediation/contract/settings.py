@@ -4,7 +4,7 @@ At synth the CDK construct builds the function's model from cdk.json (resource n
 tokens: plain strings here) and deploys ``to_lambda_environment()``; at cold start the function reads
 the same model from those variables with pydantic-settings. A value the runtime would reject fails
 ``make synth`` naming its field path; cross-field rules (budgets that must fit the Lambda timeout, a
-lease that must outlive an invocation) live in the sections below, so both sides enforce them.
+lease that must outlive an invocation) live in the sections (``sections.py``), so both sides enforce them.
 
 Each function's cdk.json section (``reaper``, ``tts_reach``, ``drainer``) is embedded whole, under the
 same name, so a field's path is the same in cdk.json, in a synth error and in a cold-start error.
@@ -14,166 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError, model_validator
+from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from fleet_remediation.contract import budgets, naming
+from fleet_remediation.contract import naming
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.disruption_window import DisruptionWindow
-from fleet_remediation.contract.models import StrictModel, describe_validation_error
-from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
+from fleet_remediation.contract.errors import ConfigurationError
+from fleet_remediation.contract.models import describe_validation_error
+from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 from fleet_remediation.contract.signals import SignalSettings
-from fleet_remediation.core.errors import ConfigurationError
-
-# --- the functions' cdk.json sections ----------------------------------------------------------------
-
-
-class ReaperSection(StrictModel):
-    """``environments.<env>.reaper``."""
-
-    schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=90, ge=10, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    policy: ReaperPolicy = ReaperPolicy()
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> ReaperSection:
-        needed = budgets.reaper_seconds_needed(self.livekit_request_timeout_seconds)
-        if needed > self.timeout_seconds:
-            raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, the run's once-only record, credentials, the "
-                f"room listing and one room at livekit_request_timeout_seconds="
-                f"{self.livekit_request_timeout_seconds:g} each, the notification, the report: "
-                f"contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
-            )
-        return self
-
-
-class TtsReachSection(StrictModel):
-    """``environments.<env>.tts_reach``: the responder function; its alarm lives in ``detection``."""
-
-    timeout_seconds: int = Field(default=120, ge=10, le=900, description="Lambda timeout.")
-    query_timeout_seconds: float = Field(default=20, gt=0, le=300, description="Per Logs Insights query.")
-    recheck_minutes: int = Field(
-        default=2,
-        ge=0,
-        le=60,
-        description="Re-check the open incident this often while the TTS page stays in ALARM (0: never).",
-    )
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> TtsReachSection:
-        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
-        if self.query_timeout_seconds < call:
-            raise ValueError(
-                f"query_timeout_seconds ({self.query_timeout_seconds:g}) must be at least one Logs Insights "
-                f"call's worst case ({call:g} s), or no query could ever start"
-            )
-        needed = budgets.tts_reach_seconds_needed(self.query_timeout_seconds)
-        if needed > self.timeout_seconds:
-            raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, the page's state, two queries of "
-                f"query_timeout_seconds={self.query_timeout_seconds:g}, the suspect-worker event and the "
-                f"notification with their once-only records, the report: contract/budgets.py); "
-                f"timeout_seconds is "
-                f"{self.timeout_seconds}"
-            )
-        return self
-
-
-class DrainerVpcConfig(StrictModel):
-    """Run the drainer inside the agents' VPC so it can read each task's ``/worker`` endpoint."""
-
-    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]+$")
-    subnet_ids: tuple[str, ...] = Field(min_length=1)
-    security_group_ids: tuple[str, ...] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _ids_look_like_ids(self) -> DrainerVpcConfig:
-        for index, subnet in enumerate(self.subnet_ids):
-            if not subnet.startswith("subnet-"):
-                raise ValueError(f"subnet_ids[{index}] {subnet!r} is not a subnet id")
-        for index, group in enumerate(self.security_group_ids):
-            if not group.startswith("sg-"):
-                raise ValueError(f"security_group_ids[{index}] {group!r} is not a security group id")
-        return self
-
-
-class TaskActionScope(StrEnum):
-    """Which tasks the drainer's IAM policy lets it stop, tag, untag and (un)protect.
-
-    ``service``: only tasks carrying the ECS managed tag ``aws:ecs:serviceName`` = our service, which
-    ECS sets only when the service has ``enableECSManagedTags`` on (the drainer checks that before it
-    acts). ``cluster``: any task of the agents' cluster, for a service without managed tags.
-    """
-
-    SERVICE = "service"
-    CLUSTER = "cluster"
-
-
-class DrainerSection(StrictModel):
-    """``environments.<env>.drainer``."""
-
-    schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 120 s (contract/budgets.py): the default leaves a margin above it.
-    timeout_seconds: int = Field(default=150, ge=20, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    insights_timeout_seconds: float = Field(
-        default=15.0, gt=0, le=120, description="Per Logs Insights query."
-    )
-    agent_log_stream_prefix: str = Field(
-        default="agent", min_length=1, description="awslogs-stream-prefix of the agent container."
-    )
-    agent_container_name: str | None = Field(
-        default=None, description="The agent container's name (default: the ECS service name)."
-    )
-    vpc: DrainerVpcConfig | None = None
-    task_action_scope: TaskActionScope = Field(
-        default=TaskActionScope.SERVICE,
-        description="service: task changes only on tasks tagged aws:ecs:serviceName=<service>; cluster: "
-        "any task of the cluster.",
-    )
-    policy: DrainerPolicy = DrainerPolicy()
-
-    @model_validator(mode="after")
-    def _timeouts_in_order(self) -> DrainerSection:
-        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
-        if self.insights_timeout_seconds < call:
-            raise ValueError(
-                f"insights_timeout_seconds ({self.insights_timeout_seconds:g}) must be at least one Logs "
-                f"Insights call's worst case ({call:g} s), or no query could ever start"
-            )
-        needed = budgets.drainer_seconds_needed(
-            self.insights_timeout_seconds, self.ecs_request_timeout_seconds
-        )
-        if needed > self.timeout_seconds:
-            raise ValueError(
-                f"a run needs up to {needed:g} s (kill switch, the VAD alarm's state, credentials, "
-                f"{budgets.DRAINER_QUERIES} "
-                f"queries of insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS "
-                f"calls of "
-                f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the "
-                f"report: contract/budgets.py); timeout_seconds is {self.timeout_seconds}"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _lease_outlives_invocation(self) -> DrainerSection:
-        # A lease that expires while its holder still acts lets a second invocation act on the same
-        # service at the same time.
-        if self.policy.lease_seconds < self.timeout_seconds:
-            raise ValueError(
-                f"policy.lease_seconds ({self.policy.lease_seconds}) must be at least timeout_seconds "
-                f"({self.timeout_seconds}): a lease must outlive the invocation that holds it"
-            )
-        return self
-
-
-# --- the functions' settings -------------------------------------------------------------------------
 
 
 class FunctionSettings(BaseSettings):

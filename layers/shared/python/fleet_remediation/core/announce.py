@@ -4,10 +4,10 @@ the same event (same request id) finds them sent and does not put them again."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from fleet_remediation.adapters.action_events import ActionEventSink
 from fleet_remediation.contract.action_events import (
     ACTION_EVENTS_SECONDS,
     MAX_EVENTS_PER_RUN,
@@ -20,6 +20,21 @@ from fleet_remediation.contract.budgets import ONCE_RECORD_SECONDS
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode
+
+
+@dataclass
+class Announced:
+    """How a put went: events sent, of unknown outcome (may have landed: never re-sent), refused."""
+
+    sent: int = 0
+    unknown: int = 0
+    failed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class ActionEventSink(Protocol):
+    def put(self, events: list[ActionEvent]) -> Announced: ...
+
 
 # Putting the events (every batch's worst case) and recording them once (two once-store writes).
 ANNOUNCE_SECONDS = ACTION_EVENTS_SECONDS + ONCE_RECORD_SECONDS

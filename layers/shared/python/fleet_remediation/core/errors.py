@@ -11,22 +11,10 @@ from contextlib import contextmanager
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-
-class RemediationError(Exception):
-    """Base class. ``code`` is what the report and the metrics show."""
-
-    code = "RemediationError"
-
-    def __init__(self, message: str, *, resource: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.resource = resource
-
-
-class ConfigurationError(RemediationError):
-    """The function's environment or the deployed configuration is invalid."""
-
-    code = "ConfigurationError"
+# The root and the configuration error are the contract's (it raises them); named here too, so every
+# typed error is importable from this module.
+from fleet_remediation.contract.errors import ConfigurationError as ConfigurationError
+from fleet_remediation.contract.errors import RemediationError as RemediationError
 
 
 class InvalidEventError(RemediationError):

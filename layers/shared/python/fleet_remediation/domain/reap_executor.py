@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from fleet_remediation.adapters.livekit_rooms import NOT_FOUND, LiveRoom, RoomService
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.core.errors import (
     LiveKitApiError,
@@ -34,6 +33,7 @@ from fleet_remediation.domain.room_warnings import (
     warning_message,
     with_warning,
 )
+from fleet_remediation.domain.rooms import NOT_FOUND, LiveRoom, RoomService
 
 
 @dataclass

@@ -24,10 +24,10 @@ from enum import StrEnum
 from functools import cached_property
 from typing import NamedTuple
 
-from fleet_remediation.adapters.livekit_rooms import LiveRoom
 from fleet_remediation.contract.naming import ROOM_OPT_OUT_KEY
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.domain.room_warnings import read_warning
+from fleet_remediation.domain.rooms import LiveRoom
 
 # Rooms re-checked with one ListRooms before they are acted on. A batch's deletes follow its
 # re-check at once, so a room is re-read at most one batch's worth of deletes before it goes.
