@@ -165,10 +165,10 @@ def plan_drainer(
         reaper=config.reaper,
         drainer=config.drainer,
         signals=config.detection.signals,
-        ecs_cluster=config.ecs_cluster,
-        ecs_service=config.ecs_service,
+        ecs_cluster=config.agent_service.ecs_cluster,
+        ecs_service=config.agent_service.ecs_service,
         ledger_table_name=ledger_table or deployed_ledger_table(env),
-        agent_log_group=config.agent_log_group,
+        agent_log_group=config.agent_service.agent_log_group,
     )
     deps = DrainerDependencies(
         settings=drainer,

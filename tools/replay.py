@@ -323,8 +323,8 @@ class Replay:
         self.ecs = SimulatedEcsService(
             self.events,
             self.clock,
-            cluster=config.ecs_cluster,
-            service=config.ecs_service,
+            cluster=config.agent_service.ecs_cluster,
+            service=config.agent_service.ecs_service,
             region=self.region,
             account=self.account,
         )
@@ -603,7 +603,7 @@ def _settings(
             {
                 **common,
                 "aws_region": config.region,
-                "agent_log_group": config.agent_log_group,
+                "agent_log_group": config.agent_service.agent_log_group,
                 "idempotency_table_name": SIMULATED_STORE,
                 "detection": config.detection,
                 "tts_reach": config.tts_reach,
@@ -619,10 +619,10 @@ def _settings(
                 "drainer": config.drainer,
                 "signals": config.detection.signals,
                 "tts_reach_alarm": config.detection.tts_reach_alarm,
-                "ecs_cluster": config.ecs_cluster,
-                "ecs_service": config.ecs_service,
+                "ecs_cluster": config.agent_service.ecs_cluster,
+                "ecs_service": config.agent_service.ecs_service,
                 "ledger_table_name": SIMULATED_STORE,
-                "agent_log_group": config.agent_log_group,
+                "agent_log_group": config.agent_service.agent_log_group,
             },
             path,
         ),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
+from fleet_remediation.contract.agent_services import MAX_AGENT_SERVICES, AgentService, refuse_moved_keys
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
@@ -92,11 +93,11 @@ class NotificationTargets(StrictModel):
 class EnvironmentConfig(StrictModel):
     account: str | None = Field(default=None, pattern=r"^\d{12}$")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
-    agent_log_group: str = Field(
-        min_length=1, max_length=512, description="The agents' CloudWatch log group."
+    agent_services: list[AgentService] = Field(
+        min_length=1,
+        max_length=MAX_AGENT_SERVICES,
+        description="The agent services this deployment covers (one per environment for now).",
     )
-    ecs_cluster: str = Field(min_length=1)
-    ecs_service: str = Field(min_length=1)
     livekit_url: AnyHttpUrl = Field(description="LiveKit server API URL (https://...).")
     livekit_secret_name: str = Field(
         min_length=1, description='Secrets Manager secret: {"api_key": "...", "api_secret": "..."}.'
@@ -114,6 +115,13 @@ class EnvironmentConfig(StrictModel):
     disruption_window: DisruptionWindow | None = Field(
         default=None, description="When the reaper and the drainer may start new disruption (none: any time)."
     )
+
+    _moved_keys = model_validator(mode="before")(refuse_moved_keys)
+
+    @property
+    def agent_service(self) -> AgentService:
+        """The one agent service an environment covers today."""
+        return self.agent_services[0]
 
     @model_validator(mode="after")
     def _existing_topics_are_ours(self) -> EnvironmentConfig:

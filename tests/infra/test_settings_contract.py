@@ -155,3 +155,19 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
             model, functions[name], **tokens, AWS_REGION=str(at_synth.model_dump().get("aws_region"))
         )
         assert read == at_synth, name
+
+
+def test_an_environment_lists_its_agent_services_and_a_0_1_layout_says_where_they_moved() -> None:
+    from fleet_stack.config import load_environment
+
+    context = cdk_json_context()
+    assert [s.name for s in load_environment(context, "staging").agent_services] == ["agents"]
+    old = copy.deepcopy(context)
+    service = old["environments"]["staging"].pop("agent_services")[0]
+    old["environments"]["staging"].update({k: v for k, v in service.items() if k != "name"})
+    with pytest.raises(ConfigError, match=r"moved under agent_services in 0\.2"):
+        load_environment(old, "staging")
+    two = copy.deepcopy(context)
+    two["environments"]["staging"]["agent_services"].append({**service, "name": "outbound"})
+    with pytest.raises(ConfigError, match="agent_services"):
+        load_environment(two, "staging")

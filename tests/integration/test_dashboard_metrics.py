@@ -130,7 +130,9 @@ def test_every_metric_the_dashboard_and_alarms_ask_for_is_emitted_with_that_iden
         for t in r["Properties"]["MetricTransformations"]
     }
     config = load_environment(cdk_json_context(), "staging")
-    ecs = frozenset({("ClusterName", config.ecs_cluster), ("ServiceName", config.ecs_service)})
+    ecs = frozenset(
+        {("ClusterName", config.agent_service.ecs_cluster), ("ServiceName", config.agent_service.ecs_service)}
+    )
     lines, missing = [], []
     for where, identity in wanted:
         if identity.namespace == METRICS_NAMESPACE:

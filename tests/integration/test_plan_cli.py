@@ -195,28 +195,28 @@ def test_the_drainer_plan_reads_the_service_and_its_deployed_ledger(
     livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = write_config(tmp_path, livekit_env)
-    staging = cdk_json_context()["environments"]["staging"]
+    service = cdk_json_context()["environments"]["staging"]["agent_services"][0]
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
     try:
         with mock_aws():
             ecs = boto3.client("ecs", region_name="eu-west-1")
-            ecs.create_cluster(clusterName=staging["ecs_cluster"])
+            ecs.create_cluster(clusterName=service["ecs_cluster"])
             ecs.register_task_definition(
                 family="agent",
-                containerDefinitions=[{"name": staging["ecs_service"], "image": "agent:1", "memory": 512}],
+                containerDefinitions=[{"name": service["ecs_service"], "image": "agent:1", "memory": 512}],
             )
             ecs.create_service(
-                cluster=staging["ecs_cluster"],
-                serviceName=staging["ecs_service"],
+                cluster=service["ecs_cluster"],
+                serviceName=service["ecs_service"],
                 taskDefinition="agent",
                 desiredCount=2,
             )
             tasks = ecs.run_task(
-                cluster=staging["ecs_cluster"],
+                cluster=service["ecs_cluster"],
                 taskDefinition="agent",
                 count=2,
                 launchType="FARGATE",
-                group=f"service:{staging['ecs_service']}",
+                group=f"service:{service['ecs_service']}",
             )["tasks"]
             boto3.client("dynamodb", region_name="eu-west-1").create_table(
                 TableName="deployed-ledger",
@@ -231,7 +231,7 @@ def test_the_drainer_plan_reads_the_service_and_its_deployed_ledger(
                 BillingMode="PAY_PER_REQUEST",
             )
             boto3.client("logs", region_name="eu-west-1").create_log_group(
-                logGroupName=staging["agent_log_group"]
+                logGroupName=service["agent_log_group"]
             )
             deploy_drainer_config(ledger_table="deployed-ledger")
             code = plan.main(["drainer", "--env", "staging", "--config", str(config)])

@@ -93,7 +93,7 @@ class FleetDashboard(Construct):
             ),
             cloudwatch.TextWidget(markdown=self._kill_switch_and_runbooks(config), width=9, height=7),
         )
-        detection.add_fleet_widgets(self.dashboard, config.agent_log_group)
+        detection.add_fleet_widgets(self.dashboard, config.agent_service.agent_log_group)
         self._per_worker_over_time(config)
         self._remediation()
         self._drainer_and_fleet(config)
@@ -140,7 +140,7 @@ class FleetDashboard(Construct):
         )
 
     def _per_worker_over_time(self, config: EnvironmentConfig) -> None:
-        agent_log_group = config.agent_log_group
+        agent_log_group = config.agent_service.agent_log_group
         catalog = config.detection.catalog()
         started, frame = catalog.response_started, catalog.first_audio_frame
         reach = "\n| ".join(
@@ -212,7 +212,10 @@ class FleetDashboard(Construct):
     def _drainer_and_fleet(self, config: EnvironmentConfig) -> None:
         env = self.env_name
         m = metric_definitions
-        ecs = {"ClusterName": config.ecs_cluster, "ServiceName": config.ecs_service}
+        ecs = {
+            "ClusterName": config.agent_service.ecs_cluster,
+            "ServiceName": config.agent_service.ecs_service,
+        }
 
         def container_insights(name: str) -> cloudwatch.Metric:
             return cloudwatch.Metric(

@@ -50,7 +50,9 @@ class Detection(Construct):
         detection: DetectionConfig = config.detection
         catalog = detection.catalog()
         self.namespace = detection.metric_namespace(env_name)
-        self.log_group = logs.LogGroup.from_log_group_name(self, "AgentLogs", config.agent_log_group)
+        self.log_group = logs.LogGroup.from_log_group_name(
+            self, "AgentLogs", config.agent_service.agent_log_group
+        )
         # Dimensionless metrics: their count (and cost) does not grow with jobs, rooms or workers.
         for signal in catalog:
             self._filter(signal.metric_name, signal.metric_filter_pattern(), "1", cloudwatch.Unit.COUNT)

@@ -56,9 +56,9 @@ class TtsReachResponder(Construct):
             notifications=notifications,
             kill_switch=kill_switch,
             aws_region=Stack.of(self).region,
-            agent_log_group=config.agent_log_group,
+            agent_log_group=config.agent_service.agent_log_group,
             idempotency_table_name=self.idempotency_table.table_name,
-            ecs_cluster=config.ecs_cluster,
+            ecs_cluster=config.agent_service.ecs_cluster,
             detection=config.detection,
             tts_reach=config.tts_reach,
         )

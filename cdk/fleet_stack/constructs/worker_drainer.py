@@ -94,10 +94,10 @@ class WorkerDrainer(Construct):
             drainer=drainer,
             signals=config.detection.signals,
             tts_reach_alarm=config.detection.tts_reach_alarm,
-            ecs_cluster=config.ecs_cluster,
-            ecs_service=config.ecs_service,
+            ecs_cluster=config.agent_service.ecs_cluster,
+            ecs_service=config.agent_service.ecs_service,
             ledger_table_name=self.ledger.table_name,
-            agent_log_group=config.agent_log_group,
+            agent_log_group=config.agent_service.agent_log_group,
         )
         self.remediation = RemediationFunction(
             self,
@@ -152,7 +152,9 @@ class WorkerDrainer(Construct):
 
     def _grant(self, config: EnvironmentConfig, detection: Detection) -> None:
         stack = Stack.of(self)
-        cluster_arn = stack.format_arn(service="ecs", resource="cluster", resource_name=config.ecs_cluster)
+        cluster_arn = stack.format_arn(
+            service="ecs", resource="cluster", resource_name=config.agent_service.ecs_cluster
+        )
         for statement in _task_statements(stack, config):
             self.function.add_to_role_policy(statement)
         self.function.add_to_role_policy(
@@ -162,7 +164,7 @@ class WorkerDrainer(Construct):
                     stack.format_arn(
                         service="ecs",
                         resource="service",
-                        resource_name=f"{config.ecs_cluster}/{config.ecs_service}",
+                        resource_name=f"{config.agent_service.ecs_cluster}/{config.agent_service.ecs_service}",
                     )
                 ],
             )
@@ -233,10 +235,14 @@ def _task_statements(stack: Stack, config: EnvironmentConfig) -> list[iam.Policy
     ecs:service. ECS sets the tag aws:ecs:serviceName on a service's tasks when the service has ECS
     managed tags on; the drainer checks that before it acts (worker_drainer/task_scope.py).
     """
-    tasks = [stack.format_arn(service="ecs", resource="task", resource_name=f"{config.ecs_cluster}/*")]
+    tasks = [
+        stack.format_arn(
+            service="ecs", resource="task", resource_name=f"{config.agent_service.ecs_cluster}/*"
+        )
+    ]
     ours: dict[str, dict[str, object]] = {}
     if config.drainer.task_action_scope is TaskActionScope.SERVICE:
-        ours = {"StringEquals": {f"aws:ResourceTag/{ECS_SERVICE_NAME_TAG}": config.ecs_service}}
+        ours = {"StringEquals": {f"aws:ResourceTag/{ECS_SERVICE_NAME_TAG}": config.agent_service.ecs_service}}
     own_tag_keys = {"ForAllValues:StringEquals": {"aws:TagKeys": list(WRITTEN_TAGS)}}
     return [
         iam.PolicyStatement(actions=list(ECS_TASK_READ_ACTIONS), resources=tasks),
