@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.drainer_steps import STEP_TABLE, Step
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.plan_model import ACTING_STEPS, LadderPlan, PlannedStep, Snapshot, Step
+from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 from worker_drainer.tags import State, cause_of, state_of
 
 
@@ -83,7 +84,8 @@ def summarize(
 
 def record_metrics(plan: LadderPlan, report: ReportBuilder) -> None:
     emit(metric_definitions.DRAINER_TASKS_DRAINING, plan.draining)
-    for step in sorted(ACTING_STEPS):
+    for row in STEP_TABLE:
+        step = row.step
         planned = sum(p.step is step for p in plan.steps)
         done = sum(a.action == step.value and a.outcome is Outcome.DONE for a in report.actions)
         emit(metric_definitions.DRAINER_STEP_PLANNED[step.value], planned)
