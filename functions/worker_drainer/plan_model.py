@@ -14,7 +14,7 @@ from worker_drainer.adapters.capacity_debts import CapacityDebt
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment
 from worker_drainer.recovery import TtsEvidence
-from worker_drainer.tags import Cause, State
+from worker_drainer.tags import Cause, State, TaskMarks, marks_of
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,12 @@ class Snapshot:
     protected_rooms: Mapping[str, tuple[str, ...] | None] = field(default_factory=dict)
     # TTS outcomes since the cordon of each TTS-suspect task whose recovery window has passed.
     tts_evidence: Mapping[str, TtsEvidence | None] = field(default_factory=dict)
+    # Each task's drainer tags, read once into a typed state (from ``tasks`` when not given).
+    marks: Mapping[str, TaskMarks] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.marks:
+            object.__setattr__(self, "marks", marks_of(self.tasks))
 
 
 @dataclass(frozen=True)
