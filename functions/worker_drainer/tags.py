@@ -1,5 +1,6 @@
 """The drainer's state, kept on the ECS task itself as tags (so an agent can read it through its
-task metadata endpoint): the tag schema, and how a task's tags read as a ladder state.
+task metadata endpoint): the tag schema, and how a task's tags read as a ladder state (``TaskMarks``,
+read once per snapshot and once per step's re-check of its task).
 
 A cordon writes, in one TagResource call, everything needed to finish or undo it later: the state,
 when and why (``cause``: manual, VAD attribution or TTS suspect), the drain deadline, how capacity
@@ -149,7 +150,7 @@ def _enum(kind: type[_Value], raw: str | None, absent: _Value) -> _Value:
 def _epoch_value(raw: str | None) -> datetime | None:
     try:
         return datetime.fromtimestamp(int(raw), tz=UTC) if raw else None
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a number, or beyond the platform's time range
         return None
 
 

@@ -72,6 +72,7 @@ def test_unreadable_tags_read_as_absent_and_an_unreadable_cordon_is_finished_aga
             tags.CAUSE_TAG: "gremlins",
             tags.SINCE_TAG: "yesterday",
             tags.COOLDOWN_TAG: "",
+            tags.DEADLINE_TAG: "9" * 30,
             tags.CORDON_TAG: "half",
             tags.INCIDENT_TAG: "",
         }
@@ -83,6 +84,7 @@ def test_unreadable_tags_read_as_absent_and_an_unreadable_cordon_is_finished_aga
         None,
     )
     assert marks.incident is None
+    assert marks.deadline is None  # a number beyond any date
     assert marks.cordon is CordonProgress.STARTED
 
 
