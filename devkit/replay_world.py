@@ -50,7 +50,7 @@ from worker_drainer.adapters.ecs_tasks import (
 )
 from worker_drainer.adapters.ledger import AuditKey, CapacityDebt, Lease, Phase
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE
-from worker_drainer.tags import since_of
+from worker_drainer.tags import TaskMarks
 
 PROCESS_EXITING_MESSAGE = "process exiting"
 STOPPED = "STOPPED"
@@ -373,7 +373,7 @@ class SimulatedWorkerProbe:
     def active_jobs(self, task: EcsTask) -> int | None:
         self.calls += 1
         now = self.ecs.clock()
-        cordoned = since_of(task)
+        cordoned = TaskMarks.read(task.tags).since
         stream = self.ecs.stream_of(task.task_id)
         count = 0
         for job in self._by_stream.get(stream or "", []):

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.drainer_steps import STEP_TABLE, Step
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.attribution import WorkerAssessment
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.plan_model import ACTING_STEPS, LadderPlan, PlannedStep, Snapshot, Step
-from worker_drainer.tags import State, cause_of, state_of
+from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 
 
 def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> None:
@@ -20,20 +22,9 @@ def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> 
         steps.setdefault(planned.task_id, planned)
     assessed = {w.task_id: w for w in snapshot.fleet.workers} if snapshot.fleet else {}
     for task in snapshot.tasks:
-        step = steps.get(task.task_id)
         worker = assessed.get(task.task_id)
-        facts: dict[str, Any] = {"state": state_of(task).value, "task_arn": task.arn}
-        if state_of(task) is not State.HEALTHY:
-            facts["cause"] = cause_of(task).value
-        if task.task_id in snapshot.tts_evidence:
-            evidence = snapshot.tts_evidence[task.task_id]
-            facts["tts_jobs_since_mark"] = None if evidence is None else [evidence.jobs, evidence.failed]
-        if worker is not None:
-            facts |= {"pattern": worker.pattern.value, "rate_per_minute": round(worker.rate_per_minute, 3)}
-            if worker.stats is not None:
-                facts |= {"warnings": worker.stats.warnings, "max_delay": worker.stats.max_delay}
-        if task.task_id in snapshot.active_jobs:
-            facts["active_jobs"] = snapshot.active_jobs[task.task_id]
+        facts = _facts(task, worker, snapshot)
+        step = steps.get(task.task_id)
         if step is None:
             report.candidate(
                 task.task_id, Decision.SKIP, worker.reason if worker else "no ladder step", **facts
@@ -44,11 +35,29 @@ def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> 
         decision = report.planned() if step.acting else Decision.SKIP
         report.candidate(task.task_id, decision, f"{step.step.value}: {step.reason}", **facts)
     for step in plan.steps:
-        if step.task_id not in {t.task_id for t in snapshot.tasks}:
+        if step.task_id not in snapshot.marks:
             decision = report.planned() if step.acting else Decision.SKIP
             report.candidate(
                 step.task_id, decision, f"{step.step.value}: {step.reason}", task_arn=step.task_arn
             )
+
+
+def _facts(task: EcsTask, worker: WorkerAssessment | None, snapshot: Snapshot) -> dict[str, Any]:
+    """What the report says of a task: its marks, its pattern in the window, its jobs."""
+    marks = snapshot.marks[task.task_id]
+    facts: dict[str, Any] = {"state": marks.state.value, "task_arn": task.arn}
+    if marks.marked:
+        facts["cause"] = marks.cause.value
+    if task.task_id in snapshot.tts_evidence:
+        evidence = snapshot.tts_evidence[task.task_id]
+        facts["tts_jobs_since_mark"] = None if evidence is None else [evidence.jobs, evidence.failed]
+    if worker is not None:
+        facts |= {"pattern": worker.pattern.value, "rate_per_minute": round(worker.rate_per_minute, 3)}
+        if worker.stats is not None:
+            facts |= {"warnings": worker.stats.warnings, "max_delay": worker.stats.max_delay}
+    if task.task_id in snapshot.active_jobs:
+        facts["active_jobs"] = snapshot.active_jobs[task.task_id]
+    return facts
 
 
 def summarize(
@@ -83,7 +92,8 @@ def summarize(
 
 def record_metrics(plan: LadderPlan, report: ReportBuilder) -> None:
     emit(metric_definitions.DRAINER_TASKS_DRAINING, plan.draining)
-    for step in sorted(ACTING_STEPS):
+    for row in STEP_TABLE:
+        step = row.step
         planned = sum(p.step is step for p in plan.steps)
         done = sum(a.action == step.value and a.outcome is Outcome.DONE for a in report.actions)
         emit(metric_definitions.DRAINER_STEP_PLANNED[step.value], planned)

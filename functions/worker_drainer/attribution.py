@@ -95,6 +95,22 @@ def _describe(pattern: Pattern, stats: SlowVadStats | None, rate: float) -> str:
     )
 
 
+def _judge(
+    task_id: str, classified: Mapping[str, tuple[Pattern, float]], fleet_wide: bool, policy: DrainerPolicy
+) -> tuple[bool, str]:
+    """Whether an elevated worker is degraded (an outlier against the rest of the fleet), and why."""
+    pattern, rate = classified[task_id]
+    if not pattern.elevated:
+        return False, ""
+    if fleet_wide:
+        return False, "; not attributed: the slowness is fleet-wide"
+    others = [r for other, (_, r) in classified.items() if other != task_id]
+    median = statistics.median(others) if others else 0.0
+    if rate >= policy.outlier_factor * median:
+        return True, f"; outlier ({policy.outlier_factor:g}x the fleet median {median:.2f}/min)"
+    return False, f"; not an outlier against the fleet median {median:.2f}/min"
+
+
 def assess_fleet(
     stats: Iterable[SlowVadStats],
     stream_to_task: Mapping[str, str],
@@ -123,19 +139,8 @@ def assess_fleet(
     for task_id in task_ids:
         pattern, rate = classified[task_id]
         row = by_task.get(task_id)
-        text = _describe(pattern, row, rate)
-        degraded = False
-        if pattern.elevated and fleet_wide:
-            text += "; not attributed: the slowness is fleet-wide"
-        elif pattern.elevated:
-            others = [r for other, (_, r) in classified.items() if other != task_id]
-            median = statistics.median(others) if others else 0.0
-            degraded = rate >= policy.outlier_factor * median
-            text += (
-                f"; outlier ({policy.outlier_factor:g}x the fleet median {median:.2f}/min)"
-                if degraded
-                else f"; not an outlier against the fleet median {median:.2f}/min"
-            )
+        degraded, judged = _judge(task_id, classified, fleet_wide, policy)
+        text = _describe(pattern, row, rate) + judged
         workers.append(
             WorkerAssessment(task_id, streams.get(task_id, ""), pattern, rate, degraded, text, row)
         )

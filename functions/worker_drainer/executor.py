@@ -13,7 +13,7 @@ from datetime import datetime
 
 from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
-from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
+from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.core.errors import ConcurrentActionError, DeadlineExceededError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch
@@ -28,17 +28,7 @@ from worker_drainer.capacity_keeper import CapacityKeeper
 from worker_drainer.outcomes import StepResult, failed
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.saga import CordonSaga
-from worker_drainer.tags import (
-    CAPACITY_TAG,
-    Cause,
-    CordonProgress,
-    State,
-    cordon_complete,
-    excluded,
-    incident_of,
-    reaped_tags,
-    state_of,
-)
+from worker_drainer.tags import Cause, CordonProgress, State, TaskMarks, reaped_tags
 from worker_drainer.task_scope import TASK_STEPS, task_scope_refusal
 
 LEASE_POLL_SECONDS = 0.2
@@ -177,16 +167,17 @@ class DrainerExecutor:
             if step.step is Step.STOP:
                 return StepResult(Outcome.ALREADY_DONE, "task already stopped")
             return StepResult(Outcome.SKIPPED, "task is no longer RUNNING")
-        if excluded(current):
+        marks = TaskMarks.read(current.tags)  # read again: the step acts on what it sees now
+        if marks.excluded:
             return StepResult(Outcome.SKIPPED, "re-check: the task is now excluded from the drainer")
-        changed = self._changed(step, current)
+        changed = self._changed(step, marks)
         if changed is not None:
             return changed
         match step.step:
             case Step.REAP:
-                return self._reap(current, step)
+                return self._reap(current, step, self._incident(marks))
             case Step.CORDON:
-                return self.saga.cordon(current, step, self._incident(current))
+                return self.saga.cordon(current, step, self._incident(marks))
             case Step.COMPLETE_CORDON:
                 return self.saga.complete(current)
             case Step.STOP:
@@ -195,37 +186,33 @@ class DrainerExecutor:
                 return self.saga.undo(current, by_operator=step.cause is Cause.MANUAL)
         raise AssertionError(f"not an acting step: {step.step}")
 
-    def _incident(self, task: EcsTask) -> str:
+    def _incident(self, marks: TaskMarks) -> str:
         """A ladder in progress keeps the incident that started it."""
-        return incident_of(task) or self.incident_id
+        return marks.incident or self.incident_id
 
     @staticmethod
-    def _changed(step: PlannedStep, current: EcsTask) -> StepResult | None:
+    def _changed(step: PlannedStep, marks: TaskMarks) -> StepResult | None:
         """Act only if the task is still in the state the decision saw."""
-        state = state_of(current)
+        state = marks.state
         if state is not step.seen_state:
             done = (step.step is Step.CORDON and state is State.DRAINING) or (
                 step.step is Step.UNDO and state is State.HEALTHY
             )
             outcome = Outcome.ALREADY_DONE if done else Outcome.SKIPPED
             return StepResult(outcome, f"task state changed from {step.seen_state.value} to {state.value}")
-        if step.step is Step.COMPLETE_CORDON and cordon_complete(current):
+        if step.step is Step.COMPLETE_CORDON and marks.cordon_complete:
             return StepResult(Outcome.ALREADY_DONE, f"cordon already {CordonProgress.COMPLETE.value}")
         return None
 
     def _settle(self, step: PlannedStep) -> StepResult:
         current = self.ecs.describe_task(step.task_arn)
-        holds = (
-            current is not None
-            and current.running
-            and state_of(current) is State.DRAINING
-            and current.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value
-        )
+        marks = TaskMarks.read(current.tags) if current is not None and current.running else None
+        holds = marks is not None and marks.state is State.DRAINING and marks.raised_capacity
         settlement = self.keeper.settle(step.task_id, step.task_arn, want_raised=holds)
         outcome = Outcome.ALREADY_DONE if settlement.move is Move.NONE else Outcome.DONE
         return StepResult(outcome, settlement.reason)
 
-    def _reap(self, task: EcsTask, step: PlannedStep) -> StepResult:
+    def _reap(self, task: EcsTask, step: PlannedStep, incident_id: str) -> StepResult:
         async def reap() -> list[Outcome]:
             rooms = self.room_service_factory()
             try:
@@ -245,7 +232,7 @@ class DrainerExecutor:
             return [r.outcome for r in results]
 
         outcomes = asyncio.run(reap())
-        self.ecs.tag_task(task.arn, reaped_tags(self.clock(), step.cause or Cause.VAD, self._incident(task)))
+        self.ecs.tag_task(task.arn, reaped_tags(self.clock(), step.cause or Cause.VAD, incident_id))
         names = ", ".join(d.room.name for d in step.rooms)
         return StepResult(
             Outcome.DONE, f"reaped {outcomes.count(Outcome.DONE)} room(s) ({names}); cordon if still bad"

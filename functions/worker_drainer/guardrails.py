@@ -3,23 +3,20 @@ the minimum of healthy tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection
 
 from fleet_remediation.contract.policies import DrainerPolicy
-from worker_drainer.adapters.ecs_tasks import EcsTask
-from worker_drainer.tags import (
-    State,
-    state_of,
-)
+from worker_drainer.tags import State, TaskMarks
 
 
 class Guardrails:
     """At most K and a fraction of the fleet draining; never fewer than the minimum healthy tasks."""
 
-    def __init__(self, tasks: Sequence[EcsTask], policy: DrainerPolicy) -> None:
+    def __init__(self, fleet: Collection[TaskMarks], policy: DrainerPolicy) -> None:
+        """``fleet``: the marks of every running task of the service."""
         self.policy = policy
-        self.fleet = len(tasks)
-        self.draining = sum(state_of(t) is State.DRAINING for t in tasks)
+        self.fleet = len(fleet)
+        self.draining = sum(marks.state is State.DRAINING for marks in fleet)
 
     @property
     def healthy(self) -> int:

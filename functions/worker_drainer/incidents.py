@@ -19,7 +19,7 @@ from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import incidents
 from worker_drainer.events import DrainerTrigger
 from worker_drainer.plan_model import LadderPlan, Snapshot
-from worker_drainer.tags import incident_of, incident_tag_value
+from worker_drainer.tags import incident_tag_value
 
 FUNCTION = FunctionName.WORKER_DRAINER
 
@@ -47,9 +47,8 @@ def message_incident(
     incident of the first ladder it tells about (steps that act first, then refusals)."""
     if parsed.suspect is not None or parsed.alarm is not None or snapshot is None:
         return run_incident
-    tasks = {task.task_id: task for task in snapshot.tasks}
     told = [s.task_id for s in plan.steps if s.acting] + [s.task_id for s in plan.steps if s.notify]
-    recorded = (incident_of(tasks[task_id]) for task_id in told if task_id in tasks)
+    recorded = (snapshot.marks[task_id].incident for task_id in told if task_id in snapshot.marks)
     return next((found for found in recorded if found), run_incident)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from fleet_remediation.contract.naming import EXCLUDE_TAG
-from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy
+from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.domain.reaping import RoomDecision
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ecs_model import EcsTask
@@ -26,18 +26,7 @@ from worker_drainer.capacity import debt_for, replacement_refusal
 from worker_drainer.guardrails import Guardrails
 from worker_drainer.plan_model import LadderPlan, ManualRequest, PlannedStep, Snapshot, Step
 from worker_drainer.recovery import Recovery, recovery_for
-from worker_drainer.tags import (
-    CAPACITY_TAG,
-    Cause,
-    State,
-    cause_of,
-    cooldown_until,
-    cordon_complete,
-    deadline_of,
-    excluded,
-    since_of,
-    state_of,
-)
+from worker_drainer.tags import Cause, State, TaskMarks
 
 __all__ = ["LadderPlan", "ManualRequest", "PlannedStep", "Snapshot", "Step", "plan_ladder"]
 EXCLUDED = f"excluded by the tag {EXCLUDE_TAG}=true: never touched"
@@ -54,15 +43,15 @@ class _Proposal:
     notify: bool = False
 
 
-def _recovery(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> Recovery:
+def _recovery(task: EcsTask, marks: TaskMarks, snapshot: Snapshot, policy: DrainerPolicy) -> Recovery:
     fleet = snapshot.fleet
     worker = fleet.for_task(task.task_id) if fleet else None
     tts = snapshot.tts_evidence.get(task.task_id)
-    return recovery_for(cause_of(task), worker, fleet is not None, tts, since_of(task), snapshot.now, policy)
+    return recovery_for(marks.cause, worker, fleet is not None, tts, marks.since, snapshot.now, policy)
 
 
-def _manual_step(task: EcsTask, manual: ManualRequest) -> _Proposal:
-    state = state_of(task)
+def _manual_step(marks: TaskMarks, manual: ManualRequest) -> _Proposal:
+    state = marks.state
     if manual.action == "undrain":
         if state is State.HEALTHY:
             return _Proposal(Step.SKIP, "not marked: nothing to undo")
@@ -81,27 +70,27 @@ def _protected_hold(task: EcsTask, snapshot: Snapshot) -> str | None:
     return f"not stopped: hosts protected live room(s) {', '.join(rooms)}" if rooms else None
 
 
-def _replacement_refusal(task: EcsTask, snapshot: Snapshot) -> str | None:
-    if task.tags.get(CAPACITY_TAG) != CapacityMode.DESIRED_COUNT.value:
+def _replacement_refusal(task: EcsTask, marks: TaskMarks, snapshot: Snapshot) -> str | None:
+    if not marks.raised_capacity:
         return None  # the service replaces the task when it stops
     debt = debt_for(snapshot.capacity_debts, task.task_id)
     return replacement_refusal(debt, len(snapshot.tasks), snapshot.desired_count)
 
 
-def _draining_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
-    recovery = _recovery(task, snapshot, policy)
+def _draining_step(task: EcsTask, marks: TaskMarks, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
+    recovery = _recovery(task, marks, snapshot, policy)
     if recovery.recovered:
         return _Proposal(Step.UNDO, recovery.reason)
-    if not cordon_complete(task):
+    if not marks.cordon_complete:
         return _Proposal(Step.COMPLETE_CORDON, "the cordon was interrupted: finishing it")
-    jobs, deadline = snapshot.active_jobs.get(task.task_id), deadline_of(task)
+    jobs, deadline = snapshot.active_jobs.get(task.task_id), marks.deadline
     left = "unknown" if jobs is None else str(jobs)
     if jobs != 0 and (deadline is None or snapshot.now < deadline):
         return _Proposal(Step.WAIT, f"draining: {left} active job(s), deadline {deadline}")
     hold = _protected_hold(task, snapshot) if jobs != 0 else None
     if hold:
         return _Proposal(Step.SKIP, hold, notify=True)
-    refusal = _replacement_refusal(task, snapshot)
+    refusal = _replacement_refusal(task, marks, snapshot)
     if refusal:
         return _Proposal(Step.WAIT, refusal)
     if jobs == 0:
@@ -110,10 +99,10 @@ def _draining_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> 
     return _Proposal(Step.STOP, f"drain deadline {deadline.isoformat()} reached with {left} active job(s)")
 
 
-def _reaped_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
-    cause = cause_of(task)
-    grace_end = (since_of(task) or snapshot.now) + timedelta(minutes=policy.reap_grace_minutes)
-    recovery = _recovery(task, snapshot, policy)
+def _reaped_step(task: EcsTask, marks: TaskMarks, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal:
+    cause = marks.cause
+    grace_end = (marks.since or snapshot.now) + timedelta(minutes=policy.reap_grace_minutes)
+    recovery = _recovery(task, marks, snapshot, policy)
     if recovery.recovered:
         return _Proposal(Step.UNDO, f"{recovery.reason} after the reap")
     if cause is Cause.TTS_SUSPECT:
@@ -129,11 +118,11 @@ def _reaped_step(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _P
     return _Proposal(Step.WAIT, "reaped: waiting for the grace period to judge recovery")
 
 
-def _healthy_step(task: EcsTask, snapshot: Snapshot) -> _Proposal | None:
+def _healthy_step(task: EcsTask, marks: TaskMarks, snapshot: Snapshot) -> _Proposal | None:
     worker = snapshot.fleet.for_task(task.task_id) if snapshot.fleet else None
     if not snapshot.start_new or worker is None or not worker.degraded:
         return None
-    until = cooldown_until(task)
+    until = marks.cooldown_until
     if until is not None and snapshot.now < until:
         return _Proposal(Step.SKIP, f"cooldown until {until.isoformat()}: not marked again", notify=True)
     cause = Cause.TTS_SUSPECT if task.task_id == snapshot.suspect_task_id else Cause.VAD
@@ -145,21 +134,21 @@ def _healthy_step(task: EcsTask, snapshot: Snapshot) -> _Proposal | None:
     return _Proposal(Step.CORDON, f"degraded{unknown}: {worker.reason}", cause=cause)
 
 
-def _propose(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal | None:
+def _propose(task: EcsTask, marks: TaskMarks, snapshot: Snapshot, policy: DrainerPolicy) -> _Proposal | None:
     manual = snapshot.manual
     if manual is not None and manual.task_id is not None:
         if task.task_id != manual.task_id:
             return None
-        proposal: _Proposal | None = _manual_step(task, manual)
+        proposal: _Proposal | None = _manual_step(marks, manual)
     else:
-        match state_of(task):
+        match marks.state:
             case State.DRAINING:
-                proposal = _draining_step(task, snapshot, policy)
+                proposal = _draining_step(task, marks, snapshot, policy)
             case State.REAPED:
-                proposal = _reaped_step(task, snapshot, policy)
+                proposal = _reaped_step(task, marks, snapshot, policy)
             case State.HEALTHY:
-                proposal = _healthy_step(task, snapshot)
-    if not excluded(task):
+                proposal = _healthy_step(task, marks, snapshot)
+    if not marks.excluded:
         return proposal
     if proposal is None or proposal.step in (Step.WAIT, Step.SKIP):
         return _Proposal(Step.SKIP, EXCLUDED)
@@ -168,7 +157,7 @@ def _propose(task: EcsTask, snapshot: Snapshot, policy: DrainerPolicy) -> _Propo
     )
 
 
-def _guard(task: EcsTask, proposal: _Proposal, guard: Guardrails) -> PlannedStep:
+def _guard(task: EcsTask, state: State, proposal: _Proposal, guard: Guardrails) -> PlannedStep:
     """The guardrail pass: a new cordon beyond the blast-radius budget becomes a refusal."""
     step, reason, notify = proposal.step, proposal.reason, proposal.notify
     if step is Step.CORDON:
@@ -177,14 +166,7 @@ def _guard(task: EcsTask, proposal: _Proposal, guard: Guardrails) -> PlannedStep
             step, reason, notify = Step.SKIP, refusal, True
         else:
             guard.take()
-    return PlannedStep(
-        task.task_id, task.arn, step, reason, state_of(task), proposal.rooms, proposal.cause, notify
-    )
-
-
-def _holds_capacity(task: EcsTask) -> bool:
-    draining = state_of(task) is State.DRAINING
-    return draining and task.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value
+    return PlannedStep(task.task_id, task.arn, step, reason, state, proposal.rooms, proposal.cause, notify)
 
 
 def _capacity_steps(snapshot: Snapshot, acting: set[str]) -> list[PlannedStep]:
@@ -198,15 +180,19 @@ def _capacity_steps(snapshot: Snapshot, acting: set[str]) -> list[PlannedStep]:
             steps.append(
                 PlannedStep(debt.task_id, debt.task_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY)
             )
-        elif debt.task_id not in acting and (debt.phase is not Phase.RAISED or not _holds_capacity(task)):
+            continue
+        marks = snapshot.marks[task.task_id]
+        holds = marks.state is State.DRAINING and marks.raised_capacity
+        if debt.task_id not in acting and (debt.phase is not Phase.RAISED or not holds):
             why = f"capacity debt {debt.phase.value}: settling it from the service's desired count"
-            steps.append(PlannedStep(task.task_id, task.arn, Step.SETTLE_CAPACITY, why, state_of(task)))
+            steps.append(PlannedStep(task.task_id, task.arn, Step.SETTLE_CAPACITY, why, marks.state))
     return steps
 
 
 def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
     """Each task's next step from its state, then the guardrails, then capacity owed back."""
-    guard = Guardrails(snapshot.tasks, policy)
+    marks = snapshot.marks
+    guard = Guardrails([marks[t.task_id] for t in snapshot.tasks], policy)
     steps: list[PlannedStep] = []
     running_ids = {t.task_id for t in snapshot.tasks}
     manual = snapshot.manual
@@ -214,9 +200,9 @@ def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
         reason = "not a RUNNING task of the service"
         steps.append(PlannedStep(manual.task_id, manual.task_id, Step.SKIP, reason, State.HEALTHY))
     # Existing ladders first: they hold guardrail budget the new ones must respect.
-    for task in sorted(snapshot.tasks, key=lambda t: state_of(t) is State.HEALTHY):
-        proposal = _propose(task, snapshot, policy)
+    for task in sorted(snapshot.tasks, key=lambda t: marks[t.task_id].state is State.HEALTHY):
+        proposal = _propose(task, marks[task.task_id], snapshot, policy)
         if proposal is not None:
-            steps.append(_guard(task, proposal, guard))
+            steps.append(_guard(task, marks[task.task_id].state, proposal, guard))
     steps += _capacity_steps(snapshot, {s.task_id for s in steps if s.acting})
     return LadderPlan(tuple(steps), guard.healthy, guard.draining)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet_remediation.contract.drainer_steps import MARKING, ROWS, TAKING_OUT, Step
 from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
@@ -25,23 +26,10 @@ from fleet_remediation.core.console_links import alarm_link, ecs_task_link
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.message_lines import Line
-from worker_drainer.plan_model import PlannedStep, Step
+from worker_drainer.plan_model import PlannedStep
 from worker_drainer.validation import ServiceIdentity
 
 FUNCTION = FunctionName.WORKER_DRAINER
-# How a step reads after "DRY RUN — would have ...".
-DONE_FORM = {
-    Step.REAP: "reaped the over-age rooms of",
-    Step.CORDON: "cordoned",
-    Step.COMPLETE_CORDON: "completed the cordon of",
-    Step.STOP: "stopped",
-    Step.UNDO: "un-drained",
-    Step.SETTLE_CAPACITY: "settled the capacity held for",
-    Step.REVERT_CAPACITY: "given back the capacity of",
-}
-# Steps that take a worker out of service; the others put things back.
-TAKING_OUT = frozenset({Step.REAP, Step.CORDON, Step.COMPLETE_CORDON, Step.STOP})
-MARKING = frozenset({Step.REAP, Step.CORDON, Step.COMPLETE_CORDON})
 HEADLINE_ITEMS = 2
 
 
@@ -63,12 +51,17 @@ def exclude_command(task_arn: str) -> str:
 
 
 def _step(line: Line) -> Step | None:
-    return Step(line.action) if line.action in DONE_FORM else None
+    return Step(line.action) if line.action in ROWS else None
+
+
+def _task(line: Line) -> str:
+    return f"task {(line.task_id or '?')[:8]}"
 
 
 def _done_form(line: Line) -> str:
+    """How a step reads after "would have" (its row's done form), e.g. "cordoned task 2789d238"."""
     step = _step(line)
-    return f"{DONE_FORM[step] if step else line.action} task {(line.task_id or '?')[:8]}"
+    return f"{ROWS[step].done_form if step else line.action} {_task(line)}"
 
 
 def _listing(items: list[str]) -> str:
@@ -76,28 +69,38 @@ def _listing(items: list[str]) -> str:
     return "; ".join(items[:HEADLINE_ITEMS]) + (f" (+{more} more)" if more > 0 else "")
 
 
-def headline(lines: list[Line]) -> tuple[str, str]:
-    """(as done in enforce, as "would have" in a dry run) for the most important lines."""
-    acted = [line for line in lines if line.outcome is not None]
-    would = [line for line in lines if line.section == "would"]
-    refused = [line for line in lines if line.section == "refused" and line.outcome is None]
-    errors = sorted({line.code for line in lines if line.code})
-    if acted or would:
-        done = [f"{a.action} task {(a.task_id or '?')[:8]} {a.outcome.value}" for a in acted if a.outcome]
-        forms = [_done_form(line) for line in acted + would]
-        return f"worker drainer: {_listing(done or forms)}", _listing(forms)
-    if refused:
-        skipped = [
-            f"skipped task {(r.task_id or '?')[:8]}: {r.step.reason if r.step else r.text}" for r in refused
-        ]
-        return f"worker drainer: {_listing(skipped)}", _listing(skipped)
+def _steps_headline(acted: list[Line], would: list[Line]) -> tuple[str, str]:
+    done = [f"{line.action} {_task(line)} {line.outcome.value}" for line in acted if line.outcome]
+    forms = [_done_form(line) for line in acted + would]
+    return f"worker drainer: {_listing(done or forms)}", _listing(forms)
+
+
+def _refused_headline(refused: list[Line]) -> tuple[str, str]:
+    skipped = [f"skipped {_task(line)}: {line.step.reason if line.step else line.text}" for line in refused]
+    return f"worker drainer: {_listing(skipped)}", _listing(skipped)
+
+
+def _quiet_headline(lines: list[Line]) -> tuple[str, str]:
+    """Nothing done or refused: fleet-wide slowness, else the errors that stopped the run."""
     if any(line.section == "fleet" for line in lines):
-        return (
-            "worker drainer: drained nothing: fleet-wide slow inference",
-            "drained nothing: fleet-wide slow inference",
-        )
+        nothing = "drained nothing: fleet-wide slow inference"
+        return f"worker drainer: {nothing}", nothing
+    errors = sorted({line.code for line in lines if line.code})
     problem = f"could not finish: {', '.join(errors) or 'unknown error'}"
     return f"worker drainer: {problem}", f"checked the workers, but {problem}"
+
+
+def headline(lines: list[Line]) -> tuple[str, str]:
+    """(as done in enforce, as "would have" in a dry run) for the most important lines: steps
+    first, then refusals, then fleet-wide slowness, then errors."""
+    acted = [line for line in lines if line.outcome is not None]
+    would = [line for line in lines if line.section == "would"]
+    if acted or would:
+        return _steps_headline(acted, would)
+    refused = [line for line in lines if line.section == "refused"]
+    if refused:
+        return _refused_headline(refused)
+    return _quiet_headline(lines)
 
 
 def severity(lines: list[Line]) -> messages.Severity:

@@ -5,29 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
+# The steps are defined by the step table; here, where the ladder's callers have always found them.
+from fleet_remediation.contract.drainer_steps import ACTING_STEPS
+from fleet_remediation.contract.drainer_steps import Step as Step
 from fleet_remediation.domain.reaping import RoomDecision
 from worker_drainer.adapters.capacity_debts import CapacityDebt
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment
 from worker_drainer.recovery import TtsEvidence
-from worker_drainer.tags import Cause, State
-
-
-class Step(StrEnum):
-    REAP = "reap"
-    CORDON = "cordon"
-    COMPLETE_CORDON = "complete-cordon"
-    STOP = "stop"
-    UNDO = "undo"
-    SETTLE_CAPACITY = "settle-capacity"
-    REVERT_CAPACITY = "revert-capacity"
-    WAIT = "wait"
-    SKIP = "skip"
-
-
-ACTING_STEPS = frozenset(Step) - {Step.WAIT, Step.SKIP}
+from worker_drainer.tags import Cause, State, TaskMarks, marks_of
 
 
 @dataclass(frozen=True)
@@ -57,6 +44,12 @@ class Snapshot:
     protected_rooms: Mapping[str, tuple[str, ...] | None] = field(default_factory=dict)
     # TTS outcomes since the cordon of each TTS-suspect task whose recovery window has passed.
     tts_evidence: Mapping[str, TtsEvidence | None] = field(default_factory=dict)
+    # Each task's drainer tags, read once into a typed state (from ``tasks`` when not given).
+    marks: Mapping[str, TaskMarks] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.marks:
+            object.__setattr__(self, "marks", marks_of(self.tasks))
 
 
 @dataclass(frozen=True)

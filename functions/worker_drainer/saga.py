@@ -33,6 +33,7 @@ from worker_drainer.tags import (
     Cause,
     CordonProgress,
     cordon_tags,
+    marks_of,
     protection_to_restore,
 )
 
@@ -49,7 +50,7 @@ class CordonSaga:
     clock: Callable[[], datetime]
 
     def cordon(self, task: EcsTask, step: PlannedStep, incident_id: str) -> StepResult:
-        refusal = Guardrails(self.ecs.running_tasks(), self.policy).refusal()
+        refusal = Guardrails(list(marks_of(self.ecs.running_tasks()).values()), self.policy).refusal()
         if refusal:
             return StepResult(Outcome.SKIPPED, f"re-check: {refusal}")
         protection = self.ecs.protection(task.arn)

@@ -6,11 +6,10 @@ capacity debts and the service's desired count."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.contract.policies import CapacityMode
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
@@ -22,15 +21,7 @@ from worker_drainer.events import DrainerTrigger
 from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.plan_model import ManualRequest, Snapshot
 from worker_drainer.recovery import TtsEvidence
-from worker_drainer.tags import (
-    CAPACITY_TAG,
-    STOP_REASON_PREFIX,
-    Cause,
-    State,
-    cause_of,
-    since_of,
-    state_of,
-)
+from worker_drainer.tags import STOP_REASON_PREFIX, Cause, State, TaskMarks, marks_of
 from worker_drainer.validation import (
     ServiceIdentity,
     check_manual_target,
@@ -51,22 +42,17 @@ def read_snapshot(
     now = deps.clock()
     tasks = deps.ecs.running_tasks()
     parsed = _check_targets(parsed, tasks, deps, report, identity)
-    marked = any(state_of(t) is not State.HEALTHY for t in tasks)
+    marks = marks_of(tasks)  # the only place the snapshot's tasks' tags are read
+    marked = any(m.marked for m in marks.values())
     fleet = _assess(parsed, deps, tasks, report, now, deadline) if parsed.start_new or marked else None
-    candidates = [
-        t
-        for t in tasks
-        if fleet and parsed.start_new and state_of(t) is State.HEALTHY and _degraded(fleet, t.task_id)
-    ]
-    draining = [t for t in tasks if state_of(t) is State.DRAINING]
+    candidates = _candidates(tasks, marks, fleet) if parsed.start_new else []
+    draining = [t for t in tasks if marks[t.task_id].state is State.DRAINING]
     active_jobs = {t.task_id: deps.worker_probe.active_jobs(t) for t in draining}
     guards = any(rule.protected for rule in deps.settings.reaper.policy.rules)
     rooms: RoomsSeen | None = None
     livekit_calls = 0
     if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
         rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline)
-    manual = parsed.manual
-    reference = manual.reference if manual else None
     snapshot = Snapshot(
         now=now,
         tasks=tasks,
@@ -75,13 +61,30 @@ def read_snapshot(
         active_jobs=_active_jobs(active_jobs, rooms),
         capacity_debts=deps.ledger.capacity_debts(),
         start_new=parsed.start_new,
-        manual=ManualRequest(manual.action, reference.task_id if reference else None) if manual else None,
+        manual=_manual_request(parsed),
         suspect_task_id=parsed.suspect.task_id if parsed.suspect else None,
         guards_protected_rooms=guards,
         protected_rooms=_protected(draining, rooms, deps),
-        tts_evidence=_tts_evidence(tasks, deps, report, now, deadline),
+        tts_evidence=_tts_evidence(tasks, marks, deps, report, now, deadline),
+        marks=marks,
     )
     return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, report)), livekit_calls
+
+
+def _manual_request(parsed: DrainerTrigger) -> ManualRequest | None:
+    manual = parsed.manual
+    if manual is None:
+        return None
+    return ManualRequest(manual.action, manual.reference.task_id if manual.reference else None)
+
+
+def _candidates(
+    tasks: Sequence[EcsTask], marks: Mapping[str, TaskMarks], fleet: FleetAssessment | None
+) -> list[EcsTask]:
+    """Healthy tasks the fleet assessment found degraded: where a new ladder may start."""
+    if fleet is None:
+        return []
+    return [t for t in tasks if marks[t.task_id].state is State.HEALTHY and _degraded(fleet, t.task_id)]
 
 
 def _check_targets(
@@ -199,22 +202,27 @@ def _protected(
 
 
 def _tts_evidence(
-    tasks: Sequence[EcsTask], deps: DrainerDependencies, report: ReportBuilder, now: datetime, deadline: float
+    tasks: Sequence[EcsTask],
+    marks: Mapping[str, TaskMarks],
+    deps: DrainerDependencies,
+    report: ReportBuilder,
+    now: datetime,
+    deadline: float,
 ) -> dict[str, TtsEvidence | None]:
     """Only for TTS-suspect marks old enough for evidence to matter (a query per such task)."""
     policy = deps.settings.drainer.policy
     earliest = timedelta(minutes=min(policy.reap_grace_minutes, policy.recovery_minutes))
     evidence: dict[str, TtsEvidence | None] = {}
     for task in tasks:
-        since = since_of(task)
-        marked = state_of(task) is not State.HEALTHY and cause_of(task) is Cause.TTS_SUSPECT
-        if marked and since is not None and now - since >= earliest:
+        mark = marks[task.task_id]
+        since = mark.since
+        if mark.marked and mark.cause is Cause.TTS_SUSPECT and since is not None and now - since >= earliest:
             evidence[task.task_id] = read_tts_evidence(task, since, deps, report, now, deadline)
     return evidence
 
 
 def _desired_count(snapshot: Snapshot, deps: DrainerDependencies, report: ReportBuilder) -> int | None:
-    holds = any(t.tags.get(CAPACITY_TAG) == CapacityMode.DESIRED_COUNT.value for t in snapshot.tasks)
+    holds = any(marks.raised_capacity for marks in snapshot.marks.values())
     if not holds and not snapshot.capacity_debts:
         return None
     try:

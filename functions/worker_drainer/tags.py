@@ -1,5 +1,6 @@
 """The drainer's state, kept on the ECS task itself as tags (so an agent can read it through its
-task metadata endpoint): the tag schema, and how a task's tags read as a ladder state.
+task metadata endpoint): the tag schema, and how a task's tags read as a ladder state (``TaskMarks``,
+read once per snapshot and once per step's re-check of its task).
 
 A cordon writes, in one TagResource call, everything needed to finish or undo it later: the state,
 when and why (``cause``: manual, VAD attribution or TTS suspect), the drain deadline, how capacity
@@ -14,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TypeVar
 
 from fleet_remediation.contract.naming import DRAINER_TAG_PREFIX, EXCLUDE_TAG
+from fleet_remediation.contract.policies import CapacityMode
 from worker_drainer.adapters.ecs_tasks import EcsTask, TaskProtection
 
 TAG_PREFIX = DRAINER_TAG_PREFIX
@@ -74,29 +78,80 @@ class Cause(StrEnum):
     TTS_SUSPECT = "tts-suspect"
 
 
+_Value = TypeVar("_Value", bound=StrEnum)
+
+
 class CordonProgress(StrEnum):
     STARTED = "started"
     COMPLETE = "complete"
 
 
-def state_of(task: EcsTask) -> State:
+@dataclass(frozen=True)
+class TaskMarks:
+    """A task's drainer tags read once, typed: what the ladder, the executor, the messages and the
+    accounting decide on. Unreadable values read as absent (a healthy, unmarked task)."""
+
+    state: State = State.HEALTHY
+    # A mark without a cause is VAD attribution's, the first robot's.
+    cause: Cause = Cause.VAD
+    # The incident that started the task's ladder (None: not marked, or marked before incidents).
+    incident: str | None = None
+    since: datetime | None = None
+    deadline: datetime | None = None
+    # A cordon without the progress tag was written in one go; an unreadable one is finished again.
+    cordon: CordonProgress = CordonProgress.COMPLETE
+    capacity: str | None = None
+    protected_before: bool = False
+    protected_until: datetime | None = None
+    cooldown_until: datetime | None = None
+    excluded: bool = False
+
+    @classmethod
+    def read(cls, tags: Mapping[str, str]) -> TaskMarks:
+        return cls(
+            state=_enum(State, tags.get(STATE_TAG), State.HEALTHY),
+            cause=_enum(Cause, tags.get(CAUSE_TAG), Cause.VAD),
+            incident=tags.get(INCIDENT_TAG) or None,
+            since=_epoch_value(tags.get(SINCE_TAG)),
+            deadline=_epoch_value(tags.get(DEADLINE_TAG)),
+            cordon=_enum(CordonProgress, tags.get(CORDON_TAG, "complete"), CordonProgress.STARTED),
+            capacity=tags.get(CAPACITY_TAG),
+            protected_before=tags.get(PROTECTED_BEFORE_TAG) == "true",
+            protected_until=_epoch_value(tags.get(PROTECTED_UNTIL_TAG)),
+            cooldown_until=_epoch_value(tags.get(COOLDOWN_TAG)),
+            excluded=tags.get(EXCLUDE_TAG, "").strip().lower() == "true",
+        )
+
+    @property
+    def marked(self) -> bool:
+        return self.state is not State.HEALTHY
+
+    @property
+    def cordon_complete(self) -> bool:
+        return self.cordon is CordonProgress.COMPLETE
+
+    @property
+    def raised_capacity(self) -> bool:
+        """Its cordon raised the service's desired count (capacity mode desired-count)."""
+        return self.capacity == CapacityMode.DESIRED_COUNT.value
+
+
+def marks_of(tasks: Iterable[EcsTask]) -> dict[str, TaskMarks]:
+    return {task.task_id: TaskMarks.read(task.tags) for task in tasks}
+
+
+def _enum(kind: type[_Value], raw: str | None, absent: _Value) -> _Value:
     try:
-        return State(task.tags.get(STATE_TAG, State.HEALTHY.value))
+        return kind(raw) if raw is not None else absent
     except ValueError:
-        return State.HEALTHY
+        return absent
 
 
-def cause_of(task: EcsTask) -> Cause:
-    """Marks written before causes were recorded came from VAD attribution (the only robot then)."""
+def _epoch_value(raw: str | None) -> datetime | None:
     try:
-        return Cause(task.tags.get(CAUSE_TAG, Cause.VAD.value))
-    except ValueError:
-        return Cause.VAD
-
-
-def incident_of(task: EcsTask) -> str | None:
-    """The incident that started the task's ladder (None: not marked, or marked before incidents)."""
-    return task.tags.get(INCIDENT_TAG) or None
+        return datetime.fromtimestamp(int(raw), tz=UTC) if raw else None
+    except (ValueError, OverflowError, OSError):  # not a number, or beyond the platform's time range
+        return None
 
 
 def incident_tag_value(incident_id: str) -> str:
@@ -107,35 +162,6 @@ def incident_tag_value(incident_id: str) -> str:
     digest = hashlib.sha256(incident_id.encode()).hexdigest()[:12]
     kept = re.sub(r"[^A-Za-z0-9+\-=._:/@]", "-", incident_id)[: TAG_VALUE_LIMIT - len(digest) - 1]
     return f"{kept}.{digest}"
-
-
-def cordon_complete(task: EcsTask) -> bool:
-    """A cordon without the progress tag predates the saga and was written in one go."""
-    return task.tags.get(CORDON_TAG, CordonProgress.COMPLETE.value) == CordonProgress.COMPLETE.value
-
-
-def excluded(task: EcsTask) -> bool:
-    return task.tags.get(EXCLUDE_TAG, "").strip().lower() == "true"
-
-
-def _epoch_tag(task: EcsTask, key: str) -> datetime | None:
-    raw = task.tags.get(key)
-    try:
-        return datetime.fromtimestamp(int(raw), tz=UTC) if raw else None
-    except ValueError:
-        return None
-
-
-def since_of(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, SINCE_TAG)
-
-
-def deadline_of(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, DEADLINE_TAG)
-
-
-def cooldown_until(task: EcsTask) -> datetime | None:
-    return _epoch_tag(task, COOLDOWN_TAG)
 
 
 def _epoch(moment: datetime) -> str:
@@ -188,9 +214,10 @@ class ProtectionRestore:
 
 def protection_to_restore(task: EcsTask, now: datetime) -> ProtectionRestore:
     """The task's ORIGINAL protection, not a fresh default: the same expiry it had at the cordon."""
-    if task.tags.get(PROTECTED_BEFORE_TAG) != "true":
+    marks = TaskMarks.read(task.tags)
+    if not marks.protected_before:
         return ProtectionRestore(False, None, "it was not protected before")
-    until = _epoch_tag(task, PROTECTED_UNTIL_TAG)
+    until = marks.protected_until
     if until is None:
         return ProtectionRestore(True, None, "protection restored (original expiry unknown: ECS default)")
     if until <= now:

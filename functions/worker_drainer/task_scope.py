@@ -10,14 +10,12 @@ when it is off, refuses the task steps with one typed error that names the fix.
 
 from __future__ import annotations
 
+# Steps with task actions in the step table: tag, untag, (un)protect or stop a task.
+from fleet_remediation.contract.drainer_steps import TASK_STEPS as TASK_STEPS
 from fleet_remediation.contract.naming import ECS_SERVICE_NAME_TAG
 from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
-from worker_drainer.plan_model import Step
-
-# Steps that tag, untag, (un)protect or stop a task; the capacity steps change only the service.
-TASK_STEPS = frozenset({Step.REAP, Step.CORDON, Step.COMPLETE_CORDON, Step.STOP, Step.UNDO})
 
 
 class EcsManagedTagsOffError(ConfigurationError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
+from fleet_remediation.contract.drainer_steps import ECS_WRITE_ACTIONS, STEP_TABLE
 from fleet_remediation.contract.naming import EXCLUDE_TAG
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import ConfigError
@@ -160,6 +162,29 @@ def test_task_changes_and_tags_are_limited_to_the_services_tasks_by_its_managed_
     assert tagging["Condition"]["StringEquals"] == ours
     assert tagging["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": list(WRITTEN_TAGS)}
     assert ":task/ppi-livekit-staging/*" in str(tagging["Resource"])
+
+
+def test_every_ecs_change_the_role_is_granted_comes_from_a_row_of_the_step_table(
+    staging: Synthesized,
+) -> None:
+    statements = _statements(staging)
+
+    def writes(on: str) -> set[str]:
+        return {
+            action
+            for s in statements
+            if on in str(s["Resource"])
+            for action in _listed(s["Action"])
+            if action in ECS_WRITE_ACTIONS
+        }
+
+    granted = writes("")
+    assert writes(":task/") == {action for row in STEP_TABLE for action in row.task_actions}
+    assert writes(":service/") == {action for row in STEP_TABLE for action in row.service_actions}
+    assert granted == writes(":task/") | writes(":service/")
+    # Any other ECS action is a read (the snapshot's and the steps' re-checks).
+    others = {a for s in statements for a in _listed(s["Action"]) if a.startswith("ecs:")} - granted
+    assert all(re.match(r"ecs:(Describe|List|Get)", action) for action in others), others
 
 
 def test_the_tags_the_drainer_writes_are_the_keys_its_policy_allows() -> None:

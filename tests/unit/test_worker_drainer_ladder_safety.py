@@ -25,6 +25,8 @@ from worker_drainer.tags import (
     SINCE_TAG,
     STATE_TAG,
     Cause,
+    TaskMarks,
+    marks_of,
 )
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
@@ -285,7 +287,8 @@ def test_recovery_counts_from_exactly_the_recovery_window() -> None:
 
 def test_each_cordon_planned_in_a_tick_counts_against_the_guardrails() -> None:
     policy = DrainerPolicy(max_draining_tasks=3, max_draining_fraction=1.0, min_healthy_tasks=1)
-    guard = Guardrails([draining(Cause.VAD, RECENT)] + [task(f"t{i}") for i in range(1, 6)], policy)
+    fleet = [draining(Cause.VAD, RECENT)] + [task(f"t{i}") for i in range(1, 6)]
+    guard = Guardrails(list(marks_of(fleet).values()), policy)
     assert (guard.draining, guard.healthy) == (1, 5)
     guard.take()
     guard.take()
@@ -293,9 +296,9 @@ def test_each_cordon_planned_in_a_tick_counts_against_the_guardrails() -> None:
     assert guard.refusal() == "guardrail: 3 draining, at most 3 at once"
 
 
-def _fleet(draining_count: int, size: int = 4) -> list[EcsTask]:
+def _fleet(draining_count: int, size: int = 4) -> list[TaskMarks]:
     marked = [task(f"t{i}", **{STATE_TAG: "draining"}) for i in range(draining_count)]
-    return marked + [task(f"t{i}") for i in range(draining_count, size)]
+    return list(marks_of(marked + [task(f"t{i}") for i in range(draining_count, size)]).values())
 
 
 def test_the_guardrails_allow_a_cordon_up_to_exactly_each_limit() -> None:

@@ -13,6 +13,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.drainer_steps import (
+    ECS_WRITE_ACTIONS,
+    SERVICE_WRITE_ACTIONS,
+    TAG_WRITE_ACTIONS,
+    TASK_WRITE_ACTIONS,
+)
 from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
 from fleet_remediation.contract.naming import (
     ECS_SERVICE_NAME_TAG,
@@ -32,9 +38,7 @@ from fleet_stack.constructs.stack_key import StackKey
 from worker_drainer.adapters.ecs_tasks import (
     ECS_CLUSTER_CONDITION_ACTIONS,
     ECS_SERVICE_ACTIONS,
-    ECS_TASK_CHANGE_ACTIONS,
     ECS_TASK_READ_ACTIONS,
-    ECS_TASK_TAG_ACTIONS,
 )
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
@@ -152,48 +156,38 @@ class WorkerDrainer(Construct):
 
     def _grant(self, config: EnvironmentConfig, detection: Detection) -> None:
         stack = Stack.of(self)
-        cluster_arn = stack.format_arn(
-            service="ecs", resource="cluster", resource_name=config.agent_service.ecs_cluster
+        service = config.agent_service
+        cluster_arn = stack.format_arn(service="ecs", resource="cluster", resource_name=service.ecs_cluster)
+        service_arn = stack.format_arn(
+            service="ecs", resource="service", resource_name=f"{service.ecs_cluster}/{service.ecs_service}"
         )
-        for statement in _task_statements(stack, config):
-            self.function.add_to_role_policy(statement)
-        self.function.add_to_role_policy(
+        statements = [
+            *_task_statements(stack, config),
+            # Reads the service's desired count and managed-tags setting; changes what the steps change.
             iam.PolicyStatement(
-                actions=list(ECS_SERVICE_ACTIONS),
-                resources=[
-                    stack.format_arn(
-                        service="ecs",
-                        resource="service",
-                        resource_name=f"{config.agent_service.ecs_cluster}/{config.agent_service.ecs_service}",
-                    )
-                ],
-            )
-        )
-        self.function.add_to_role_policy(
+                actions=[*_reads(ECS_SERVICE_ACTIONS), *SERVICE_WRITE_ACTIONS], resources=[service_arn]
+            ),
             iam.PolicyStatement(
                 actions=list(ECS_CLUSTER_CONDITION_ACTIONS),
                 resources=["*"],
                 conditions={"ArnEquals": {"ecs:cluster": cluster_arn}},
-            )
-        )
-        self.function.add_to_role_policy(
+            ),
             iam.PolicyStatement(
                 actions=sorted(set(LEDGER_ACTIONS) | set(OUTBOX_ACTIONS)), resources=[self.ledger.table_arn]
-            )
-        )
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn])
-        )
-        # The reconcile tick reads the VAD alarm's state (worker_drainer/alarm_watch.py).
-        self.function.add_to_role_policy(
+            ),
+            iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn]),
+            # The reconcile tick reads the VAD alarm's state (worker_drainer/alarm_watch.py).
             iam.PolicyStatement(
                 actions=["cloudwatch:DescribeAlarms"], resources=[detection.vad_alarm.alarm_arn]
-            )
-        )
-        # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
-        )
+            ),
+            # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
+            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"]),
+        ]
+        for statement in statements:
+            self.function.add_to_role_policy(statement)
+        self._suppress_wildcard_findings()
+
+    def _suppress_wildcard_findings(self) -> None:
         NagSuppressions.add_resource_suppressions(
             self.remediation.role,
             [
@@ -244,10 +238,16 @@ def _task_statements(stack: Stack, config: EnvironmentConfig) -> list[iam.Policy
     if config.drainer.task_action_scope is TaskActionScope.SERVICE:
         ours = {"StringEquals": {f"aws:ResourceTag/{ECS_SERVICE_NAME_TAG}": config.agent_service.ecs_service}}
     own_tag_keys = {"ForAllValues:StringEquals": {"aws:TagKeys": list(WRITTEN_TAGS)}}
+    # The changes are the step table's task actions: tag writes apart, as they take aws:TagKeys.
+    changes = [action for action in TASK_WRITE_ACTIONS if action not in TAG_WRITE_ACTIONS]
+    tagging = [action for action in TASK_WRITE_ACTIONS if action in TAG_WRITE_ACTIONS]
     return [
         iam.PolicyStatement(actions=list(ECS_TASK_READ_ACTIONS), resources=tasks),
-        iam.PolicyStatement(actions=list(ECS_TASK_CHANGE_ACTIONS), resources=tasks, conditions=ours or None),
-        iam.PolicyStatement(
-            actions=list(ECS_TASK_TAG_ACTIONS), resources=tasks, conditions={**ours, **own_tag_keys}
-        ),
+        iam.PolicyStatement(actions=changes, resources=tasks, conditions=ours or None),
+        iam.PolicyStatement(actions=tagging, resources=tasks, conditions={**ours, **own_tag_keys}),
     ]
+
+
+def _reads(actions: tuple[str, ...]) -> list[str]:
+    """The adapter's actions that change nothing: what a step changes is granted from its row only."""
+    return [action for action in actions if action not in ECS_WRITE_ACTIONS]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet_remediation.contract.drainer_steps import STEP_TABLE
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
 
 ENVIRONMENT_DIMENSION = "environment"
@@ -89,29 +90,17 @@ DRAINER_TASKS_DRAINING = MetricDefinition(
 DRAINER_GUARDRAIL_REFUSALS = MetricDefinition(
     "DrainerGuardrailRefusals", _DRAINER, "Steps a guardrail refused (blast radius, healthy minimum)."
 )
-# The ladder's acting steps (worker_drainer.plan_model.ACTING_STEPS values), each planned and done.
-DRAINER_STEPS = (
-    "reap",
-    "cordon",
-    "complete-cordon",
-    "stop",
-    "undo",
-    "settle-capacity",
-    "revert-capacity",
-)
-
-
-def _step_title(step: str) -> str:
-    return "".join(part.title() for part in step.split("-"))
-
-
+# Each acting step's metrics, planned and done, named by its row of the step table.
+DRAINER_STEPS = tuple(row.step.value for row in STEP_TABLE)
 DRAINER_STEP_PLANNED = {
-    step: MetricDefinition(f"Drainer{_step_title(step)}Planned", _DRAINER, f"'{step}' steps planned.")
-    for step in DRAINER_STEPS
+    row.step.value: MetricDefinition(
+        f"Drainer{row.metric}Planned", _DRAINER, f"'{row.step.value}' steps planned."
+    )
+    for row in STEP_TABLE
 }
 DRAINER_STEP_DONE = {
-    step: MetricDefinition(f"Drainer{_step_title(step)}Done", _DRAINER, f"'{step}' steps done.")
-    for step in DRAINER_STEPS
+    row.step.value: MetricDefinition(f"Drainer{row.metric}Done", _DRAINER, f"'{row.step.value}' steps done.")
+    for row in STEP_TABLE
 }
 
 # Not ours: ECS Container Insights' service-level task counts (Container Insights must be enabled on
