@@ -16,7 +16,10 @@ from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 
 
-def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> None:
+def record_plan(
+    snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder, held: frozenset[PlannedStep] = frozenset()
+) -> None:
+    """Each task's decision; ``held``: the planned steps a hold kept back."""
     steps: dict[str, PlannedStep] = {}
     for planned in plan.steps:  # a task's ladder step comes before its capacity step
         steps.setdefault(planned.task_id, planned)
@@ -32,11 +35,11 @@ def record_plan(snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder) -> 
             continue
         if step.rooms:
             facts["rooms_to_reap"] = [d.room.name for d in step.rooms]
-        decision = report.planned() if step.acting else Decision.SKIP
+        decision = report.planned(step in held) if step.acting else Decision.SKIP
         report.candidate(task.task_id, decision, f"{step.step.value}: {step.reason}", **facts)
     for step in plan.steps:
         if step.task_id not in snapshot.marks:
-            decision = report.planned() if step.acting else Decision.SKIP
+            decision = report.planned(step in held) if step.acting else Decision.SKIP
             report.candidate(
                 step.task_id, decision, f"{step.step.value}: {step.reason}", task_arn=step.task_arn
             )

@@ -11,7 +11,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline
-from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import Routed
 from worker_drainer import work as stages
 from worker_drainer.dependencies import DrainerDependencies
@@ -21,7 +20,14 @@ from worker_drainer.message_lines import Line, message_lines
 from worker_drainer.messages import MessageContext
 from worker_drainer.reporting import notify
 from worker_drainer.validation import ServiceIdentity
-from worker_drainer.work import NOTHING_PLANNED, DrainerEvent, DrainerRun, DrainerWork, drainer_trigger
+from worker_drainer.work import (
+    NOTHING_PLANNED,
+    DrainerEvent,
+    DrainerRun,
+    DrainerWork,
+    drainer_trigger,
+    held_lines,
+)
 
 Deps = DrainerDependencies
 
@@ -65,13 +71,8 @@ def compose(run: DrainerRun, work: DrainerWork) -> DrainerNote | None:
     snapshot = fleet.snapshot if fleet else None
     thread = message_incident(trigger, incident, plan, snapshot)
     context = MessageContext(settings, run.event.identity, thread, alarm_behind(trigger))
-    return DrainerNote(message_lines(run.report, plan, snapshot), context)
-
-
-def refusals(run: DrainerRun, work: DrainerWork) -> list[Refusal]:
-    """The steps a guardrail, a cooldown, an exclusion or a live room kept back."""
-    plan = work.plan or NOTHING_PLANNED
-    return [Refusal(s.task_id, s.step.value, s.reason) for s in plan.steps if s.notify]
+    lines = message_lines(run.report, work.acting or plan, snapshot) + held_lines(work)
+    return DrainerNote(lines, context)
 
 
 def tell(run: DrainerRun, note: DrainerNote) -> None:
@@ -86,11 +87,12 @@ DRAINER = Pipeline(
         dry_run_asked=dry_run_asked,
         read=stages.read,
         decide=stages.decide,
+        hold=stages.hold,
         act=stages.act,
         record=stages.record,
         compose=compose,
         tell=tell,
-        refusals=refusals,
+        refusals=stages.refusals,
     )
 )
 run_drainer = DRAINER.invoke

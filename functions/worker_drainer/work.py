@@ -3,11 +3,15 @@ each task's ladder (pure), carry it out re-checking every task, record."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from fleet_remediation.contract.disruption_window import outside_window
+from fleet_remediation.contract.drainer_steps import STARTING
 from fleet_remediation.contract.naming import tts_reach_alarm_name
 from fleet_remediation.core.pipeline import Run, Work
+from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import Routed
 from worker_drainer.accounting import record_metrics, record_plan, summarize
 from worker_drainer.alarm_watch import during_vad_alarm
@@ -16,7 +20,8 @@ from worker_drainer.events import DrainerTrigger
 from worker_drainer.executor import DrainerExecutor
 from worker_drainer.incidents import trigger_incident
 from worker_drainer.ladder import plan_ladder
-from worker_drainer.plan_model import LadderPlan, Snapshot
+from worker_drainer.message_lines import Line
+from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 from worker_drainer.snapshot import read_snapshot
 from worker_drainer.validation import ServiceIdentity, SuspectExpectations, validate_suspect
 
@@ -82,6 +87,39 @@ def decide(run: DrainerRun, fleet: FleetRead) -> LadderPlan:
     return plan_ladder(fleet.snapshot, run.deps.settings.drainer.policy)
 
 
+def hold(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> tuple[LadderPlan, str | None]:
+    """Outside the disruption window no new reap, cordon or stop starts; steps that finish or roll
+    back one already begun go on. A manual run may override."""
+    why = outside_window(run.deps.settings.disruption_window, fleet.snapshot.now)
+    if why is None or run.event.trigger.manual is not None:
+        return plan, None
+    going_on = tuple(step for step in plan.steps if step.step not in STARTING)
+    if len(going_on) == len(plan.steps):
+        return plan, None
+    return dataclasses.replace(plan, steps=going_on), why
+
+
+def held_steps(work: DrainerWork) -> frozenset[PlannedStep]:
+    if work.plan is None or work.acting is None:
+        return frozenset()
+    return frozenset(work.plan.steps) - frozenset(work.acting.steps)
+
+
+def held_lines(work: DrainerWork) -> list[Line]:
+    """What a hold kept back, told once an hour per step (like a refusal)."""
+    return [
+        Line(
+            "refused",
+            f"{s.task_id}: held, would {s.step.value} — {work.held}",
+            s.step.value,
+            s.task_id,
+            f"held#{s.task_id}#{s.step.value}",
+            s,
+        )
+        for s in sorted(held_steps(work), key=lambda step: (step.task_id, step.step.value))
+    ]
+
+
 def act(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> Executed:
     settings = run.deps.settings
     executor = DrainerExecutor(
@@ -109,7 +147,15 @@ def record(run: DrainerRun, work: DrainerWork) -> None:
     if fleet is None:
         return
     plan = work.plan or NOTHING_PLANNED
-    record_plan(fleet.snapshot, plan, run.report)
+    record_plan(fleet.snapshot, plan, run.report, held_steps(work))
     calls = fleet.livekit_calls + (work.done.livekit_calls if work.done else 0)
     run.report.summary = summarize(fleet.snapshot, plan, run.report, run.deps, calls)
+    if work.held is not None:
+        run.report.summary["held"] = work.held
     record_metrics(plan, run.report)
+
+
+def refusals(run: DrainerRun, work: DrainerWork) -> list[Refusal]:
+    """The steps a guardrail, a cooldown, an exclusion or a live room kept back."""
+    plan = work.plan or NOTHING_PLANNED
+    return [Refusal(s.task_id, s.step.value, s.reason) for s in plan.steps if s.notify]

@@ -93,7 +93,7 @@ def decide(run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
         )
 
 
-def hold(run: ReaperRun, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
+def hold(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
     """Outside the disruption window no room is warned or deleted (a manual run may override)."""
     why = outside_window(run.deps.settings.disruption_window, run.deps.clock())
     if why is None or run.event.routed.manual is not None:

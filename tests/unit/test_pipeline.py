@@ -68,7 +68,7 @@ def decide(run: CensusRun, rooms: dict[str, int]) -> list[str]:
     return sorted(name for name, people in rooms.items() if people > 10)
 
 
-def hold(run: CensusRun, plan: list[str]) -> tuple[list[str], str | None]:
+def hold(run: CensusRun, rooms: dict[str, int], plan: list[str]) -> tuple[list[str], str | None]:
     return ([], "quiet hours") if run.deps.quiet and run.event.manual is None else (plan, None)
 
 

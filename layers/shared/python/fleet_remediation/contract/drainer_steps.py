@@ -51,6 +51,9 @@ class StepRow:
     takes_out: bool
     # Leaves the task marked, so ``undrain`` undoes it.
     marks: bool
+    # Starts a new disruption: held outside the disruption window and while the service deploys.
+    # Steps that finish or roll back one already begun are never held (complete or compensate).
+    starts: bool
     # IAM write actions on the agents' tasks and on their service that the step's code may call
     # (a cordon refused half-way is compensated by removing its marks: UntagResource).
     task_actions: tuple[str, ...]
@@ -70,6 +73,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="reaped the over-age rooms of",
         takes_out=True,
         marks=True,
+        starts=True,
         task_actions=(TAG,),
         service_actions=(),
         metric="Reap",
@@ -79,6 +83,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="cordoned",
         takes_out=True,
         marks=True,
+        starts=True,
         task_actions=(TAG, UNTAG, PROTECT),
         service_actions=(UPDATE_SERVICE,),
         metric="Cordon",
@@ -88,6 +93,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="completed the cordon of",
         takes_out=True,
         marks=True,
+        starts=False,
         task_actions=(TAG, UNTAG, PROTECT),
         service_actions=(UPDATE_SERVICE,),
         metric="CompleteCordon",
@@ -97,6 +103,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="stopped",
         takes_out=True,
         marks=False,
+        starts=True,
         task_actions=(STOP_TASK,),
         service_actions=(UPDATE_SERVICE,),
         metric="Stop",
@@ -106,6 +113,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="un-drained",
         takes_out=False,
         marks=False,
+        starts=False,
         task_actions=(TAG, UNTAG, PROTECT),
         service_actions=(UPDATE_SERVICE,),
         metric="Undo",
@@ -115,6 +123,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="settled the capacity held for",
         takes_out=False,
         marks=False,
+        starts=False,
         task_actions=(),
         service_actions=(UPDATE_SERVICE,),
         metric="SettleCapacity",
@@ -124,6 +133,7 @@ STEP_TABLE: tuple[StepRow, ...] = (
         done_form="given back the capacity of",
         takes_out=False,
         marks=False,
+        starts=False,
         task_actions=(),
         service_actions=(UPDATE_SERVICE,),
         metric="RevertCapacity",
@@ -134,6 +144,7 @@ ACTING_STEPS = frozenset(ROWS)
 TASK_STEPS = frozenset(row.step for row in STEP_TABLE if row.touches_task)
 TAKING_OUT = frozenset(row.step for row in STEP_TABLE if row.takes_out)
 MARKING = frozenset(row.step for row in STEP_TABLE if row.marks)
+STARTING = frozenset(row.step for row in STEP_TABLE if row.starts)
 # What the drainer's role is granted to change: the union of the rows.
 TASK_WRITE_ACTIONS = tuple(sorted({action for row in STEP_TABLE for action in row.task_actions}))
 SERVICE_WRITE_ACTIONS = tuple(sorted({action for row in STEP_TABLE for action in row.service_actions}))

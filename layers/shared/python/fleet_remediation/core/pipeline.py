@@ -90,7 +90,7 @@ def _never_settled(run: Run[Any, Any]) -> Settled | None:
     return None
 
 
-def _never_held(run: Run[Any, Any], plan: PlanT) -> tuple[PlanT, str | None]:
+def _never_held(run: Run[Any, Any], snapshot: Any, plan: PlanT) -> tuple[PlanT, str | None]:
     return plan, None
 
 
@@ -127,7 +127,7 @@ class FunctionSpec(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
     settle: Callable[[Run[DepsT, EventT]], Settled | None] = _never_settled
     # The plan to carry out now and, when part of it is kept back (quiet hours, a deployment in
     # progress), why: steps that finish or roll back an action already begun are never held.
-    hold: Callable[[Run[DepsT, EventT], PlanT], tuple[PlanT, str | None]] = _never_held
+    hold: Callable[[Run[DepsT, EventT], SnapT, PlanT], tuple[PlanT, str | None]] = _never_held
     # Decisions not to act that an operator must know, for the action events.
     refusals: Callable[[Run[DepsT, EventT], Work[SnapT, PlanT, DoneT]], list[Refusal]] = _no_refusals
     incident_of: Callable[[NoteT], str | None] = _incident_of_note
@@ -199,7 +199,7 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         try:
             work.snapshot = spec.read(run)
             work.plan = spec.decide(run, work.snapshot)
-            work.acting, work.held = spec.hold(run, work.plan)
+            work.acting, work.held = spec.hold(run, work.snapshot, work.plan)
             if run.acts:
                 work.done = spec.act(run, work.snapshot, work.acting)
         except RemediationError as exc:

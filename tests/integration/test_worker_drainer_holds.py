@@ -1,0 +1,76 @@
+"""The drainer under a hold (moto ECS, the real livekit-server): outside the disruption window it
+starts no cordon, tells what it holds, finishes a cordon already begun, and a manual run acts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+import pytest
+from moto import mock_aws
+from moto.moto_api import state_manager
+
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.contract.disruption_window import DisruptionWindow
+from worker_drainer.tags import CORDON_TAG, STATE_TAG
+
+# Closed all day but one minute that the tests never reach.
+CLOSED = DisruptionWindow(start=time(3, 0), end=time(3, 1), timezone="UTC")
+
+
+@pytest.fixture
+def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with mock_aws():
+            now = datetime.now(UTC).replace(hour=12) + timedelta(hours=2)
+            yield build_world(livekit_server, now)
+    finally:
+        state_manager.unset_transition("ecs::task")
+
+
+def _held(world: DrainerWorld, event: dict[str, Any]) -> dict[str, Any]:
+    deps = world.dependencies()
+    deps.settings = deps.settings.model_copy(update={"disruption_window": CLOSED})
+    return world.invoke(event, deps)
+
+
+def test_outside_the_window_a_cordon_is_held_and_told_and_a_manual_drain_still_acts(
+    world: DrainerWorld,
+) -> None:
+    bad = world.task_ids[1]
+    world.slow(bad, count=240, minutes=25)
+    desired = world.desired_count()
+    report = _held(world, alarm_event())
+    assert report["actions"] == []
+    assert report["summary"]["held"].startswith("outside the disruption window")
+    decision = next(c for c in report["candidates"] if c["resource"] == bad)
+    assert decision["decision"] == "held"
+    assert STATE_TAG not in world.tags(bad)
+    assert world.desired_count() == desired
+    told = [text for _, text in world.notifications()]
+    assert any(f"{bad}: held, would cordon" in text for text in told), told
+
+    manual = _held(world, {"action": "drain", "task": bad, "dry_run": False})
+    assert [(a["resource"], a["action"], a["outcome"]) for a in manual["actions"]] == [
+        (bad, "cordon", "done")
+    ]
+    assert world.tags(bad)[STATE_TAG] == "draining"
+
+
+def test_a_cordon_begun_before_the_window_closed_is_finished_while_held(world: DrainerWorld) -> None:
+    target = world.task_ids[2]
+    world.slow(target, count=240, minutes=25)
+    drained = world.invoke({"action": "drain", "task": target, "dry_run": False})
+    assert [a["action"] for a in drained["actions"]] == ["cordon"]
+    # As if the run that cordoned it had died half-way: the cordon's progress mark says "started".
+    world.ecs_client.tag_resource(
+        resourceArn=world.task_arns[2], tags=[{"key": CORDON_TAG, "value": "started"}]
+    )
+    report = _held(world, schedule_event())
+    assert [(a["resource"], a["action"], a["outcome"]) for a in report["actions"]] == [
+        (target, "complete-cordon", "done")
+    ]
+    assert "held" not in report["summary"]
