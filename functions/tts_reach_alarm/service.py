@@ -38,10 +38,11 @@ from fleet_remediation.contract.budgets import (
     SUSPECT_EVENT_PUT,
     guarded_action_seconds,
 )
-from fleet_remediation.contract.events import SuspectWorkerDetail
+from fleet_remediation.contract.events import SuspectWorkerDetail, responder_event_ages
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
 from fleet_remediation.core import messages
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch
@@ -94,7 +95,9 @@ def run_tts_reach(
     started = time.monotonic()
     settings = deps.settings
     report.environment = settings.environment_name
-    trigger, transition = parse_transition(event, settings, deps.clock())
+    ages = responder_event_ages(settings.tts_reach.recheck_minutes)
+    door = Door.for_invocation(context.invoked_function_arn if context else None, deps.clock(), ages)
+    trigger, transition = parse_transition(event, settings, door)
     report.trigger = trigger
     decide_mode(deps.mode_switch, transition.manual.dry_run if transition.manual else None, report)
     if transition.recheck:

@@ -10,7 +10,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
-from fleet_remediation.contract.naming import tts_reach_alarm_name
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.report import ReportBuilder
@@ -27,22 +28,9 @@ from worker_drainer.messages import MessageContext
 from worker_drainer.plan_model import LadderPlan, Snapshot
 from worker_drainer.reporting import notify
 from worker_drainer.snapshot import read_snapshot
-from worker_drainer.validation import ServiceIdentity, SuspectExpectations, validate_suspect
+from worker_drainer.validation import ServiceIdentity
 
 NOTHING_PLANNED = LadderPlan((), 0, 0)
-
-
-def _validate(parsed: DrainerTrigger, deps: DrainerDependencies) -> None:
-    """What can be checked before reading anything: a suspect-worker event is ours and fresh."""
-    settings = deps.settings
-    if parsed.suspect is not None:
-        expect = SuspectExpectations(
-            environment=settings.environment_name,
-            alarm_name=tts_reach_alarm_name(settings.environment_name),
-            alpha=settings.tts_reach_alarm.concentration_alpha,
-            log_stream_for=settings.log_stream_for,
-        )
-        validate_suspect(parsed.suspect, expect, deps.clock())
 
 
 def run_drainer(
@@ -55,8 +43,10 @@ def run_drainer(
     started = time.monotonic()
     settings = deps.settings
     report.environment = settings.environment_name
-    identity = ServiceIdentity.of(settings.ecs_cluster, context.invoked_function_arn if context else None)
-    parsed = route_drainer_event(event, settings.environment_name)
+    function_arn = context.invoked_function_arn if context else None
+    identity = ServiceIdentity.of(settings.ecs_cluster, function_arn)
+    door = Door.for_invocation(function_arn, deps.clock(), DRAINER_EVENT_AGES)
+    parsed = route_drainer_event(event, settings, door)
     report.trigger = parsed.trigger
     incident = trigger_incident(parsed, settings.environment_name, deps.clock())
     manual = parsed.manual
@@ -67,7 +57,6 @@ def run_drainer(
     snapshot: Snapshot | None = None
     plan = NOTHING_PLANNED
     try:
-        _validate(parsed, deps)
         if decide_mode(deps.mode_switch, manual_dry_run, report) is Mode.OFF:
             report.summary = {"skipped": "kill switch is off: nothing read, nothing changed"}
         else:

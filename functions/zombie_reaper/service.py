@@ -20,9 +20,11 @@ from fleet_remediation.contract.budgets import (
     NOTIFICATION_BUDGET_SECONDS,
     REPORT_MARGIN_SECONDS,
 )
+from fleet_remediation.contract.events import REAPER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from fleet_remediation.core import messages
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import InvalidEventError, RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.report import ReportBuilder
@@ -82,7 +84,10 @@ def run_reaper(
     started = time.monotonic()
     settings = deps.settings
     report.environment = settings.environment_name
-    routed = reaper_router(settings.environment_name).route(event)
+    door = Door.for_invocation(
+        context.invoked_function_arn if context else None, deps.clock(), REAPER_EVENT_AGES
+    )
+    routed = reaper_router(settings.environment_name).route(event, door)
     report.trigger, manual = routed.trigger, routed.manual
     if routed.alarm is not None and routed.alarm.state.value != "ALARM":
         report.summary = {"skipped": f"alarm state {routed.alarm.state.value}: nothing to reap on recovery"}

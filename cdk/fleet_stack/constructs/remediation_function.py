@@ -14,6 +14,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
+from fleet_remediation.contract.events import ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS
 from fleet_remediation.contract.naming import (
     METRICS_NAMESPACE,
     FunctionName,
@@ -147,7 +148,7 @@ class RemediationFunction(Construct):
             log_group=self.log_group,
             dead_letter_queue=self.dlq,
             retry_attempts=2,
-            max_event_age=Duration.hours(1),
+            max_event_age=Duration.seconds(ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS),
             environment={
                 "POWERTOOLS_SERVICE_NAME": function_dir,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,

@@ -13,7 +13,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.contract.naming import (
     ECS_SERVICE_NAME_TAG,
     EVENT_SOURCE,
@@ -122,7 +122,7 @@ class WorkerDrainer(Construct):
             "Reconcile",
             description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
             schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
-            targets=[self._target(Duration.minutes(2))],
+            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.schedule_seconds))],
         )
         self.vad_route = detection.route_alarm(
             "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
@@ -137,7 +137,7 @@ class WorkerDrainer(Construct):
                 detail={"environment": [env_name]},
             ),
             # The drainer refuses a suspect-worker event older than this: no use delivering it later.
-            targets=[self._target(Duration.seconds(SUSPECT_EVENT_MAX_AGE_SECONDS))],
+            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.suspect_worker_seconds))],
         )
 
     def _target(self, max_event_age: Duration) -> targets.LambdaFunction:
