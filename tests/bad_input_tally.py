@@ -1,6 +1,7 @@
-"""The bad-input suite's tally: each input it sends records whether the function refused it with the
-expected typed error and whether it stayed without a side effect; the session prints the counts,
-per function, and a last line ``bad inputs: N sent, N refused without a side effect, 0 acted on``."""
+"""The bad-input suite's tally: each input it sends records whether the function refused it (one
+report failed with a typed error) and whether it stayed without a side effect; the session prints
+the counts per function and a last line ``bad inputs: N sent, N refused ..., 0 acted on``. An input
+neither refused nor acted on was let through and did nothing (say, taken as a recovery)."""
 
 from __future__ import annotations
 
@@ -28,13 +29,13 @@ class Tally:
     def lines(self) -> list[str]:
         rows = [
             f"  {function:<16} {self.sent[function]:4} sent, {self.refused[function]:4} refused, "
-            f"{self.acted_on[function]} acted on"
+            f"{self.acted_on[function]:4} acted on"
             for function in sorted(self.sent)
         ]
-        total = sum(self.sent.values())
+        sent, refused, acted_on = (sum(c.values()) for c in (self.sent, self.refused, self.acted_on))
         summary = (
-            f"bad inputs: {total} sent, {sum(self.refused.values())} refused with a typed error and no "
-            f"side effect, {sum(self.acted_on.values())} acted on"
+            f"bad inputs: {sent} sent, {refused} refused with a typed error and no side effect, "
+            f"{acted_on} acted on, {sent - refused - acted_on} let through without a side effect"
         )
         return [*rows, summary]
 
