@@ -98,24 +98,31 @@ def main() -> None:
                 world.job_request(
                     bad, "AJ_bench", room, asyncio.run(_create_room(livekit, room)), minutes_ago=30
                 )
-                lines = [_line("tick, nothing marked", *_run(world, schedule_event()))]
+                lines = [_line("tick, nothing marked", *_run(world, schedule_event(world.now)))]
                 world.slow(bad, count=240, minutes=25)
-                seconds, report = _run(world, alarm_event())
+                seconds, report = _run(world, alarm_event(at=world.now))
                 cordon_times.append(seconds)
                 lines.append(_line("alarm -> cordon (nothing to reap)", seconds, report))
                 # ECS starts the replacement (moto has no scheduler): a stop waits for it.
                 world.run_service_scheduler()
                 world.now += timedelta(minutes=1)
                 world.worker_urls[bad] = endpoint.url
-                lines.append(_line("tick, 1 draining, /worker reachable", *_run(world, schedule_event())))
+                lines.append(
+                    _line("tick, 1 draining, /worker reachable", *_run(world, schedule_event(world.now)))
+                )
                 world.worker_urls.clear()
                 lines.append(
-                    _line("tick, 1 draining, /worker unreachable (logs)", *_run(world, schedule_event()))
+                    _line(
+                        "tick, 1 draining, /worker unreachable (logs)",
+                        *_run(world, schedule_event(world.now)),
+                    )
                 )
                 world.now += timedelta(hours=2)
                 world.slow(bad, count=30, minutes=5)  # still slow: the deadline, not recovery, ends it
-                lines.append(_line("tick, 1 draining, deadline passed", *_run(world, schedule_event())))
-                lines.append(_line("tick, after the stop", *_run(world, schedule_event())))
+                lines.append(
+                    _line("tick, 1 draining, deadline passed", *_run(world, schedule_event(world.now)))
+                )
+                lines.append(_line("tick, after the stop", *_run(world, schedule_event(world.now))))
                 if round_number == 0:
                     print(f"{args.tasks}-task service:")
                     print("\n".join(lines))

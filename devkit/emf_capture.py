@@ -124,12 +124,13 @@ def capture_reaper(server: LocalLiveKit) -> None:
     deps = dataclasses.replace(
         ReaperDependencies.from_environment(), clock=lambda: datetime.now(UTC) + CLOCK_AHEAD
     )
-    now = datetime.now(UTC)
-    _invoke(handler, _schedule_event("reaper-schedule", now), deps)
+    # Two ticks five minutes apart, the last one at the run's clock: both are fresh at the door.
+    now = deps.clock()
+    _invoke(handler, _schedule_event("reaper-schedule", now - timedelta(minutes=5)), deps)
     asyncio.run(create_rooms(server, ["lesson-emf-capture-2"]))
     lost = dataclasses.replace(deps, notifier=_missing_topic())
     # The next tick: another scheduled event, so another incident with its own once-keys.
-    _invoke(handler, _schedule_event("reaper-schedule", now + timedelta(minutes=5)), lost)
+    _invoke(handler, _schedule_event("reaper-schedule", now), lost)
 
 
 def capture_tts_reach() -> None:
@@ -150,11 +151,16 @@ def capture_tts_reach() -> None:
         insights_row({"job_id": f"AJ_fail{i}", "room": f"room-{i}", "room_id": f"RM_{i}"}) for i in range(4)
     ]
     insights = FakeLogsInsights(responses=[jobs, rooms, jobs, rooms])
-    deps = dataclasses.replace(TtsReachDependencies.from_environment(), insights=insights)
+    # Two alarms half an hour apart, the run's clock just after the second: both fresh at the door.
+    deps = dataclasses.replace(
+        TtsReachDependencies.from_environment(),
+        insights=insights,
+        clock=lambda: datetime(2026, 9, 15, 18, 15, tzinfo=UTC),
+    )
     alarm = tts_reach_alarm_name(os.environ["ENVIRONMENT_NAME"])
     _invoke(handler, _alarm_event(alarm, "2026-09-15T17:41:00.000+0000"), deps)
     lost = dataclasses.replace(deps, notifier=_missing_topic())
-    _invoke(handler, _alarm_event(alarm, "2026-09-15T18:41:00.000+0000"), lost)
+    _invoke(handler, _alarm_event(alarm, "2026-09-15T18:11:00.000+0000"), lost)
 
 
 def capture_worker_drainer() -> None:

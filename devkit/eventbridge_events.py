@@ -7,6 +7,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleet_remediation.contract.events import EventAges
+from fleet_remediation.core.door import Door
+
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -60,3 +63,10 @@ def alarm_state_change(
             "configuration": {"description": f"{alarm_name} (local smoke test)"},
         },
     }
+
+
+def door_on_arrival(event: dict[str, Any], ages: EventAges, function_arn: str, otherwise: datetime) -> Door:
+    """The door of a run that takes ``event`` the moment it was sent (at its ``time``; a manual
+    event, which has none, at ``otherwise``): unit tests route fixed events without a clock."""
+    at = datetime.fromisoformat(event["time"]) if "time" in event else otherwise
+    return Door.for_invocation(function_arn, at, ages)

@@ -44,6 +44,9 @@ LOCAL_LAMBDA_DIR = REPO_ROOT / "build" / "lambda-local"
 LOCAL_RUNTIME = LOCAL_LAMBDA_DIR / "runtime"
 LOCAL_DEPS_LAYER = LOCAL_LAMBDA_DIR / "deps"
 INVOKE_PATH = "/2015-03-31/functions/function/invocations"
+# The RIE names every invoked function arn:aws:lambda:us-east-1:012345678912:function:<name>, whatever
+# the region: a function's door admits only EventBridge events of this account and region.
+RIE_FUNCTION_ACCOUNT, RIE_FUNCTION_REGION = "012345678912", "us-east-1"
 # Variables Lambda reserves: a template that set one would be rejected by Lambda.
 RESERVED_VARIABLES = frozenset(
     {

@@ -29,8 +29,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from devkit.eventbridge_events import schedule_event
 from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
+from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
@@ -48,17 +49,6 @@ from zombie_reaper.dependencies import ReaperDependencies
 OUTPUT_DIR = Path(".demo")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INCIDENT_LOG = REPO_ROOT / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
-SCHEDULE_EVENT = {
-    "version": "0",
-    "id": "demo",
-    "detail-type": "Scheduled Event",
-    "source": "aws.events",
-    "account": "000000000000",
-    "time": "2026-09-15T18:00:00Z",
-    "region": "local",
-    "resources": ["arn:aws:events:local:000000000000:rule/lkfr-local-zombie-reaper"],
-    "detail": {},
-}
 LOCAL_POLICY = ReaperPolicy(
     managed_room_pattern=r"^(lesson|test)-.+$",
     max_age_minutes=60,
@@ -117,6 +107,12 @@ def dependencies(server: LocalLiveKit, mode: Mode, clock_offset: timedelta) -> R
     )
 
 
+def scheduled(deps: ReaperDependencies) -> dict[str, Any]:
+    """The schedule rule's event at the run's clock, in the local context's account and region."""
+    rule = "lkfr-local-zombie-reaper"
+    return schedule_event(rule, account=LOCAL_ACCOUNT, region=local_region(), now=deps.clock())
+
+
 def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencies) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
     report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
@@ -145,12 +141,8 @@ def main() -> None:
 
         now = timedelta(0)
         later = timedelta(minutes=65)
-        step(
-            1,
-            "Scheduled run right now, enforcing: every room is young",
-            SCHEDULE_EVENT,
-            dependencies(server, Mode.ENFORCE, now),
-        )
+        deps = dependencies(server, Mode.ENFORCE, now)
+        step(1, "Scheduled run right now, enforcing: every room is young", scheduled(deps), deps)
         step(
             2,
             "Manual invoke {} 65 minutes later: a dry run by default, it only says what it would do",
@@ -163,21 +155,14 @@ def main() -> None:
             {"dry_run": False},
             dependencies(server, Mode.DRY_RUN, later),
         )
-        step(
-            4,
-            "Scheduled run 65 minutes later, kill switch = enforce: the zombies go",
-            SCHEDULE_EVENT,
-            dependencies(server, Mode.ENFORCE, later),
-        )
+        deps = dependencies(server, Mode.ENFORCE, later)
+        title = "Scheduled run 65 minutes later, kill switch = enforce: the zombies go"
+        step(4, title, scheduled(deps), deps)
         for child in children:
             state = "disconnected by LiveKit" if child.disconnected.wait(5) else "still connected"
             print(f"  participant {child.identity} in {child.room_name}: {state}")
-        step(
-            5,
-            "The next scheduled run: nothing left to do",
-            SCHEDULE_EVENT,
-            dependencies(server, Mode.ENFORCE, later),
-        )
+        deps = dependencies(server, Mode.ENFORCE, later)
+        step(5, "The next scheduled run: nothing left to do", scheduled(deps), deps)
         for child in children:
             child.close()
         loop.close()

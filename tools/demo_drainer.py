@@ -120,7 +120,7 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
         )
         n = first_step
         title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
-        _step(f"{n}", title, world, alarm_event(), output)
+        _step(f"{n}", title, world, alarm_event(at=world.now), output)
         _wait(worker, _active_jobs(1), "1 active job after the reap")
         print(
             f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)"
@@ -128,7 +128,13 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
 
         world.now += timedelta(minutes=5)
         world.slow(bad, count=30, minutes=4)
-        _step(f"{n + 1}", "Reconcile tick, 5 min later, still slow: cordon", world, schedule_event(), output)
+        _step(
+            f"{n + 1}",
+            "Reconcile tick, 5 min later, still slow: cordon",
+            world,
+            schedule_event(world.now),
+            output,
+        )
         _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
         print(
             f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
@@ -140,13 +146,19 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
 
         world.now += timedelta(minutes=1)
         title = "Reconcile tick: draining, /worker still reports the lesson"
-        _step(f"{n + 2}", title, world, schedule_event(), output)
+        _step(f"{n + 2}", title, world, schedule_event(world.now), output)
 
         asyncio.run(_delete_room(server, lesson))
         _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
         world.now += timedelta(minutes=1)
         print("\n  the lesson ends (its room is closed)")
-        _step(f"{n + 3}", "Reconcile tick: no active jobs, stop the task", world, schedule_event(), output)
+        _step(
+            f"{n + 3}",
+            "Reconcile tick: no active jobs, stop the task",
+            world,
+            schedule_event(world.now),
+            output,
+        )
         stopped = world.task(bad)
         print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
         print(f"  audit trail: {[e['action'] for e in sorted(world.audit(bad), key=lambda e: e['sk'])]}")

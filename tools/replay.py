@@ -48,6 +48,7 @@ for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions
 
 from devkit.eventbridge_events import schedule_event  # noqa: E402
 from devkit.fixed_mode import FixedModeSwitch  # noqa: E402
+from devkit.lambda_context import LocalLambdaContext  # noqa: E402
 from devkit.log_export import LogEvent, UnreadableLogError, load_events  # noqa: E402
 from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
 from devkit.offline_worker_logs import OfflineWorkerLogs  # noqa: E402
@@ -452,15 +453,17 @@ class Replay:
 
     def _invoke(self, function: FunctionName, event: dict[str, Any], trigger: str) -> None:
         invocation_id = f"replay-{len(self.result.invocations) + 1}"
+        # The simulated stack's account and region: the functions' door admits their events.
+        context: Any = LocalLambdaContext(account=self.account, region=self.region)
         runners: dict[FunctionName, Callable[[ReportBuilder], None]] = {
             FunctionName.ZOMBIE_REAPER: lambda report: run_reaper(
-                event, report, self._reaper, self._reaper.settings.timeout_seconds
+                event, report, self._reaper, self._reaper.settings.timeout_seconds, context
             ),
             FunctionName.TTS_REACH_ALARM: lambda report: run_tts_reach(
-                event, report, self._responder, self._responder.settings.timeout_seconds
+                event, report, self._responder, self._responder.settings.timeout_seconds, context
             ),
             FunctionName.WORKER_DRAINER: lambda report: run_drainer(
-                event, report, self._drainer, self._drainer.settings.timeout_seconds
+                event, report, self._drainer, self._drainer.settings.timeout_seconds, context
             ),
         }
         report = run_reported(function.value, invocation_id, runners[function])

@@ -50,6 +50,27 @@ CHAT_TOPIC = "it-chat"
 FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-it-worker-drainer"
 
 
+def offline_settings(environment: str, **drainer: Any) -> DrainerSettings:
+    """Settings that name no AWS resource of a world (unit tests): the default drainer section with
+    ``drainer`` on top, our cluster and service."""
+    return DrainerSettings.model_validate(
+        {
+            "environment_name": environment,
+            "mode_parameter_name": f"/livekit-fleet-remediation/{environment}/mode",
+            "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:notifications",
+            "runbook_base_url": "https://runbooks.example.com/repo",
+            "livekit_url": "http://127.0.0.1:7880",
+            "livekit_secret_id": "unused",
+            "reaper": {},
+            "drainer": drainer,
+            "ecs_cluster": CLUSTER,
+            "ecs_service": SERVICE,
+            "ledger_table_name": "ledger",
+            "agent_log_group": "/example/agent",
+        }
+    )
+
+
 def stream_of(task_id: str) -> str:
     return f"{STREAM_PREFIX}/{CONTAINER}/{task_id}"
 
@@ -271,37 +292,54 @@ class DrainerWorld:
         return [{k: v["S"] for k, v in item.items() if "S" in v} for item in items]
 
 
-def alarm_event(state: str = "ALARM", name: str = "livekit-it-vad-slow-inference") -> dict[str, Any]:
+# The incident the unit tests replay: the VAD alarm went off at 17:40, the schedule ticked at 17:41.
+ALARM_AT = datetime(2026, 9, 15, 17, 40, tzinfo=UTC)
+TICK_AT = datetime(2026, 9, 15, 17, 41, tzinfo=UTC)
+
+
+def _eventbridge_time(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _alarm_time(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+
+
+def alarm_event(
+    state: str = "ALARM", name: str = "livekit-it-vad-slow-inference", at: datetime = ALARM_AT
+) -> dict[str, Any]:
+    """The VAD alarm's state change at ``at`` (a world's ``now``: the door refuses stale events)."""
     return {
         "version": "0",
         "id": "7bf73129-1428-4cd3-a780-95db273d1602",
         "detail-type": "CloudWatch Alarm State Change",
         "source": "aws.cloudwatch",
         "account": "123456789012",
-        "time": "2026-09-15T17:40:00Z",
+        "time": _eventbridge_time(at),
         "region": "eu-west-1",
         "resources": [f"arn:aws:cloudwatch:eu-west-1:123456789012:alarm:{name}"],
         "detail": {
             "alarmName": name,
-            "state": {
-                "value": state,
-                "reason": "threshold crossed",
-                "timestamp": "2026-09-15T17:40:00.000+0000",
+            "state": {"value": state, "reason": "threshold crossed", "timestamp": _alarm_time(at)},
+            "previousState": {
+                "value": "OK",
+                "reason": "",
+                "timestamp": _alarm_time(at - timedelta(minutes=40)),
             },
-            "previousState": {"value": "OK", "reason": "", "timestamp": "2026-09-15T17:00:00.000+0000"},
             "configuration": {},
         },
     }
 
 
-def schedule_event() -> dict[str, Any]:
+def schedule_event(at: datetime = TICK_AT) -> dict[str, Any]:
+    """The reconcile schedule's tick at ``at`` (a world's ``now``: the door refuses stale events)."""
     return {
         "version": "0",
         "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
         "detail-type": "Scheduled Event",
         "source": "aws.events",
         "account": "123456789012",
-        "time": "2026-09-15T17:41:00Z",
+        "time": _eventbridge_time(at),
         "region": "eu-west-1",
         "resources": ["arn:aws:events:eu-west-1:123456789012:rule/it-drainer-reconcile"],
         "detail": {},

@@ -12,8 +12,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.contract.events import responder_event_ages
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Settled
 from fleet_remediation.core.routing import Routed
 from tts_reach_alarm.dependencies import TtsReachDependencies
@@ -35,8 +37,8 @@ class ResponderNote:
         return self.note.incident_id
 
 
-def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:
-    return responder_router(deps.settings).route(event)
+def route(event: Any, deps: Deps, door: Door) -> Routed[Any]:
+    return responder_router(deps.settings).route(event, door)
 
 
 def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> Transition | Settled:
@@ -80,6 +82,7 @@ RESPONDER = Pipeline(
     FunctionSpec(
         function=FunctionName.TTS_REACH_ALARM,
         route=route,
+        event_ages=lambda deps: responder_event_ages(deps.settings.tts_reach.recheck_minutes),
         begin=begin,
         dry_run_asked=dry_run_asked,
         settle=open_incident,

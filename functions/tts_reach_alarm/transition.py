@@ -1,5 +1,5 @@
-"""What the responder handles: an alarm state (ALARM or OK) over a window, or a manual ALARM
-analysis; routed by the shared router and validated before anything is read."""
+"""What the responder handles: an alarm state over a window, a scheduled re-check, or a manual ALARM
+analysis; routed by the shared router and verified at the door before anything is read."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import AwareDatetime, Field, StrictInt, field_validator
+from pydantic import Field, StrictInt
 
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.door import Door, EventTime
 from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (
     AlarmRoute,
@@ -32,16 +33,8 @@ HANDLED_STATES = ("ALARM", "OK")
 class TtsReachManualEvent(ManualEvent):
     """Run the ALARM analysis by hand, e.g. ``{"dry_run": true, "window_end": "2026-09-15T17:50:00Z"}``."""
 
-    window_end: AwareDatetime | None = None
+    window_end: EventTime | None = None
     window_minutes: StrictInt | None = Field(default=None, ge=1, le=24 * 60)
-
-    @field_validator("window_end", mode="before")
-    @classmethod
-    def _iso_text(cls, value: object) -> object:
-        # JSON carries a time as ISO 8601 text; a bare number would be read as a Unix timestamp.
-        if value is not None and not isinstance(value, str | datetime):
-            raise ValueError("must be an ISO 8601 time with a zone, e.g. 2026-09-15T17:50:00Z")
-        return value
 
 
 @dataclass(frozen=True)
@@ -89,9 +82,9 @@ def responder_router(settings: TtsReachSettings) -> Router[TtsReachManualEvent]:
     )
 
 
-def parse_transition(event: Any, settings: TtsReachSettings, now: datetime) -> tuple[Trigger, Transition]:
-    routed = responder_router(settings).route(event)
-    return routed.trigger, transition_of(routed, settings, now)
+def parse_transition(event: Any, settings: TtsReachSettings, door: Door) -> tuple[Trigger, Transition]:
+    routed = responder_router(settings).route(event, door)
+    return routed.trigger, transition_of(routed, settings, door.now)
 
 
 def transition_of(routed: Routed[Any], settings: TtsReachSettings, now: datetime) -> Transition:

@@ -9,17 +9,20 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, field_validator, model_validator
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.contract.naming import vad_alarm_name
+from fleet_remediation.contract.naming import tts_reach_alarm_name, vad_alarm_name
+from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (
     AlarmRoute,
     AlarmStateChange,
     ManualEvent,
     ManualRoute,
+    Routed,
     Router,
     ScheduleRoute,
-    SuspectWorkerRoute,
 )
+from fleet_remediation.core.suspect_route import SuspectExpectations, SuspectWorkerRoute
 from worker_drainer.validation import TaskReference, parse_task_reference
 
 
@@ -63,24 +66,36 @@ class DrainerTrigger:
     alarm: AlarmStateChange | None = None
 
 
-def drainer_router(environment_name: str) -> Router[DrainerManualEvent]:
+def drainer_router(settings: DrainerSettings) -> Router[DrainerManualEvent]:
+    """A suspect-worker event must be what our own responder sends (``core.suspect_route``)."""
+    environment = settings.environment_name
+    expect = SuspectExpectations(
+        environment=environment,
+        alarm_name=tts_reach_alarm_name(environment),
+        alpha=settings.tts_reach_alarm.concentration_alpha,
+        log_stream_for=settings.log_stream_for,
+    )
     return Router(
         "the worker drainer",
         [
             ScheduleRoute(),
-            AlarmRoute({vad_alarm_name(environment_name)}),
-            SuspectWorkerRoute(),
+            AlarmRoute({vad_alarm_name(environment)}),
+            SuspectWorkerRoute(expect),
             ManualRoute(DrainerManualEvent),
         ],
     )
 
 
-def route_drainer_event(event: Any, environment_name: str) -> DrainerTrigger:
-    routed = drainer_router(environment_name).route(event)
+def route_drainer_event(event: Any, settings: DrainerSettings, door: Door) -> DrainerTrigger:
+    return drainer_trigger(drainer_router(settings).route(event, door))
+
+
+def drainer_trigger(routed: Routed[Any]) -> DrainerTrigger:
+    """What the event allows: an ALARM, a suspect worker or a manual plan starts new ladders; the
+    schedule and an alarm's OK or INSUFFICIENT_DATA only advance the ones in progress."""
     if routed.manual is not None:
         return DrainerTrigger(routed.trigger, routed.manual.action == "plan", manual=routed.manual)
     if routed.alarm is not None:
-        # OK and INSUFFICIENT_DATA still advance existing ladders; only ALARM starts new ones.
         return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM", alarm=routed.alarm)
     if routed.suspect is not None:
         return DrainerTrigger(routed.trigger, True, suspect=routed.suspect)

@@ -1,6 +1,6 @@
-"""The drainer as a pipeline spec (``core.pipeline``): attribute the degradation to one task, reap
-its over-age rooms, cordon it, wait for its jobs to end, stop it — or undo it all if it recovers.
-One message per run with something new to say, threaded under its incident (``reporting``)."""
+"""The drainer as a pipeline spec (``core.pipeline``): attribute the degradation to one task, reap its
+over-age rooms, cordon it, wait for its jobs to end, stop it — or undo it all if it recovers. One
+message per run with something new to say, threaded under its incident (``reporting``)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,20 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline
 from fleet_remediation.core.routing import Routed
 from worker_drainer import work as stages
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.events import drainer_router
+from worker_drainer.events import drainer_router, drainer_trigger
 from worker_drainer.incidents import alarm_behind, message_incident, trigger_incident
 from worker_drainer.message_lines import Line, message_lines
 from worker_drainer.messages import MessageContext
 from worker_drainer.reporting import notify
 from worker_drainer.validation import ServiceIdentity
-from worker_drainer.work import (
-    NOTHING_PLANNED,
-    DrainerEvent,
-    DrainerRun,
-    DrainerWork,
-    drainer_trigger,
-    held_lines,
-)
+from worker_drainer.work import NOTHING_PLANNED, DrainerEvent, DrainerRun, DrainerWork, held_lines
 
 Deps = DrainerDependencies
 
@@ -42,8 +37,8 @@ class DrainerNote:
         return self.context.incident_id
 
 
-def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:
-    return drainer_router(deps.settings.environment_name).route(event)
+def route(event: Any, deps: Deps, door: Door) -> Routed[Any]:
+    return drainer_router(deps.settings).route(event, door)
 
 
 def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> DrainerEvent:
@@ -83,6 +78,7 @@ DRAINER = Pipeline(
     FunctionSpec(
         function=FunctionName.WORKER_DRAINER,
         route=route,
+        event_ages=lambda deps: DRAINER_EVENT_AGES,
         begin=begin,
         dry_run_asked=dry_run_asked,
         read=stages.read,

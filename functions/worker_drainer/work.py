@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.drainer_steps import STARTING
-from fleet_remediation.contract.naming import tts_reach_alarm_name
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Refusal
-from fleet_remediation.core.routing import Routed
 from worker_drainer.accounting import record_metrics, record_plan, summarize
 from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.dependencies import DrainerDependencies
@@ -23,7 +20,7 @@ from worker_drainer.ladder import plan_ladder
 from worker_drainer.message_lines import Line
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 from worker_drainer.snapshot import read_snapshot
-from worker_drainer.validation import ServiceIdentity, SuspectExpectations, validate_suspect
+from worker_drainer.validation import ServiceIdentity
 
 NOTHING_PLANNED = LadderPlan((), 0, 0)
 
@@ -50,18 +47,6 @@ class Executed:
     livekit_calls: int
 
 
-def drainer_trigger(routed: Routed[Any]) -> DrainerTrigger:
-    """What the event allows: an ALARM, a suspect worker or a manual plan starts new ladders; the
-    schedule and an alarm's OK or INSUFFICIENT_DATA only advance the ones in progress."""
-    if routed.manual is not None:
-        return DrainerTrigger(routed.trigger, routed.manual.action == "plan", manual=routed.manual)
-    if routed.alarm is not None:
-        return DrainerTrigger(routed.trigger, routed.alarm.state.value == "ALARM", alarm=routed.alarm)
-    if routed.suspect is not None:
-        return DrainerTrigger(routed.trigger, True, suspect=routed.suspect)
-    return DrainerTrigger(routed.trigger, False)
-
-
 DrainerRun = Run[DrainerDependencies, DrainerEvent]
 DrainerWork = Work[FleetRead, LadderPlan, Executed]
 
@@ -69,14 +54,6 @@ DrainerWork = Work[FleetRead, LadderPlan, Executed]
 def read(run: DrainerRun) -> FleetRead:
     deps, settings = run.deps, run.deps.settings
     trigger = run.event.trigger
-    if trigger.suspect is not None:
-        expect = SuspectExpectations(
-            environment=settings.environment_name,
-            alarm_name=tts_reach_alarm_name(settings.environment_name),
-            alpha=settings.tts_reach_alarm.concentration_alpha,
-            log_stream_for=settings.log_stream_for,
-        )
-        validate_suspect(trigger.suspect, expect, deps.clock())
     trigger = during_vad_alarm(trigger, deps.alarm_states, settings.environment_name, run.report)
     incident = trigger_incident(trigger, settings.environment_name, deps.clock())
     snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)

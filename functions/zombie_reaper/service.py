@@ -8,9 +8,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fleet_remediation.contract.events import REAPER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.core import messages
-from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Settled
 from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import AlarmRoute, ManualRoute, Routed, Router, ScheduleRoute
@@ -32,21 +33,14 @@ def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
 Deps = ReaperDependencies
 
 
-def route(event: Any, deps: Deps, context: LambdaContext | None) -> Routed[Any]:
-    return reaper_router(deps.settings.environment_name).route(event)
+def route(event: Any, deps: Deps, door: Door) -> Routed[Any]:
+    return reaper_router(deps.settings.environment_name).route(event, door)
 
 
 def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> ReaperEvent | Settled:
     if routed.alarm is not None and routed.alarm.state.value != "ALARM":
         return Settled(f"alarm state {routed.alarm.state.value}: nothing to reap on recovery")
-    max_age = deps.settings.reaper.policy.max_age_minutes * 60
-    override = routed.manual.max_age_seconds if routed.manual else None
-    if override is not None and override >= max_age:
-        raise InvalidEventError(
-            f"max_age_seconds={override} must be stricter than the configured {max_age}s "
-            f"(max_age_minutes={max_age // 60})"
-        )
-    return ReaperEvent(routed, override)
+    return ReaperEvent.of(routed, deps.settings.reaper.policy.max_age_minutes)
 
 
 def dry_run_asked(event: ReaperEvent) -> bool | None:
@@ -82,6 +76,7 @@ REAPER = Pipeline(
     FunctionSpec(
         function=FunctionName.ZOMBIE_REAPER,
         route=route,
+        event_ages=lambda deps: REAPER_EVENT_AGES,
         begin=begin,
         dry_run_asked=dry_run_asked,
         read=stages.read,

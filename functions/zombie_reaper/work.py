@@ -16,6 +16,7 @@ from pydantic import Field, StrictInt
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
 from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
+from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Outcome
 from fleet_remediation.core.routing import ManualEvent, Routed
@@ -38,6 +39,17 @@ class ReaperEvent:
     routed: Routed[Any]
     # A manual run's stricter max age, in seconds.
     max_age_override: int | None
+
+    @classmethod
+    def of(cls, routed: Routed[Any], max_age_minutes: int) -> ReaperEvent:
+        """A manual run may only be stricter than the configured max age."""
+        override = routed.manual.max_age_seconds if routed.manual else None
+        if override is not None and override >= max_age_minutes * 60:
+            raise InvalidEventError(
+                f"max_age_seconds={override} must be stricter than the configured "
+                f"{max_age_minutes * 60}s (max_age_minutes={max_age_minutes})"
+            )
+        return cls(routed, override)
 
 
 @dataclass(frozen=True)

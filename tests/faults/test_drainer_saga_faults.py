@@ -83,7 +83,7 @@ def journal(world: DrainerWorld, task_id: str) -> list[tuple[str, str]]:
 
 def next_tick(world: DrainerWorld) -> dict[str, Any]:
     world.now += AFTER_THE_LEASE
-    return invoke(world, schedule_event())
+    return invoke(world, schedule_event(world.now))
 
 
 def stop_and_give_back(world: DrainerWorld, task_id: str, desired: int) -> None:
@@ -191,7 +191,7 @@ def test_a_lost_reply_when_capacity_is_given_back_does_not_lower_it_twice(world:
     ecs, _, deps = faulty(world)
     LostReply(ecs, "ecs.UpdateService")
     world.now += timedelta(minutes=1)
-    stopped = invoke(world, schedule_event(), deps)
+    stopped = invoke(world, schedule_event(world.now), deps)
     assert actions(stopped) == [("stop", "unknown")]
     assert stopped["actions"][0]["reason"].startswith("stopped; giving its capacity back did not complete")
     assert world.task(target)["lastStatus"] == "STOPPED"
@@ -211,7 +211,7 @@ def test_a_kill_before_the_give_back_reaches_the_service_is_finished(world: Drai
     KillBefore(ecs, "ecs.UpdateService")
     world.now += timedelta(minutes=1)
     with pytest.raises(InvocationKilled):
-        invoke(world, schedule_event(), deps)
+        invoke(world, schedule_event(world.now), deps)
     assert world.task(target)["lastStatus"] == "STOPPED"
     assert world.desired_count() == desired + 1
     assert journal(world, target)[-1] == ("stop", "intended")
@@ -224,12 +224,12 @@ def test_a_kill_before_the_give_back_reaches_the_service_is_finished(world: Drai
 def test_a_kill_during_undo_is_finished_by_the_next_undo(world: DrainerWorld) -> None:
     target, arn, desired = world.task_ids[2], world.task_arns[2], world.desired_count()
     world.slow(target, count=240, minutes=25)
-    assert actions(invoke(world, alarm_event())) == [("cordon", "done")]
+    assert actions(invoke(world, alarm_event(at=world.now))) == [("cordon", "done")]
     world.now += timedelta(minutes=11)  # quiet since: VAD evidence of recovery
     ecs, _, deps = faulty(world)
     KillBefore(ecs, "ecs.UpdateService")
     with pytest.raises(InvocationKilled):
-        invoke(world, schedule_event(), deps)
+        invoke(world, schedule_event(world.now), deps)
     assert world.tags(target)[STATE_TAG] == "draining"
     assert world.desired_count() == desired + 1
 

@@ -68,6 +68,13 @@ SCHEDULE_EVENT = {
 }
 
 
+def schedule_tick(deps: ReaperDependencies | None = None) -> dict[str, Any]:
+    """The schedule's event at the run's clock (the world's unless ``deps`` has its own): the door
+    refuses a stale one."""
+    at = deps.clock() if deps else datetime.now(UTC) + AGED
+    return {**SCHEDULE_EVENT, "time": f"{at:%Y-%m-%dT%H:%M:%SZ}"}
+
+
 def bound(requests: int) -> float:
     """The longest a run of ``requests`` sequential LiveKit requests may take."""
     return requests * REQUEST_TIMEOUT + SLACK_SECONDS
@@ -168,7 +175,7 @@ class ReaperWorld:
             deps.clock = lambda: datetime.now(UTC) + AGED + later
         self.caplog.clear()
         started = time.monotonic()
-        report = dict(handler.lambda_handler(SCHEDULE_EVENT, LocalLambdaContext(), dependencies=deps))
+        report = dict(handler.lambda_handler(schedule_tick(deps), LocalLambdaContext(), dependencies=deps))
         seconds = time.monotonic() - started
         assert len(_logged(self.caplog, "remediation report")) == 1, "exactly one report"
         return Run(report, _journal(self.caplog), seconds)
@@ -472,7 +479,7 @@ def test_a_run_killed_between_steps(world: ReaperWorld, fault: FaultRecorder, ca
     world.caplog.clear()
     started = time.monotonic()
     with pytest.raises(SystemExit):
-        handler.lambda_handler(SCHEDULE_EVENT, LocalLambdaContext(), dependencies=deps)
+        handler.lambda_handler(schedule_tick(deps), LocalLambdaContext(), dependencies=deps)
     fault.took(time.monotonic() - started)
     journal = _journal(world.caplog)
     intents = {j["resource"] for j in journal if "outcome" not in j}
@@ -499,7 +506,7 @@ def test_a_run_killed_after_its_deletes_before_the_notification(
     world.notifier.publish = killed  # type: ignore[method-assign]
     world.caplog.clear()
     with fault.timed(), pytest.raises(SystemExit):
-        handler.lambda_handler(SCHEDULE_EVENT, LocalLambdaContext(), dependencies=world.dependencies())
+        handler.lambda_handler(schedule_tick(), LocalLambdaContext(), dependencies=world.dependencies())
     journal = _journal(world.caplog)
     assert {j["resource"] for j in journal if j.get("outcome") == "done"} == names
     assert set(world.live()) == set()
@@ -520,7 +527,7 @@ def test_a_silent_notification_endpoint_after_the_deletes(
         started = time.monotonic()
         # A lost notification fails the invocation after its report, so Lambda retries the event.
         with pytest.raises(NotificationLostError):
-            handler.lambda_handler(SCHEDULE_EVENT, LocalLambdaContext(), dependencies=deps)
+            handler.lambda_handler(schedule_tick(deps), LocalLambdaContext(), dependencies=deps)
         seconds = time.monotonic() - started
     fault.took(seconds)
     (logged,) = _logged(world.caplog, "remediation report")
@@ -546,7 +553,7 @@ def test_concurrent_deliveries_delete_each_room_once(world: ReaperWorld, fault: 
             runs.append(
                 dict(
                     handler.lambda_handler(
-                        SCHEDULE_EVENT, LocalLambdaContext(), dependencies=world.dependencies()
+                        schedule_tick(), LocalLambdaContext(), dependencies=world.dependencies()
                     )
                 )
             )

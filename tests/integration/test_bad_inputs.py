@@ -1,13 +1,16 @@
 """A corpus of bad inputs, thrown at the three functions' handlers: wrong types, huge strings,
 unknown keys, malformed EventBridge envelopes, detail-types a function does not handle, alarm events
-for other alarms, events that are not JSON objects, and each function's own manual options.
+for other alarms, events that are not JSON objects, and each function's own manual options; and,
+for every EventBridge route of every function, the forgeries of ``tests/door_corpus.py``: foreign
+source, account and region, the wrong detail-type or alarm ARN, wrong types, naive, stale and
+future times, oversize free text and unknown alarm states.
 
-Every one must end as one report with a typed error (``InvalidEvent`` or ``UnknownAlarm``), no
+Every one must end as one report with a typed error (``InvalidEvent`` or a subclass), no
 candidate, no action, a report of bounded size (a bad input is quoted as an excerpt, never whole),
 and no side effect: the worlds are set up so that a bad input taken for a real run *would* act
 (kill switch ``enforce``, rooms past their age, an incident in the logs, a task to drain), and their
 state - LiveKit rooms on the real livekit-server, moto's SNS, EventBridge, DynamoDB and ECS - is
-compared before and after each invocation.
+compared before and after each invocation. The session ends with the tally (``bad inputs: ...``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from fleet_remediation.contract.naming import (
 from fleet_remediation.contract.settings import ReaperSettings, TtsReachSettings
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from fleet_remediation.core.report_model import Mode
+from tests.bad_input_tally import tally
+from tests.door_corpus import Forged, forged
 from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.dependencies import TtsReachDependencies
@@ -54,6 +59,13 @@ MEGABYTE = 1_000_000
 # The report of a rejected input: the error, the (bounded) trigger, nothing else of size.
 MAX_REJECTION_REPORT_BYTES = 4096
 REAPER_MODE_PARAMETER = "/livekit-fleet-remediation/corpus/mode"
+# The codes of a refused event (the tally counts any of them; each case asserts its own).
+REFUSALS = {"InvalidEvent", "UntrustedEvent", "UnknownAlarm"}
+
+
+# Stands for the world's clock in an event: the corpus's envelopes are fresh, so each is refused for
+# what is wrong with it, not for its age.
+NOW_TOKEN = "<the world's now>"
 
 
 @dataclass(frozen=True)
@@ -64,15 +76,16 @@ class BadInput:
 
 
 def envelope(detail_type: str, detail: Any, **overrides: Any) -> dict[str, Any]:
+    name = detail.get("alarmName") if isinstance(detail, dict) else None
     event: dict[str, Any] = {
         "version": "0",
         "id": "7bf73129-1428-4cd3-a780-95db273d1602",
         "detail-type": detail_type,
         "source": "aws.cloudwatch",
         "account": "123456789012",
-        "time": "2026-09-15T17:40:00Z",
+        "time": NOW_TOKEN,
         "region": REGION,
-        "resources": ["arn:aws:cloudwatch:eu-west-1:123456789012:alarm:x"],
+        "resources": [f"arn:aws:cloudwatch:eu-west-1:123456789012:alarm:{name}"],
         "detail": detail,
     }
     event.update(overrides)
@@ -82,15 +95,19 @@ def envelope(detail_type: str, detail: Any, **overrides: Any) -> dict[str, Any]:
 def alarm_detail(name: str, **state: Any) -> dict[str, Any]:
     return {
         "alarmName": name,
-        "state": {
-            "value": "ALARM",
-            "reason": "crossed",
-            "timestamp": "2026-09-15T17:40:00.000+0000",
-            **state,
-        },
+        "state": {"value": "ALARM", "reason": "crossed", "timestamp": NOW_TOKEN, **state},
         "previousState": {"value": "OK", "reason": "", "timestamp": "2026-09-15T17:00:00.000+0000"},
         "configuration": {},
     }
+
+
+def at_now(event: Any, now: datetime) -> Any:
+    """``event`` with the world's clock for ``NOW_TOKEN``."""
+    if isinstance(event, dict):
+        return {key: at_now(value, now) for key, value in event.items()}
+    if isinstance(event, list):
+        return [at_now(value, now) for value in event]
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ") if event == NOW_TOKEN else event
 
 
 def without(mapping: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -189,7 +206,7 @@ TTS_CORPUS = [
     BadInput("window_end not a time", {"dry_run": False, "window_end": "after lunch"}),
     BadInput("window_end without a zone", {"dry_run": False, "window_end": "2026-09-15T17:50:00"}),
     BadInput("1 MB window_end", {"dry_run": False, "window_end": "2" * MEGABYTE}),
-    BadInput("scheduled event to the responder", envelope("Scheduled Event", {})),
+    BadInput("a schedule event from CloudWatch", envelope("Scheduled Event", {}), "UntrustedEvent"),
 ]
 
 DRAINER_CORPUS = [
@@ -202,8 +219,14 @@ DRAINER_CORPUS = [
     BadInput("1 MB task", {"dry_run": False, "action": "drain", "task": "t" * MEGABYTE}),
     BadInput("drain without a task", {"dry_run": False, "action": "drain"}),
     BadInput("plan with a task", {"dry_run": False, "action": "plan", "task": "abc"}),
-    BadInput("suspect-worker detail empty", envelope(SUSPECT_WORKER_DETAIL_TYPE, {}, source=EVENT_SOURCE)),
-    BadInput("suspect-worker detail a list", envelope(SUSPECT_WORKER_DETAIL_TYPE, [], source=EVENT_SOURCE)),
+    BadInput(
+        "suspect-worker detail empty",
+        envelope(SUSPECT_WORKER_DETAIL_TYPE, {}, source=EVENT_SOURCE, resources=[]),
+    ),
+    BadInput(
+        "suspect-worker detail a list",
+        envelope(SUSPECT_WORKER_DETAIL_TYPE, [], source=EVENT_SOURCE, resources=[]),
+    ),
     BadInput(
         "suspect-worker p-value above 1",
         envelope(
@@ -217,6 +240,7 @@ DRAINER_CORPUS = [
                 "window": {"start": "2026-09-15T17:00:00Z", "end": "2026-09-15T17:30:00Z"},
             },
             source=EVENT_SOURCE,
+            resources=[],
         ),
     ),
 ]
@@ -229,6 +253,8 @@ DRAINER_CORPUS = [
 class World:
     invoke: Callable[[Any], dict[str, Any]]
     state: Callable[[], Any]
+    # The clock the function runs by: the corpus's events are sent at its time.
+    now: Callable[[], datetime]
     task_ids: list[str] = field(default_factory=list)
 
 
@@ -308,7 +334,7 @@ def reaper_world(livekit_server: LocalLiveKit, aws: None) -> World:
         return corpus_rooms, _queued(inbox)
 
     # Armed: a valid enforcing run deletes the rooms (the module's last test shows it).
-    return World(invoke, state)
+    return World(invoke, state, deps.clock)
 
 
 @pytest.fixture(scope="module")
@@ -375,7 +401,7 @@ def tts_world(aws: None) -> World:
     def state() -> Any:
         return _queued(inbox), _queued(suspects), len(_items("corpus-once")), len(insights.calls)
 
-    return World(invoke, state)
+    return World(invoke, state, deps.clock)
 
 
 @pytest.fixture(scope="module")
@@ -393,15 +419,19 @@ def drainer_world(livekit_server: LocalLiveKit, aws: None) -> World:
         }
         return tasks, world.desired_count(), _items("it-drainer-ledger"), _queued(inbox)
 
-    return World(invoke, state, world.task_ids)
+    return World(invoke, state, lambda: world.now, world.task_ids)
 
 
-def _check(world: World, case: BadInput) -> None:
+def _check(world: World, event: Any, code: str, request: pytest.FixtureRequest) -> None:
     before = world.state()
-    report = world.invoke(case.event)
+    report = world.invoke(event)
     after = world.state()
+    codes = [error["code"] for error in report.get("errors", [])]
+    refused = report.get("status") == "failed" and bool(codes) and set(codes) <= REFUSALS
+    quiet = after == before and not (report["actions"] or report["notifications"])
+    tally(request.config).record(request.node.nodeid, refused, quiet)
     assert report["status"] == "failed", report
-    assert [error["code"] for error in report["errors"]] == [case.code], report["errors"]
+    assert [error["code"] for error in report["errors"]] == [code], report["errors"]
     assert report["candidates"] == []
     assert report["actions"] == []
     assert report["notifications"] == []
@@ -410,19 +440,44 @@ def _check(world: World, case: BadInput) -> None:
     assert after == before, "a rejected input changed something"
 
 
+def _check_input(world: World, case: BadInput, request: pytest.FixtureRequest) -> None:
+    _check(world, at_now(case.event, world.now()), case.code, request)
+
+
 @pytest.mark.parametrize("case", REAPER_CORPUS, ids=[c.name for c in REAPER_CORPUS])
-def test_the_reaper_rejects(case: BadInput, reaper_world: World) -> None:
-    _check(reaper_world, case)
+def test_the_reaper_rejects(case: BadInput, reaper_world: World, request: pytest.FixtureRequest) -> None:
+    _check_input(reaper_world, case, request)
 
 
 @pytest.mark.parametrize("case", TTS_CORPUS, ids=[c.name for c in TTS_CORPUS])
-def test_the_tts_responder_rejects(case: BadInput, tts_world: World) -> None:
-    _check(tts_world, case)
+def test_the_tts_responder_rejects(case: BadInput, tts_world: World, request: pytest.FixtureRequest) -> None:
+    _check_input(tts_world, case, request)
 
 
 @pytest.mark.parametrize("case", DRAINER_CORPUS, ids=[c.name for c in DRAINER_CORPUS])
-def test_the_drainer_rejects(case: BadInput, drainer_world: World) -> None:
-    _check(drainer_world, case)
+def test_the_drainer_rejects(case: BadInput, drainer_world: World, request: pytest.FixtureRequest) -> None:
+    _check_input(drainer_world, case, request)
+
+
+@pytest.mark.parametrize("case", [c.param() for c in forged("zombie_reaper")])
+def test_the_reaper_refuses_forged_events(
+    case: Forged, reaper_world: World, request: pytest.FixtureRequest
+) -> None:
+    _check(reaper_world, case.event(reaper_world.now()), case.code, request)
+
+
+@pytest.mark.parametrize("case", [c.param() for c in forged("tts_reach_alarm")])
+def test_the_tts_responder_refuses_forged_events(
+    case: Forged, tts_world: World, request: pytest.FixtureRequest
+) -> None:
+    _check(tts_world, case.event(tts_world.now()), case.code, request)
+
+
+@pytest.mark.parametrize("case", [c.param() for c in forged("worker_drainer")])
+def test_the_drainer_refuses_forged_events(
+    case: Forged, drainer_world: World, request: pytest.FixtureRequest
+) -> None:
+    _check(drainer_world, case.event(drainer_world.now()), case.code, request)
 
 
 def test_the_worlds_are_armed(reaper_world: World, tts_world: World, drainer_world: World) -> None:

@@ -175,8 +175,13 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
     )
     assert alarm["status"] == "ok", alarm["errors"]
     (handed,) = boto3.client("sqs").receive_message(QueueUrl=queue)["Messages"]
-    # moto's delivery leaves out the envelope's "account", which EventBridge always sets.
-    suspect = {"account": "123456789012", **json.loads(handed["Body"])}
+    # moto's delivery leaves out the envelope's "account", which EventBridge always sets, and stamps
+    # the real time, while the world's clock runs ahead: EventBridge stamps the time it was put.
+    suspect = {
+        **json.loads(handed["Body"]),
+        "account": "123456789012",
+        "time": f"{world.now:%Y-%m-%dT%H:%M:%SZ}",
+    }
     incident = suspect["detail"]["incident_id"]
     assert incident == f"it.{TTS_ALARM}.{world.now:%Y%m%dT%H%M%SZ}"
 
@@ -187,7 +192,7 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
     assert world.tags(bad)[INCIDENT_TAG] == incident
     world.run_service_scheduler()
     world.now += timedelta(minutes=1)
-    stopped = world.invoke(schedule_event())
+    stopped = world.invoke(schedule_event(world.now))
     assert [(a["action"], a["outcome"]) for a in stopped["actions"]] == [("stop", "done")]
     world.now += timedelta(minutes=20)
     resolved = responder_handler.lambda_handler(
@@ -218,15 +223,15 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     room = f"lesson-zombie-{uuid.uuid4().hex[:6]}"
     world.job_request(bad, "AJ_zombie", room, asyncio.run(_room(world.livekit, room)), minutes_ago=150)
     world.slow(bad, count=240, minutes=25)
-    opened = "it.livekit-it-vad-slow-inference.20260915T174000Z"
-    steps = [world.invoke(alarm_event())]  # the first rung: its over-age room is deleted
+    opened = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
+    steps = [world.invoke(alarm_event(at=world.now))]  # the first rung: its over-age room is deleted
     assert world.tags(bad)[INCIDENT_TAG] == opened
     world.now += timedelta(minutes=5)
     world.slow(bad, count=30, minutes=4)
-    steps.append(world.invoke(schedule_event()))  # still slow after the grace: cordoned
+    steps.append(world.invoke(schedule_event(world.now)))  # still slow after the grace: cordoned
     world.run_service_scheduler()
     world.now += timedelta(minutes=1)
-    steps.append(world.invoke(schedule_event()))  # no job left: stopped
+    steps.append(world.invoke(schedule_event(world.now)))  # no job left: stopped
     assert [[(a["action"], a["outcome"]) for a in s["actions"]] for s in steps] == [
         [("reap", "done")],
         [("cordon", "done")],
@@ -254,11 +259,11 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
     bad = world.task_ids[2]
     world.slow(bad, count=240, minutes=25)
     world.set_mode(mode)
-    report = world.invoke(alarm_event())
+    report = world.invoke(alarm_event(at=world.now))
     ((email,), (chat,)) = delivered(world)
     save_sample(f"drainer-{mode}", email, chat)
     text, note = email["Message"], json.loads(chat["Message"])
-    incident = "it.livekit-it-vad-slow-inference.20260915T174000Z"
+    incident = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
     assert incident_of(email) == note["metadata"]["threadId"] == incident
     assert email["MessageAttributes"]["severity"]["Value"] == "warning"
     assert email["MessageAttributes"]["notification_kind"]["Value"] == "worker_drainer"
@@ -298,7 +303,7 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     refusing = SnsThrottling(sns, times=1, code="AuthorizationError")
     first_attempt = LocalLambdaContext()
     with pytest.raises(NotificationLostError):
-        world.invoke(alarm_event(), deps, first_attempt)
+        world.invoke(alarm_event(at=world.now), deps, first_attempt)
     assert world.tags(bad)[STATE_TAG] == "draining"
     assert world.desired_count() == desired + 1
     emails, chats = delivered(world)
@@ -310,12 +315,12 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     retry = LocalLambdaContext()
     retry.aws_request_id = first_attempt.aws_request_id
     with pytest.raises(NotificationLostError):
-        world.invoke(alarm_event(), deps, retry)
+        world.invoke(alarm_event(at=world.now), deps, retry)
     assert delivered(world) == ([], [])
     # Lambda's second retry: SNS takes messages again.
     retry = LocalLambdaContext()
     retry.aws_request_id = first_attempt.aws_request_id
-    report = world.invoke(alarm_event(), dataclasses.replace(deps), retry)
+    report = world.invoke(alarm_event(at=world.now), dataclasses.replace(deps), retry)
     assert report["status"] == "ok", report["errors"]
     assert report["actions"] == []  # the task is draining already: nothing done twice
     assert report["summary"]["held_notifications"] == "1 of 1 delivered"
@@ -327,6 +332,6 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     # A later retry finds the outbox empty.
     again = LocalLambdaContext()
     again.aws_request_id = first_attempt.aws_request_id
-    assert "held_notifications" not in world.invoke(alarm_event(), deps, again)["summary"]
+    assert "held_notifications" not in world.invoke(alarm_event(at=world.now), deps, again)["summary"]
     assert {"dynamodb:GetItem", "dynamodb:UpdateItem"} <= operations  # the outbox and once-keys ran
     assert operations <= set(LEDGER_ACTIONS) | set(OUTBOX_ACTIONS)

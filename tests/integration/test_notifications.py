@@ -170,7 +170,8 @@ def test_the_scheduled_reaper_is_loud_in_dry_run_once_per_room_set_and_in_enforc
 ) -> None:
     asyncio.run(create_rooms(livekit_server, ["notify-zombie-a", "notify-zombie-b"]))
     dry = reaper_deps(livekit_server, topics, Mode.DRY_RUN)
-    first_tick = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+    # Three ticks five minutes apart, the last one now: each is fresh at the door.
+    first_tick = dry.clock().replace(microsecond=0) - timedelta(minutes=10)
     report = reaper_handler.lambda_handler(schedule_event(first_tick), LocalLambdaContext(), dependencies=dry)
     assert report["mode"] == "dry-run"
     assert {"notify-zombie-a", "notify-zombie-b"} <= asyncio.run(room_names(livekit_server))
@@ -215,7 +216,7 @@ def test_the_scheduled_reaper_is_loud_in_dry_run_once_per_room_set_and_in_enforc
     assert (
         chat["metadata"]["threadId"]
         == incident_line(text_note["Message"])
-        == "prod.zombie-reaper.20260915T181000Z"
+        == f"prod.zombie-reaper.{first_tick + timedelta(minutes=10):%Y%m%dT%H%M%SZ}"
     )
     assert any("aws ssm put-parameter --overwrite --name" in step for step in chat["content"]["nextSteps"])
 
@@ -275,7 +276,7 @@ def test_a_lost_notification_fails_the_invocation_and_the_retry_resends_it_witho
     deps = reaper_deps(livekit_server, topics, Mode.ENFORCE)
     deps = replace(deps, notifier=SnsNotifier(topics.text_arn, topics.sns, budget_seconds=0.5))
     outage = SnsThrottling(topics.sns, times=1000)
-    event = schedule_event(datetime(2026, 9, 15, 19, 0, tzinfo=UTC))
+    event = schedule_event(deps.clock())
     first_attempt = LocalLambdaContext()
     with pytest.raises(NotificationLostError):
         reaper_handler.lambda_handler(event, first_attempt, dependencies=deps)
@@ -396,7 +397,8 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_resolution(topics: Topics,
     ]
     events.put_rule(Name="suspects", EventPattern=json.dumps({"detail-type": ["LiveKit Suspect Worker"]}))
     events.put_targets(Rule="suspects", Targets=[{"Id": "queue", "Arn": suspects_arn}])
-    deps = responder(topics, mode)
+    # 44 minutes after the alarm, 5 after its resolution: both events are fresh at the door.
+    deps = replace(responder(topics, mode), clock=lambda: datetime(2026, 9, 15, 18, 25, tzinfo=UTC))
     opened = "2026-09-15T17:41:00.000+0000"
     alarm = lambda_handler(
         tts_alarm_event("ALARM", opened, ("OK", "2026-09-15T16:00:00.000+0000")),

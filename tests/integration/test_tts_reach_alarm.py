@@ -25,8 +25,10 @@ from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.events import responder_event_ages
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
@@ -151,6 +153,8 @@ def make_aws(mode: Mode = Mode.ENFORCE) -> Aws:
         events=EventBridgePublisher("default", events),
         insights=insights,
         once=DynamoDBOnceGuard("idempotency"),
+        # Minutes after the alarm: its event is fresh at the door.
+        clock=lambda: T0,
     )
     return Aws(sns_queue, events_queue, deps, insights)
 
@@ -269,7 +273,7 @@ def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:
         (alarm_event(name="some-other-alarm"), "UnknownAlarm"),
         ({**alarm_event(), "detail": {"state": {"value": "ALARM"}}}, "InvalidEvent"),
         ({"detail-type": "CloudWatch Alarm State Change", "source": "aws.cloudwatch"}, "InvalidEvent"),
-        ({**alarm_event(), "detail-type": "Scheduled Event"}, "InvalidEvent"),
+        ({**alarm_event(), "detail-type": "Scheduled Event"}, "UntrustedEvent"),
         (["not", "an", "object"], "InvalidEvent"),
         ({"dry_run": True, "window_minutes": 0}, "InvalidEvent"),
     ],
@@ -329,14 +333,16 @@ def test_concurrent_deliveries_of_one_transition_give_one_notification(aws: Aws,
 
 
 def test_a_1mb_alarm_reason_is_not_echoed(aws: Aws, lambda_context: Any) -> None:
-    """CloudWatch caps a state reason at 1,023 characters; a forged event's 1 MB reason reaches
-    neither the report nor the message (SNS would refuse a message that long)."""
+    """CloudWatch caps a state reason at 1,023 characters; a forged event's 1 MB reason is refused at
+    the door, and reaches neither the report nor a message."""
     event = alarm_event("OK")
     event["detail"]["state"]["reason"] = "r" * 1_000_000
     aws.deps.mode_switch = FixedModeSwitch(Mode.DRY_RUN)
     report = lambda_handler(event, lambda_context, dependencies=aws.deps)
     serialized = json.dumps(report)
-    assert report["errors"] == []
+    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert "state.reason" in report["errors"][0]["message"]
+    assert aws.drain(aws.sns_queue) == []
     assert len(serialized) < 8 * MAX_STRING_CHARS
     assert "r" * (ALARM_REASON_LIMIT + 1) not in serialized
 
@@ -373,7 +379,9 @@ def test_the_report_records_what_the_analysis_found_and_the_event_it_sent(
     detail = suspect["detail"]
     # Only the suspect worker's own failed jobs, and the incident the page threads under.
     assert detail["evidence"]["failed_job_ids"] == [f"AJ_fail{i}" for i in range(4)]
-    _, transition = parse_transition(alarm_event(), aws.deps.settings, aws.deps.clock())
+    ages = responder_event_ages(aws.deps.settings.tts_reach.recheck_minutes)
+    door = Door.for_invocation(LocalLambdaContext().invoked_function_arn, aws.deps.clock(), ages)
+    _, transition = parse_transition(alarm_event(), aws.deps.settings, door)
     assert detail["incident_id"] == incident_id(transition, aws.deps.settings)
     (page,) = aws.drain(aws.sns_queue)
     assert f"Suspect-worker event sent to the drainer: {suspect['id']}" in page["Message"]

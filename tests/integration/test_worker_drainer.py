@@ -101,7 +101,7 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
 
         # The VAD alarm: attribution finds the task; the first rung deletes its over-age room only.
         started = time.perf_counter()
-        first = world.invoke(alarm_event())
+        first = world.invoke(alarm_event(at=world.now))
         assert first["status"] == "ok", first
         assert _actions(first) == [(bad, "reap", "done")]
         assert first["actions"][0]["reason"] == f"reaped 1 room(s) ({zombie}); cordon if still bad"
@@ -113,7 +113,7 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
         # Still slow after the grace period: the next tick cordons it.
         world.now += timedelta(minutes=5)
         world.slow(bad, count=30, minutes=4)
-        second = world.invoke(schedule_event())
+        second = world.invoke(schedule_event(world.now))
         cordon_seconds = time.perf_counter() - started
         assert _actions(second) == [(bad, "cordon", "done")], second
         tags = world.tags(bad)
@@ -128,7 +128,7 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
 
         # Draining: /worker still reports the lesson, so the task keeps running.
         world.now += timedelta(minutes=1)
-        third = world.invoke(schedule_event())
+        third = world.invoke(schedule_event(world.now))
         assert third["actions"] == []
         candidate = next(c for c in third["candidates"] if c["resource"] == bad)
         assert candidate["facts"]["active_jobs"] == 1
@@ -137,7 +137,7 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
         asyncio.run(_delete_room(world.livekit, lesson))
         assert worker.wait_for(lambda: not worker.worker_info().get("active_jobs"), 10)
         world.now += timedelta(minutes=1)
-        fourth = world.invoke(schedule_event())
+        fourth = world.invoke(schedule_event(world.now))
         assert _actions(fourth) == [(bad, "stop", "done")], fourth
         stopped = world.task(bad)
         assert stopped["lastStatus"] == "STOPPED"
@@ -164,7 +164,7 @@ def test_two_concurrent_alarm_invocations_cordon_once(world: DrainerWorld) -> No
     def invoke() -> None:
         deps = world.dependencies()
         barrier.wait()
-        reports.append(world.invoke(alarm_event(), deps))
+        reports.append(world.invoke(alarm_event(at=world.now), deps))
 
     threads = [threading.Thread(target=invoke) for _ in range(2)]
     for thread in threads:
@@ -187,13 +187,13 @@ def test_a_recovered_task_is_unmarked_and_everything_is_put_back(world: DrainerW
     target = world.task_ids[2]
     world.slow(target, count=240, minutes=25)
     desired = world.desired_count()
-    drained = world.invoke(alarm_event())
+    drained = world.invoke(alarm_event(at=world.now))
     assert _actions(drained) == [(target, "cordon", "done")]
     assert world.desired_count() == desired + 1
 
     # No slow inference at all for longer than recovery_minutes: the next tick undoes the cordon.
     world.now += timedelta(minutes=11)
-    undone = world.invoke(schedule_event())
+    undone = world.invoke(schedule_event(world.now))
     assert _actions(undone) == [(target, "undo", "done")], undone
     tags = world.tags(target)
     assert STATE_TAG not in tags
@@ -225,7 +225,7 @@ def test_livekit_down_is_reported_and_the_degraded_task_is_still_cordoned(world:
     world.slow(bad, count=240, minutes=25)
     world.job_request(bad, "AJ_1", "lesson-gone", "RM_1", minutes_ago=150)
     world.livekit_url = f"http://127.0.0.1:{free_port()}"
-    report = world.invoke(alarm_event())
+    report = world.invoke(alarm_event(at=world.now))
     assert report["status"] == "partial"
     assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
     assert _actions(report) == [(bad, "cordon", "done")]
@@ -236,7 +236,7 @@ def test_dry_run_and_kill_switch_change_nothing(world: DrainerWorld) -> None:
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
     world.set_mode("dry-run")
-    dry = world.invoke(alarm_event())
+    dry = world.invoke(alarm_event(at=world.now))
     assert dry["mode"] == "dry-run"
     assert dry["actions"] == []
     assert next(c for c in dry["candidates"] if c["resource"] == bad)["decision"] == "would-act"
@@ -245,7 +245,7 @@ def test_dry_run_and_kill_switch_change_nothing(world: DrainerWorld) -> None:
     assert plan["mode"] == "dry-run"
     assert plan["actions"] == []
     world.set_mode("off")
-    off = world.invoke(alarm_event())
+    off = world.invoke(alarm_event(at=world.now))
     assert off["mode"] == "off"
     assert off["candidates"] == []
     assert STATE_TAG not in world.tags(bad)
@@ -254,7 +254,7 @@ def test_dry_run_and_kill_switch_change_nothing(world: DrainerWorld) -> None:
 def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) -> None:
     for task_id in world.task_ids[:3]:
         world.slow(task_id, count=240, minutes=25)
-    report = world.invoke(alarm_event())
+    report = world.invoke(alarm_event(at=world.now))
     assert report["summary"]["fleet_wide"] is True
     assert report["actions"] == []
     # One message, on each channel: the e-mail text and the chat JSON.
@@ -372,7 +372,7 @@ def test_a_suspect_worker_event_with_missing_fields_is_a_typed_error(world: Drai
 def test_an_unknown_alarm_is_a_typed_error_and_drains_nothing(world: DrainerWorld) -> None:
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
-    report = world.invoke(alarm_event(name="someone-elses-alarm"))
+    report = world.invoke(alarm_event(name="someone-elses-alarm", at=world.now))
     assert [e["code"] for e in report["errors"]] == ["UnknownAlarm"]
     assert report["actions"] == []
     assert STATE_TAG not in world.tags(bad)

@@ -85,10 +85,10 @@ def test_undo_restores_the_tasks_original_protection_expiry(world: DrainerWorld)
     )
     original = world.protection.expires[arn]
     world.slow(target, count=240, minutes=25)
-    assert _actions(world.invoke(alarm_event())) == [(target, "cordon", "done")]
+    assert _actions(world.invoke(alarm_event(at=world.now))) == [(target, "cordon", "done")]
     assert not world.protection.enabled(arn)
     world.now += timedelta(minutes=11)
-    assert _actions(world.invoke(schedule_event())) == [(target, "undo", "done")]
+    assert _actions(world.invoke(schedule_event(world.now))) == [(target, "undo", "done")]
     assert world.protection.enabled(arn)
     # The 10-hour protection it had, not ECS's 120-minute default from the moment of the undo.
     assert abs(world.protection.expires[arn] - original) < timedelta(minutes=1)
@@ -99,7 +99,7 @@ def test_a_hand_drain_stays_until_undrain_and_undrain_holds_through_the_cooldown
     assert _actions(_drain(world, target)) == [(target, "cordon", "done")]
     assert world.tags(target)[CAUSE_TAG] == "manual"
     world.now += timedelta(minutes=15)  # quiet for longer than recovery_minutes: a VAD mark would go
-    tick = world.invoke(schedule_event())
+    tick = world.invoke(schedule_event(world.now))
     assert [a for a in _actions(tick) if a[1] == "undo"] == []
     assert world.tags(target)[STATE_TAG] == "draining"
 
@@ -109,7 +109,7 @@ def test_a_hand_drain_stays_until_undrain_and_undrain_holds_through_the_cooldown
     assert COOLDOWN_TAG in world.tags(target)
     # The robot does not re-cordon it during the cooldown: not from the VAD alarm, not from a suspect event.
     world.slow(target, count=240, minutes=25)
-    for event in (alarm_event(), suspect_event(target, world.now)):
+    for event in (alarm_event(at=world.now), suspect_event(target, world.now)):
         report = world.invoke(event)
         assert report["actions"] == []
         assert "cooldown until" in _candidate(report, target)["reason"]
@@ -121,7 +121,7 @@ def test_an_excluded_task_is_never_touched_and_the_skip_is_told(world: DrainerWo
     world.ecs_client.tag_resource(resourceArn=world.task_arns[0], tags=[EXCLUDE])
     desired = world.desired_count()
     world.slow(target, count=240, minutes=25)
-    by_alarm = world.invoke(alarm_event())
+    by_alarm = world.invoke(alarm_event(at=world.now))
     by_hand = _drain(world, target)
     for report in (by_alarm, by_hand):
         assert report["actions"] == []
@@ -140,11 +140,11 @@ def test_a_tts_suspect_cordon_is_undone_only_when_its_jobs_reach_first_audio_aga
     assert world.tags(suspect)[CAUSE_TAG] == "tts-suspect"
     world.now += timedelta(minutes=11)
     # No slow VAD at all: the old rule would have undone it; a TTS suspicion needs TTS evidence.
-    quiet = world.invoke(schedule_event())
+    quiet = world.invoke(schedule_event(world.now))
     assert [a for a in _actions(quiet) if a[1] == "undo"] == []
     for n in range(3):
         world.tts_job(suspect, f"AJ_after_{n}", reached=True, minutes_ago=2)
-    undone = world.invoke(schedule_event())
+    undone = world.invoke(schedule_event(world.now))
     assert _actions(undone) == [(suspect, "undo", "done")]
     assert "TTS evidence" in _candidate(undone, suspect)["reason"]
 
@@ -200,12 +200,12 @@ def test_a_job_line_not_yet_indexed_keeps_the_task_draining(livekit_server: Loca
         sid = asyncio.run(_create_room(world.livekit, room))
         world.now += timedelta(minutes=1)
         # A live session whose job line is not in the logs yet: it may be on this task. Unknown, not 0.
-        waiting = world.invoke(schedule_event())
+        waiting = world.invoke(schedule_event(world.now))
         assert _actions(waiting) == []
         assert _candidate(waiting, target)["facts"]["active_jobs"] is None
         # Its job line arrives, on another worker: now "none of this task's rooms is live" is a fact.
         world.job_request(world.task_ids[1], "AJ_elsewhere", room, sid, minutes_ago=0.5)
-        stopped = world.invoke(schedule_event())
+        stopped = world.invoke(schedule_event(world.now))
         assert _actions(stopped) == [(target, "stop", "done")]
 
 
@@ -221,7 +221,7 @@ def test_a_protected_live_room_keeps_its_task_running_past_the_deadline(world: D
         _drain(world, target)
         world.run_service_scheduler()
         world.now += timedelta(hours=2)  # past the drain deadline
-        report = world.invoke(schedule_event())
+        report = world.invoke(schedule_event(world.now))
         assert [a for a in _actions(report) if a[1] == "stop"] == []
         assert f"hosts protected live room(s) {room}" in _candidate(report, target)["reason"]
         assert world.task(target)["lastStatus"] == "RUNNING"
@@ -236,11 +236,11 @@ def test_a_stop_waits_for_the_replacement_to_run(world: DrainerWorld) -> None:
     desired = world.desired_count()
     _drain(world, target)
     world.now += timedelta(minutes=1)
-    waiting = world.invoke(schedule_event())
+    waiting = world.invoke(schedule_event(world.now))
     assert _actions(waiting) == []
     assert "replacement not running yet" in _candidate(waiting, target)["reason"]
     world.run_service_scheduler()
-    assert _actions(world.invoke(schedule_event())) == [(target, "stop", "done")]
+    assert _actions(world.invoke(schedule_event(world.now))) == [(target, "stop", "done")]
     assert world.desired_count() == desired
 
 
@@ -248,7 +248,7 @@ def test_a_partial_run_says_what_failed_and_what_is_unknown(world: DrainerWorld)
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
     world.livekit_url = f"http://127.0.0.1:{free_port()}"
-    report = world.invoke(alarm_event())
+    report = world.invoke(alarm_event(at=world.now))
     assert report["status"] == "partial"
     ((subject, message),) = world.notifications()
     assert subject == f"[it] PARTIAL: worker drainer: cordon task {bad[:8]} done"
@@ -264,13 +264,15 @@ def test_a_dry_run_notifies_what_it_would_have_done_once(world: DrainerWorld) ->
     world.slow(bad, count=240, minutes=25)
     world.set_mode("dry-run")
     desired = world.desired_count()
-    first = world.invoke(alarm_event())
+    first = world.invoke(alarm_event(at=world.now))
     assert first["actions"] == []
     ((subject, message),) = world.notifications()
     assert subject == f"[it] DRY RUN - would have cordoned task {bad[:8]}"
     assert message.startswith(f"DRY RUN — would have cordoned task {bad[:8]}")
     assert f"would cordon {bad}" in message
-    world.invoke(alarm_event())  # the same condition again: told once per hour, as enforce would act once
+    world.invoke(
+        alarm_event(at=world.now)
+    )  # the same condition again: told once per hour, as enforce would act once
     assert world.notifications() == []
     assert STATE_TAG not in world.tags(bad)
     assert world.desired_count() == desired
@@ -282,7 +284,7 @@ def test_a_guardrail_refusal_is_told(world: DrainerWorld) -> None:
     world.notifications()
     second = world.task_ids[1]
     world.slow(second, count=240, minutes=25)
-    report = world.invoke(alarm_event())
+    report = world.invoke(alarm_event(at=world.now))
     assert report["actions"] == []
     assert _candidate(report, second)["reason"].startswith("skip: guardrail")
     ((subject, message),) = world.notifications()
@@ -344,7 +346,7 @@ def test_a_raise_whose_confirmation_was_lost_is_confirmed_for_a_task_that_holds_
     ledger.put_capacity_debt(raised.moved(Phase.RAISING, desired, desired + 1), expected=Phase.RAISED)
 
     world.now += timedelta(minutes=1)
-    report = world.invoke(schedule_event())
+    report = world.invoke(schedule_event(world.now))
     assert _actions(report) == [(task_id, "settle-capacity", "done")]
     assert world.desired_count() == desired + 1
     confirmed = ledger.capacity_debt(task_id)
@@ -360,7 +362,7 @@ def test_capacity_a_task_no_longer_holds_is_given_back(world: DrainerWorld) -> N
     world.ecs_client.untag_resource(resourceArn=arn, tagKeys=[STATE_TAG])
 
     world.now += timedelta(minutes=1)
-    report = world.invoke(schedule_event())
+    report = world.invoke(schedule_event(world.now))
     assert _actions(report) == [(task_id, "settle-capacity", "done")]
     assert world.desired_count() == desired
     assert world.dependencies().ledger.capacity_debt(task_id) is None
@@ -393,7 +395,7 @@ def test_a_reap_whose_every_delete_fails_is_a_failed_step_and_leaves_the_task_un
         with FaultProxy("127.0.0.1", world.livekit.port) as proxy:
             proxy.inject(Fault.CUT_BEFORE_FORWARD, methods={"DeleteRoom"})
             world.livekit_url = proxy.url
-            report = world.invoke(alarm_event())
+            report = world.invoke(alarm_event(at=world.now))
         assert _actions(report) == [(bad, "reap", "failed")]
         error = report["actions"][0]["error"]
         assert (error["code"], error["resource"]) == ("LiveKitUnavailable", room)
@@ -525,7 +527,7 @@ def test_a_reap_with_one_delete_failed_of_two_is_done_for_the_room_that_went(wor
         with FaultProxy("127.0.0.1", world.livekit.port) as proxy:
             proxy.inject(Fault.CUT_BEFORE_FORWARD, methods={"DeleteRoom"}, skip=1)
             world.livekit_url = proxy.url
-            report = world.invoke(alarm_event())
+            report = world.invoke(alarm_event(at=world.now))
         assert _actions(report) == [(bad, "reap", "done")]
         reason = report["actions"][0]["reason"]
         assert reason.startswith("reaped 1 room(s) (")
@@ -564,7 +566,7 @@ def test_unknown_tts_evidence_keeps_a_suspect_cordoned_and_is_reported(world: Dr
     deps = world.dependencies()
     deps.worker_logs = failing = FailingTtsQueries(world)
     started = time.monotonic()
-    report = world.invoke(schedule_event(), deps)
+    report = world.invoke(schedule_event(world.now), deps)
     assert [a for a in _actions(report) if a[1] == "undo"] == []
     assert [e["code"] for e in report["errors"]] == ["AwsApiError"]
     assert world.tags(suspect)[STATE_TAG] == "draining"

@@ -51,13 +51,13 @@ def test_a_worker_crossing_the_rate_after_the_alarm_is_cordoned_by_a_tick(world:
     bad = world.task_ids[0]
     world.slow(bad, count=40, minutes=25)  # 1.6/min: below the attribution's rate at the transition
     _set_alarm("ALARM")
-    at_transition = world.invoke(alarm_event())
+    at_transition = world.invoke(alarm_event(at=world.now))
     assert at_transition["actions"] == []
     assert STATE_TAG not in world.tags(bad)
 
     world.now += timedelta(minutes=5)
     world.slow(bad, count=120, minutes=5)  # the backlog grows: now over the rate
-    tick = world.invoke(schedule_event())
+    tick = world.invoke(schedule_event(world.now))
     assert tick["trigger"]["kind"] == "schedule"
     assert tick["trigger"]["detail"]["vad_alarm"].startswith("ALARM since ")
     assert _actions(tick) == [(bad, "cordon", "done")], tick
@@ -69,7 +69,7 @@ def test_a_tick_after_the_alarm_cleared_starts_nothing(world: DrainerWorld) -> N
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
     _set_alarm("OK")
-    tick = world.invoke(schedule_event())
+    tick = world.invoke(schedule_event(world.now))
     assert tick["actions"] == []
     assert "vad_alarm" not in tick["trigger"]["detail"]
     assert STATE_TAG not in world.tags(bad)
@@ -80,13 +80,13 @@ def test_a_tick_during_the_alarm_keeps_dry_run_and_the_fleet_wide_verdict(world:
     bad = world.task_ids[0]
     world.slow(bad, count=240, minutes=25)
     world.set_mode("dry-run")
-    dry = world.invoke(schedule_event())
+    dry = world.invoke(schedule_event(world.now))
     assert dry["actions"] == []
     assert next(c for c in dry["candidates"] if c["resource"] == bad)["decision"] == "would-act"
     world.set_mode("enforce")
     for task_id in world.task_ids[1:3]:
         world.slow(task_id, count=240, minutes=25)
-    fleet_wide = world.invoke(schedule_event())
+    fleet_wide = world.invoke(schedule_event(world.now))
     assert fleet_wide["summary"]["fleet_wide"] is True
     assert fleet_wide["actions"] == []
     assert all(STATE_TAG not in world.tags(t) for t in world.task_ids)

@@ -44,6 +44,8 @@ from devkit.eventbridge_events import alarm_state_change, schedule_event
 from devkit.lambda_artifact import REPO_ROOT, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
+    RIE_FUNCTION_ACCOUNT,
+    RIE_FUNCTION_REGION,
     EmulatedFunction,
     EmulatorError,
     FunctionLayout,
@@ -212,7 +214,7 @@ def smoke(
     functions = {function.package: function for function in assembly.functions()}
     assert sorted(functions) == sorted(FUNCTIONS)
     config = cdk_environment()
-    account, region = config["account"], config["region"]
+    region = config["region"]
     switches = {
         p["Properties"]["Name"]: p["Properties"]["Value"]
         for p in assembly.resources_of_type("AWS::SSM::Parameter").values()
@@ -292,7 +294,9 @@ def smoke(
 
         def run_cases(name: str) -> dict[tuple[str, str], Outcome]:
             outcomes = {}
-            for kind, payload in events_for(assembly, functions[name], account, region).items():
+            # The events come from the account and region the RIE puts in the function's own ARN.
+            own = (RIE_FUNCTION_ACCOUNT, RIE_FUNCTION_REGION)
+            for kind, payload in events_for(assembly, functions[name], *own).items():
                 if kind == "manual, stricter max age":
                     time.sleep(max(0.0, rooms_created + STRICTER_MAX_AGE_SECONDS + 0.5 - time.monotonic()))
                 invocation = emulated[name].invoke(payload, timeout=INVOKE_TIMEOUT_SECONDS)

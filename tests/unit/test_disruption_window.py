@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from devkit.fakes.livekit import InMemoryRoomService
+from devkit.lambda_context import LOCAL_ACCOUNT, local_region
 from fleet_remediation.contract.disruption_window import DisruptionWindow, Weekday, outside_window
 from tests.unit.test_reaper_service import NOW, invoke, make_deps, old_and_new
 
@@ -60,10 +61,10 @@ def test_the_reaper_holds_outside_the_window_and_a_manual_run_overrides_it() -> 
         "id": "s",
         "detail-type": "Scheduled Event",
         "source": "aws.events",
-        "account": "000000000000",
+        "account": LOCAL_ACCOUNT,
         "time": NOW.isoformat(),
-        "region": "local",
-        "resources": ["arn:aws:events:local:000000000000:rule/reaper"],
+        "region": local_region(),
+        "resources": [f"arn:aws:events:{local_region()}:{LOCAL_ACCOUNT}:rule/reaper"],
         "detail": {},
     }
     held = invoke(scheduled, deps)

@@ -12,10 +12,11 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
+from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from devkit.replay_world import SimulatedOnceGuard
 from fleet_remediation import __version__
 from fleet_remediation.contract.action_events import ActionEvent, action_event_schema
+from fleet_remediation.contract.events import EventAges
 from fleet_remediation.core.announce import Announced
 from fleet_remediation.core.errors import LiveKitUnavailableError
 from fleet_remediation.core.handler import lambda_handler_for
@@ -98,7 +99,8 @@ ROUTER: Router[ManualEvent] = Router("the census", [ScheduleRoute(), ManualRoute
 CENSUS = Pipeline(
     FunctionSpec(
         function="room_census",
-        route=lambda event, deps, context: ROUTER.route(event),
+        route=lambda event, deps, door: ROUTER.route(event, door),
+        event_ages=lambda deps: EventAges(schedule_seconds=600),
         begin=lambda routed, deps, context: routed,
         dry_run_asked=lambda routed: routed.manual.dry_run if routed.manual else None,
         read=read,
@@ -119,10 +121,10 @@ SCHEDULE = {
     "id": "a",
     "detail-type": "Scheduled Event",
     "source": "aws.events",
-    "account": "000000000000",
+    "account": LOCAL_ACCOUNT,
     "time": "2026-09-15T17:37:00Z",
-    "region": "local",
-    "resources": ["arn:aws:events:local:000000000000:rule/census"],
+    "region": local_region(),
+    "resources": [f"arn:aws:events:{local_region()}:{LOCAL_ACCOUNT}:rule/census"],
     "detail": {},
 }
 
@@ -170,7 +172,7 @@ def test_a_forged_event_gets_one_report_with_a_typed_error_and_nothing_read() ->
     deps = census()
     forged = {**SCHEDULE, "source": "evil.source"}
     report = handler(forged, LocalLambdaContext(), dependencies=deps)
-    assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]
+    assert [e["code"] for e in report["errors"]] == ["UntrustedEvent"]
     assert report["status"] == "failed"
     assert report["version"] == __version__
     assert deps.marked == []

@@ -284,6 +284,7 @@ def alarm_event(name: str, state: str = "ALARM") -> dict[str, Any]:
         **SCHEDULE_EVENT,
         "detail-type": "CloudWatch Alarm State Change",
         "source": "aws.cloudwatch",
+        "resources": [f"arn:aws:cloudwatch:eu-west-1:123456789012:alarm:{name}"],
         "detail": {
             "alarmName": name,
             "state": {

@@ -10,8 +10,6 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from pydantic import ValidationError
 
-from devkit.eventbridge_events import schedule_event
-from devkit.fakes.drainer_world import suspect_event
 from fleet_remediation.adapters.aws_clients import client_config, secrets_provider, ssm_provider
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract import budgets
@@ -19,13 +17,9 @@ from fleet_remediation.contract.models import MAX_ECHO_CHARS, MAX_LISTED_PROBLEM
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, InvalidEventError
-from fleet_remediation.core.report_model import TriggerKind
 from fleet_remediation.core.routing import (
     MANUAL_STRING_MAX_CHARS,
     ManualEvent,
-    Router,
-    ScheduleRoute,
-    SuspectWorkerRoute,
     parse_manual,
 )
 
@@ -383,25 +377,3 @@ def test_an_error_lists_a_bounded_number_of_problems() -> None:
         parse_manual(event, Manual)
     assert raised.value.message.count("unknown_") == MAX_LISTED_PROBLEMS
     assert raised.value.message.endswith("and 5 more problems")
-
-
-def test_a_suspect_worker_event_is_routed_with_its_alarm_worker_and_p_value() -> None:
-    window_end = datetime(2026, 9, 15, 17, 37, tzinfo=UTC)
-    event = suspect_event("b9238a5f30f04c3a9207df1601ba88bf", window_end)
-    routed = Router("the drainer", [SuspectWorkerRoute()]).route(event)
-    assert routed.suspect is not None
-    assert routed.trigger.kind is TriggerKind.SUSPECT_WORKER
-    assert routed.trigger.source == routed.suspect.alarm_name
-    assert routed.trigger.detail == {
-        "log_stream": routed.suspect.log_stream,
-        "task_id": "b9238a5f30f04c3a9207df1601ba88bf",
-        "p_value": routed.suspect.p_value,
-    }
-
-
-def test_a_schedule_event_from_another_source_is_refused() -> None:
-    event = schedule_event("lkfr-it-reaper", account="111111111111", region="eu-west-1")
-    router = Router("the reaper", [ScheduleRoute()])
-    assert router.route(event).trigger.kind is TriggerKind.SCHEDULE
-    with pytest.raises(InvalidEventError, match=r"a schedule event comes from aws\.events, not my\.app"):
-        router.route({**event, "source": "my.app"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -13,10 +14,18 @@ import pytest
 from moto import mock_aws
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
-from devkit.fakes.drainer_world import alarm_event, put_page_stand_in, schedule_event
+from devkit.eventbridge_events import door_on_arrival
+from devkit.fakes.drainer_world import (
+    FUNCTION_ARN,
+    alarm_event,
+    offline_settings,
+    put_page_stand_in,
+    schedule_event,
+)
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.core import incidents
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
@@ -27,6 +36,13 @@ from worker_drainer.tags import incident_tag_value
 
 ENV = "it"
 VAD_ALARM = "livekit-it-vad-slow-inference"
+SETTINGS = offline_settings(ENV)
+
+
+def routed(event: dict[str, Any]) -> Any:
+    """``event`` routed by the drainer the moment it was sent."""
+    door = door_on_arrival(event, DRAINER_EVENT_AGES, FUNCTION_ARN, datetime.now(UTC))
+    return route_drainer_event(event, SETTINGS, door)
 
 
 @pytest.fixture
@@ -40,7 +56,7 @@ def cloudwatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def _tick(client: Any) -> tuple[Any, ReportBuilder]:
     report = ReportBuilder("worker_drainer", "inv")
-    parsed = route_drainer_event(schedule_event(), ENV)
+    parsed = routed(schedule_event())
     report.trigger = parsed.trigger
     return during_vad_alarm(parsed, CloudWatchAlarmStates(client), ENV, report), report
 
@@ -79,7 +95,7 @@ def test_a_missing_alarm_only_advances(cloudwatch: Any) -> None:
 def test_an_alarm_event_is_taken_as_it_comes_without_a_read(cloudwatch: Any) -> None:
     cloudwatch.set_alarm_state(AlarmName=VAD_ALARM, StateValue="ALARM", StateReason="test")
     report = ReportBuilder("worker_drainer", "inv")
-    ok = route_drainer_event(alarm_event("OK"), ENV)
+    ok = routed(alarm_event("OK"))
     # An OK transition never starts ladders, whatever the state read now would say.
     assert during_vad_alarm(ok, CloudWatchAlarmStates(None), ENV, report) is ok
 

@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devkit.fakes.drainer_world import schedule_event
+from devkit.eventbridge_events import door_on_arrival
+from devkit.fakes.drainer_world import FUNCTION_ARN, offline_settings, schedule_event
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Trigger, TriggerKind
@@ -129,7 +131,10 @@ def test_deciding_recording_and_telling_a_run_read_each_tasks_tags_once(
     report.mode = Mode.DRY_RUN
     report.trigger = Trigger(kind=TriggerKind.SCHEDULE, source="aws.events", detail={"time": "now"})
     record_plan(snapshot, plan, report)
-    assert message_incident(route_drainer_event(schedule_event(), "it"), "run", plan, snapshot) == "inc-7"
+    tick = schedule_event()
+    door = door_on_arrival(tick, DRAINER_EVENT_AGES, FUNCTION_ARN, NOW)
+    routed = route_drainer_event(tick, offline_settings("it"), door)
+    assert message_incident(routed, "run", plan, snapshot) == "inc-7"
     assert message_lines(report, plan, snapshot)
     assert {s.task_id: s.step for s in plan.steps} == {"t0": Step.STOP, "t1": Step.WAIT, "t2": Step.CORDON}
     assert sorted(reads) == ["draining", "healthy", "healthy", "reaped"]

@@ -7,19 +7,29 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 import jsonschema
 import pytest
 
-from devkit.fakes.drainer_world import alarm_event, schedule_event, suspect_event
-from fleet_remediation.contract.settings import DrainerSettings
+from devkit.eventbridge_events import door_on_arrival
+from devkit.fakes.drainer_world import (
+    CONTAINER,
+    FUNCTION_ARN,
+    STREAM_PREFIX,
+    alarm_event,
+    offline_settings,
+    schedule_event,
+    suspect_event,
+)
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome, Trigger, TriggerKind
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.events import route_drainer_event
+from worker_drainer.events import DrainerTrigger, route_drainer_event
 from worker_drainer.incidents import message_incident, trigger_incident
 from worker_drainer.ladder import LadderPlan, PlannedStep, Snapshot, Step
 from worker_drainer.message_lines import UNKNOWN_NOTE, Line, message_lines
@@ -40,23 +50,10 @@ CORDON = PlannedStep(
     cause=Cause.VAD,
 )
 PLAN = LadderPlan((CORDON,), 3, 1)
-SETTINGS = DrainerSettings.model_validate(
-    {
-        "environment_name": "prod",
-        "mode_parameter_name": "/livekit-fleet-remediation/prod/mode",
-        "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:notifications",
-        "runbook_base_url": "https://runbooks.example.com/repo",
-        "livekit_url": "http://127.0.0.1:7880",
-        "livekit_secret_id": "unused",
-        "reaper": {},
-        "drainer": {},
-        "ecs_cluster": "agents",
-        "ecs_service": "agent-svc",
-        "ledger_table_name": "ledger",
-        "agent_log_group": "/example/agent",
-    }
-)
+SETTINGS = offline_settings("prod")
 CONTEXT = MessageContext(SETTINGS, IDENTITY, INCIDENT, "livekit-prod-vad-slow-inference")
+# The drainer world's environment: its alarms, and its tasks' log streams.
+IT_SETTINGS = offline_settings("it", agent_log_stream_prefix=STREAM_PREFIX, agent_container_name=CONTAINER)
 
 
 def report(mode: Mode) -> ReportBuilder:
@@ -171,9 +168,15 @@ def test_the_chat_message_follows_the_custom_notification_schema(mode: Mode) -> 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 
 
+def routed(event: dict[str, Any]) -> DrainerTrigger:
+    """``event`` routed by the "it" environment's drainer the moment it was sent."""
+    door = door_on_arrival(event, DRAINER_EVENT_AGES, FUNCTION_ARN, NOW)
+    return route_drainer_event(event, IT_SETTINGS, door)
+
+
 def test_each_trigger_names_its_incident() -> None:
-    def incident(event: dict[str, object]) -> str:
-        return trigger_incident(route_drainer_event(event, "it"), "it", NOW)
+    def incident(event: dict[str, Any]) -> str:
+        return trigger_incident(routed(event), "it", NOW)
 
     opened = "it.livekit-it-vad-slow-inference.20260915T174000Z"
     assert incident(alarm_event()) == opened
@@ -190,7 +193,7 @@ def test_each_trigger_names_its_incident() -> None:
 
 
 def test_a_schedule_run_threads_under_the_incident_that_started_the_ladder() -> None:
-    parsed = route_drainer_event(schedule_event(), "it")
+    parsed = routed(schedule_event())
     stop = PlannedStep(TASK, TASK_ARN, Step.STOP, "drained: no active jobs", State.DRAINING)
     task = EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc", {INCIDENT_TAG: INCIDENT})
     snapshot = Snapshot(NOW, [task], None)
@@ -199,7 +202,7 @@ def test_a_schedule_run_threads_under_the_incident_that_started_the_ladder() -> 
     unmarked = Snapshot(NOW, [EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc")], None)
     assert message_incident(parsed, run, LadderPlan((stop,), 3, 1), unmarked) == run
     # An alarm's run threads under the alarm's incident, whatever ladders it advances.
-    by_alarm = route_drainer_event(alarm_event(), "it")
+    by_alarm = routed(alarm_event())
     assert message_incident(by_alarm, "it.alarm", LadderPlan((stop,), 3, 1), snapshot) == "it.alarm"
 
 

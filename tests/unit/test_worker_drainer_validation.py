@@ -1,5 +1,5 @@
 """Trust no event: suspect-worker events and manual payloads are checked before anything is read,
-and every rejection is a typed error (pure; the clock is passed in)."""
+and every rejection is a typed error (pure; the clock is the door's ``now``)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,33 @@ from typing import Any
 
 import pytest
 
-from fleet_remediation.contract.events import SuspectWorkerDetail
+from devkit.fakes.drainer_world import offline_settings
+from fleet_remediation.contract.events import (
+    DRAINER_EVENT_AGES,
+    EVENT_CLOCK_SKEW_SECONDS,
+    SUSPECT_EVENT_MAX_AGE_SECONDS,
+    SuspectWorkerDetail,
+)
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import InvalidEventError, RemediationError
+from fleet_remediation.core.suspect_route import SuspectExpectations, check_suspect
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import route_drainer_event
 from worker_drainer.validation import (
-    SUSPECT_EVENT_MAX_AGE,
-    SUSPECT_EVENT_MAX_SKEW,
     ServiceIdentity,
-    SuspectExpectations,
     UntrustedEventError,
     check_manual_target,
     parse_task_reference,
-    validate_suspect,
     validate_suspect_running,
 )
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
+FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer"
+DOOR = Door.for_invocation(FUNCTION_ARN, NOW, DRAINER_EVENT_AGES)
+SKEW = timedelta(seconds=EVENT_CLOCK_SKEW_SECONDS)
+# The oldest window end let in: the route's age, and the clock skew on top.
+OLDEST_END = NOW - timedelta(seconds=SUSPECT_EVENT_MAX_AGE_SECONDS) - SKEW
+SETTINGS = offline_settings("prod")
 TASK = "0123456789abcdef0123456789abcdef"
 ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"
 EXPECT = SuspectExpectations(
@@ -48,7 +58,7 @@ def detail(**changes: Any) -> SuspectWorkerDetail:
 
 
 def test_our_fresh_event_passes() -> None:
-    validate_suspect(detail(), EXPECT, NOW)
+    check_suspect(detail(), EXPECT, DOOR)
 
 
 # Each case, and the words its refusal must say it with.
@@ -64,24 +74,24 @@ FORGED_OR_STALE: dict[str, tuple[dict[str, Any], str]] = {
     "p = 1": ({"p_value": 1.0}, "p=1 is not below alpha"),
     "a 2020 window": (
         {"window": {"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}},
-        "stale: its window ended at 2020-01-01T00:30:00+00:00, over 0:10:00 ago",
+        "stale: its window's end 2020-01-01T00:30:00+00:00 is over 0:10:00 old",
     ),
     "a window just past the freshness limit": (
         {
             "window": {
                 "start": NOW - timedelta(hours=1),
-                "end": NOW - SUSPECT_EVENT_MAX_AGE - timedelta(seconds=1),
+                "end": OLDEST_END - timedelta(seconds=1),
             }
         },
         "stale: ",
     ),
     "a window in the future": (
         {"window": {"start": NOW, "end": NOW + timedelta(minutes=5)}},
-        "its window ends in the future (2026-09-15T17:50:00+00:00)",
+        "its window's end 2026-09-15T17:50:00+00:00 is in the future",
     ),
     "a window just past the clock skew allowed": (
-        {"window": {"start": NOW, "end": NOW + SUSPECT_EVENT_MAX_SKEW + timedelta(seconds=1)}},
-        "ends in the future",
+        {"window": {"start": NOW, "end": NOW + SKEW + timedelta(seconds=1)}},
+        "is in the future",
     ),
     "a reversed window": (
         {"window": {"start": NOW, "end": NOW - timedelta(minutes=5)}},
@@ -112,7 +122,7 @@ FORGED_OR_STALE: dict[str, tuple[dict[str, Any], str]] = {
 @pytest.mark.parametrize(("changes", "why"), FORGED_OR_STALE.values(), ids=FORGED_OR_STALE.keys())
 def test_a_forged_or_stale_suspect_event_is_refused_saying_why(changes: dict[str, Any], why: str) -> None:
     with pytest.raises(UntrustedEventError) as refused:
-        validate_suspect(detail(**changes), EXPECT, NOW)
+        check_suspect(detail(**changes), EXPECT, DOOR)
     assert refused.value.code == "UntrustedEvent"
     assert refused.value.resource == changes.get("task_id", TASK)
     assert refused.value.message.startswith("suspect-worker event refused: ")
@@ -120,10 +130,10 @@ def test_a_forged_or_stale_suspect_event_is_refused_saying_why(changes: dict[str
 
 
 def test_a_window_ending_exactly_at_either_freshness_limit_is_accepted() -> None:
-    oldest = NOW - SUSPECT_EVENT_MAX_AGE
-    validate_suspect(detail(window={"start": oldest - timedelta(minutes=30), "end": oldest}), EXPECT, NOW)
-    newest = NOW + SUSPECT_EVENT_MAX_SKEW
-    validate_suspect(detail(window={"start": NOW - timedelta(minutes=30), "end": newest}), EXPECT, NOW)
+    start = OLDEST_END - timedelta(minutes=30)
+    check_suspect(detail(window={"start": start, "end": OLDEST_END}), EXPECT, DOOR)
+    newest = NOW + SKEW
+    check_suspect(detail(window={"start": NOW - timedelta(minutes=30), "end": newest}), EXPECT, DOOR)
 
 
 def test_a_suspect_that_is_not_running_in_our_service_is_refused() -> None:
@@ -172,7 +182,7 @@ def test_a_malformed_suspect_event_is_a_typed_error(changes: dict[str, Any]) -> 
     values |= changes
     values = {k: v for k, v in values.items() if v is not None}
     with pytest.raises(InvalidEventError) as refused:
-        route_drainer_event(_event(values), "prod")
+        route_drainer_event(_event(values), SETTINGS, DOOR)
     assert len(refused.value.message) < 2_000  # a 1 MB input is not echoed back
 
 
@@ -231,7 +241,7 @@ MALFORMED_MANUAL = {
 @pytest.mark.parametrize("event", MALFORMED_MANUAL.values(), ids=MALFORMED_MANUAL.keys())
 def test_a_malformed_manual_payload_is_a_typed_error(event: dict[str, Any]) -> None:
     with pytest.raises(InvalidEventError) as refused:
-        route_drainer_event(event, "prod")
+        route_drainer_event(event, SETTINGS, DOOR)
     assert isinstance(refused.value, RemediationError)
     assert len(refused.value.message) < 2_000
 

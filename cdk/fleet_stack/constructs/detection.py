@@ -20,6 +20,7 @@ from constructs import Construct
 
 from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition, AnyOf
 from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.events import ALARM_EVENT_MAX_AGE_SECONDS
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     RUNBOOKS,
@@ -212,7 +213,7 @@ class Detection(Construct):
                     function,
                     dead_letter_queue=dead_letter_queue,
                     retry_attempts=4,
-                    max_event_age=Duration.hours(1),
+                    max_event_age=Duration.seconds(ALARM_EVENT_MAX_AGE_SECONDS),
                 )
             ],
         )

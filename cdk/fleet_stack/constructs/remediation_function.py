@@ -15,6 +15,7 @@ from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
+from fleet_remediation.contract.events import ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS
 from fleet_remediation.contract.naming import (
     EVENT_BUS_NAME,
     EVENT_SOURCE,
@@ -150,7 +151,7 @@ class RemediationFunction(Construct):
             log_group=self.log_group,
             dead_letter_queue=self.dlq,
             retry_attempts=2,
-            max_event_age=Duration.hours(1),
+            max_event_age=Duration.seconds(ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS),
             environment={
                 "POWERTOOLS_SERVICE_NAME": function_dir,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,

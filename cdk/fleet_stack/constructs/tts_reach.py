@@ -10,6 +10,7 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.events import responder_event_ages
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, FunctionName
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_stack.config import EnvironmentConfig
@@ -129,7 +130,7 @@ class TtsReachResponder(Construct):
                         self.function,
                         dead_letter_queue=self.remediation.dlq,
                         retry_attempts=0,  # a missed tick is replaced by the next one
-                        max_event_age=Duration.minutes(recheck),
+                        max_event_age=Duration.seconds(responder_event_ages(recheck).schedule_seconds),
                     )
                 ],
             )

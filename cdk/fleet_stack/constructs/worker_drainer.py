@@ -19,7 +19,7 @@ from fleet_remediation.contract.drainer_steps import (
     TAG_WRITE_ACTIONS,
     TASK_WRITE_ACTIONS,
 )
-from fleet_remediation.contract.events import SUSPECT_EVENT_MAX_AGE_SECONDS
+from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.contract.naming import (
     ECS_SERVICE_NAME_TAG,
     EVENT_SOURCE,
@@ -128,7 +128,7 @@ class WorkerDrainer(Construct):
             "Reconcile",
             description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
             schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
-            targets=[self._target(Duration.minutes(2))],
+            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.schedule_seconds))],
         )
         detection.route_alarm(
             "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
@@ -143,7 +143,7 @@ class WorkerDrainer(Construct):
                 detail={"environment": [env_name]},
             ),
             # The drainer refuses a suspect-worker event older than this: no use delivering it later.
-            targets=[self._target(Duration.seconds(SUSPECT_EVENT_MAX_AGE_SECONDS))],
+            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.suspect_worker_seconds))],
         )
 
     def _target(self, max_event_age: Duration) -> targets.LambdaFunction:

@@ -9,6 +9,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from fleet_remediation.contract.events import REAPER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_stack.config import EnvironmentConfig
@@ -89,7 +90,7 @@ class ZombieReaper(Construct):
                     self.function,
                     dead_letter_queue=self.remediation.dlq,
                     retry_attempts=2,
-                    max_event_age=Duration.minutes(10),
+                    max_event_age=Duration.seconds(REAPER_EVENT_AGES.schedule_seconds),
                 )
             ],
         )

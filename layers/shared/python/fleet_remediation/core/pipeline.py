@@ -1,7 +1,7 @@
 """One invocation pipeline for every function, written once:
 
-route → verify → mode → deadline → once → read → decide → hold → act (enforce only) → record →
-compose → action events → tell.
+route → verify (one door for every event) → mode → deadline → once → read → decide → hold →
+act (enforce only) → record → compose → action events → tell.
 
 A function is a small ``FunctionSpec``: its router, how it reads its trigger, and its read, decide,
 act, record and compose stages. The pipeline owns the order, the mode, the deadline, the
@@ -22,7 +22,9 @@ from typing import Any, Generic, TypeVar
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.events import EventAges
 from fleet_remediation.core.announce import ANNOUNCE_SECONDS, action_events, announce
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.replay import replay_once
@@ -114,7 +116,10 @@ class FunctionSpec(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
 
     # The function's name (a ``FunctionName`` for the built-in three).
     function: str
-    route: Callable[[Any, DepsT, LambdaContext | None], Routed[Any]]
+    # Which events it takes, each verified at the door (``core.door``) before anything else.
+    route: Callable[[Any, DepsT, Door], Routed[Any]]
+    # The maximum age of each EventBridge route's events (the targets' ``max_event_age``).
+    event_ages: Callable[[DepsT], EventAges]
     begin: Callable[[Routed[Any], DepsT, LambdaContext | None], EventT | Settled]
     dry_run_asked: Callable[[EventT], bool | None]
     read: Callable[[Run[DepsT, EventT]], SnapT]
@@ -155,7 +160,9 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         started = time.monotonic()
         spec = self.spec
         report.environment = spec.environment(deps)
-        routed = spec.route(event, deps, context)
+        arn = context.invoked_function_arn if context is not None else None
+        door = Door.for_invocation(arn, self.clock_of(deps)(), spec.event_ages(deps))
+        routed = spec.route(event, deps, door)
         report.trigger = routed.trigger
         begun = spec.begin(routed, deps, context)
         if isinstance(begun, Settled):

@@ -1,28 +1,22 @@
 """Recognise what invoked a function: a schedule, a manual invoke, an alarm state change or a
-suspect-worker event. Parsing uses Powertools' event models; a malformed event is a typed error.
+suspect-worker event, each verified at the door (``core.door``) before anything is read.
 
 Each function routes with a table of route classes (``Router``): the first route whose
-``is_handling`` accepts the event parses it into a ``Routed`` trigger."""
+``is_handling`` accepts the event parses and verifies it into a ``Routed`` trigger; a refusal is a
+typed ``InvalidEventError`` saying what was wrong."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from aws_lambda_powertools.utilities.parser import ValidationError, parse
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from fleet_remediation.contract.events import SuspectWorkerDetail
+from fleet_remediation.contract.events import SuspectWorkerDetail, bounded_json
 from fleet_remediation.contract.models import describe_validation_error, excerpt
-from fleet_remediation.contract.naming import (
-    ALARM_DETAIL_TYPE,
-    SCHEDULE_DETAIL_TYPE,
-    SCHEDULE_SOURCE,
-    SUSPECT_WORKER_DETAIL_TYPE,
-)
+from fleet_remediation.contract.naming import ALARM_DETAIL_TYPE, SCHEDULE_DETAIL_TYPE, SCHEDULE_SOURCE
+from fleet_remediation.core.door import Door, Envelope, EventTime, UntrustedEventError, read_detail
 from fleet_remediation.core.errors import InvalidEventError, UnknownAlarmError
 from fleet_remediation.core.report_model import Trigger, TriggerKind
 
@@ -42,16 +36,22 @@ class ManualEvent(BaseModel):
     dry_run: StrictBool = True
 
 
-# CloudWatch limits alarm names to 255 characters; its states are ALARM, OK and INSUFFICIENT_DATA.
+# CloudWatch's limits: alarm names 255 characters, a state's reason 1023 and its data 4000; a
+# composite alarm's rule 10240 (its configuration, with the description, fits in the cap).
 ALARM_NAME_MAX_CHARS = 255
 ALARM_STATE_MAX_CHARS = 32
+ALARM_REASON_MAX_CHARS = 1023
+ALARM_REASON_DATA_MAX_CHARS = 4000
+ALARM_CONFIGURATION_MAX_CHARS = 16_384
+ALARM_STATES = ("ALARM", "OK", "INSUFFICIENT_DATA")
+ALARM_SOURCE = "aws.cloudwatch"
 
 
 class AlarmState(BaseModel):
     value: str = Field(max_length=ALARM_STATE_MAX_CHARS)
-    reason: str = ""
-    reason_data: str | None = Field(default=None, alias="reasonData")
-    timestamp: datetime
+    reason: str = Field(default="", max_length=ALARM_REASON_MAX_CHARS)
+    reason_data: str | None = Field(default=None, alias="reasonData", max_length=ALARM_REASON_DATA_MAX_CHARS)
+    timestamp: EventTime
 
 
 class AlarmStateChange(BaseModel):
@@ -62,29 +62,17 @@ class AlarmStateChange(BaseModel):
     previous_state: AlarmState | None = Field(default=None, alias="previousState")
     configuration: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("configuration")
+    @classmethod
+    def _configuration_is_bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return bounded_json(value, ALARM_CONFIGURATION_MAX_CHARS)
+
 
 ManualT = TypeVar("ManualT", bound=ManualEvent)
-DetailT = TypeVar("DetailT", bound=BaseModel)
 
 
 def is_eventbridge(event: Any) -> bool:
     return isinstance(event, dict) and "detail-type" in event and "source" in event
-
-
-def parse_eventbridge(event: dict[str, Any]) -> EventBridgeModel:
-    try:
-        return parse(event=event, model=EventBridgeModel)
-    except ValidationError as exc:
-        raise InvalidEventError(f"malformed EventBridge event: {describe_validation_error(exc)}") from exc
-
-
-def parse_detail(envelope: EventBridgeModel, model: type[DetailT]) -> DetailT:
-    try:
-        return model.model_validate(envelope.detail)
-    except ValidationError as exc:
-        raise InvalidEventError(
-            f"malformed '{excerpt(envelope.detail_type)}' detail: {describe_validation_error(exc)}"
-        ) from exc
 
 
 def parse_manual(event: Any, model: type[ManualT]) -> ManualT:
@@ -94,15 +82,6 @@ def parse_manual(event: Any, model: type[ManualT]) -> ManualT:
         return model.model_validate(event)
     except ValidationError as exc:
         raise InvalidEventError(f"invalid manual event: {describe_validation_error(exc)}") from exc
-
-
-def schedule_trigger(envelope: EventBridgeModel) -> Trigger:
-    rule = envelope.resources[0].split("/")[-1] if envelope.resources else None
-    return Trigger(
-        kind=TriggerKind.SCHEDULE,
-        source=None if rule is None else excerpt(rule),
-        detail={"time": envelope.time.isoformat()},
-    )
 
 
 def alarm_trigger(change: AlarmStateChange) -> Trigger:
@@ -130,57 +109,79 @@ class Routed(Generic[ManualT]):
 class Route(Protocol[ManualT]):
     def is_handling(self, event: Any) -> bool: ...
 
-    def parse(self, event: Any) -> Routed[ManualT]: ...
+    def parse(self, event: Any, door: Door) -> Routed[ManualT]: ...
 
 
-class _EventBridgeRoute:
+class EventBridgeRoute:
     detail_type: str
 
     def is_handling(self, event: Any) -> bool:
         return is_eventbridge(event) and event.get("detail-type") == self.detail_type
 
 
-class ScheduleRoute(_EventBridgeRoute):
+class ScheduleRoute(EventBridgeRoute):
+    """A schedule rule of ours: from ``aws.events``, naming one rule in our account and region, with
+    an empty detail (what EventBridge's schedules send)."""
+
     detail_type = SCHEDULE_DETAIL_TYPE
 
-    def parse(self, event: Any) -> Routed[Any]:
-        envelope = parse_eventbridge(event)
-        if envelope.source != SCHEDULE_SOURCE:
-            raise InvalidEventError(
-                f"a schedule event comes from {SCHEDULE_SOURCE}, not {excerpt(envelope.source)}"
+    def parse(self, event: Any, door: Door) -> Routed[Any]:
+        envelope = door.admit(event, SCHEDULE_SOURCE, door.max_event_age.schedule_seconds)
+        ours = door.arn("events", "rule/")
+        if len(envelope.resources) != 1 or not envelope.resources[0].startswith(ours):
+            raise UntrustedEventError(
+                f"a schedule event names one rule of ours ({ours}...), not {excerpt(envelope.resources)}"
             )
-        return Routed(schedule_trigger(envelope))
+        if envelope.detail:
+            raise InvalidEventError(f"a schedule event's detail is empty, not {excerpt(envelope.detail)}")
+        rule = envelope.resources[0].removeprefix(ours)
+        trigger = Trigger(
+            kind=TriggerKind.SCHEDULE, source=excerpt(rule), detail={"time": envelope.time.isoformat()}
+        )
+        return Routed(trigger)
 
 
-class AlarmRoute(_EventBridgeRoute):
-    """State changes of the named alarms only: another alarm's event is an ``UnknownAlarm`` error."""
+class AlarmRoute(EventBridgeRoute):
+    """State changes of the named alarms only (another alarm's event is an ``UnknownAlarm`` error),
+    from CloudWatch, about the alarm of that name in our account and region, in a known state."""
 
     detail_type = ALARM_DETAIL_TYPE
 
     def __init__(self, alarm_names: Collection[str]) -> None:
         self.alarm_names = alarm_names
 
-    def parse(self, event: Any) -> Routed[Any]:
-        change = parse_detail(parse_eventbridge(event), AlarmStateChange)
+    def parse(self, event: Any, door: Door) -> Routed[Any]:
+        max_age = door.max_event_age.alarm_seconds
+        envelope = door.admit(event, ALARM_SOURCE, max_age)
+        change = read_detail(envelope, AlarmStateChange)
         if change.alarm_name not in self.alarm_names:
             raise UnknownAlarmError(
                 f"handles only {', '.join(sorted(self.alarm_names))}, not {excerpt(change.alarm_name)}",
                 resource=excerpt(change.alarm_name),
             )
+        check_alarm_arn(envelope, change.alarm_name, door)
+        door.check_time("the alarm state's timestamp", change.state.timestamp, max_age)
+        for state in (change.state, change.previous_state):
+            if state is not None:
+                check_alarm_state(state, door)
         return Routed(alarm_trigger(change), alarm=change)
 
 
-class SuspectWorkerRoute(_EventBridgeRoute):
-    detail_type = SUSPECT_WORKER_DETAIL_TYPE
-
-    def parse(self, event: Any) -> Routed[Any]:
-        suspect = parse_detail(parse_eventbridge(event), SuspectWorkerDetail)
-        trigger = Trigger(
-            kind=TriggerKind.SUSPECT_WORKER,
-            source=suspect.alarm_name,
-            detail={"log_stream": suspect.log_stream, "task_id": suspect.task_id, "p_value": suspect.p_value},
+def check_alarm_arn(envelope: Envelope, alarm_name: str, door: Door) -> None:
+    expected = door.arn("cloudwatch", f"alarm:{alarm_name}")
+    if envelope.resources != [expected]:
+        raise UntrustedEventError(
+            f"the alarm's ARN {excerpt(envelope.resources)} is not {excerpt(expected)}",
+            resource=excerpt(alarm_name),
         )
-        return Routed(trigger, suspect=suspect)
+
+
+def check_alarm_state(state: AlarmState, door: Door) -> None:
+    if state.value not in ALARM_STATES:
+        raise InvalidEventError(
+            f"unknown alarm state {excerpt(state.value)}: CloudWatch's are {', '.join(ALARM_STATES)}"
+        )
+    door.check_time("an alarm state's timestamp", state.timestamp)
 
 
 class ManualRoute(Generic[ManualT]):
@@ -192,7 +193,7 @@ class ManualRoute(Generic[ManualT]):
     def is_handling(self, event: Any) -> bool:
         return not is_eventbridge(event)
 
-    def parse(self, event: Any) -> Routed[ManualT]:
+    def parse(self, event: Any, door: Door) -> Routed[ManualT]:
         manual = parse_manual(event, self.model)
         return Routed(manual_trigger(manual), manual=manual)
 
@@ -202,9 +203,10 @@ class Router(Generic[ManualT]):
         self.function = function
         self.routes = routes
 
-    def route(self, event: Any) -> Routed[ManualT]:
+    def route(self, event: Any, door: Door) -> Routed[ManualT]:
+        """The first route that handles ``event``, verified at ``door``; raises ``InvalidEventError``."""
         for route in self.routes:
             if route.is_handling(event):
-                return route.parse(event)
+                return route.parse(event, door)
         detail_type = event.get("detail-type") if isinstance(event, dict) else None
         raise InvalidEventError(f"{self.function} does not handle '{excerpt(detail_type)}' events")

@@ -1,0 +1,106 @@
+"""The door (pure): what the function's ARN makes of it, what it admits at the edges of its limits,
+and that every forged case of the bad-input suite starts from an event the door admits, so that
+each refusal there is the forgery's doing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from devkit.fakes.drainer_world import CONTAINER, STREAM_PREFIX, offline_settings
+from fleet_remediation.contract.events import (
+    DRAINER_EVENT_AGES,
+    EVENT_CLOCK_SKEW_SECONDS,
+    REAPER_EVENT_AGES,
+    EventAges,
+)
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.door import Door, UntrustedEventError
+from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.routing import Router
+from tests.door_corpus import ENV, FUNCTION_ARN, RESPONDER_AGES, ROUTES, Forged, Route, forged, schedule_route
+from tts_reach_alarm.transition import responder_router
+from worker_drainer.events import drainer_router
+from zombie_reaper.service import reaper_router
+
+NOW = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
+SKEW = timedelta(seconds=EVENT_CLOCK_SKEW_SECONDS)
+RESPONDER_SETTINGS = TtsReachSettings.model_validate(
+    {
+        "environment_name": ENV,
+        "mode_parameter_name": "/m",
+        "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:t",
+        "runbook_base_url": "https://runbooks.example.com/repo",
+        "aws_region": "eu-west-1",
+        "agent_log_group": "/agents",
+        "idempotency_table_name": "once",
+    }
+)
+ROUTERS: dict[str, tuple[Router[Any], EventAges]] = {
+    "zombie_reaper": (reaper_router(ENV), REAPER_EVENT_AGES),
+    "worker_drainer": (
+        drainer_router(
+            offline_settings(ENV, agent_log_stream_prefix=STREAM_PREFIX, agent_container_name=CONTAINER)
+        ),
+        DRAINER_EVENT_AGES,
+    ),
+    "tts_reach_alarm": (responder_router(RESPONDER_SETTINGS), RESPONDER_AGES),
+}
+CASES = [case for function in ROUTERS for case in forged(function)]
+
+
+def route(function: str, event: Any, now: datetime = NOW, arn: str | None = FUNCTION_ARN) -> Any:
+    router, ages = ROUTERS[function]
+    return router.route(event, Door.for_invocation(arn, now, ages))
+
+
+@pytest.mark.parametrize(
+    "base", [pytest.param(r, id=f"{r.function}: {r.name}") for routes in ROUTES.values() for r in routes]
+)
+def test_each_route_admits_the_valid_event_its_forgeries_start_from(base: Route) -> None:
+    assert route(base.function, base.good(NOW)).trigger is not None
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
+def test_each_forgery_is_refused_with_its_code(case: Forged) -> None:
+    with pytest.raises(InvalidEventError) as refused:
+        route(case.route.function, case.event(NOW))
+    assert refused.value.code == case.code, refused.value.message
+    assert len(refused.value.message) < 2_000
+
+
+def test_the_functions_own_arn_names_its_partition_account_and_region() -> None:
+    door = Door.for_invocation("arn:aws-cn:lambda:cn-north-1:210987654321:function:f", NOW, REAPER_EVENT_AGES)
+    assert (door.partition, door.account, door.region) == ("aws-cn", "210987654321", "cn-north-1")
+    assert door.arn("cloudwatch", "alarm:a") == "arn:aws-cn:cloudwatch:cn-north-1:210987654321:alarm:a"
+
+
+@pytest.mark.parametrize("arn", [None, "", "local-function", "arn:aws:lambda:eu-west-1:1234:function:f"])
+def test_without_the_functions_arn_every_eventbridge_event_is_refused_and_a_manual_one_is_not(
+    arn: str | None,
+) -> None:
+    good = ROUTES["zombie_reaper"][0].good(NOW)
+    with pytest.raises(UntrustedEventError, match="without the function's ARN"):
+        route("zombie_reaper", good, arn=arn)
+    assert route("zombie_reaper", {"dry_run": True}, arn=arn).manual is not None
+
+
+def test_an_event_exactly_at_either_time_limit_is_admitted_and_a_second_beyond_is_not() -> None:
+    schedule = schedule_route("zombie_reaper", REAPER_EVENT_AGES)
+    oldest = NOW - timedelta(seconds=REAPER_EVENT_AGES.schedule_seconds) - SKEW
+    newest = NOW + SKEW
+    for at in (oldest, newest):
+        assert route("zombie_reaper", schedule.good(at)).trigger.kind.value == "schedule"
+    for at in (oldest - timedelta(seconds=1), newest + timedelta(seconds=1)):
+        with pytest.raises(UntrustedEventError):
+            route("zombie_reaper", schedule.good(at))
+
+
+def test_each_alarm_state_cloudwatch_has_is_admitted() -> None:
+    alarm = ROUTES["tts_reach_alarm"][0]
+    for state in ("ALARM", "OK", "INSUFFICIENT_DATA"):
+        event = alarm.good(NOW)
+        event["detail"]["state"]["value"] = state
+        assert route("tts_reach_alarm", event).alarm.state.value == state
