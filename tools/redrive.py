@@ -251,12 +251,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(
-    argv: Sequence[str] | None = None, invoker: Invoker | None = None, out: Callable[[str], None] = print
+    argv: Sequence[str] | None = None,
+    invoker: Invoker | None = None,
+    out: Callable[[str], None] = print,
+    session: boto3.session.Session | None = None,
 ) -> int:
     args = parse_args(argv)
     try:
         kind = function_kind(args.function)
-        session = boto3.session.Session(region_name=args.region)
+        session = session or boto3.session.Session(region_name=args.region)
         sqs = session.client(
             "sqs", config=Config(connect_timeout=2, read_timeout=10, retries={"mode": "standard"})
         )

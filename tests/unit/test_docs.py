@@ -1,11 +1,13 @@
-"""The commands in README.md and docs/ paste and work against the stacks this repository deploys.
+"""The commands in README.md, CHANGELOG.md and docs/ paste and work against the stacks this repository
+deploys, and no page or docstring points at a file outside the repository.
 
 Every ``aws …`` command (in a code block, continuation lines joined, or in inline code) must name a
 real AWS CLI operation (from botocore's service models); SSM parameter names and Lambda function
 names must exist in the synthesized stacks (``<env>`` stands for each environment in cdk.json);
 ``lambda invoke`` must carry ``--cli-binary-format raw-in-base64-out``, exactly one ``--payload``
 with valid JSON and an output file; ``cdk`` commands must name stacks the app has. The docs must not
-carry the example company's names, which belong in the example cdk.json only.
+carry the example company's names, which belong in the example cdk.json only. (The dead-letter
+runbook's steps are also run, on moto: tests/integration/test_dead_letter_redrive.py.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from aws_cdk import assertions
 from app import build_stacks, cdk_json_context
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
 ENVIRONMENTS = sorted(cdk_json_context()["environments"])
 # The example company's names: fine in the example cdk.json, never in the docs.
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
@@ -199,3 +201,38 @@ def test_the_docs_carry_no_company_specific_names(document: Path) -> None:
         if COMPANY_SPECIFIC.search(CONTRACT_KEYS.sub('"..."', line))
     ]
     assert found == []
+
+
+# What lies outside the repository: the design notes and the source material beside it.
+OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared\b|shared/seeds|\bseeds/")
+SOURCE_DIRS = ("agent_cooperation", "bench", "cdk", "devkit", "functions", "layers", "tests", "tools", "docs")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))
+def test_no_page_points_outside_the_repository(document: Path) -> None:
+    text = document.read_text()
+    found = [m.group(0) for m in OUTSIDE.finditer(text)]
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        resolved = (document.parent / target).resolve()
+        if not resolved.is_relative_to(REPO) or not resolved.exists():
+            found.append(target)
+    assert found == []
+
+
+def test_no_docstring_or_comment_points_outside_the_repository() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for folder in SOURCE_DIRS
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert found == []
+
+
+def test_the_readme_is_a_short_entry_page() -> None:
+    """A newcomer reads it in minutes; the rest is in the docs site."""
+    assert len((REPO / "README.md").read_text().splitlines()) <= 150

@@ -1,0 +1,364 @@
+"""Dead letters re-run end to end: an event parked in the reaper's DLQ (SQS on moto, attributes as
+Lambda and EventBridge write them) is re-run by ``tools.redrive`` through the reaper's own handler
+against a real livekit-server, and the message is gone only after that run returned an ok report.
+
+The function's configuration (its timeout) is a moto Lambda function. moto keeps no
+``DeadLetterConfig``, so ``with_dead_letter_config`` (a stand-in, on the session the tool is given)
+adds it to GetFunctionConfiguration's answer as Lambda does for the function the stack deploys.
+moto cannot run the function without Docker, so the tool's invoker calls the handler in this
+process and hands its report back as JSON, as Lambda's Invoke would. The last test runs the steps of
+``docs/runbooks/dead-letters.md`` as written: ``aws`` lines through ``AwsCli`` (botocore with the
+CLI's option names, ``--query`` and ``--output text``) on moto, ``python -m tools.redrive`` lines
+through the tool's ``main``."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import shlex
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import jmespath
+import pytest
+from botocore import xform_name
+from moto import mock_aws
+
+from devkit.lambda_context import LocalLambdaContext
+from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_local import LocalLiveKit
+from tools import redrive
+from tools.redrive import InvokeResult
+from zombie_reaper import handler
+from zombie_reaper.dependencies import ReaperDependencies
+
+ENV = "it"
+FUNCTION = f"lkfr-{ENV}-zombie-reaper"
+MODE_PARAMETER = f"/livekit-fleet-remediation/{ENV}/mode"
+SECRET_NAME = f"{ENV}/livekit/api-credentials"
+RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "runbooks" / "dead-letters.md"
+# A schedule tick as EventBridge sends it; Lambda parks the event itself as the message body.
+SCHEDULE_EVENT = {
+    "version": "0",
+    "id": "0d3c1f4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2026-09-15T17:40:00Z",
+    "region": "eu-west-1",
+    "resources": [f"arn:aws:events:eu-west-1:123456789012:rule/{FUNCTION}-schedule"],
+    "detail": {},
+}
+LAMBDA_ASYNC_FAILURE = {
+    "RequestID": {"DataType": "String", "StringValue": "7c1d2e3f-0000-4000-8000-000000000001"},
+    "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+    "ErrorMessage": {"DataType": "String", "StringValue": "InternalError: RuntimeError: boom"},
+}
+
+
+@dataclass
+class World:
+    dlq_url: str
+    sqs: Any
+    ssm: Any
+    inbox_url: str
+    session: boto3.session.Session
+    printed: list[str] = field(default_factory=list)
+
+    def redrive(self, argv: list[str], invoker: redrive.Invoker) -> int:
+        return redrive.main(argv, invoker, self.printed.append, self.session)
+
+    def park(self, event: Any, attributes: dict[str, Any] = LAMBDA_ASYNC_FAILURE) -> None:
+        self.sqs.send_message(
+            QueueUrl=self.dlq_url, MessageBody=json.dumps(event), MessageAttributes=attributes
+        )
+
+    def parked(self) -> tuple[int, int]:
+        """(visible, in flight) messages in the DLQ."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.dlq_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]), int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
+    def notifications(self) -> list[dict[str, Any]]:
+        messages = self.sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
+        return [json.loads(m["Body"]) for m in messages]
+
+
+def with_dead_letter_config(dlq_arn: str) -> boto3.session.Session:
+    """A session whose GetFunctionConfiguration answers carry the function's DeadLetterConfig
+    (stand-in: moto accepts the field on CreateFunction and drops it)."""
+    session = boto3.session.Session()
+
+    def add(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("FunctionName") == FUNCTION:
+            parsed["DeadLetterConfig"] = {"TargetArn": dlq_arn}
+
+    session.events.register("after-call.lambda.GetFunctionConfiguration", add)
+    return session
+
+
+def _function_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("zombie_reaper/handler.py", "")
+    return buffer.getvalue()
+
+
+def _deployed_function(dlq_arn: str) -> None:
+    """The reaper as the stack deploys it, as far as the tool reads it: its DLQ and timeout."""
+    role = boto3.client("iam").create_role(
+        RoleName=f"{FUNCTION}-role",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+    )["Role"]["Arn"]
+    boto3.client("lambda").create_function(
+        FunctionName=FUNCTION,
+        Runtime="python3.12",
+        Role=role,
+        Handler="zombie_reaper.handler.lambda_handler",
+        Code={"ZipFile": _function_zip()},
+        Timeout=90,
+        DeadLetterConfig={"TargetArn": dlq_arn},
+    )
+    logs = boto3.client("logs")
+    logs.create_log_group(logGroupName=f"/aws/lambda/{FUNCTION}")
+    logs.create_log_stream(logGroupName=f"/aws/lambda/{FUNCTION}", logStreamName="2026/09/15/[$LATEST]0")
+    logs.put_log_events(
+        logGroupName=f"/aws/lambda/{FUNCTION}",
+        logStreamName="2026/09/15/[$LATEST]0",
+        logEvents=[
+            {"timestamp": int(datetime.now(UTC).timestamp() * 1000), "message": "InternalError: boom"}
+        ],
+    )
+
+
+@pytest.fixture
+def world(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    with mock_aws():
+        ssm = boto3.client("ssm")
+        ssm.put_parameter(Name=MODE_PARAMETER, Value="enforce", Type="String")
+        boto3.client("secretsmanager").create_secret(
+            Name=SECRET_NAME,
+            SecretString=json.dumps(
+                {"api_key": livekit_server.api_key, "api_secret": livekit_server.api_secret}
+            ),
+        )
+        sqs = boto3.client("sqs")
+        topic_arn = boto3.client("sns").create_topic(Name=f"{ENV}-notifications")["TopicArn"]
+        inbox_url = sqs.create_queue(QueueName=f"{ENV}-inbox")["QueueUrl"]
+        inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox_url, AttributeNames=["QueueArn"])["Attributes"]
+        boto3.client("sns").subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=inbox_arn["QueueArn"])
+        dlq_url = sqs.create_queue(QueueName=f"{FUNCTION}-dead-letters")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        _deployed_function(dlq_arn)
+        for name, value in {
+            "ENVIRONMENT_NAME": ENV,
+            "MODE_PARAMETER_NAME": MODE_PARAMETER,
+            "NOTIFICATION_TOPIC_ARN": topic_arn,
+            "RUNBOOK_BASE_URL": "https://runbooks.example.com/repo",
+            "LIVEKIT_URL": livekit_server.http_url,
+            "LIVEKIT_SECRET_ID": SECRET_NAME,
+            "REAPER": json.dumps(
+                {
+                    "livekit_request_timeout_seconds": 2,
+                    # Only this module's rooms: the livekit-server is shared by the whole session.
+                    "policy": {"managed_room_pattern": "^redrive-.+$", "max_age_minutes": 60},
+                }
+            ),
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield World(dlq_url, sqs, ssm, inbox_url, with_dead_letter_config(dlq_arn))
+
+
+def reaper_in_process(later: timedelta) -> redrive.Invoker:
+    """The reaper's own handler (a cold start per invoke), on a clock ``later`` than now so rooms
+    age without the test waiting; its report comes back through JSON, as Invoke's payload does."""
+
+    def invoke(event: dict[str, Any]) -> InvokeResult:
+        deps = ReaperDependencies.from_environment()
+        deps.clock = lambda: datetime.now(UTC) + later
+        report = handler.lambda_handler(
+            json.loads(json.dumps(event)), LocalLambdaContext(), dependencies=deps
+        )
+        return InvokeResult(report=json.loads(json.dumps(report)))
+
+    return invoke
+
+
+TWO_HOURS = timedelta(hours=2)
+
+
+def test_a_parked_tick_is_listed_then_re_run_and_then_gone(
+    livekit_server: LocalLiveKit, world: World
+) -> None:
+    asyncio.run(create_rooms(livekit_server, ["redrive-zombie-1"]))
+    world.park(SCHEDULE_EVENT)
+
+    listing = world.redrive(["--function", FUNCTION], reaper_in_process(TWO_HOURS))
+    assert listing == 0
+    assert 'would invoke {"dry_run": true}' in world.printed[1]
+    assert "lambda async (200)" in world.printed[1]
+    assert world.parked() == (1, 0)
+    assert "redrive-zombie-1" in asyncio.run(room_names(livekit_server))
+
+    applied = world.redrive(["--function", FUNCTION, "--apply", "--enforce"], reaper_in_process(TWO_HOURS))
+    assert applied == 0
+    assert "schedule tick at 2026-09-15T17:40:00Z -> enforce run" in world.printed[-2]
+    assert world.printed[-2].endswith("ok; deleted")
+    assert world.printed[-1] == "redrive: 1 parked, 1 re-run and deleted, 0 kept"
+    assert "redrive-zombie-1" not in asyncio.run(room_names(livekit_server))
+    assert world.parked() == (0, 0)
+    (notification,) = world.notifications()
+    assert notification["Subject"].startswith(f"[{ENV}] zombie reaper deleted 1 of 1 over-age room(s)")
+
+
+def test_a_re_run_that_fails_keeps_the_message(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    alarm = {
+        **SCHEDULE_EVENT,
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "detail": {"alarmName": f"livekit-{ENV}-vad-slow-inference", "state": {"value": "ALARM"}},
+    }
+    rule_failure = {
+        "ERROR_CODE": {"DataType": "String", "StringValue": "SDK_CLIENT_ERROR"},
+        "ERROR_MESSAGE": {"DataType": "String", "StringValue": "Rate exceeded"},
+    }
+    world.park(alarm, rule_failure)
+    # The cause is not fixed yet: the LiveKit secret the reaper reads is missing.
+    monkeypatch.setenv("LIVEKIT_SECRET_ID", f"{ENV}/livekit/missing")
+
+    status = world.redrive(["--function", FUNCTION, "--apply"], reaper_in_process(TWO_HOURS))
+
+    assert status == 1
+    assert "eventbridge rule (SDK_CLIENT_ERROR)" in world.printed[1]
+    assert "kept: alarm livekit-it-vad-slow-inference ALARM" in world.printed[1]
+    assert "report status failed" in world.printed[1]
+    assert world.printed[-1] == "redrive: 1 parked, 0 re-run and deleted, 1 kept"
+    assert world.parked() == (0, 1)
+
+
+def test_an_invoke_whose_reply_was_lost_is_not_retried_and_keeps_the_message(world: World) -> None:
+    world.park(SCHEDULE_EVENT)
+    calls: list[dict[str, Any]] = []
+
+    def reply_lost(event: dict[str, Any]) -> InvokeResult:
+        """Stands in for an Invoke whose read timed out: the function may or may not have run."""
+        calls.append(event)
+        return InvokeResult(error="reply lost: read timeout", unknown=True)
+
+    status = world.redrive(["--function", FUNCTION, "--apply", "--max", "5"], reply_lost)
+
+    assert status == 1
+    assert calls == [{"dry_run": True}]
+    assert "outcome unknown (reply lost: read timeout)" in world.printed[1]
+    assert world.parked() == (0, 1)
+
+
+class AwsCli:
+    """Runs an ``aws SERVICE OPERATION --option value ...`` line through botocore, as the AWS CLI
+    maps it: option names are the operation's input members in the CLI's spelling, list members take
+    the words up to the next option, ``--query`` is JMESPath and ``--output text`` prints a scalar."""
+
+    GLOBAL = {"--query", "--output", "--region", "--max-items"}
+
+    def __init__(self, session: boto3.session.Session) -> None:
+        self.session = session
+
+    def run(self, words: list[str]) -> str:
+        service, operation = words[1], words[2]
+        client = self.session.client(service)  # type: ignore[call-overload]
+        model = client.meta.service_model
+        (name,) = [n for n in model.operation_names if xform_name(n, "-") == operation]
+        options = self._options(words[3:])
+        members = model.operation_model(name).input_shape.members
+        params = {
+            member: self._value(shape, options[xform_name(member, "-")])
+            for member, shape in members.items()
+            if xform_name(member, "-") in options
+        }
+        unknown = set(options) - {xform_name(m, "-") for m in members} - {o[2:] for o in self.GLOBAL}
+        assert not unknown, f"{' '.join(words[:3])}: no such option {sorted(unknown)}"
+        result = getattr(client, xform_name(name))(**params)
+        result.pop("ResponseMetadata", None)
+        if "query" in options:
+            result = jmespath.search(options["query"][0], result)
+        if options.get("output") == ["text"] and not isinstance(result, dict | list):
+            return str(result)
+        return json.dumps(result, default=str)
+
+    @staticmethod
+    def _options(words: list[str]) -> dict[str, list[str]]:
+        options: dict[str, list[str]] = {}
+        current = None
+        for word in words:
+            if word.startswith("--"):
+                current = word[2:]
+                options[current] = []
+            else:
+                assert current is not None, f"a value without an option: {word}"
+                options[current].append(word)
+        return options
+
+    @staticmethod
+    def _value(shape: Any, values: list[str]) -> Any:
+        if shape.type_name == "list":
+            return values
+        (value,) = values
+        return {"integer": int, "long": int, "boolean": lambda v: v == "true"}.get(shape.type_name, str)(
+            value
+        )
+
+
+def runbook_steps(sections: tuple[str, ...]) -> list[str]:
+    """The command lines of the runbook's numbered sections ``sections``, in order."""
+    text = RUNBOOK.read_text()
+    steps = []
+    for section in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        if section.split(".", 1)[0] in sections:
+            for block in re.findall(r"^```\n(.*?)^```", section, re.MULTILINE | re.DOTALL):
+                steps += [line for line in block.splitlines() if line.strip()]
+    return steps
+
+
+def test_the_dead_letters_runbook_runs_as_written(livekit_server: LocalLiveKit, world: World) -> None:
+    asyncio.run(create_rooms(livekit_server, ["redrive-runbook-1"]))
+    world.park(SCHEDULE_EVENT)
+    steps = runbook_steps(("1", "2", "3", "4"))
+    assert len(steps) >= 6
+    cli, known = AwsCli(world.session), {"<env>": ENV}
+    for step in steps:
+        line = step
+        for placeholder, value in known.items():
+            line = line.replace(placeholder, value)
+        assert not re.search(r"<[a-z ]+>", line), f"{step}: no value for a placeholder yet"
+        words = shlex.split(line)
+        if words[:3] == ["python", "-m", "tools.redrive"]:
+            status = world.redrive(words[3:], reaper_in_process(TWO_HOURS))
+            assert status == 0, world.printed
+            continue
+        assert words[0] == "aws", step
+        output = cli.run(words)
+        if words[1:3] == ["lambda", "get-function-configuration"]:
+            known["<queue name>"] = output.rsplit(":", 1)[1]
+        if words[1:3] == ["sqs", "get-queue-url"]:
+            known["<queue url>"] = json.loads(output)["QueueUrl"]
+    assert known["<queue url>"] == world.dlq_url
+    assert world.parked() == (0, 0)
+    assert "redrive-runbook-1" not in asyncio.run(room_names(livekit_server))
+    assert json.loads(output) == {
+        "Attributes": {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
+    }
