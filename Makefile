@@ -117,7 +117,7 @@ lint: setup ## ruff (lint and format) and mypy (strict on the runtime code)
 	@$(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
 
-test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
+test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
 
 unit: setup
