@@ -26,14 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import jmespath
 import pytest
-from botocore import xform_name
 from moto import mock_aws
 
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
+from tests.aws_cli import AwsCli
 from tools import redrive
 from tools.redrive import InvokeResult
 from zombie_reaper import handler
@@ -266,61 +265,6 @@ def test_an_invoke_whose_reply_was_lost_is_not_retried_and_keeps_the_message(wor
     assert calls == [{"dry_run": True}]
     assert "outcome unknown (reply lost: read timeout)" in world.printed[1]
     assert world.parked() == (0, 1)
-
-
-class AwsCli:
-    """Runs an ``aws SERVICE OPERATION --option value ...`` line through botocore, as the AWS CLI
-    maps it: option names are the operation's input members in the CLI's spelling, list members take
-    the words up to the next option, ``--query`` is JMESPath and ``--output text`` prints a scalar."""
-
-    GLOBAL = {"--query", "--output", "--region", "--max-items"}
-
-    def __init__(self, session: boto3.session.Session) -> None:
-        self.session = session
-
-    def run(self, words: list[str]) -> str:
-        service, operation = words[1], words[2]
-        client = self.session.client(service)  # type: ignore[call-overload]
-        model = client.meta.service_model
-        (name,) = [n for n in model.operation_names if xform_name(n, "-") == operation]
-        options = self._options(words[3:])
-        members = model.operation_model(name).input_shape.members
-        params = {
-            member: self._value(shape, options[xform_name(member, "-")])
-            for member, shape in members.items()
-            if xform_name(member, "-") in options
-        }
-        unknown = set(options) - {xform_name(m, "-") for m in members} - {o[2:] for o in self.GLOBAL}
-        assert not unknown, f"{' '.join(words[:3])}: no such option {sorted(unknown)}"
-        result = getattr(client, xform_name(name))(**params)
-        result.pop("ResponseMetadata", None)
-        if "query" in options:
-            result = jmespath.search(options["query"][0], result)
-        if options.get("output") == ["text"] and not isinstance(result, dict | list):
-            return str(result)
-        return json.dumps(result, default=str)
-
-    @staticmethod
-    def _options(words: list[str]) -> dict[str, list[str]]:
-        options: dict[str, list[str]] = {}
-        current = None
-        for word in words:
-            if word.startswith("--"):
-                current = word[2:]
-                options[current] = []
-            else:
-                assert current is not None, f"a value without an option: {word}"
-                options[current].append(word)
-        return options
-
-    @staticmethod
-    def _value(shape: Any, values: list[str]) -> Any:
-        if shape.type_name == "list":
-            return values
-        (value,) = values
-        return {"integer": int, "long": int, "boolean": lambda v: v == "true"}.get(shape.type_name, str)(
-            value
-        )
 
 
 def runbook_steps(sections: tuple[str, ...]) -> list[str]:

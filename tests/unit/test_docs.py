@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import botocore.session
 import pytest
 from aws_cdk import assertions
+from moto import mock_aws
 
 from app import build_stacks, cdk_json_context
+from tests.aws_cli import AwsCli
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -139,6 +142,34 @@ def test_ssm_parameter_names_exist_in_the_stacks(command: Command, stacks: dict[
     for name in names:
         for concrete in expand(name):
             assert concrete in known, f"{command.where}: {concrete} is not a parameter of the stacks"
+
+
+def test_the_kill_switch_commands_run_on_moto(stacks: dict[str, dict[str, Any]]) -> None:
+    """Every ``aws ssm`` line of the docs, for every environment, run on moto against the stacks' own
+    parameters: a put leaves its parameter at the value it names, a get returns every parameter."""
+    parameters = {
+        resource["Properties"]["Name"]: str(resource["Properties"]["Value"])
+        for template in stacks.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::SSM::Parameter"
+    }
+    commands = [c for c in AWS_COMMANDS if c.words[1] == "ssm"]
+    assert {c.words[2] for c in commands} == {"put-parameter", "get-parameters"}
+    with mock_aws():
+        session = boto3.session.Session(region_name="eu-west-1")
+        ssm = session.client("ssm")
+        for name, value in parameters.items():
+            ssm.put_parameter(Name=name, Value=value, Type="String")
+        cli = AwsCli(session)
+        for command in commands:
+            for env in ENVIRONMENTS:
+                words = [word.replace("<env>", env) for word in command.words]
+                output = cli.run(words)
+                if words[2] == "put-parameter":
+                    ((name,), (value,)) = option(words, "--name"), option(words, "--value")
+                    assert ssm.get_parameter(Name=name)["Parameter"]["Value"] == value, command.where
+                else:
+                    assert all(name in output for name in words if name.startswith("/")), command.where
 
 
 LAMBDA_INVOKES = [c for c in AWS_COMMANDS if c.words[1:3] == ["lambda", "invoke"]]
