@@ -4,10 +4,11 @@ through botocore (on moto), with the CLI's option names, ``--query`` and ``--out
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import boto3
-import jmespath
+import jmespath  # type: ignore[import-untyped]
 from botocore import xform_name
 
 
@@ -62,6 +63,5 @@ class AwsCli:
         if shape.type_name == "boolean" and not values:
             return True
         (value,) = values
-        return {"integer": int, "long": int, "boolean": lambda v: v == "true"}.get(shape.type_name, str)(
-            value
-        )
+        converters: dict[str, Callable[[str], Any]] = {"integer": int, "long": int, "boolean": "true".__eq__}
+        return converters.get(shape.type_name, str)(value)
