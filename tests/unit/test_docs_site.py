@@ -7,12 +7,14 @@ time, so the built pages must hold every field of the settings models and every 
 from __future__ import annotations
 
 import html
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -109,3 +111,31 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     done = build(tmp_path, tmp_path / "site")
     assert done.returncode != 0
     assert "nowhere.md" in done.stderr
+
+
+def load_hook(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"docs_hook_{name}", REPO / "docs" / "hooks" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_page_nobody_listed_joins_its_folder_s_section(tmp_path: Path) -> None:
+    nav_completion = load_hook("nav_completion")
+    for page in ("index.md", "decisions/0002-x.md", "development/adding-a-step.md", "extending/pipeline.md"):
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page).write_text("# x\n")
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "notes.md").write_text("# not a page\n")
+    nav = [{"Home": "index.md"}, {"Development": ["development/index.md"]}]
+
+    completed = nav_completion.complete_nav(tmp_path, nav)
+
+    assert completed == [
+        {"Home": "index.md"},
+        {"Development": ["development/index.md", "development/adding-a-step.md"]},
+        {"Decisions": ["decisions/0002-x.md"]},
+        {"More": ["extending/pipeline.md"]},
+    ]
