@@ -12,6 +12,7 @@ runbook's steps are also run, on moto: tests/integration/test_dead_letter_redriv
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -267,3 +268,32 @@ def test_no_docstring_or_comment_points_outside_the_repository() -> None:
 def test_the_readme_is_a_short_entry_page() -> None:
     """A newcomer reads it in minutes; the rest is in the docs site."""
     assert len((REPO / "README.md").read_text().splitlines()) <= 150
+
+
+MAKE_TARGETS = set(re.findall(r"^([a-z][a-z-]*):", (REPO / "Makefile").read_text(), re.MULTILINE))
+
+
+@pytest.mark.parametrize("command", commands("make"), ids=lambda c: f"{c.where} {c.words[1]}")
+def test_every_make_command_names_a_target(command: Command) -> None:
+    targets = [w for w in command.words[1:] if "=" not in w and not w.startswith("-")]
+    assert set(targets) <= MAKE_TARGETS, f"{command.where}: {command.text}"
+
+
+# "python -m tools.plan", never "python -m bench.…" (prose for any of them).
+PYTHON_MODULE = re.compile(r"python3? -m ([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(?![\w.…])")
+
+
+def _python_modules() -> list[tuple[str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        modules = PYTHON_MODULE.findall(document.read_text())
+        found += [(str(document.relative_to(REPO)), module) for module in modules]
+    return found
+
+
+@pytest.mark.parametrize(("where", "module"), _python_modules(), ids=lambda v: v)
+def test_every_python_module_the_docs_run_exists(where: str, module: str) -> None:
+    path = REPO / Path(*module.split("."))
+    ours = path.with_suffix(".py").is_file() or (path / "__main__.py").is_file()
+    installed = not (REPO / module.split(".")[0]).exists() and importlib.util.find_spec(module) is not None
+    assert ours or installed, f"{where}: python -m {module}"
