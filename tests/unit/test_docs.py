@@ -5,7 +5,9 @@ Every ``aws …`` command (in a code block, continuation lines joined, or in inl
 real AWS CLI operation (from botocore's service models); SSM parameter names and Lambda function
 names must exist in the synthesized stacks (``<env>`` stands for each environment in cdk.json);
 ``lambda invoke`` must carry ``--cli-binary-format raw-in-base64-out``, exactly one ``--payload``
-with valid JSON and an output file; ``cdk`` commands must name stacks the app has. The docs must not
+with valid JSON and an output file; ``cdk`` commands must name stacks the app has; ``aws ssm``
+commands run on moto against the stacks' parameters; ``make`` commands name Makefile targets and
+``python -m`` modules exist. The docs must not
 carry the example company's names, which belong in the example cdk.json only. (The dead-letter
 runbook's steps are also run, on moto: tests/integration/test_dead_letter_redrive.py.)
 """
