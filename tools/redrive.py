@@ -187,9 +187,10 @@ def redrive(
     visibility_seconds: int,
     out: Callable[[str], None],
 ) -> Tally:
-    """Every parked message once (at most ``args.max``); a kept one stays hidden until its
-    visibility timeout, so a run never sees it twice."""
-    tally = Tally()
+    """Every parked message once (at most ``args.max``): each stays hidden while the run goes on, so
+    it is never seen twice; a kept one stays hidden until its visibility timeout, a listed one is
+    visible again once the listing is over."""
+    tally, listed = Tally(), []
     while tally.listed < args.max:
         received = sqs.receive_message(
             QueueUrl=queue_url,
@@ -205,12 +206,11 @@ def redrive(
         done, what = redrive_one(sqs, queue_url, message, kind, args, invoker)
         tally.processed += done
         tally.kept += not done and args.apply
-        if not done and not args.apply:
-            # A listing hides nothing: the message is visible again at once.
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-            )
+        if not args.apply:
+            listed.append(message["ReceiptHandle"])
         out(f"{message['MessageId']}  {_origin(message)}  {what}")
+    for receipt in listed:
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
     return tally
 
 

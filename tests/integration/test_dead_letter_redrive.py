@@ -211,6 +211,7 @@ def test_a_parked_tick_is_listed_then_re_run_and_then_gone(
     assert listing == 0
     assert 'would invoke {"dry_run": true}' in world.printed[1]
     assert "lambda async (200)" in world.printed[1]
+    assert world.printed[-1] == "redrive: 1 parked, 0 re-run and deleted, 0 kept"
     assert world.parked() == (1, 0)
     assert "redrive-zombie-1" in asyncio.run(room_names(livekit_server))
 
