@@ -174,8 +174,14 @@ def redrive_one(
             result.error or f"report status {report.get('status')}: {json.dumps(report.get('errors'))[:300]}"
         )
         return False, f"kept: {what}: {reason}"
-    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-    return True, f"{what} -> {report.get('mode')} run {report.get('invocation_id')}: ok; deleted"
+    ran = f"{what} -> {report.get('mode')} run {report.get('invocation_id')}: ok"
+    try:
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    except (ClientError, BotoCoreError) as exc:
+        # The re-run is done; the message comes back after its visibility timeout and a second
+        # re-run re-reads the world like the first.
+        return False, f"kept: {ran}, but not deleted ({exc})"
+    return True, f"{ran}; deleted"
 
 
 def redrive(

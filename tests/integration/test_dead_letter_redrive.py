@@ -27,6 +27,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from devkit.lambda_context import LocalLambdaContext
@@ -307,3 +308,21 @@ def test_the_dead_letters_runbook_runs_as_written(livekit_server: LocalLiveKit, 
     assert json.loads(output) == {
         "Attributes": {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
     }
+
+
+def test_a_re_run_whose_message_cannot_be_deleted_says_so(world: World) -> None:
+    world.park(SCHEDULE_EVENT)
+
+    def receipt_expired(**_: Any) -> None:
+        """Stands in for SQS refusing a receipt handle whose visibility timeout ran out."""
+        error = {"Code": "ReceiptHandleIsInvalid", "Message": "expired"}
+        raise ClientError({"Error": error}, "DeleteMessage")
+
+    world.session.events.register("before-call.sqs.DeleteMessage", receipt_expired)
+    status = world.redrive(["--function", FUNCTION, "--apply"], reaper_in_process(timedelta(0)))
+
+    assert status == 1
+    assert "-> dry-run run" in world.printed[1]
+    assert "ok, but not deleted" in world.printed[1]
+    assert "ReceiptHandleIsInvalid" in world.printed[1]
+    assert world.parked() == (0, 1)
