@@ -30,6 +30,7 @@ from aws_cdk import assertions
 from moto import mock_aws
 
 from app import build_stacks, cdk_json_context
+from fleet_remediation import __version__
 from tests.aws_cli import AwsCli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,6 +146,13 @@ def test_ssm_parameter_names_exist_in_the_stacks(command: Command, stacks: dict[
     for name in names:
         for concrete in expand(name):
             assert concrete in known, f"{command.where}: {concrete} is not a parameter of the stacks"
+
+
+def test_every_stack_description_carries_the_release_version(stacks: dict[str, dict[str, Any]]) -> None:
+    """The docs tell an operator to read the version there (the upgrade notes)."""
+    assert {env: t["Description"] for env, t in stacks.items()} == {
+        env: f"LiveKit Fleet Remediation {__version__} ({env})" for env in ENVIRONMENTS
+    }
 
 
 def test_the_kill_switch_commands_run_on_moto(stacks: dict[str, dict[str, Any]]) -> None:
