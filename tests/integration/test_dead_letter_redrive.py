@@ -2,11 +2,10 @@
 Lambda and EventBridge write them) is re-run by ``tools.redrive`` through the reaper's own handler
 against a real livekit-server, and the message is gone only after that run returned an ok report.
 
-The function's configuration (its timeout) is a moto Lambda function. moto keeps no
-``DeadLetterConfig``, so ``with_dead_letter_config`` (a stand-in, on the session the tool is given)
-adds it to GetFunctionConfiguration's answer as Lambda does for the function the stack deploys.
-moto cannot run the function without Docker, so the tool's invoker calls the handler in this
-process and hands its report back as JSON, as Lambda's Invoke would. The last test runs the steps of
+The function's configuration is a moto Lambda function with a stand-in for its ``DeadLetterConfig``
+(``tests/dead_letters.py``). moto cannot run the function without Docker, so the tool's invoker calls
+the handler in this process and hands its report back as JSON, as Lambda's Invoke would. The last
+test runs the steps of
 ``docs/runbooks/dead-letters.md`` as written: ``aws`` lines through ``AwsCli`` (botocore with the
 CLI's option names, ``--query`` and ``--output text``) on moto, ``python -m tools.redrive`` lines
 through the tool's ``main``."""
@@ -14,11 +13,9 @@ through the tool's ``main``."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 import shlex
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +31,7 @@ from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from tests.aws_cli import AwsCli
+from tests.dead_letters import deployed_function, with_dead_letter_config
 from tools import redrive
 from tools.redrive import InvokeResult
 from zombie_reaper import handler
@@ -97,53 +95,6 @@ class World:
         return [json.loads(m["Body"]) for m in messages]
 
 
-def with_dead_letter_config(dlq_arn: str) -> boto3.session.Session:
-    """A session whose GetFunctionConfiguration answers carry the function's DeadLetterConfig
-    (stand-in: moto accepts the field on CreateFunction and drops it)."""
-    session = boto3.session.Session()
-
-    def add(parsed: dict[str, Any], **_: Any) -> None:
-        if parsed.get("FunctionName") == FUNCTION:
-            parsed["DeadLetterConfig"] = {"TargetArn": dlq_arn}
-
-    session.events.register("after-call.lambda.GetFunctionConfiguration", add)
-    return session
-
-
-def _function_zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("zombie_reaper/handler.py", "")
-    return buffer.getvalue()
-
-
-def _deployed_function(dlq_arn: str) -> None:
-    """The reaper as the stack deploys it, as far as the tool reads it: its DLQ and timeout."""
-    role = boto3.client("iam").create_role(
-        RoleName=f"{FUNCTION}-role",
-        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
-    )["Role"]["Arn"]
-    boto3.client("lambda").create_function(
-        FunctionName=FUNCTION,
-        Runtime="python3.12",
-        Role=role,
-        Handler="zombie_reaper.handler.lambda_handler",
-        Code={"ZipFile": _function_zip()},
-        Timeout=90,
-        DeadLetterConfig={"TargetArn": dlq_arn},
-    )
-    logs = boto3.client("logs")
-    logs.create_log_group(logGroupName=f"/aws/lambda/{FUNCTION}")
-    logs.create_log_stream(logGroupName=f"/aws/lambda/{FUNCTION}", logStreamName="2026/09/15/[$LATEST]0")
-    logs.put_log_events(
-        logGroupName=f"/aws/lambda/{FUNCTION}",
-        logStreamName="2026/09/15/[$LATEST]0",
-        logEvents=[
-            {"timestamp": int(datetime.now(UTC).timestamp() * 1000), "message": "InternalError: boom"}
-        ],
-    )
-
-
 @pytest.fixture
 def world(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     with mock_aws():
@@ -164,7 +115,7 @@ def world(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iter
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        _deployed_function(dlq_arn)
+        deployed_function(FUNCTION, dlq_arn)
         for name, value in {
             "ENVIRONMENT_NAME": ENV,
             "MODE_PARAMETER_NAME": MODE_PARAMETER,
@@ -181,7 +132,7 @@ def world(livekit_server: LocalLiveKit, monkeypatch: pytest.MonkeyPatch) -> Iter
             ),
         }.items():
             monkeypatch.setenv(name, value)
-        yield World(dlq_url, sqs, ssm, inbox_url, with_dead_letter_config(dlq_arn))
+        yield World(dlq_url, sqs, ssm, inbox_url, with_dead_letter_config(FUNCTION, dlq_arn))
 
 
 def reaper_in_process(later: timedelta) -> redrive.Invoker:
