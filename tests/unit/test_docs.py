@@ -307,3 +307,15 @@ def test_every_python_module_the_docs_run_exists(where: str, module: str) -> Non
     ours = path.with_suffix(".py").is_file() or (path / "__main__.py").is_file()
     installed = not (REPO / module.split(".")[0]).exists() and importlib.util.find_spec(module) is not None
     assert ours or installed, f"{where}: python -m {module}"
+
+
+# A file or folder of this repository named in backticks: `tools/redrive.py`, `docs/runbooks/`.
+REPO_PATH = re.compile(
+    r"`((?:agent_cooperation|bench|cdk|devkit|docs|functions|layers|requirements|tests|tools)/[\w./-]*)`"
+)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))
+def test_every_repository_path_the_docs_name_exists(document: Path) -> None:
+    missing = [path for path in REPO_PATH.findall(document.read_text()) if not (REPO / path).exists()]
+    assert missing == []
