@@ -139,3 +139,23 @@ def test_a_page_nobody_listed_joins_its_folder_s_section(tmp_path: Path) -> None
         {"Decisions": ["decisions/0002-x.md"]},
         {"More": ["extending/pipeline.md"]},
     ]
+
+
+def leaf_fields_without_description(model: type[BaseModel], prefix: str = "") -> list[str]:
+    missing = []
+    for name, field in model.model_fields.items():
+        nested = [
+            kind
+            for kind in (field.annotation, *typing.get_args(field.annotation))
+            if isinstance(kind, type) and issubclass(kind, BaseModel)
+        ]
+        for kind in nested:
+            missing += leaf_fields_without_description(kind, f"{prefix}{name}.")
+        if not nested and not field.description:
+            missing.append(prefix + name)
+    return missing
+
+
+def test_every_configuration_field_says_what_it_is_for() -> None:
+    """The reference is generated from the descriptions: a field without one is a blank cell."""
+    assert leaf_fields_without_description(EnvironmentConfig) == []
