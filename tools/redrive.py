@@ -21,7 +21,7 @@ invoke returned a report whose status is ``ok``; otherwise it stays parked, and 
 An invoke whose reply was lost (a timeout, a 5xx) is never retried here: its outcome is unknown.
 
 Exit status: 0 when every message listed was re-run and deleted (or, without ``--apply``, listed);
-1 when a message was kept; 2 on bad arguments or when the queue cannot be found.
+1 when a message was kept; 2 on bad arguments, when the queue cannot be found or SQS refuses a read.
 """
 
 from __future__ import annotations
@@ -282,7 +282,12 @@ def main(
     visibility = min(timeout + 2 * INVOKE_MARGIN_SECONDS, MAX_VISIBILITY_SECONDS)
     listing = "" if args.apply else " (listing only: add --apply)"
     out(f"{args.function}: dead-letter queue {queue_url}{listing}")
-    tally = redrive(sqs, queue_url, kind, args, invoke, visibility, out)
+    try:
+        tally = redrive(sqs, queue_url, kind, args, invoke, visibility, out)
+    except (ClientError, BotoCoreError) as exc:
+        # SQS refused a read (a permission, the key): what was printed so far stands.
+        print(f"redrive: {exc}", file=sys.stderr)
+        return 2
     out(tally.line())
     return 1 if tally.kept else 0
 

@@ -277,3 +277,20 @@ def test_a_re_run_whose_message_cannot_be_deleted_says_so(world: World) -> None:
     assert "ok, but not deleted" in world.printed[1]
     assert "ReceiptHandleIsInvalid" in world.printed[1]
     assert world.parked() == (0, 1)
+
+
+def test_a_queue_sqs_will_not_read_is_one_line_and_exit_2(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.park(SCHEDULE_EVENT)
+
+    def access_denied(**_: Any) -> None:
+        """Stands in for SQS refusing the read (the caller may not use the queue's key)."""
+        raise ClientError({"Error": {"Code": "KMS.AccessDeniedException", "Message": "no"}}, "ReceiveMessage")
+
+    world.session.events.register("before-call.sqs.ReceiveMessage", access_denied)
+    status = world.redrive(["--function", FUNCTION, "--apply"], reaper_in_process(timedelta(0)))
+
+    assert status == 2
+    assert "KMS.AccessDeniedException" in capsys.readouterr().err
+    assert world.parked() == (1, 0)
