@@ -32,7 +32,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth deploy plan bench clean FORCE
+.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -120,7 +120,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0
 
-test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint)
+test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
 
 unit: setup
@@ -144,8 +144,14 @@ lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Inte
 synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
 	@$(PY) cdk/app.py $(ENV) cdk.out
 
+diff: setup-deploy ## What a deploy would change in one environment's stack: cdk diff (ENV=staging; needs AWS credentials)
+	@node_modules/.bin/cdk diff LiveKitFleetRemediation-$(ENV) --no-notices
+
 deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
 	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
+
+docs: $(VENV)/.installed ## Build the docs site into build/site (MkDocs, strict: a warning fails; make test builds it too)
+	@$(PY) -m mkdocs build --strict --site-dir build/site
 
 plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
 	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)

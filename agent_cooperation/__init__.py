@@ -1,4 +1,4 @@
-"""Agent-side cooperation with the fleet remediation (DESIGN.md §3, incident report P2).
+"""Agent-side cooperation with the fleet remediation (the incident report's P2).
 
 A LiveKit agents worker adopts it as its ``load_fnc``::
 

@@ -21,6 +21,7 @@ for path in (REPO_ROOT / "cdk", REPO_ROOT / "layers" / "shared" / "python", REPO
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from fleet_remediation import __version__  # noqa: E402
 from fleet_remediation.contract.naming import stack_name  # noqa: E402
 from fleet_remediation.core.errors import ConfigurationError  # noqa: E402
 from fleet_stack.config import ConfigError, environment_names, load_environment  # noqa: E402
@@ -44,7 +45,7 @@ def build_stacks(
             env_name=name,
             config=config,
             env=cdk.Environment(account=config.account, region=config.region),
-            description=f"LiveKit Fleet Remediation ({name})",
+            description=f"LiveKit Fleet Remediation {__version__} ({name})",
         )
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app, stacks

@@ -348,7 +348,7 @@ class SimulatedEcsService:
         return ServiceCapacity(self._desired, running)
 
     def ecs_managed_tags(self) -> bool:
-        # The simulated service is set up as the README asks: its tasks carry aws:ecs:serviceName.
+        # Set up as docs/concepts/safety.md asks: the simulated tasks carry aws:ecs:serviceName.
         self.calls += 1
         return True
 

@@ -59,8 +59,8 @@ class PagerSubscription(StrictModel):
     """A paging integration. It receives only CloudWatch's alarm notifications (one page per alarm
     transition, even when a function is broken), never the functions' follow-up messages."""
 
-    protocol: Literal["https", "email", "sms"]
-    endpoint: str = Field(min_length=3)
+    protocol: Literal["https", "email", "sms"] = Field(description="How SNS delivers to the pager.")
+    endpoint: str = Field(min_length=3, description="The https URL, e-mail address or phone number.")
 
     @model_validator(mode="after")
     def _endpoint_fits_protocol(self) -> PagerSubscription:
@@ -91,8 +91,10 @@ class NotificationTargets(StrictModel):
 
 
 class EnvironmentConfig(StrictModel):
-    account: str | None = Field(default=None, pattern=r"^\d{12}$")
-    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    account: str | None = Field(
+        default=None, pattern=r"^\d{12}$", description="Target AWS account (none: the CLI's credentials)."
+    )
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="Target AWS region.")
     agent_services: list[AgentService] = Field(
         min_length=1,
         max_length=MAX_AGENT_SERVICES,
@@ -106,7 +108,9 @@ class EnvironmentConfig(StrictModel):
     mode: Literal["enforce", "dry-run", "off"] = Field(
         default="dry-run", description="Initial kill-switch value; new environments start in dry-run."
     )
-    log_retention_days: int = Field(default=30, ge=1, le=3653)
+    log_retention_days: int = Field(
+        default=30, ge=1, le=3653, description="Retention of the functions' log groups."
+    )
     notifications: NotificationTargets = NotificationTargets()
     reaper: ReaperSection = ReaperSection()
     detection: DetectionConfig = DetectionConfig()

@@ -354,7 +354,7 @@ def build_world(livekit: LocalLiveKit, now: datetime, tasks: int = 4) -> Drainer
         family="agent", containerDefinitions=[{"name": CONTAINER, "image": "agent:1", "memory": 512}]
     )
     managed_tags = EcsManagedTagsSetting(ecs)
-    # Managed tags on, as the README asks for the default drainer.task_action_scope (service).
+    # Managed tags on, as docs/concepts/safety.md asks for the default drainer.task_action_scope (service).
     ecs.create_service(
         cluster=CLUSTER,
         serviceName=SERVICE,

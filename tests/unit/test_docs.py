@@ -1,15 +1,20 @@
-"""The commands in README.md and docs/ paste and work against the stacks this repository deploys.
+"""The commands in README.md, CHANGELOG.md and docs/ paste and work against the stacks this repository
+deploys, and no page or docstring points at a file outside the repository.
 
 Every ``aws …`` command (in a code block, continuation lines joined, or in inline code) must name a
 real AWS CLI operation (from botocore's service models); SSM parameter names and Lambda function
 names must exist in the synthesized stacks (``<env>`` stands for each environment in cdk.json);
 ``lambda invoke`` must carry ``--cli-binary-format raw-in-base64-out``, exactly one ``--payload``
-with valid JSON and an output file; ``cdk`` commands must name stacks the app has. The docs must not
-carry the example company's names, which belong in the example cdk.json only.
+with valid JSON and an output file; ``cdk`` commands must name stacks the app has; ``aws ssm``
+commands run on moto against the stacks' parameters; ``make`` commands name Makefile targets and
+``python -m`` modules exist. The docs must not
+carry the example company's names, which belong in the example cdk.json only. (The dead-letter
+runbook's steps are also run, on moto: tests/integration/test_dead_letter_redrive.py.)
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -18,14 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import botocore.session
 import pytest
 from aws_cdk import assertions
+from moto import mock_aws
 
 from app import build_stacks, cdk_json_context
+from fleet_remediation import __version__
+from tests.aws_cli import AwsCli
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
 ENVIRONMENTS = sorted(cdk_json_context()["environments"])
 # The example company's names: fine in the example cdk.json, never in the docs.
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
@@ -138,6 +147,41 @@ def test_ssm_parameter_names_exist_in_the_stacks(command: Command, stacks: dict[
             assert concrete in known, f"{command.where}: {concrete} is not a parameter of the stacks"
 
 
+def test_every_stack_description_carries_the_release_version(stacks: dict[str, dict[str, Any]]) -> None:
+    """The docs tell an operator to read the version there (the upgrade notes)."""
+    assert {env: t["Description"] for env, t in stacks.items()} == {
+        env: f"LiveKit Fleet Remediation {__version__} ({env})" for env in ENVIRONMENTS
+    }
+
+
+def test_the_kill_switch_commands_run_on_moto(stacks: dict[str, dict[str, Any]]) -> None:
+    """Every ``aws ssm`` line of the docs, for every environment, run on moto against the stacks' own
+    parameters: a put leaves its parameter at the value it names, a get returns every parameter."""
+    parameters = {
+        resource["Properties"]["Name"]: str(resource["Properties"]["Value"])
+        for template in stacks.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::SSM::Parameter"
+    }
+    commands = [c for c in AWS_COMMANDS if c.words[1] == "ssm"]
+    assert {c.words[2] for c in commands} == {"put-parameter", "get-parameters"}
+    with mock_aws():
+        session = boto3.session.Session(region_name="eu-west-1")
+        ssm = session.client("ssm")
+        for name, value in parameters.items():
+            ssm.put_parameter(Name=name, Value=value, Type="String")
+        cli = AwsCli(session)
+        for command in commands:
+            for env in ENVIRONMENTS:
+                words = [word.replace("<env>", env) for word in command.words]
+                output = cli.run(words)
+                if words[2] == "put-parameter":
+                    ((name,), (value,)) = option(words, "--name"), option(words, "--value")
+                    assert ssm.get_parameter(Name=name)["Parameter"]["Value"] == value, command.where
+                else:
+                    assert all(name in output for name in words if name.startswith("/")), command.where
+
+
 LAMBDA_INVOKES = [c for c in AWS_COMMANDS if c.words[1:3] == ["lambda", "invoke"]]
 
 
@@ -198,3 +242,79 @@ def test_the_docs_carry_no_company_specific_names(document: Path) -> None:
         if COMPANY_SPECIFIC.search(CONTRACT_KEYS.sub('"..."', line))
     ]
     assert found == []
+
+
+# What lies outside the repository: the design notes and the source material beside it.
+OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared\b|shared/seeds|\bseeds/")
+SOURCE_DIRS = ("agent_cooperation", "bench", "cdk", "devkit", "functions", "layers", "tests", "tools", "docs")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))
+def test_no_page_points_outside_the_repository(document: Path) -> None:
+    text = document.read_text()
+    found = [m.group(0) for m in OUTSIDE.finditer(text)]
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        resolved = (document.parent / target).resolve()
+        if not resolved.is_relative_to(REPO) or not resolved.exists():
+            found.append(target)
+    assert found == []
+
+
+def test_no_docstring_or_comment_points_outside_the_repository() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for folder in SOURCE_DIRS
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert found == []
+
+
+def test_the_readme_is_a_short_entry_page() -> None:
+    """A newcomer reads it in minutes; the rest is in the docs site."""
+    assert len((REPO / "README.md").read_text().splitlines()) <= 150
+
+
+MAKE_TARGETS = set(re.findall(r"^([a-z][a-z-]*):", (REPO / "Makefile").read_text(), re.MULTILINE))
+
+
+@pytest.mark.parametrize("command", commands("make"), ids=lambda c: f"{c.where} {c.words[1]}")
+def test_every_make_command_names_a_target(command: Command) -> None:
+    targets = [w for w in command.words[1:] if "=" not in w and not w.startswith("-")]
+    assert set(targets) <= MAKE_TARGETS, f"{command.where}: {command.text}"
+
+
+# "python -m tools.plan", never "python -m bench.…" (prose for any of them).
+PYTHON_MODULE = re.compile(r"python3? -m ([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(?![\w.…])")
+
+
+def _python_modules() -> list[tuple[str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        modules = PYTHON_MODULE.findall(document.read_text())
+        found += [(str(document.relative_to(REPO)), module) for module in modules]
+    return found
+
+
+@pytest.mark.parametrize(("where", "module"), _python_modules(), ids=lambda v: v)
+def test_every_python_module_the_docs_run_exists(where: str, module: str) -> None:
+    path = REPO / Path(*module.split("."))
+    ours = path.with_suffix(".py").is_file() or (path / "__main__.py").is_file()
+    installed = not (REPO / module.split(".")[0]).exists() and importlib.util.find_spec(module) is not None
+    assert ours or installed, f"{where}: python -m {module}"
+
+
+# A file or folder of this repository named in backticks: `tools/redrive.py`, `docs/runbooks/`.
+REPO_PATH = re.compile(
+    r"`((?:agent_cooperation|bench|cdk|devkit|docs|functions|layers|requirements|tests|tools)/[\w./-]*)`"
+)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))
+def test_every_repository_path_the_docs_name_exists(document: Path) -> None:
+    missing = [path for path in REPO_PATH.findall(document.read_text()) if not (REPO / path).exists()]
+    assert missing == []

@@ -61,8 +61,12 @@ DEFAULT_NAMESPACE_PREFIX = "LiveKitAgents"
 class VadAlarmSettings(StrictModel):
     """Incident report: 1-2 warnings of 0.2-0.8 s are normal; a resident job logs hundreds."""
 
-    min_warnings_per_minute: float = Field(default=3, gt=0)
-    min_max_delay_seconds: float = Field(default=2.0, gt=0)
+    min_warnings_per_minute: float = Field(
+        default=3, gt=0, description="A minute breaches with at least this many slow-inference warnings..."
+    )
+    min_max_delay_seconds: float = Field(
+        default=2.0, gt=0, description="... and its largest delay (backlog) at least this many seconds."
+    )
     evaluation_periods: int = Field(default=5, ge=1, le=60, description="M: minutes looked at.")
     datapoints_to_alarm: int = Field(default=3, ge=1, le=60, description="N: breaching minutes needed.")
     hold_minutes: int = Field(
@@ -177,7 +181,9 @@ class TtsReachAlarmSettings(StrictModel):
         le=180,
         description="The holding alarm's window over the same rule (0: the fast alarm alone pages).",
     )
-    analysis_window_minutes: int = Field(default=30, ge=1, le=180)
+    analysis_window_minutes: int = Field(
+        default=30, ge=1, le=180, description="The responder's window (it must cover window_minutes)."
+    )
     concentration_alpha: float = Field(
         default=0.05,
         gt=0,
@@ -258,7 +264,10 @@ class DetectionConfig(StrictModel):
     vad_alarm: VadAlarmSettings = VadAlarmSettings()
     tts_reach_alarm: TtsReachAlarmSettings = TtsReachAlarmSettings()
     metric_namespace_prefix: str = Field(
-        default=DEFAULT_NAMESPACE_PREFIX, pattern=r"^[A-Za-z0-9_./#:-]+$", max_length=200
+        default=DEFAULT_NAMESPACE_PREFIX,
+        pattern=r"^[A-Za-z0-9_./#:-]+$",
+        max_length=200,
+        description="The agents' metrics go to the namespace <prefix>/<environment>.",
     )
 
     def metric_namespace(self, environment_name: str) -> str:

@@ -16,7 +16,7 @@ class RoomRule(StrictModel):
     name_pattern: str = Field(description="Regular expression matched against the whole room name.")
     max_age_minutes: Minutes | None = Field(default=None, description="Max age for matching rooms.")
     protected: bool = Field(default=False, description="Matching rooms are never reaped.")
-    description: str = ""
+    description: str = Field(default="", description="Why the rule exists (shown in reports).")
 
     _check_pattern = field_validator("name_pattern")(check_regex)
 
@@ -43,7 +43,7 @@ class ReaperPolicy(StrictModel):
     max_deletions_per_run: int = Field(
         default=20, ge=1, le=1000, description="Deletions and warnings per run (oldest rooms first)."
     )
-    delete_concurrency: int = Field(default=5, ge=1, le=50)
+    delete_concurrency: int = Field(default=5, ge=1, le=50, description="Room deletions in flight at once.")
     live_room_grace_minutes: int = Field(
         default=10,
         ge=0,
@@ -118,9 +118,15 @@ class DrainerPolicy(StrictModel):
     drain_deadline_minutes: Minutes | None = Field(
         default=None, description="Stop a draining task at this age even with jobs (default: reaper max age)."
     )
-    capacity_mode: CapacityMode = CapacityMode.DESIRED_COUNT
+    capacity_mode: CapacityMode = Field(
+        default=CapacityMode.DESIRED_COUNT,
+        description="desired-count: raise the desired count by one at the cordon; service-replaces: the "
+        "service replaces the task when it stops.",
+    )
     worker_http_port: int = Field(default=8081, ge=1, le=65535, description="The agents worker's HTTP port.")
-    worker_http_timeout_seconds: float = Field(default=2.0, gt=0, le=10)
+    worker_http_timeout_seconds: float = Field(
+        default=2.0, gt=0, le=10, description="Deadline of one /worker request to a task."
+    )
     lease_seconds: int = Field(
         default=150, ge=10, le=900, description="How long one acting invocation holds the service's lease."
     )

@@ -20,7 +20,9 @@ class ReaperSection(StrictModel):
 
     schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
     timeout_seconds: int = Field(default=90, ge=10, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
+    livekit_request_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
+    )
     policy: ReaperPolicy = ReaperPolicy()
 
     @model_validator(mode="after")
@@ -63,9 +65,11 @@ class TtsReachSection(StrictModel):
 class DrainerVpcConfig(StrictModel):
     """Run the drainer inside the agents' VPC so it can read each task's ``/worker`` endpoint."""
 
-    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]+$")
-    subnet_ids: tuple[str, ...] = Field(min_length=1)
-    security_group_ids: tuple[str, ...] = Field(min_length=1)
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]+$", description="The agents' VPC.")
+    subnet_ids: tuple[str, ...] = Field(min_length=1, description="Subnets the drainer runs in.")
+    security_group_ids: tuple[str, ...] = Field(
+        min_length=1, description="Groups that let the drainer reach the tasks' /worker port."
+    )
 
     @model_validator(mode="after")
     def _ids_look_like_ids(self) -> DrainerVpcConfig:
@@ -96,8 +100,12 @@ class DrainerSection(StrictModel):
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
     # The run's worst case is 120 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=150, ge=20, le=900, description="Lambda timeout.")
-    livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
-    ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
+    livekit_request_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
+    )
+    ecs_request_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=30, description="Read timeout of one ECS API attempt."
+    )
     insights_timeout_seconds: float = Field(
         default=15.0, gt=0, le=120, description="Per Logs Insights query."
     )

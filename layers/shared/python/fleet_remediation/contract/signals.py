@@ -1,4 +1,4 @@
-"""Log signals as data (DESIGN.md §4): each signal is defined once, and that one definition yields
+"""Log signals as data: each signal is defined once, and that one definition yields
 the CloudWatch Logs metric-filter pattern, the Logs Insights filter and an offline evaluator.
 
 The agents write one JSON object per line (livekit-agents ``cli/log.py`` ``JsonFormatter``: keys
@@ -51,8 +51,15 @@ class SignalDefinition(StrictModel):
     """Where one signal lives in an agent's JSON log line (one entry per environment in cdk.json)."""
 
     field: str = Field(default="message", pattern=FIELD_PATTERN, description="JSON key holding the text.")
-    text: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)
-    match: MatchKind = MatchKind.EXACT
+    text: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=TEXT_PATTERN,
+        description="The text the field holds (or contains).",
+    )
+    match: MatchKind = Field(
+        default=MatchKind.EXACT, description="exact: the whole value is the text; contains: a substring."
+    )
     value_field: str | None = Field(
         default=None, pattern=FIELD_PATTERN, description="Numeric JSON key carried by the line, if any."
     )

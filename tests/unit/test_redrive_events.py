@@ -1,0 +1,186 @@
+"""tools.redrive: which manual invoke re-runs each parked event, and how an invoke's outcome is read.
+
+The derived events are parsed by each function's own manual-event model, so a derivation the
+function would refuse fails here."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+
+from fleet_remediation.contract.naming import FunctionName
+from tools.redrive import derive, function_kind, lambda_invoker
+from tts_reach_alarm.transition import TtsReachManualEvent
+from worker_drainer.events import DrainerManualEvent
+from zombie_reaper.service import ReaperManualEvent
+
+# An ECS task id as ECS writes them (32 hex digits).
+TASK = "b9238a5f30f04c3a9207df1601ba88bf"
+SCHEDULE = {
+    "version": "0",
+    "id": "5f0c8c4a-1a1b-4c1d-9e1f-000000000001",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "111111111111",
+    "time": "2026-09-15T17:40:00Z",
+    "region": "eu-west-1",
+    "resources": ["arn:aws:events:eu-west-1:111111111111:rule/lkfr-it-zombie-reaper-schedule"],
+    "detail": {},
+}
+
+
+def alarm(name: str, state: str) -> dict[str, Any]:
+    return {
+        **SCHEDULE,
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "time": "2026-09-15T17:38:05Z",
+        "detail": {"alarmName": name, "state": {"value": state, "timestamp": "2026-09-15T17:37:59.000+0000"}},
+    }
+
+
+MANUAL_MODELS = {
+    FunctionName.ZOMBIE_REAPER: ReaperManualEvent,
+    FunctionName.TTS_REACH_ALARM: TtsReachManualEvent,
+    FunctionName.WORKER_DRAINER: DrainerManualEvent,
+}
+
+
+@pytest.mark.parametrize("kind", list(FunctionName))
+@pytest.mark.parametrize("enforce", [False, True])
+def test_a_parked_schedule_tick_becomes_a_manual_event_the_function_accepts(
+    kind: FunctionName, enforce: bool
+) -> None:
+    event, what = derive(kind, SCHEDULE, enforce)
+    assert event is not None
+    parsed = MANUAL_MODELS[kind].model_validate(event)
+    assert what == "schedule tick at 2026-09-15T17:40:00Z"
+    if kind is FunctionName.WORKER_DRAINER:
+        assert event == {"action": "plan"}
+    else:
+        assert parsed.dry_run is (not enforce)
+
+
+def test_the_reaper_re_runs_a_parked_alarm_as_a_manual_run() -> None:
+    event, what = derive(FunctionName.ZOMBIE_REAPER, alarm("livekit-it-vad-slow-inference", "ALARM"), True)
+    assert event == {"dry_run": False}
+    assert what == "alarm livekit-it-vad-slow-inference ALARM at 2026-09-15T17:37:59.000+0000"
+
+
+def test_the_responder_analyses_the_window_ending_when_the_parked_alarm_fired() -> None:
+    event, _ = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-tts-reach", "ALARM"), False)
+    assert event == {"dry_run": True, "window_end": "2026-09-15T17:37:59.000+0000"}
+    parsed = TtsReachManualEvent.model_validate(event)
+    assert parsed.window_end is not None
+    assert parsed.window_end.isoformat() == "2026-09-15T17:37:59+00:00"
+
+
+def test_an_ok_transition_has_no_manual_re_run() -> None:
+    event, what = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-tts-reach", "OK"), True)
+    assert event is None
+    assert "OK transition" in what
+
+
+def test_the_drainer_plans_for_a_parked_suspect_worker_event() -> None:
+    suspect = {**SCHEDULE, "detail-type": "LiveKit Suspect Worker", "detail": {"task_id": "b9238a5f"}}
+    assert derive(FunctionName.WORKER_DRAINER, suspect, True) == (
+        {"action": "plan"},
+        "suspect worker b9238a5f",
+    )
+
+
+@pytest.mark.parametrize(
+    ("parked", "enforce", "dry_run"),
+    [
+        ({"action": "drain", "task": TASK, "dry_run": False}, True, False),
+        ({"action": "drain", "task": TASK, "dry_run": False}, False, True),
+        ({"action": "drain", "task": TASK}, True, True),
+        ({"action": "drain", "task": TASK, "dry_run": True}, True, True),
+    ],
+)
+def test_a_parked_manual_payload_replays_as_it_was_never_less_strict(
+    parked: dict[str, Any], enforce: bool, dry_run: bool
+) -> None:
+    event, what = derive(FunctionName.WORKER_DRAINER, parked, enforce)
+    assert event == {**parked, "dry_run": dry_run}
+    assert what == "manual"
+    DrainerManualEvent.model_validate(event)
+
+
+@pytest.mark.parametrize(
+    "parked", [None, [1, 2], "text", {**SCHEDULE, "detail-type": "EC2 Instance State-change Notification"}]
+)
+def test_what_is_not_an_event_of_ours_is_not_re_run(parked: Any) -> None:
+    event, _ = derive(FunctionName.ZOMBIE_REAPER, parked, True)
+    assert event is None
+
+
+def test_the_function_kind_comes_from_the_stack_s_function_name() -> None:
+    assert function_kind("lkfr-prod-worker-drainer") is FunctionName.WORKER_DRAINER
+    with pytest.raises(ValueError, match="not one of this stack's functions"):
+        function_kind("billing-worker")
+
+
+class FakeLambda:
+    """Stands in for a boto3 Lambda client: answers or raises what it is given."""
+
+    def __init__(self, reply: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        self.reply, self.error, self.calls = reply, error, 0
+
+    def invoke(self, **_: Any) -> dict[str, Any]:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        assert self.reply is not None
+        return self.reply
+
+
+def test_an_invoke_returns_the_function_s_report() -> None:
+    report = {"status": "ok", "mode": "dry-run"}
+    client = FakeLambda({"StatusCode": 200, "Payload": io.BytesIO(json.dumps(report).encode())})
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.report == report
+    assert result.error is None
+    assert not result.unknown
+
+
+@pytest.mark.parametrize(
+    ("error", "unknown"),
+    [
+        (ReadTimeoutError(endpoint_url="https://lambda"), True),
+        (
+            ClientError(
+                {"Error": {"Code": "ServiceException"}, "ResponseMetadata": {"HTTPStatusCode": 500}}, "Invoke"
+            ),
+            True,
+        ),
+        (
+            ClientError(
+                {"Error": {"Code": "ResourceNotFoundException"}, "ResponseMetadata": {"HTTPStatusCode": 404}},
+                "Invoke",
+            ),
+            False,
+        ),
+        (EndpointConnectionError(endpoint_url="https://lambda"), False),
+    ],
+)
+def test_a_lost_reply_is_unknown_and_a_refused_call_is_an_error(error: Exception, unknown: bool) -> None:
+    client = FakeLambda(error=error)
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.report is None
+    assert result.error
+    assert result.unknown is unknown
+    assert client.calls == 1
+
+
+def test_a_function_error_is_an_error_not_a_report() -> None:
+    payload = io.BytesIO(b'{"errorMessage": "boom"}')
+    client = FakeLambda({"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload})
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.report is None
+    assert result.error is not None
+    assert result.error.startswith("Unhandled")

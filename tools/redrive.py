@@ -1,0 +1,296 @@
+"""Re-run the events parked in a function's dead-letter queue, then delete each one it re-ran.
+
+    python -m tools.redrive --function lkfr-<env>-zombie-reaper [--apply] [--enforce] [--max N]
+
+A function's DLQ holds two kinds of parked events: Lambda's failed asynchronous deliveries (attribute
+``ErrorCode``) and events an EventBridge rule could not deliver (attribute ``ERROR_CODE``). SQS's
+message-move task cannot move either back (it moves only from the DLQ of another SQS queue), and the
+original event is often no longer valid (an alarm event goes stale), so each parked event becomes a
+**manual invoke** of the function, which re-reads the world before it acts:
+
+- the reaper: a manual run (``{"dry_run": ...}``), whatever was parked;
+- the TTS responder: a manual analysis of the window ending when the parked ALARM or re-check fired;
+  an OK transition has no manual equivalent (its page came from CloudWatch itself) and is kept;
+- the drainer: ``{"action": "plan"}`` (its own tick re-does what a parked tick or alarm would have);
+- a parked manual payload is replayed as it was.
+
+Dry run unless ``--enforce``; the tool can only make a payload stricter (a parked manual
+``"dry_run": false`` replays as a dry run without ``--enforce``), and the kill switch stays the ceiling.
+Without ``--apply`` it only lists what it would invoke. With it, a message is deleted only after its
+invoke returned a report whose status is ``ok``; otherwise it stays parked, and the reason is printed.
+An invoke whose reply was lost (a timeout, a 5xx) is never retried here: its outcome is unknown.
+
+Exit status: 0 when every message listed was re-run and deleted (or, without ``--apply``, listed);
+1 when a message was kept; 2 on bad arguments, when the queue cannot be found or SQS refuses a read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
+
+from fleet_remediation.contract.naming import (
+    ALARM_DETAIL_TYPE,
+    SCHEDULE_DETAIL_TYPE,
+    SUSPECT_WORKER_DETAIL_TYPE,
+    FunctionName,
+)
+
+# The invoke waits for the function's own timeout plus this margin; SQS hides the message meanwhile.
+INVOKE_MARGIN_SECONDS = 30
+MAX_VISIBILITY_SECONDS = 12 * 3600
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    """A report came back (``report``), or the invoke failed before running (``error``), or its
+    reply was lost and whether the function ran is unknown (``unknown``)."""
+
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    unknown: bool = False
+
+
+Invoker = Callable[[dict[str, Any]], InvokeResult]
+
+
+def function_kind(function_name: str) -> FunctionName:
+    for kind in FunctionName:
+        if function_name.endswith(f"-{kind.slug}"):
+            return kind
+    raise ValueError(
+        f"{function_name!r} is not one of this stack's functions (…-{FunctionName.ZOMBIE_REAPER.slug}, …)"
+    )
+
+
+def _alarm_time(event: dict[str, Any]) -> str | None:
+    state = (event.get("detail") or {}).get("state") or {}
+    return state.get("timestamp") or event.get("time")
+
+
+def derive(kind: FunctionName, parked: Any, enforce: bool) -> tuple[dict[str, Any] | None, str]:
+    """The manual event that re-runs ``parked`` (None when there is none), and what it was."""
+    if not isinstance(parked, dict):
+        return None, "not a JSON object: no event of ours"
+    dry_run = not enforce
+    detail_type = parked.get("detail-type")
+    if detail_type is None:
+        replay = dict(parked)
+        replay["dry_run"] = replay.get("dry_run", True) is not False or dry_run
+        return replay, "manual"
+    if detail_type not in (SCHEDULE_DETAIL_TYPE, ALARM_DETAIL_TYPE, SUSPECT_WORKER_DETAIL_TYPE):
+        return None, f"a {str(detail_type)[:60]!r} event: not one this stack routes"
+    what = _describe(parked)
+    if kind is FunctionName.WORKER_DRAINER:
+        return {"action": "plan"}, what
+    if kind is FunctionName.ZOMBIE_REAPER:
+        return {"dry_run": dry_run}, what
+    state = ((parked.get("detail") or {}).get("state") or {}).get("value")
+    if detail_type == ALARM_DETAIL_TYPE and state != "ALARM":
+        return None, f"{what}: an OK transition has no manual re-run (CloudWatch paged it itself)"
+    window_end = parked.get("time") if detail_type == SCHEDULE_DETAIL_TYPE else _alarm_time(parked)
+    return {"dry_run": dry_run, **({"window_end": window_end} if window_end else {})}, what
+
+
+def _describe(event: dict[str, Any]) -> str:
+    detail = event.get("detail") or {}
+    if event.get("detail-type") == ALARM_DETAIL_TYPE:
+        state = (detail.get("state") or {}).get("value")
+        return f"alarm {detail.get('alarmName')} {state} at {_alarm_time(event)}"
+    if event.get("detail-type") == SUSPECT_WORKER_DETAIL_TYPE:
+        return f"suspect worker {str(detail.get('task_id'))[:64]}"
+    return f"schedule tick at {event.get('time')}"
+
+
+def lambda_invoker(client: Any, function_name: str) -> Invoker:
+    """A synchronous invoke, one attempt: a retried invoke could run the function twice."""
+
+    def invoke(event: dict[str, Any]) -> InvokeResult:
+        try:
+            reply = client.invoke(
+                FunctionName=function_name, InvocationType="RequestResponse", Payload=json.dumps(event)
+            )
+        except (EndpointConnectionError, ConnectTimeoutError) as exc:
+            return InvokeResult(error=f"not sent: {exc}")
+        except ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            return InvokeResult(error=str(exc), unknown=status >= 500)
+        except BotoCoreError as exc:
+            return InvokeResult(error=f"reply lost: {exc}", unknown=True)
+        body = reply["Payload"].read()
+        if reply.get("FunctionError"):
+            return InvokeResult(error=f"{reply['FunctionError']}: {body[:200]!r}")
+        report = json.loads(body) if body else None
+        return InvokeResult(report=report if isinstance(report, dict) else None, error=None)
+
+    return invoke
+
+
+@dataclass
+class Tally:
+    listed: int = 0
+    processed: int = 0
+    kept: int = 0
+
+    def line(self) -> str:
+        return f"redrive: {self.listed} parked, {self.processed} re-run and deleted, {self.kept} kept"
+
+
+def redrive_one(
+    sqs: Any,
+    queue_url: str,
+    message: dict[str, Any],
+    kind: FunctionName,
+    args: argparse.Namespace,
+    invoker: Invoker,
+) -> tuple[bool, str]:
+    """Whether the message was re-run and deleted, and what happened to it."""
+    try:
+        parked = json.loads(message.get("Body", ""))
+    except ValueError:
+        parked = None
+    event, what = derive(kind, parked, args.enforce)
+    if event is None:
+        return False, f"kept: {what}"
+    if not args.apply:
+        return False, f"{what} -> would invoke {json.dumps(event)}"
+    result = invoker(event)
+    report = result.report or {}
+    if result.unknown:
+        return (
+            False,
+            f"kept: {what}: outcome unknown ({result.error}); read the function's logs before re-running",
+        )
+    if result.error or report.get("status") != "ok":
+        reason = (
+            result.error or f"report status {report.get('status')}: {json.dumps(report.get('errors'))[:300]}"
+        )
+        return False, f"kept: {what}: {reason}"
+    ran = f"{what} -> {report.get('mode')} run {report.get('invocation_id')}: ok"
+    try:
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    except (ClientError, BotoCoreError) as exc:
+        # The re-run is done; the message comes back after its visibility timeout and a second
+        # re-run re-reads the world like the first.
+        return False, f"kept: {ran}, but not deleted ({exc})"
+    return True, f"{ran}; deleted"
+
+
+def redrive(
+    sqs: Any,
+    queue_url: str,
+    kind: FunctionName,
+    args: argparse.Namespace,
+    invoker: Invoker,
+    visibility_seconds: int,
+    out: Callable[[str], None],
+) -> Tally:
+    """Every parked message once (at most ``args.max``): each stays hidden while the run goes on, so
+    it is never seen twice; a kept one stays hidden until its visibility timeout, a listed one is
+    visible again once the listing is over."""
+    tally, listed = Tally(), []
+    while tally.listed < args.max:
+        received = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=1,
+            VisibilityTimeout=visibility_seconds,
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not received:
+            break
+        (message,) = received
+        tally.listed += 1
+        done, what = redrive_one(sqs, queue_url, message, kind, args, invoker)
+        tally.processed += done
+        tally.kept += not done and args.apply
+        if not args.apply:
+            listed.append(message["ReceiptHandle"])
+        out(f"{message['MessageId']}  {_origin(message)}  {what}")
+    for receipt in listed:
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
+    return tally
+
+
+def _origin(message: dict[str, Any]) -> str:
+    attributes = message.get("MessageAttributes") or {}
+    if "ERROR_CODE" in attributes:
+        return f"eventbridge rule ({attributes['ERROR_CODE'].get('StringValue')})"
+    if "ErrorCode" in attributes:
+        return f"lambda async ({attributes['ErrorCode'].get('StringValue')})"
+    return "unknown origin"
+
+
+def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple[str, int]:
+    """The function's DLQ URL (from its DeadLetterConfig) and its timeout in seconds."""
+    configuration = lambda_client.get_function_configuration(FunctionName=function_name)
+    arn = (configuration.get("DeadLetterConfig") or {}).get("TargetArn")
+    if not arn or ":sqs:" not in arn:
+        raise ValueError(f"{function_name} has no SQS dead-letter queue")
+    _, _, _, _, account, name = arn.split(":", 5)
+    url = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    return str(url), int(configuration.get("Timeout", 900))
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tools.redrive", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
+    parser.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
+    parser.add_argument(
+        "--enforce", action="store_true", help='re-run with "dry_run": false (switch permitting)'
+    )
+    parser.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
+    parser.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
+    parser.add_argument("--region", help="AWS region (default: the credential chain's)")
+    args = parser.parse_args(argv)
+    if args.max < 1:
+        parser.error("--max must be at least 1")
+    return args
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    invoker: Invoker | None = None,
+    out: Callable[[str], None] = print,
+    session: boto3.session.Session | None = None,
+) -> int:
+    args = parse_args(argv)
+    try:
+        kind = function_kind(args.function)
+        session = session or boto3.session.Session(region_name=args.region)
+        sqs = session.client(
+            "sqs", config=Config(connect_timeout=2, read_timeout=10, retries={"mode": "standard"})
+        )
+        lambda_client = session.client("lambda", config=Config(connect_timeout=2, read_timeout=10))
+        queue_url, timeout = dead_letter_queue(lambda_client, sqs, args.function)
+        queue_url = args.queue_url or queue_url
+    except (ValueError, ClientError, BotoCoreError) as exc:
+        print(f"redrive: {exc}", file=sys.stderr)
+        return 2
+    wait = Config(
+        connect_timeout=2, read_timeout=timeout + INVOKE_MARGIN_SECONDS, retries={"total_max_attempts": 1}
+    )
+    invoke = invoker or lambda_invoker(session.client("lambda", config=wait), args.function)
+    visibility = min(timeout + 2 * INVOKE_MARGIN_SECONDS, MAX_VISIBILITY_SECONDS)
+    listing = "" if args.apply else " (listing only: add --apply)"
+    out(f"{args.function}: dead-letter queue {queue_url}{listing}")
+    try:
+        tally = redrive(sqs, queue_url, kind, args, invoke, visibility, out)
+    except (ClientError, BotoCoreError) as exc:
+        # SQS refused a read (a permission, the key): what was printed so far stands.
+        print(f"redrive: {exc}", file=sys.stderr)
+        return 2
+    out(tally.line())
+    return 1 if tally.kept else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
