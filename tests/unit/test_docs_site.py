@@ -56,7 +56,7 @@ def model_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     for name, field in model.model_fields.items():
         paths.append(prefix + name)
         annotation = field.annotation
-        is_list = typing.get_origin(annotation) is tuple
+        is_list = typing.get_origin(annotation) in (tuple, list)
         for kind in (annotation, *typing.get_args(annotation)):
             if isinstance(kind, type) and issubclass(kind, BaseModel):
                 paths += model_paths(kind, f"{prefix}{name}{'[]' if is_list else ''}.")
