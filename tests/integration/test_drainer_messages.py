@@ -197,9 +197,9 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
 
     emails, chats = delivered(world)
     assert [e["Subject"] for e in emails] == [
-        f"[it] TTS ALARM, worker {bad[:8]}: 4 silent session(s); sent to the drainer",
-        f"[it] worker drainer: cordon task {bad[:8]} done",
-        f"[it] worker drainer: stop task {bad[:8]} done",
+        f"[it] 4 sessions had no TTS audio, mostly worker {bad[:8]}; sent to the drainer",
+        f"[it] worker drainer cordoned task {bad[:8]}",
+        f"[it] worker drainer stopped task {bad[:8]}",
         f"[it] TTS reach resolved: {TTS_ALARM} is OK",
     ]
     assert len(chats) == 4
@@ -243,9 +243,9 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     world.invoke({"action": "undrain", "task": by_hand, "dry_run": False})
     assert INCIDENT_TAG not in world.tags(by_hand)  # removed with the other marks
     emails, _ = delivered(world)
-    assert [(e["Subject"].split(": ", 1)[1], incident_of(e)) for e in emails] == [
-        (f"cordon task {by_hand[:8]} done", own),
-        (f"undo task {by_hand[:8]} done", own),
+    assert [(e["Subject"], incident_of(e)) for e in emails] == [
+        (f"[it] worker drainer cordoned task {by_hand[:8]}", own),
+        (f"[it] worker drainer un-drained task {by_hand[:8]}", own),
     ]
 
 
@@ -274,7 +274,7 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
         assert STATE_TAG not in world.tags(bad)
     else:
         assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("cordon", "done")]
-        assert email["Subject"] == f"[it] worker drainer: cordon task {bad[:8]} done"
+        assert email["Subject"] == f"[it] worker drainer cordoned task {bad[:8]}"
         assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in text
         undrain = next(step for step in note["content"]["nextSteps"] if "undrain" in step)
         assert "--cli-binary-format raw-in-base64-out" in undrain
@@ -322,7 +322,7 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     assert world.desired_count() == desired + 1
     assert [e["action"] for e in world.audit(bad)] == ["cordon"]
     emails, chats = delivered(world)
-    assert [e["Subject"] for e in emails] == [f"[it] worker drainer: cordon task {bad[:8]} done"]
+    assert [e["Subject"] for e in emails] == [f"[it] worker drainer cordoned task {bad[:8]}"]
     assert chats == []  # its once-key replays: the chat copy is not sent twice
     # A later retry finds the outbox empty.
     again = LocalLambdaContext()

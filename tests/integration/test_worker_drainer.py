@@ -260,7 +260,7 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
     # One message, on each channel: the e-mail text and the chat JSON.
     assert len(report["notifications"]) == 2
     ((subject, _),) = world.notifications()
-    assert subject == "[it] worker drainer: drained nothing: fleet-wide slow inference"
+    assert subject == "[it] worker drainer drained nothing: slow inference is fleet-wide"
     assert len(world.received(CHAT_TOPIC)) == 1
 
 

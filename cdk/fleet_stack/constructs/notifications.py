@@ -14,9 +14,13 @@
   ``notification_kind``; CloudWatch's alarm notifications carry no attributes. So a pager gets one
   page per alarm transition and none of the functions' follow-ups, while e-mail and chat get both
   (in chat, threaded by incident id).
+* **One tap to undo** (``chat_actions``): a Slack channel the stack creates gets the custom actions
+  the messages' undo buttons run, a guardrail and a role that allow exactly those commands.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from aws_cdk import ArnFormat, CfnOutput
 from aws_cdk import aws_chatbot as chatbot
@@ -29,6 +33,7 @@ from constructs import Construct
 
 from fleet_remediation.contract.naming import NOTIFICATION_KIND_ATTRIBUTE, PRODUCT_PREFIX
 from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.chat_actions import ChatActions
 from fleet_stack.constructs.stack_key import StackKey, from_our
 
 
@@ -66,6 +71,8 @@ class Notifications(Construct):
                     "ChatTopic", f"LiveKit Fleet Remediation chat ({env_name})", env_name
                 )
             if targets.chat.slack is not None:
+                # The channel runs the messages' undo buttons and nothing else.
+                actions = ChatActions(self, "ChatActions", env_name=env_name)
                 self.slack = chatbot.SlackChannelConfiguration(
                     self,
                     "Slack",
@@ -73,9 +80,13 @@ class Notifications(Construct):
                     slack_workspace_id=targets.chat.slack.workspace_id,
                     slack_channel_id=targets.chat.slack.channel_id,
                     notification_topics=[self.chat_topic],
-                    # Read-only in the channel: it shows notifications, it runs nothing.
-                    guardrail_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("ReadOnlyAccess")],
+                    role=actions.role,
+                    guardrail_policies=[actions.policy],
                 )
+                channel = cast(chatbot.CfnSlackChannelConfiguration, self.slack.node.default_child)
+                channel.customization_resource_arns = [
+                    action.attr_custom_action_arn for action in actions.actions
+                ]
             CfnOutput(self, "ChatTopicArn", value=self.chat_topic.topic_arn)
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
 
