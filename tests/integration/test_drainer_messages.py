@@ -21,7 +21,6 @@ import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -48,6 +47,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
+from tests.message_samples import save_sample
 from tts_reach_alarm import handler as responder_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.service import TtsReachDependencies
@@ -56,7 +56,6 @@ from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
 from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
-SAMPLES = Path(__file__).resolve().parents[2] / "build" / "samples"
 RESPONDER_ONCE = "it-responder-once"
 TTS_ALARM = "livekit-it-tts-reach"
 
@@ -82,13 +81,6 @@ def delivered(world: DrainerWorld) -> tuple[list[dict[str, Any]], list[dict[str,
     for chat in chats:
         jsonschema.validate(json.loads(chat["Message"]), CHAT_NOTIFICATION_SCHEMA)
     return emails, chats
-
-
-def save_sample(name: str, email: dict[str, Any], chat: dict[str, Any]) -> None:
-    SAMPLES.mkdir(parents=True, exist_ok=True)
-    (SAMPLES / f"{name}.email.txt").write_text(f"Subject: {email['Subject']}\n\n{email['Message']}\n")
-    pretty = json.dumps(json.loads(chat["Message"]), indent=2, ensure_ascii=False)
-    (SAMPLES / f"{name}.chat.json").write_text(pretty + "\n")
 
 
 def tts_alarm(world: DrainerWorld, state: str, previous: str, previous_at: str) -> dict[str, Any]:
@@ -242,7 +234,9 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     assert own.startswith("it.worker-drainer.")  # a run of its own, not the alarm's incident
     world.invoke({"action": "undrain", "task": by_hand, "dry_run": False})
     assert INCIDENT_TAG not in world.tags(by_hand)  # removed with the other marks
-    emails, _ = delivered(world)
+    emails, chats = delivered(world)
+    save_sample("drainer-hand-drain", emails[0], chats[0])
+    save_sample("drainer-undrain", emails[1], chats[1])
     assert [(e["Subject"], incident_of(e)) for e in emails] == [
         (f"[it] worker drainer cordoned task {by_hand[:8]}", own),
         (f"[it] worker drainer un-drained task {by_hand[:8]}", own),

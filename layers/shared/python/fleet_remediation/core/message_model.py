@@ -34,9 +34,13 @@ class Severity(StrEnum):
 _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
 
 
+def probability(p: float) -> str:
+    """One format for a probability: two significant figures, in scientific notation below 0.001."""
+    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+
+
 def p_value(p: float) -> str:
-    """One format for a probability: two significant figures."""
-    return f"p = {p:.2g}"
+    return f"p = {probability(p)}"
 
 
 def figure(value: float) -> str:

@@ -46,6 +46,7 @@ from fleet_remediation.core.message_model import (
     figure,
     mode_headline,
     p_value,
+    probability,
 )
 
 __all__ = [
@@ -62,12 +63,14 @@ __all__ = [
     "figure",
     "mode_headline",
     "p_value",
+    "probability",
 ]
 
 # A chat message is read on a phone: long lists end with "... and N more".
 MAX_LISTED = 12
 CHAT_DESCRIPTION_LIMIT = 3000
 CHAT_EVENT_TYPE = "LiveKitFleetRemediation"
+REPORT_LINK_LABEL = "This run's report (Logs Insights)"
 _CHAT_ICON = {
     Severity.CRITICAL: ":rotating_light:",
     Severity.WARNING: ":warning:",
@@ -106,19 +109,22 @@ def _markdown_link(link: Link) -> str:
 
 
 def _chat_description(note: Notification) -> str:
+    """The body, cut to the chat limit without breaking a link: links that do not fit are left
+    to the e-mail, then the text is cut at a line."""
     blocks = [f"*{note.summary_line()}*"]
     for title, items in (("Why", note.why), ("Details", note.details), ("Errors", note.errors)):
         if items:
             blocks.append("\n".join([f"*{title}*", *(f"• {item}" for item in _listed(items))]))
         if title == "Why":
             blocks.append(f"*Outcome*\n`{note.counts.line()}`")
-    if note.links:
-        blocks.append("*Links* " + " · ".join(_markdown_link(link) for link in note.links))
     blocks.append(f"Incident `{note.incident_id}`")
-    description = "\n\n".join(blocks)
-    if len(description) > CHAT_DESCRIPTION_LIMIT:
-        description = description[: CHAT_DESCRIPTION_LIMIT - 20] + "\n… (see the e-mail)"
-    return description
+    text = "\n\n".join(blocks)
+    links = [_markdown_link(link) for link in note.links]
+    while links and len(text) + len(" · ".join(links)) + 12 > CHAT_DESCRIPTION_LIMIT:
+        links.pop()
+    if len(text) > CHAT_DESCRIPTION_LIMIT - 20:
+        text = text[: text.rfind("\n", 0, CHAT_DESCRIPTION_LIMIT - 20)] + "\n… (see the e-mail)"
+    return text + ("\n\n*Links* " + " · ".join(links) if links else "")
 
 
 def _chat_context(note: Notification) -> dict[str, str]:
@@ -209,7 +215,7 @@ def function_links(
             log_group = function_log_group_name(environment, function)
             query = report_query(invocation_id)
             url = logs_insights_link(region, [log_group], query, around - window, around + window)
-            links.append(Link(label="This run's report (Logs Insights)", url=url))
+            links.append(Link(label=REPORT_LINK_LABEL, url=url))
     return links
 
 
