@@ -144,50 +144,65 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
     ).start()
     world.worker_urls[bad] = worker.http_url
     try:
-        zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
-        for jobs, room in enumerate((zombie, lesson), start=1):
-            sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
-            world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
-            _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
-        world.slow(bad, count=240, minutes=25)
-        print(
-            f"\nECS service tasks {', '.join(world.task_ids)} (moto); task {bad} is a real agents "
-            "worker with 2 jobs "
-            f"({zombie}: abandoned; {lesson}: a live lesson), and 240 slow-VAD warnings over 25 min."
-        )
-        n = first_step
-        title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
-        _step(f"{n}", title, world, vad_alarm(), output)
-        _wait(worker, _active_jobs(1), "1 active job after the reap")
-        print(
-            f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)"
-        )
-
-        world.now += timedelta(minutes=5)
-        world.slow(bad, count=30, minutes=4)
-        _step(f"{n + 1}", "Reconcile tick, 5 min later, still slow: cordon", world, reconcile_tick(), output)
-        _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
-        print(
-            f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
-            f"{worker.worker_info().get('worker_load')}: LiveKit sends it no new job; its lesson goes on"
-        )
-
-        started = world.run_service_scheduler()
-        print(f"  ECS starts the replacement task {started[0]} (moto has no scheduler: the world does it)")
-
-        world.now += timedelta(minutes=1)
-        title = "Reconcile tick: draining, /worker still reports the lesson"
-        _step(f"{n + 2}", title, world, reconcile_tick(), output)
-
-        asyncio.run(_delete_room(server, lesson))
-        _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
-        world.now += timedelta(minutes=1)
-        print("\n  the lesson ends (its room is closed)")
-        _step(f"{n + 3}", "Reconcile tick: no active jobs, stop the task", world, reconcile_tick(), output)
-        stopped = world.task(bad)
-        print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
-        trail = [entry["action"] for entry in sorted(world.audit(bad), key=lambda entry: entry["sk"])]
-        print(f"  audit trail: {' -> '.join(trail)}")
+        lesson = _two_jobs(world, server, worker, agent_name)
+        _ladder(world, server, worker, lesson, output, first_step)
     finally:
         worker.stop()
         metadata.stop()
+
+
+def _two_jobs(world: DrainerWorld, server: LocalLiveKit, worker: RunningAgentWorker, agent_name: str) -> str:
+    """The degraded task's worker takes an abandoned lesson and a live one; returns the live one."""
+    bad = world.task_ids[0]
+    zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
+    for jobs, room in enumerate((zombie, lesson), start=1):
+        sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
+        world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
+        _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
+    world.slow(bad, count=240, minutes=25)
+    print(
+        f"\nECS service tasks {', '.join(world.task_ids)} (moto); task {bad} is a real agents "
+        f"worker with 2 jobs ({zombie}: abandoned; {lesson}: a live lesson), and 240 slow-VAD "
+        "warnings over 25 min."
+    )
+    return lesson
+
+
+def _ladder(
+    world: DrainerWorld,
+    server: LocalLiveKit,
+    worker: RunningAgentWorker,
+    lesson: str,
+    output: Path,
+    n: int,
+) -> None:
+    bad = world.task_ids[0]
+    title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
+    _step(f"{n}", title, world, vad_alarm(), output)
+    _wait(worker, _active_jobs(1), "1 active job after the reap")
+    print(f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)")
+
+    world.now += timedelta(minutes=5)
+    world.slow(bad, count=30, minutes=4)
+    _step(f"{n + 1}", "Reconcile tick, 5 min later, still slow: cordon", world, reconcile_tick(), output)
+    _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
+    print(
+        f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
+        f"{worker.worker_info().get('worker_load')}: LiveKit sends it no new job; its lesson goes on"
+    )
+    started = world.run_service_scheduler()
+    print(f"  ECS starts the replacement task {started[0]} (moto has no scheduler: the world does it)")
+
+    world.now += timedelta(minutes=1)
+    title = "Reconcile tick: draining, /worker still reports the lesson"
+    _step(f"{n + 2}", title, world, reconcile_tick(), output)
+
+    asyncio.run(_delete_room(server, lesson))
+    _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
+    world.now += timedelta(minutes=1)
+    print("\n  the lesson ends (its room is closed)")
+    _step(f"{n + 3}", "Reconcile tick: no active jobs, stop the task", world, reconcile_tick(), output)
+    stopped = world.task(bad)
+    print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
+    trail = [entry["action"] for entry in sorted(world.audit(bad), key=lambda entry: entry["sk"])]
+    print(f"  audit trail: {' -> '.join(trail)}")
