@@ -48,6 +48,7 @@ from fleet_remediation.contract.settings import (
     settings_for_deployment,
 )
 from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.error_hints import credentials_hint
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from fleet_remediation.core.messages import REPORT_LINK_LABEL
 from fleet_remediation.core.observability import logger
@@ -117,6 +118,9 @@ def deployed_ledger_table(env: str) -> str:
     try:
         found = boto3.client("lambda").get_function_configuration(FunctionName=name)
     except (ClientError, BotoCoreError) as exc:
+        hint = credentials_hint(exc, action="GetFunctionConfiguration", resource=name)
+        if hint is not None:
+            raise PlanFailed("ConfigurationError", f"cannot read {name}'s configuration: {hint}") from exc
         raise PlanFailed(
             "ConfigurationError",
             f"cannot read {name}'s configuration for its ledger table ({exc}); deploy the stack or pass "

@@ -54,6 +54,16 @@ def write_config(tmp_path: Path, livekit: LocalLiveKit) -> Path:
 
 
 @pytest.fixture
+def no_aws_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore's whole credential chain finds nothing: no variables, files or instance metadata."""
+    for name in CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
 def secret_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan reads the LiveKit key from Secrets Manager (no LIVEKIT_API_KEY/SECRET)."""
     for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
@@ -82,14 +92,9 @@ def test_no_aws_credentials_says_how_to_sign_in(
     livekit_server: LocalLiveKit,
     tmp_path: Path,
     secret_path: None,
-    monkeypatch: pytest.MonkeyPatch,
+    no_aws_credentials: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name in CREDENTIAL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     code, _, err = run_plan(tmp_path, livekit_server, capsys)
     assert code == 1
     assert err.splitlines()[-1] == (
@@ -208,7 +213,7 @@ def test_the_aws_hint_unwraps_powertools_get_parameter_error() -> None:
     from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
     from botocore.exceptions import ClientError
 
-    from fleet_remediation.core.error_hints import aws_hint
+    from fleet_remediation.core.error_hints import secret_hint
 
     def wrapped() -> Any:
         try:
@@ -218,7 +223,19 @@ def test_the_aws_hint_unwraps_powertools_get_parameter_error() -> None:
 
     with pytest.raises(GetParameterError) as raised:
         wrapped()
-    assert aws_hint(raised.value, action="GetSecretValue", resource="s", region="r") == (
+    assert secret_hint(raised.value, secret_id="s", region="r") == (
         'secret s does not exist in r: create it with {"api_key": "...", "api_secret": "..."}, or correct '
         "livekit_secret_name in cdk.json"
+    )
+
+
+def test_the_drainer_plan_without_credentials_says_so_not_that_the_stack_is_missing(
+    livekit_server: LocalLiveKit, tmp_path: Path, no_aws_credentials: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, livekit_server)
+    assert plan.main(["drainer", "--env", "staging", "--config", str(config)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "plan failed: ConfigurationError: cannot read lkfr-staging-worker-drainer's configuration: no AWS "
+        "credentials found: sign in (aws sso login --profile NAME, then export AWS_PROFILE=NAME) or set "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then run again"
     )

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from fleet_remediation.adapters.aws_clients import secrets_provider
-from fleet_remediation.core.error_hints import aws_hint, livekit_status_hint
+from fleet_remediation.core.error_hints import livekit_status_hint, secret_hint
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -85,9 +85,7 @@ def read_credentials(secret_id: str, provider: SecretsProvider | None = None) ->
     except (GetParameterError, TransformParameterError) as exc:
         # The provider's message names the secret but never its value.
         region = getattr(getattr(secrets, "client", None), "meta", None)
-        hint = aws_hint(
-            exc, action="GetSecretValue", resource=secret_id, region=getattr(region, "region_name", None)
-        )
+        hint = secret_hint(exc, secret_id=secret_id, region=getattr(region, "region_name", None))
         raise SecretError(
             f"cannot read LiveKit credentials from {secret_id}: {hint or type(exc).__name__}"
         ) from exc

@@ -55,9 +55,9 @@ def unwrap(exc: BaseException) -> BaseException:
     return seen
 
 
-def aws_hint(exc: BaseException, *, action: str, resource: str, region: str | None) -> str | None:
-    """What to fix, for an AWS call that failed on credentials, permission or a missing resource;
-    None when the error is none of those."""
+def credentials_hint(exc: BaseException, *, action: str, resource: str) -> str | None:
+    """What to fix when AWS refused the call for its credentials or their permissions; None when
+    the error is something else."""
     cause = unwrap(exc)
     if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
         return NO_CREDENTIALS
@@ -68,9 +68,19 @@ def aws_hint(exc: BaseException, *, action: str, resource: str, region: str | No
         return BAD_CREDENTIALS.format(code=code)
     if code in _DENIED:
         return NOT_ALLOWED.format(action=action, resource=resource, code=code)
-    if code == "ResourceNotFoundException":
-        return SECRET_NOT_FOUND.format(resource=resource, region=region or "this region")
     return None
+
+
+def secret_hint(exc: BaseException, *, secret_id: str, region: str | None) -> str | None:
+    """``credentials_hint`` for reading the LiveKit secret, or that the secret does not exist."""
+    found = credentials_hint(exc, action="GetSecretValue", resource=secret_id)
+    cause = unwrap(exc)
+    missing = isinstance(cause, ClientError) and cause.response.get("Error", {}).get("Code") == (
+        "ResourceNotFoundException"
+    )
+    if found is None and missing:
+        return SECRET_NOT_FOUND.format(resource=secret_id, region=region or "this region")
+    return found
 
 
 def livekit_status_hint(status: int) -> str | None:
