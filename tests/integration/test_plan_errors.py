@@ -55,7 +55,11 @@ def write_config(tmp_path: Path, livekit: LocalLiveKit) -> Path:
 
 @pytest.fixture
 def no_aws_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """botocore's whole credential chain finds nothing: no variables, files or instance metadata."""
+    """botocore's whole credential chain finds nothing: no variables, files or instance metadata,
+    and no boto3 default session that cached another test's credentials. Should a call still be
+    made, it goes to a closed loopback port, never to AWS."""
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     for name in CREDENTIAL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
