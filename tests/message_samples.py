@@ -1,7 +1,7 @@
 """Message samples for people to read (``build/samples/``) and the checks every sample passes.
 
 ``assert_readable`` fails a message that shows a URL outside a labelled link (``Label: URL`` on a
-LINKS line of the e-mail, ``[Label](URL)`` in chat) or an unformatted float (five or more decimal
+LINKS line of the e-mail, ``<URL|Label>`` in chat) or an unformatted float (five or more decimal
 places) in the chat message.
 """
 
@@ -16,7 +16,7 @@ from tools.message_preview import chat_text, email_text
 
 SAMPLES = Path(__file__).resolve().parents[1] / "build" / "samples"
 _URL = re.compile(r"https?://\S+")
-_MARKDOWN_LINK = re.compile(r"\[[^\]]+\]\(https?://[^)\s]+\)")
+_CHAT_LINK = re.compile(r"<https?://[^|>\s]+\|[^>]+>")
 _EMAIL_LINK_LINE = re.compile(r"^- [^:/]+[^/]*: https?://\S+$")
 _RAW_FLOAT = re.compile(r"\d\.\d{5,}")
 
@@ -26,7 +26,7 @@ def chat_problems(payload: dict[str, Any]) -> list[str]:
     shown = [content.get("title", ""), content["description"], *content.get("nextSteps", [])]
     problems = []
     for text in shown:
-        outside = _MARKDOWN_LINK.sub("", text)
+        outside = _CHAT_LINK.sub("", text)
         problems += [f"URL outside a labelled link: {url[:80]}" for url in _URL.findall(outside)]
         problems += [f"unformatted float: {number}" for number in _RAW_FLOAT.findall(outside)]
     return problems

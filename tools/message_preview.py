@@ -1,5 +1,5 @@
 """A notification as a person will see it: the e-mail as its text, the chat message as the chat
-client shows it (title, body, next steps; ``[label](url)`` links shown as their labels), never as
+client shows it (title, body, next steps; ``<url|label>`` links shown as their labels), never as
 a Python dict or JSON with ``\\n`` escapes. Used by the demo and the message samples."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_MARKDOWN_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+_CHAT_LINK = re.compile(r"<https?://[^|>\s]+\|([^>]+)>")
 
 
 def email_text(subject: str, message: str) -> str:
@@ -25,4 +25,4 @@ def chat_text(payload: dict[str, Any]) -> str:
 
 
 def _labels(text: str) -> str:
-    return _MARKDOWN_LINK.sub(r"_\1_", text)
+    return _CHAT_LINK.sub(r"_\1_", text)

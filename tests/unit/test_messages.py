@@ -178,7 +178,7 @@ def test_links_are_labelled_and_numbers_formatted_in_both_renderings() -> None:
     assert_readable(email, chat)
     assert "p = 2.6e-04" in email["Message"]
     assert (
-        "[Runbook](https://runbooks.example.com/reaper.md)"
+        "<https://runbooks.example.com/reaper.md|Runbook>"
         in json.loads(chat["Message"])["content"]["description"]
     )
 

@@ -10,7 +10,8 @@
   subscription filter policies match on.
 
 A URL appears only inside a labelled link: ``Label: URL`` on its own line in the e-mail's LINKS,
-``[Label](URL)`` in chat. Incident ids (``core.incidents``) are deterministic, so every message of
+``<URL|Label>`` in chat (Slack's link markup: Amazon Q renders ``client-markdown`` in the chat
+platform's own markdown). Incident ids (``core.incidents``) are deterministic, so every message of
 one incident — the alarm transition, the responder, the drainer, the resolution — carries the same one.
 """
 
@@ -104,8 +105,8 @@ def render_email(note: Notification) -> tuple[str, str]:
     return note.subject(), "\n".join(lines)
 
 
-def _markdown_link(link: Link) -> str:
-    return f"[{link.label}]({link.url})"
+def _chat_link(link: Link) -> str:
+    return f"<{link.url}|{link.label}>"
 
 
 def _chat_description(note: Notification) -> str:
@@ -119,7 +120,7 @@ def _chat_description(note: Notification) -> str:
             blocks.append(f"*Outcome*\n`{note.counts.line()}`")
     blocks.append(f"Incident `{note.incident_id}`")
     text = "\n\n".join(blocks)
-    links = [_markdown_link(link) for link in note.links]
+    links = [_chat_link(link) for link in note.links]
     while links and len(text) + len(" · ".join(links)) + 12 > CHAT_DESCRIPTION_LIMIT:
         links.pop()
     if len(text) > CHAT_DESCRIPTION_LIMIT - 20:
@@ -147,7 +148,7 @@ def _chat_context(note: Notification) -> dict[str, str]:
 def render_chat(note: Notification) -> dict[str, Any]:
     """The Amazon Q Developer in chat applications custom notification (schema version 1.0)."""
     next_steps = [f"{undo.label}: `{undo.command}`" for undo in note.undo]
-    next_steps += [_markdown_link(link) for link in note.links if link.label.startswith("Runbook")]
+    next_steps += [_chat_link(link) for link in note.links if link.label.startswith("Runbook")]
     return {
         "version": "1.0",
         "source": "custom",
