@@ -29,7 +29,7 @@ from fleet_remediation.contract.naming import (
     tts_reach_alarm_name,
     vad_alarm_name,
 )
-from fleet_remediation.contract.settings import TtsReachSection
+from fleet_remediation.contract.sections import TtsReachSection
 
 ENV = "it"
 ACCOUNT, REGION = "123456789012", "eu-west-1"

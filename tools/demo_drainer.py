@@ -13,6 +13,7 @@ so the drainer's clock runs two hours ahead: the rooms created now look two hour
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import uuid
@@ -25,16 +26,51 @@ from livekit import api
 
 from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
-from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.fakes.drainer_world import (
+    CHAT_TOPIC,
+    TOPIC,
+    DrainerWorld,
+    alarm_event,
+    build_world,
+    schedule_event,
+)
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
-from tools.render import render_report
+from fleet_remediation.contract.naming import vad_alarm_name
+from fleet_remediation.contract.settings import DrainerSettings
+from tools.demo_output import print_delivered, print_report
 from worker_drainer.tags import STATE_TAG
 
 # moto needs a region; its mock supplies fake credentials.
 os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 ZOMBIE_AGE_MINUTES = 150
 WAIT_SECONDS = 10.0
+DEMO_ENV = "demo"
+
+
+@dataclasses.dataclass
+class DemoWorld(DrainerWorld):
+    """The tests' drainer world under the demo's own environment name."""
+
+    def settings(self) -> DrainerSettings:
+        return super().settings().model_copy(update={"environment_name": DEMO_ENV})
+
+
+def demo_world(world: DrainerWorld) -> DemoWorld:
+    demo = DemoWorld(**{f.name: getattr(world, f.name) for f in dataclasses.fields(world)})
+    demo.protection.set_clock(lambda: demo.now)
+    return demo
+
+
+def vad_alarm(world: DrainerWorld) -> dict[str, Any]:
+    """The VAD alarm's ALARM at the world's clock (the door refuses stale events)."""
+    return alarm_event(name=vad_alarm_name(DEMO_ENV), at=world.now)
+
+
+def reconcile_tick(world: DrainerWorld) -> dict[str, Any]:
+    event = schedule_event(world.now)
+    rule = event["resources"][0].rsplit("/", 1)[0]
+    return {**event, "resources": [f"{rule}/lkfr-{DEMO_ENV}-drainer-reconcile"]}
 
 
 async def _create_and_dispatch(server: LocalLiveKit, room: str, agent_name: str) -> str:
@@ -56,7 +92,8 @@ def _step(
 ) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
     report = world.invoke(event)
-    print(render_report(report))
+    print_report(report)
+    print_delivered(world.received(TOPIC), world.received(CHAT_TOPIC))
     (output / f"drainer-report-{number}.json").write_text(json.dumps(report, indent=2))
     return report
 
@@ -70,16 +107,16 @@ def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool
         raise RuntimeError(f"the agents worker did not reach: {what} (it says {worker.worker_info()})")
 
 
-def run(output: Path, first_step: int) -> None:
-    """The drainer story; moto, livekit-server and the agents worker are started and ended here."""
+def run(server: LocalLiveKit, output: Path, first_step: int) -> None:
+    """The drainer story on ``server``; moto and the agents worker are started and ended here."""
     from moto import mock_aws
     from moto.moto_api import state_manager
 
     # moto moves a described task one lifecycle step per DescribeTasks by default; keep them RUNNING.
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
     try:
-        with LocalLiveKit(log_path=output / "livekit-server-drainer.log") as server, mock_aws():
-            world = build_world(server, datetime.now(UTC) + timedelta(hours=2), tasks=4)
+        with mock_aws():
+            world = demo_world(build_world(server, datetime.now(UTC) + timedelta(hours=2), tasks=4))
             _story(world, server, output, first_step)
     finally:
         state_manager.unset_transition("ecs::task")
@@ -108,60 +145,65 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
     ).start()
     world.worker_urls[bad] = worker.http_url
     try:
-        zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
-        for jobs, room in enumerate((zombie, lesson), start=1):
-            sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
-            world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
-            _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
-        world.slow(bad, count=240, minutes=25)
-        print(
-            f"\nECS service {world.task_ids} (moto); task {bad} is a real agents worker with 2 jobs "
-            f"({zombie}: abandoned; {lesson}: a live lesson), and 240 slow-VAD warnings over 25 min."
-        )
-        n = first_step
-        title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
-        _step(f"{n}", title, world, alarm_event(at=world.now), output)
-        _wait(worker, _active_jobs(1), "1 active job after the reap")
-        print(
-            f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)"
-        )
-
-        world.now += timedelta(minutes=5)
-        world.slow(bad, count=30, minutes=4)
-        _step(
-            f"{n + 1}",
-            "Reconcile tick, 5 min later, still slow: cordon",
-            world,
-            schedule_event(world.now),
-            output,
-        )
-        _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
-        print(
-            f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
-            f"{worker.worker_info().get('worker_load')}: LiveKit sends it no new job; its lesson goes on"
-        )
-
-        started = world.run_service_scheduler()
-        print(f"  ECS starts the replacement task {started[0]} (moto has no scheduler: the world does it)")
-
-        world.now += timedelta(minutes=1)
-        title = "Reconcile tick: draining, /worker still reports the lesson"
-        _step(f"{n + 2}", title, world, schedule_event(world.now), output)
-
-        asyncio.run(_delete_room(server, lesson))
-        _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
-        world.now += timedelta(minutes=1)
-        print("\n  the lesson ends (its room is closed)")
-        _step(
-            f"{n + 3}",
-            "Reconcile tick: no active jobs, stop the task",
-            world,
-            schedule_event(world.now),
-            output,
-        )
-        stopped = world.task(bad)
-        print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
-        print(f"  audit trail: {[e['action'] for e in sorted(world.audit(bad), key=lambda e: e['sk'])]}")
+        lesson = _two_jobs(world, server, worker, agent_name)
+        _ladder(world, server, worker, lesson, output, first_step)
     finally:
         worker.stop()
         metadata.stop()
+
+
+def _two_jobs(world: DrainerWorld, server: LocalLiveKit, worker: RunningAgentWorker, agent_name: str) -> str:
+    """The degraded task's worker takes an abandoned lesson and a live one; returns the live one."""
+    bad = world.task_ids[0]
+    zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
+    for jobs, room in enumerate((zombie, lesson), start=1):
+        sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
+        world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
+        _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
+    world.slow(bad, count=240, minutes=25)
+    print(
+        f"\nECS service tasks {', '.join(world.task_ids)} (moto); task {bad} is a real agents "
+        f"worker with 2 jobs ({zombie}: abandoned; {lesson}: a live lesson), and 240 slow-VAD "
+        "warnings over 25 min."
+    )
+    return lesson
+
+
+def _ladder(
+    world: DrainerWorld,
+    server: LocalLiveKit,
+    worker: RunningAgentWorker,
+    lesson: str,
+    output: Path,
+    n: int,
+) -> None:
+    bad = world.task_ids[0]
+    title = "VAD alarm: attribute the slowness to one task, reap its over-age room first"
+    _step(f"{n}", title, world, vad_alarm(world), output)
+    _wait(worker, _active_jobs(1), "1 active job after the reap")
+    print(f"  the worker now runs {int(worker.worker_info().get('active_jobs', 0))} job (the live lesson)")
+
+    world.now += timedelta(minutes=5)
+    world.slow(bad, count=30, minutes=4)
+    _step(f"{n + 1}", "Reconcile tick, 5 min later, still slow: cordon", world, reconcile_tick(world), output)
+    _wait(worker, lambda info: info.get("worker_load") == 1.0, "load 1.0 (it read its draining tag)")
+    print(
+        f"  task tag {STATE_TAG}={world.tags(bad)[STATE_TAG]}; the worker reports load "
+        f"{worker.worker_info().get('worker_load')}: LiveKit sends it no new job; its lesson goes on"
+    )
+    started = world.run_service_scheduler()
+    print(f"  ECS starts the replacement task {started[0]} (moto has no scheduler: the world does it)")
+
+    world.now += timedelta(minutes=1)
+    title = "Reconcile tick: draining, /worker still reports the lesson"
+    _step(f"{n + 2}", title, world, reconcile_tick(world), output)
+
+    asyncio.run(_delete_room(server, lesson))
+    _wait(worker, lambda info: not info.get("active_jobs"), "no active job")
+    world.now += timedelta(minutes=1)
+    print("\n  the lesson ends (its room is closed)")
+    _step(f"{n + 3}", "Reconcile tick: no active jobs, stop the task", world, reconcile_tick(world), output)
+    stopped = world.task(bad)
+    print(f"  ECS task {bad}: {stopped['lastStatus']} ({stopped['stoppedReason']})")
+    trail = [entry["action"] for entry in sorted(world.audit(bad), key=lambda entry: entry["sk"])]
+    print(f"  audit trail: {' -> '.join(trail)}")

@@ -8,8 +8,9 @@ function's own handler with its settings built from cdk.json, exactly as the sta
 prints the report through the same renderer as ``tools/render.py`` (``--json``: the raw report),
 followed by the notification the function would send.
 
-LiveKit: ``LIVEKIT_URL``, ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back
-to cdk.json's ``livekit_url``); otherwise the key comes from the Secrets Manager secret named in
+LiveKit (``tools/plan_livekit.py``): ``LIVEKIT_URL`` (``wss://``, ``ws://``, ``https://`` or
+``http://``), ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back to
+cdk.json's ``livekit_url``); otherwise the key comes from the Secrets Manager secret named in
 cdk.json. AWS: the usual credential chain; the region defaults to the environment's. The drainer
 also needs its ledger table: ``--ledger-table``, or read from the deployed drainer's configuration.
 
@@ -23,7 +24,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,12 +34,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
-from fleet_remediation.adapters.livekit_rooms import (
-    LiveKitCredentials,
-    LiveKitRoomService,
-    RoomService,
-    room_service_factory,
-)
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract.naming import (
     FunctionName,
@@ -48,29 +43,24 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.settings import (
     DrainerSettings,
-    LiveKitSettings,
     ReaperSettings,
     SettingsT,
     settings_for_deployment,
 )
 from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.core.error_hints import credentials_hint
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
+from fleet_remediation.core.messages import REPORT_LINK_LABEL
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_model import Mode
 from fleet_stack.config import ConfigError, EnvironmentConfig, environment_names, load_environment
+from tools.plan_livekit import PlanFailed, credentials_source, livekit_url, rooms_factory
 from tools.render import render_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = {"reaper": FunctionName.ZOMBIE_REAPER, "drainer": FunctionName.WORKER_DRAINER}
 NOT_PUBLISHED = "plan: nothing is published"
 EXIT_PLANNED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class PlanFailed(Exception):
-    """A typed failure before the handler ran (configuration, credentials, a missing resource)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
 
 
 class HeldNotifier:
@@ -103,19 +93,10 @@ def settings(model: type[SettingsT], env: str, config: EnvironmentConfig, **valu
         "notification_topic_arn": NOT_PUBLISHED,
         "runbook_base_url": config.runbook_base_url,
         "aws_region": config.region,
-        "livekit_url": os.environ.get("LIVEKIT_URL") or config.livekit_url,
+        "livekit_url": livekit_url(config),
         "livekit_secret_id": config.livekit_secret_name,
     }
     return settings_for_deployment(model, {**common, **values}, f"environments.{env}.")
-
-
-def rooms_factory(function_settings: LiveKitSettings, timeout: float) -> Callable[[], RoomService]:
-    url = str(function_settings.livekit_url)
-    key, secret = os.environ.get("LIVEKIT_API_KEY"), os.environ.get("LIVEKIT_API_SECRET")
-    if key and secret:
-        credentials = LiveKitCredentials.model_validate({"api_key": key, "api_secret": secret})
-        return lambda: LiveKitRoomService(url, credentials, timeout)
-    return room_service_factory(url, function_settings.livekit_secret_id, timeout)
 
 
 def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> dict[str, Any]:
@@ -137,6 +118,9 @@ def deployed_ledger_table(env: str) -> str:
     try:
         found = boto3.client("lambda").get_function_configuration(FunctionName=name)
     except (ClientError, BotoCoreError) as exc:
+        hint = credentials_hint(exc, action="GetFunctionConfiguration", resource=name)
+        if hint is not None:
+            raise PlanFailed("ConfigurationError", f"cannot read {name}'s configuration: {hint}") from exc
         raise PlanFailed(
             "ConfigurationError",
             f"cannot read {name}'s configuration for its ledger table ({exc}); deploy the stack or pass "
@@ -231,14 +215,28 @@ def quiet() -> Iterator[None]:
             os.environ["POWERTOOLS_METRICS_DISABLED"] = disabled
 
 
+def _without_report_link(text: str) -> str:
+    """A plan logs no report, so its message links to none."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith(f"- {REPORT_LINK_LABEL}:"))
+
+
 def render(report: dict[str, Any], held: list[tuple[str, str]]) -> str:
     summary = dict(report.get("summary") or {})
     would = summary.pop("would_notify", None)
     lines = [render_report({**report, "summary": summary})]
     previews = [would] if would else [{"subject": s, "text": t} for s, t in held]
     for preview in previews:
-        lines += ["", "notification it would send:", f"Subject: {preview['subject']}", preview["text"]]
+        text = _without_report_link(preview["text"])
+        lines += ["", "notification it would send:", f"Subject: {preview['subject']}", text]
     return "\n".join(lines)
+
+
+def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig) -> str:
+    first = report["errors"][0]
+    line = f"plan failed: {first['code']}: {' '.join(first['message'].split())}"
+    if first["code"] == "LiveKitApiError" and "HTTP 401" in first["message"]:
+        line += f" ({credentials_source(env, config)})"
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,8 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     print(json.dumps(report, indent=2) if args.json else render(report, notifier.held))
     if report["status"] == "failed":
-        first = report["errors"][0]
-        print(f"plan failed: {first['code']}: {' '.join(first['message'].split())}", file=sys.stderr)
+        print(failure_line(report, args.env, config), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_PLANNED
 

@@ -23,6 +23,7 @@ from enum import StrEnum
 from fleet_remediation.adapters.logs_insights import Row
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.core.message_model import probability
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.hypergeometric import (
     ANALYSIS_MAX_SECONDS,
@@ -208,9 +209,11 @@ def assess_concentration(
         # The bounds: the top worker's own p-value and the Bonferroni sum over the workers.
         upper = min(1.0, len(workers) * p)
         if failed >= min_failed_jobs and top.failed_jobs >= min_failed_jobs and upper < alpha:
-            reason = f"concentrated: {share} (p <= {upper:.3g} < {alpha:.3g}; analysis deadline, bound)"
+            bound = f"p <= {probability(upper)} < {alpha:g}"
+            reason = f"concentrated: {share} ({bound}; analysis deadline, bound)"
             return judged(Verdict.CONCENTRATED, reason, top, p, upper, exact=False)
-        reason = f"inconclusive: {share} (p between {p:.3g} and {upper:.3g}; analysis deadline)"
+        between = f"p between {probability(p)} and {probability(upper)}"
+        reason = f"inconclusive: {share} ({between}; analysis deadline)"
         return judged(Verdict.INCONCLUSIVE, reason, top, p, None, exact=False)
     corrected = math.exp(log_family)
     if failed < min_failed_jobs:
@@ -235,7 +238,7 @@ def assess_concentration(
     if corrected >= alpha:
         return judged(
             Verdict.FLEET_WIDE,
-            f"fleet-wide: {share} (p={corrected:.3g} >= {alpha:.3g})",
+            f"fleet-wide: {share} (p = {probability(corrected)} >= {alpha:g})",
             top,
             p,
             corrected,
@@ -243,7 +246,7 @@ def assess_concentration(
         )
     return judged(
         Verdict.CONCENTRATED,
-        f"concentrated: {share} (p={corrected:.3g} < {alpha:.3g})",
+        f"concentrated: {share} (p = {probability(corrected)} < {alpha:g})",
         top,
         p,
         corrected,

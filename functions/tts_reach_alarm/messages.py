@@ -55,23 +55,27 @@ def links(
     return found
 
 
+_WHERE = {Verdict.FLEET_WIDE: "fleet-wide", Verdict.INCONCLUSIVE: "no single worker to blame"}
+
+
 def _headlines(findings: Findings, suspect: SuspectWorkerDetail | None) -> tuple[str, str, str]:
-    """(enforce, dry run, off). "Silent": the agent responded and no first audio frame followed.
-    Subjects stay under SNS's 100 characters, so they name the task by its first 8 characters (the
-    full id is in the evidence)."""
-    silent = f"{len(findings.failing)} silent session(s)"
+    """(enforce, dry run, off), in plain words: how many sessions heard nothing, where, and what was
+    done. Subjects stay under SNS's 100 characters, so they name the task by its first 8
+    characters (the full id is in the evidence)."""
+    count = len(findings.failing)
+    silent = f"{count} session{'' if count == 1 else 's'} had no TTS audio"
     if suspect:
         short = suspect.task_id[:8]
         return (
-            f"TTS ALARM, worker {short}: {silent}; sent to the drainer",
-            f"sent worker {short} to the drainer (TTS ALARM: {silent})",
-            f"TTS ALARM, worker {short}: {silent}; drainer not asked",
+            f"{silent}, mostly worker {short}; sent to the drainer",
+            f"sent worker {short} to the drainer ({silent})",
+            f"{silent}, mostly worker {short}; drainer not asked",
         )
-    where = findings.concentration.verdict.value  # fleet-wide, or inconclusive: too little to blame
+    where = _WHERE.get(findings.concentration.verdict, findings.concentration.verdict.value)
     return (
-        f"TTS ALARM, {where}: {silent}; nothing drained",
-        f"only notified (TTS ALARM, {where}: {silent})",
-        f"TTS ALARM, {where}: {silent}",
+        f"{silent} ({where}); nothing drained",
+        f"only notified ({silent}, {where})",
+        f"{silent} ({where})",
     )
 
 
@@ -79,18 +83,14 @@ def _evidence(
     findings: Findings,
     transition: Transition,
     suspect: SuspectWorkerDetail | None,
-    settings: TtsReachSettings,
 ) -> list[str]:
+    """Why, in words: what the sessions lived through, where it concentrates, what follows."""
     c, window = findings.concentration, transition.window
-    reach = "n/a" if findings.reach is None else f"{findings.reach:.1%}"
-    alarm_view = ", ".join(f"{p:.3f}" for p in transition.reach_datapoints) or "n/a"
+    reach = "n/a" if findings.reach is None else f"{findings.reach:.0%}"
     why = [
-        f"Alarm {settings.alarm_name} ({settings.detection.tts_reach_alarm.describe()}); "
-        f"alarm datapoints (1 = breaching window): {alarm_view}",
-        f"Window {window.start:%Y-%m-%d %H:%M} - {window.end:%H:%M} UTC: reach (first audio frames / "
-        f"responses) {reach}",
-        f"{len(findings.jobs)} job(s) with responses on {c.workers} worker(s); {len(findings.failing)} "
-        "silent (responses, but no first audio frame)",
+        f"{len(findings.failing)} of {len(findings.jobs)} session(s) with agent replies between "
+        f"{window.start:%H:%M} and {window.end:%H:%M} UTC heard no TTS audio; {reach} of replies "
+        f"reached audio, on {c.workers} worker(s)",
     ]
     if transition.recheck and transition.change is not None:
         why.insert(
@@ -100,18 +100,35 @@ def _evidence(
         )
     if findings.truncated:
         why.append(f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}.")
-    why.append(f"Verdict: {c.reason}")
     if suspect:
-        why.append(
-            f"Suspect worker: task {suspect.task_id} (log stream {suspect.log_stream}); p = "
-            f"{suspect.p_value:.3g} that some worker of {c.workers} would look this bad by chance "
-            "(exact min-p hypergeometric test)"
-        )
+        why.append(f"They concentrate on worker task {suspect.task_id}, more than chance allows")
     elif c.verdict is Verdict.FLEET_WIDE:
         why.append("Looks fleet-wide (e.g. a TTS provider outage): no worker is drained; investigate.")
     else:
         why.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
     return why
+
+
+def _figures(
+    findings: Findings,
+    transition: Transition,
+    suspect: SuspectWorkerDetail | None,
+    settings: TtsReachSettings,
+) -> list[str]:
+    """The alarm's formula, its datapoints and the test's p-value: for whoever checks the maths."""
+    alarm_view = ", ".join(messages.figure(p) for p in transition.reach_datapoints) or "n/a"
+    found = [
+        f"Alarm {settings.alarm_name}: {settings.detection.tts_reach_alarm.describe()}",
+        f"Alarm datapoints (1 = breaching window): {alarm_view}",
+        f"Window {transition.window.start:%Y-%m-%d %H:%M} - {transition.window.end:%H:%M} UTC",
+        f"Verdict: {findings.concentration.reason}",
+    ]
+    if suspect:
+        found.append(
+            f"Suspect log stream {suspect.log_stream}: {messages.p_value(suspect.p_value)} that some worker "
+            "would look this bad by chance (exact min-p hypergeometric test)"
+        )
+    return found
 
 
 def _silent_sessions(findings: Findings, event_id: str | None) -> list[str]:
@@ -128,12 +145,17 @@ def _silent_sessions(findings: Findings, event_id: str | None) -> list[str]:
 
 
 def _undo(settings: TtsReachSettings, suspect: SuspectWorkerDetail | None) -> list[messages.Undo]:
-    stop = messages.stop_function_undo(settings.environment_name, FunctionName.WORKER_DRAINER)
+    stop = messages.stop_function_undo(
+        settings.environment_name, FunctionName.WORKER_DRAINER, settings.aws_region
+    )
     if not suspect:
         return [stop]
-    keep_off = messages.Undo(
-        label=f"Keep the drainer off worker {suspect.task_id} (undrain it)",
-        command=messages.drainer_invoke_command(settings.environment_name, "undrain", suspect.task_id),
+    keep_off = messages.drainer_undo(
+        f"Keep the drainer off worker {suspect.task_id} (undrain it)",
+        settings.environment_name,
+        "undrain",
+        suspect.task_id,
+        settings.aws_region,
     )
     return [keep_off, stop]
 
@@ -155,8 +177,8 @@ def compose_alarm_notification(
         mode=report.mode,
         status=report.status(),
         headline=messages.mode_headline(report.mode, acted=acted, would=would, off=off),
-        why=_evidence(findings, transition, suspect, settings),
-        details=_silent_sessions(findings, event_id),
+        why=_evidence(findings, transition, suspect),
+        details=_figures(findings, transition, suspect, settings) + _silent_sessions(findings, event_id),
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
         undo=_undo(settings, suspect),

@@ -1,7 +1,7 @@
 """The drainer's message, in the shared model (``core.messages``), rendered to e-mail and chat like
 the other functions': one ``Notification`` made of a run's lines (``message_lines``).
 
-* headline: what happened ("worker drainer: cordon task 2789d238 done"), or in a dry run what
+* headline: what was done to which task ("worker drainer cordoned task 2789d238"), or in a dry run what
   would have ("DRY RUN — would have cordoned task 2789d238"): steps first, then refusals, then
   fleet-wide slowness, then errors;
 * why: the trigger and each step's evidence (the decision's reason);
@@ -17,6 +17,7 @@ the other functions': one ``Notification`` made of a run's lines (``message_line
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fleet_remediation.contract.drainer_steps import MARKING, ROWS, TAKING_OUT, Step
 from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName
@@ -24,7 +25,7 @@ from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link
 from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import TriggerKind
+from fleet_remediation.core.report_model import Outcome, TriggerKind
 from worker_drainer.message_lines import Line
 from worker_drainer.plan_model import PlannedStep
 from worker_drainer.validation import ServiceIdentity
@@ -47,7 +48,9 @@ class MessageContext:
 
 
 def exclude_command(task_arn: str) -> str:
-    return f"aws ecs tag-resource --resource-arn {task_arn} --tags key={EXCLUDE_TAG},value=true"
+    region = task_arn.split(":")[3] if task_arn.count(":") >= 5 else ""
+    option = f" --region {region}" if region else ""
+    return f"aws ecs tag-resource{option} --resource-arn {task_arn} --tags key={EXCLUDE_TAG},value=true"
 
 
 def _step(line: Line) -> Step | None:
@@ -64,30 +67,37 @@ def _done_form(line: Line) -> str:
     return f"{ROWS[step].done_form if step else line.action} {_task(line)}"
 
 
+def _acted_form(line: Line) -> str:
+    """What was done to the task, in words: "cordoned task 2789d238", "stop of task 2789d238 failed"."""
+    if line.outcome is Outcome.DONE:
+        return _done_form(line)
+    return f"{line.action} of task {(line.task_id or '?')[:8]} {line.outcome.value if line.outcome else ''}"
+
+
 def _listing(items: list[str]) -> str:
     more = len(items) - HEADLINE_ITEMS
     return "; ".join(items[:HEADLINE_ITEMS]) + (f" (+{more} more)" if more > 0 else "")
 
 
 def _steps_headline(acted: list[Line], would: list[Line]) -> tuple[str, str]:
-    done = [f"{line.action} {_task(line)} {line.outcome.value}" for line in acted if line.outcome]
+    done = [_acted_form(line) for line in acted]
     forms = [_done_form(line) for line in acted + would]
-    return f"worker drainer: {_listing(done or forms)}", _listing(forms)
+    return f"worker drainer {_listing(done or forms)}", _listing(forms)
 
 
 def _refused_headline(refused: list[Line]) -> tuple[str, str]:
     skipped = [f"skipped {_task(line)}: {line.step.reason if line.step else line.text}" for line in refused]
-    return f"worker drainer: {_listing(skipped)}", _listing(skipped)
+    return f"worker drainer {_listing(skipped)}", _listing(skipped)
 
 
 def _quiet_headline(lines: list[Line]) -> tuple[str, str]:
     """Nothing done or refused: fleet-wide slowness, else the errors that stopped the run."""
     if any(line.section == "fleet" for line in lines):
-        nothing = "drained nothing: fleet-wide slow inference"
-        return f"worker drainer: {nothing}", nothing
+        nothing = "drained nothing: slow inference is fleet-wide"
+        return f"worker drainer {nothing}", nothing
     errors = sorted({line.code for line in lines if line.code})
     problem = f"could not finish: {', '.join(errors) or 'unknown error'}"
-    return f"worker drainer: {problem}", f"checked the workers, but {problem}"
+    return f"worker drainer {problem}", f"checked the workers, but {problem}"
 
 
 def headline(lines: list[Line]) -> tuple[str, str]:
@@ -97,7 +107,7 @@ def headline(lines: list[Line]) -> tuple[str, str]:
     would = [line for line in lines if line.section == "would"]
     if acted or would:
         return _steps_headline(acted, would)
-    refused = [line for line in lines if line.section == "refused"]
+    refused = [line for line in lines if line.section == "refused" and line.outcome is None]
     if refused:
         return _refused_headline(refused)
     return _quiet_headline(lines)
@@ -112,7 +122,7 @@ def severity(lines: list[Line]) -> messages.Severity:
     return messages.Severity.INFO
 
 
-def undo_steps(lines: list[Line], environment: str) -> list[messages.Undo]:
+def undo_steps(lines: list[Line], environment: str, region: str | None = None) -> list[messages.Undo]:
     found: dict[str, messages.Undo] = {}
     for line in lines:
         step, task = _step(line), line.task_id
@@ -120,24 +130,19 @@ def undo_steps(lines: list[Line], environment: str) -> list[messages.Undo]:
             continue
         if line.section in ("done", "unknown") and step in MARKING:
             label = f"End the drain of task {task} (undrain; the operator's cooldown follows)"
-            found.setdefault(
-                label,
-                messages.Undo(
-                    label=label, command=messages.drainer_invoke_command(environment, "undrain", task)
-                ),
-            )
+            found.setdefault(label, messages.drainer_undo(label, environment, "undrain", task, region))
         elif line.section == "done" and step is Step.UNDO:
             label = f"Drain task {task} again by hand (it stays drained until undrain)"
-            found.setdefault(
-                label,
-                messages.Undo(
-                    label=label, command=messages.drainer_invoke_command(environment, "drain", task)
-                ),
-            )
+            found.setdefault(label, messages.drainer_undo(label, environment, "drain", task, region))
         elif line.section == "would" and step in MARKING and line.step is not None:
             label = f"Keep the drainer off task {task} for good"
             found.setdefault(label, messages.Undo(label=label, command=exclude_command(line.step.task_arn)))
-    return [*found.values(), messages.stop_function_undo(environment, FUNCTION)]
+    return [*found.values(), messages.stop_function_undo(environment, FUNCTION, region)]
+
+
+def _p(detail: dict[str, Any]) -> str:
+    value = detail.get("p_value")
+    return messages.p_value(value) if isinstance(value, float | int) else "p unknown"
 
 
 def trigger_line(report: ReportBuilder) -> str:
@@ -147,8 +152,7 @@ def trigger_line(report: ReportBuilder) -> str:
     detail = trigger.detail
     facts = {
         TriggerKind.ALARM: f"{detail.get('state')} since {detail.get('since')}",
-        TriggerKind.SUSPECT_WORKER: f"task {detail.get('task_id')} named by the TTS responder, "
-        f"p = {detail.get('p_value')}",
+        TriggerKind.SUSPECT_WORKER: f"task {detail.get('task_id')} named by the TTS responder ({_p(detail)})",
         TriggerKind.SCHEDULE: f"tick of {detail.get('time')}",
         TriggerKind.MANUAL: f"{detail.get('action')} by hand",
     }[trigger.kind]
@@ -212,7 +216,7 @@ def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -
         details=[line.text for line in lines if line.section not in ("error", "fleet")],
         counts=counts.model_copy(update={"refused": counts.refused + refused}),
         errors=[line.text for line in lines if line.section == "error"],
-        undo=undo_steps(lines, env),
+        undo=undo_steps(lines, env, context.region),
         links=_links(lines, report, context),
         resources=[step.task_arn for step in _tasks(lines)],
         invocation_id=report.invocation_id,

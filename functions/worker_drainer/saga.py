@@ -111,7 +111,7 @@ class CordonSaga:
         self.ecs.untag_task(task.arn, list(STATE_TAGS))
         self.ecs.tag_task(task.arn, {COOLDOWN_TAG: str(int(until.timestamp()))})
         who = "the operator's undrain holds" if by_operator else "cooldown"
-        done.append(f"unmarked; {who} until {until.isoformat()}")
+        done.append(f"unmarked; {who} until {until.isoformat(timespec='seconds')}")
         return StepResult(Outcome.DONE, "; ".join(done))
 
     def stop(self, task: EcsTask, step: PlannedStep) -> StepResult:

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.message_model import p_value
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
 from fleet_remediation.domain.reaping import RoomDecision, plan_reap
@@ -166,7 +167,7 @@ def _with_suspect(fleet: FleetAssessment, suspect: SuspectWorkerDetail) -> Fleet
         dataclasses.replace(
             w,
             degraded=True,
-            reason=f"suspect worker ({suspect.alarm_name}, p={suspect.p_value:.4f}); {w.reason}",
+            reason=f"suspect worker ({suspect.alarm_name}, {p_value(suspect.p_value)}); {w.reason}",
         )
         if w.task_id == suspect.task_id
         else w

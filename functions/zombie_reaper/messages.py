@@ -124,8 +124,8 @@ def _evidence(
     return why
 
 
-def _undo(environment: str, deleted_any: bool) -> list[messages.Undo]:
-    stop = messages.stop_function_undo(environment, FunctionName.ZOMBIE_REAPER)
+def _undo(environment: str, region: str | None, deleted_any: bool) -> list[messages.Undo]:
+    stop = messages.stop_function_undo(environment, FunctionName.ZOMBIE_REAPER, region)
     if not deleted_any:
         return [stop]
     protect = messages.Undo(
@@ -171,7 +171,9 @@ def compose(
         ],
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
-        undo=_undo(settings.environment_name, any(d.verdict is Verdict.REAP for d in listed)),
+        undo=_undo(
+            settings.environment_name, settings.aws_region, any(d.verdict is Verdict.REAP for d in listed)
+        ),
         links=_links(report, deps),
         resources=[d.room.name for d in listed],
         invocation_id=report.invocation_id,
@@ -202,7 +204,7 @@ def compose_failure(
         why=[_trigger_line(report), f"{error.code}: {error.message}"],
         counts=messages.Counts.from_report(report),
         errors=[f"{e.code}: {e.message}" for e in report.errors],
-        undo=[messages.stop_function_undo(settings.environment_name, FunctionName.ZOMBIE_REAPER)],
+        undo=[messages.stop_function_undo(settings.environment_name, REAPER, settings.aws_region)],
         links=_links(report, deps),
         invocation_id=report.invocation_id,
     )

@@ -22,7 +22,7 @@ from fleet_remediation.contract.naming import (
     FunctionName,
     lambda_function_name,
 )
-from fleet_remediation.contract.settings import TtsReachSection
+from fleet_remediation.contract.sections import TtsReachSection
 from tests.infra.conftest import Synthesized
 
 ENV = "staging"

@@ -70,7 +70,9 @@ def test_a_chat_topic_gets_every_alarm_and_its_arn_reaches_the_functions(
     chat.template.has_output("*", {"Value": {"Ref": chat_topic}})
 
 
-def test_a_slack_channel_is_mapped_to_the_chat_topic_read_only(synth: Callable[..., Synthesized]) -> None:
+def test_a_slack_channel_is_mapped_to_the_chat_topic_with_the_undo_guardrail_only(
+    synth: Callable[..., Synthesized],
+) -> None:
     slack = synth(
         "staging", staging_with(chat={"slack": {"workspace_id": "T0123ABCD", "channel_id": "C0456EFGH"}})
     )
@@ -83,7 +85,8 @@ def test_a_slack_channel_is_mapped_to_the_chat_topic_read_only(synth: Callable[.
         },
     )
     (configuration,) = slack.template.find_resources("AWS::Chatbot::SlackChannelConfiguration").values()
-    assert "policy/ReadOnlyAccess" in json.dumps(configuration["Properties"]["GuardrailPolicies"])
+    (guardrail,) = configuration["Properties"]["GuardrailPolicies"]
+    assert guardrail["Ref"].startswith("NotificationsChatActionsGuardrail")
 
 
 def test_an_existing_topic_replaces_the_new_one(synth: Callable[..., Synthesized]) -> None:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +12,7 @@ from aws_cdk import assertions
 
 from app import cdk_json_context
 from fleet_stack.config import ConfigError
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, cfn_lint
 
 Match = assertions.Match
 
@@ -39,18 +36,7 @@ def test_every_nag_suppression_carries_a_reason(staging: Synthesized) -> None:
 
 
 def test_cfn_lint_passes_on_the_template(staging: Synthesized) -> None:
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            # W3005: CDK adds an explicit DependsOn on the role beside the GetAtt; harmless redundancy.
-            "--ignore-checks",
-            "W3005",
-            "--",
-            str(staging.template_path),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = cfn_lint(staging.template_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -21,7 +21,6 @@ import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -48,6 +47,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
+from tests.message_samples import save_sample
 from tts_reach_alarm import handler as responder_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.dependencies import TtsReachDependencies
@@ -56,7 +56,6 @@ from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
 from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
-SAMPLES = Path(__file__).resolve().parents[2] / "build" / "samples"
 RESPONDER_ONCE = "it-responder-once"
 TTS_ALARM = "livekit-it-tts-reach"
 
@@ -82,13 +81,6 @@ def delivered(world: DrainerWorld) -> tuple[list[dict[str, Any]], list[dict[str,
     for chat in chats:
         jsonschema.validate(json.loads(chat["Message"]), CHAT_NOTIFICATION_SCHEMA)
     return emails, chats
-
-
-def save_sample(name: str, email: dict[str, Any], chat: dict[str, Any]) -> None:
-    SAMPLES.mkdir(parents=True, exist_ok=True)
-    (SAMPLES / f"{name}.email.txt").write_text(f"Subject: {email['Subject']}\n\n{email['Message']}\n")
-    pretty = json.dumps(json.loads(chat["Message"]), indent=2, ensure_ascii=False)
-    (SAMPLES / f"{name}.chat.json").write_text(pretty + "\n")
 
 
 def tts_alarm(world: DrainerWorld, state: str, previous: str, previous_at: str) -> dict[str, Any]:
@@ -202,9 +194,9 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
 
     emails, chats = delivered(world)
     assert [e["Subject"] for e in emails] == [
-        f"[it] TTS ALARM, worker {bad[:8]}: 4 silent session(s); sent to the drainer",
-        f"[it] worker drainer: cordon task {bad[:8]} done",
-        f"[it] worker drainer: stop task {bad[:8]} done",
+        f"[it] 4 sessions had no TTS audio, mostly worker {bad[:8]}; sent to the drainer",
+        f"[it] worker drainer cordoned task {bad[:8]}",
+        f"[it] worker drainer stopped task {bad[:8]}",
         f"[it] TTS reach resolved: {TTS_ALARM} is OK",
     ]
     assert len(chats) == 4
@@ -247,10 +239,12 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     assert own.startswith("it.worker-drainer.")  # a run of its own, not the alarm's incident
     world.invoke({"action": "undrain", "task": by_hand, "dry_run": False})
     assert INCIDENT_TAG not in world.tags(by_hand)  # removed with the other marks
-    emails, _ = delivered(world)
-    assert [(e["Subject"].split(": ", 1)[1], incident_of(e)) for e in emails] == [
-        (f"cordon task {by_hand[:8]} done", own),
-        (f"undo task {by_hand[:8]} done", own),
+    emails, chats = delivered(world)
+    save_sample("drainer-hand-drain", emails[0], chats[0])
+    save_sample("drainer-undrain", emails[1], chats[1])
+    assert [(e["Subject"], incident_of(e)) for e in emails] == [
+        (f"[it] worker drainer cordoned task {by_hand[:8]}", own),
+        (f"[it] worker drainer un-drained task {by_hand[:8]}", own),
     ]
 
 
@@ -279,7 +273,7 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
         assert STATE_TAG not in world.tags(bad)
     else:
         assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("cordon", "done")]
-        assert email["Subject"] == f"[it] worker drainer: cordon task {bad[:8]} done"
+        assert email["Subject"] == f"[it] worker drainer cordoned task {bad[:8]}"
         assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in text
         undrain = next(step for step in note["content"]["nextSteps"] if "undrain" in step)
         assert "--cli-binary-format raw-in-base64-out" in undrain
@@ -327,7 +321,7 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     assert world.desired_count() == desired + 1
     assert [e["action"] for e in world.audit(bad)] == ["cordon"]
     emails, chats = delivered(world)
-    assert [e["Subject"] for e in emails] == [f"[it] worker drainer: cordon task {bad[:8]} done"]
+    assert [e["Subject"] for e in emails] == [f"[it] worker drainer cordoned task {bad[:8]}"]
     assert chats == []  # its once-key replays: the chat copy is not sent twice
     # A later retry finds the outbox empty.
     again = LocalLambdaContext()

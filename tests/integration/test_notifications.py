@@ -20,7 +20,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -46,11 +45,11 @@ from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
+from tests.message_samples import save_sample
 from zombie_reaper import handler as reaper_handler
 from zombie_reaper.dependencies import ReaperDependencies
 
 REGION = "eu-west-1"
-SAMPLES = Path(__file__).resolve().parents[2] / "build" / "samples"
 # The rooms the test creates look this old to the reaper.
 AHEAD = timedelta(hours=3)
 
@@ -146,13 +145,6 @@ def schedule_event(at: datetime) -> dict[str, Any]:
         "resources": [f"arn:aws:events:{REGION}:123456789012:rule/lkfr-prod-reaper"],
         "detail": {},
     }
-
-
-def save_sample(name: str, text_note: dict[str, Any], chat_note: dict[str, Any]) -> None:
-    SAMPLES.mkdir(parents=True, exist_ok=True)
-    (SAMPLES / f"{name}.email.txt").write_text(f"Subject: {text_note['Subject']}\n\n{text_note['Message']}\n")
-    chat = json.loads(chat_note["Message"])
-    (SAMPLES / f"{name}.chat.json").write_text(json.dumps(chat, indent=2, ensure_ascii=False) + "\n")
 
 
 async def delete_rooms(server: LocalLiveKit, names: list[str]) -> None:
@@ -433,6 +425,7 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_resolution(topics: Topics,
     assert resolved["status"] == "ok"
     (text_ok,) = topics.received(topics.text_queue)
     (chat_ok,) = topics.received(topics.chat_queue)
+    save_sample(f"tts-resolved-{mode.value}", text_ok, chat_ok)
     assert json.loads(chat_ok["Message"])["metadata"]["threadId"] == incident
     assert "TTS reach resolved" in text_ok["Subject"]
     assert text_ok["MessageAttributes"]["severity"]["Value"] == "info"

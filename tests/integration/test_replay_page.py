@@ -20,6 +20,23 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
 BUILD = REPO / "build"
 SCREENSHOT = BUILD / "replay-incident.png"
+# Reading the page on a phone and on a desktop: what the screen shows, measured in the browser.
+LAYOUT = {
+    "scroll_width": "document.documentElement.scrollWidth",
+    "inner_width": "window.innerWidth",
+    # The smallest chart label as drawn on screen: its font size times the SVG's scale.
+    "smallest_label_px": "Math.min.apply(null, Array.from(document.querySelectorAll('#chart text'))"
+    ".map(function (t) { return parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a; }))",
+    "legend_colors": "JSON.stringify(Array.from(document.querySelectorAll('#legend span'))"
+    ".map(function (s) { return s.getAttribute('data-color'); }))",
+    "title": "document.title + ' | ' + document.getElementById('title').textContent",
+    "clipped_ids": "Array.from(document.querySelectorAll('#timeline .id'))"
+    ".filter(function (s) { return s.title.length > s.textContent.length; }).length",
+    "id_tap": "(function () { var s = document.querySelector('#timeline .id'); s.click();"
+    " return s.textContent === s.title; })()",
+    "wide_cells": "Array.from(document.querySelectorAll('#timeline td'))"
+    ".filter(function (td) { return td.scrollWidth > td.clientWidth + 1; }).length",
+}
 EXPRESSIONS = {
     "check": "document.getElementById('self-check').textContent",
     "action_markers": "document.querySelectorAll('#chart .action-marker').length",
@@ -81,3 +98,25 @@ def test_a_broken_page_is_caught(tmp_path: Path, incident: ReplayResult) -> None
     assert loaded.exceptions, "the script error must be reported"
     assert "TypeError" in loaded.exceptions[0]
     assert loaded.values["check"] == ""
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_page_reads_on_a_phone_and_on_a_desktop(incident: ReplayResult, width: int) -> None:
+    BUILD.mkdir(exist_ok=True)
+    page = BUILD / "replay-incident.html"
+    page.write_text(render_page(incident), encoding="utf-8")
+    loaded = load_page(page, LAYOUT, width=width, height=844 if width < 600 else 1000)
+    (BUILD / f"replay-incident-{width}px.png").write_bytes(loaded.screenshot)
+    assert loaded.exceptions == []
+    values = loaded.values
+    assert values["scroll_width"] <= values["inner_width"] == width, "no sideways scroll"
+    assert values["smallest_label_px"] >= 11
+    colors = json.loads(values["legend_colors"])
+    assert len(colors) == len(set(colors)) > 5, "one colour per kind"
+    assert values["title"].startswith("Incident of 2026-09-15, ")
+    assert "sessions failed on worker " in values["title"]
+    assert "jsonl" not in values["title"]
+    assert values["clipped_ids"] > 0
+    assert values["id_tap"] is True, "a tap shows the whole id"
+    assert values["wide_cells"] == 0, "every cell wraps inside its column"
+    assert _png_size(loaded.screenshot)[0] == width

@@ -25,6 +25,7 @@ from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
     CHAT_TOPIC,
     CLUSTER,
+    TOPIC,
     DrainerWorld,
     alarm_event,
     build_world,
@@ -36,6 +37,7 @@ from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.core.errors import ConcurrentActionError
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
+from tests.message_samples import save_sample
 from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
@@ -259,9 +261,9 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
     assert report["actions"] == []
     # One message, on each channel: the e-mail text and the chat JSON.
     assert len(report["notifications"]) == 2
-    ((subject, _),) = world.notifications()
-    assert subject == "[it] worker drainer: drained nothing: fleet-wide slow inference"
-    assert len(world.received(CHAT_TOPIC)) == 1
+    (email,), (chat,) = world.received(TOPIC), world.received(CHAT_TOPIC)
+    assert email["Subject"] == "[it] worker drainer drained nothing: slow inference is fleet-wide"
+    save_sample("drainer-fleet-wide", email, chat)
 
 
 def test_throttled_capacity_raise_leaves_no_debt_and_the_count_unchanged(world: DrainerWorld) -> None:

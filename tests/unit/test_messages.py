@@ -3,6 +3,7 @@ incident id per alarm incident."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome
 from fleet_remediation.core.routing import AlarmStateChange
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
+from tests.message_samples import assert_readable
 
 
 def notification(**overrides: Any) -> messages.Notification:
@@ -159,3 +161,58 @@ def test_the_attributes_let_a_pager_tell_function_messages_from_alarms() -> None
     assert attributes["notification_kind"] == "zombie_reaper"
     assert attributes["incident_id"] == "prod.zombie-reaper.20260915T180000Z"
     assert len(attributes) <= 10  # SNS allows ten message attributes
+
+
+def _envelopes(note: messages.Notification) -> tuple[dict[str, Any], dict[str, Any]]:
+    subject, text = messages.render_email(note)
+    return {"Subject": subject, "Message": text}, {"Message": json.dumps(messages.render_chat(note))}
+
+
+def test_links_are_labelled_and_numbers_formatted_in_both_renderings() -> None:
+    note = notification(
+        why=[f"they concentrate on one worker ({messages.p_value(0.0002579979360165113)})"],
+        links=[messages.Link(label="Runbook", url="https://runbooks.example.com/reaper.md")],
+        undo=[messages.stop_function_undo("prod", FunctionName.ZOMBIE_REAPER, "eu-west-1")],
+    )
+    email, chat = _envelopes(note)
+    assert_readable(email, chat)
+    assert "p = 2.6e-04" in email["Message"]
+    assert (
+        "<https://runbooks.example.com/reaper.md|Runbook>"
+        in json.loads(chat["Message"])["content"]["description"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "problem"),
+    [
+        ({"why": ["see https://example.com/raw for more"]}, "URL outside"),
+        ({"details": ["p = 0.0002579979360165113"]}, "unformatted float"),
+    ],
+)
+def test_the_readability_check_fails_on_a_bare_url_or_a_raw_float(
+    overrides: dict[str, Any], problem: str
+) -> None:
+    email, chat = _envelopes(notification(**overrides))
+    with pytest.raises(AssertionError, match=problem):
+        assert_readable(email, chat)
+
+
+def test_severity_and_run_status_are_said_apart() -> None:
+    critical_ok = notification(severity=messages.Severity.CRITICAL, status="ok")
+    assert critical_ok.summary_line().startswith("CRITICAL · run completed · mode enforce")
+    _, text = messages.render_email(critical_ok)
+    assert "status ok" not in text
+
+
+def test_the_undo_buttons_read_their_values_from_the_additional_context() -> None:
+    undo = [
+        messages.drainer_undo("End the drain", "prod", "undrain", "2789d238", "eu-west-1"),
+        messages.stop_function_undo("prod", FunctionName.WORKER_DRAINER, "eu-west-1"),
+    ]
+    context = messages.render_chat(notification(undo=undo))["metadata"]["additionalContext"]
+    assert context["undo_action"] == "undrain"
+    assert context["undo_task"] == "2789d238"
+    assert context["switch_function"] == "worker-drainer"
+    assert all(isinstance(value, str) for value in context.values())
+    assert "--region eu-west-1" in undo[0].command

@@ -180,7 +180,7 @@ def test_an_error_on_one_room_is_recorded_and_the_others_go_on() -> None:
     subject, message = notifier.messages[0]
     assert subject.startswith("[unit] PARTIAL: zombie reaper deleted 2 of 3 over-age room(s)")
     assert "done 2 · already done 0 · refused 0 · failed 1 · unknown 0" in message
-    assert "severity warning" in message
+    assert "WARNING · run partly failed" in message
 
 
 def test_a_trimmed_run_says_so_in_the_report() -> None:
@@ -215,7 +215,7 @@ def test_livekit_down_is_a_typed_error_said_as_a_failure_never_as_success() -> N
     assert subject == (
         "[unit] FAILED: zombie reaper checked for over-age rooms, but the run failed: LiveKitUnavailable"
     )
-    assert "severity critical · status failed" in message
+    assert "CRITICAL · run failed" in message
     assert "done 0 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert rooms.closed
 

@@ -73,7 +73,7 @@ def test_a_partial_run_is_never_summarized_as_success() -> None:
     built.action(TASK, "cordon", Outcome.DONE, "cordoned (protection was on; desired count 4 -> 5)")
     note = note_of(built)
     subject, body = messages.render_email(note)
-    assert subject == "[prod] PARTIAL: worker drainer: cordon task 2789d238 done"
+    assert subject == "[prod] PARTIAL: worker drainer cordoned task 2789d238"
     assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in body
     assert note.severity is messages.Severity.WARNING
     assert "LiveKitUnavailable: cannot reach LiveKit" in body
@@ -88,7 +88,7 @@ def test_failed_and_unknown_steps_are_counted_apart() -> None:
     built.action("t2", "stop", Outcome.UNKNOWN, lost.message, lost)
     subject, body = messages.render_email(note_of(built))
     assert subject.startswith(
-        "[prod] PARTIAL: worker drainer: cordon task 2789d238 failed; stop task t2 unknown"
+        "[prod] PARTIAL: worker drainer cordon of task 2789d238 failed; stop of task t2 unknown"
     )
     assert "failed 1 · unknown 1" in body
     assert f"cordon {TASK}: failed — ECS UpdateService failed: ThrottlingException [AwsApiError]" in body
@@ -123,7 +123,8 @@ def test_a_dry_run_tells_what_it_would_have_done() -> None:
     assert "undrain" not in body  # nothing was done, nothing to undo
     exclude = next(undo for undo in note.undo if "Keep the drainer off" in undo.label)
     assert exclude.command == (
-        f"aws ecs tag-resource --resource-arn {TASK_ARN} --tags key=livekit-drainer:exclude,value=true"
+        f"aws ecs tag-resource --region eu-west-1 --resource-arn {TASK_ARN} "
+        "--tags key=livekit-drainer:exclude,value=true"
     )
     assert note.severity is messages.Severity.WARNING  # as in enforce: a worker would be taken out
 
@@ -137,7 +138,7 @@ def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
     lines = message_lines(built, LadderPlan((refusal, quiet), 3, 1), None)
     assert [(line.section, line.key) for line in lines] == [("refused", f"{TASK}#guardrail: 1")]
     note = compose(lines, built, CONTEXT)
-    assert note.headline == "worker drainer: skipped task 2789d238: guardrail: 1 draining, at most 1 at once"
+    assert note.headline == "worker drainer skipped task 2789d238: guardrail: 1 draining, at most 1 at once"
     assert note.counts.refused == 1
     assert note.severity is messages.Severity.WARNING
 

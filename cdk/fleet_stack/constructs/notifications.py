@@ -14,9 +14,13 @@
   ``notification_kind``; CloudWatch's alarm notifications carry no attributes. So a pager gets one
   page per alarm transition and none of the functions' follow-ups, while e-mail and chat get both
   (in chat, threaded by incident id).
+* **One tap to undo** (``chat_actions``): a Slack channel the stack creates gets the custom actions
+  the messages' undo buttons run, a guardrail and a role that allow exactly those commands.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from aws_cdk import ArnFormat, CfnOutput
 from aws_cdk import aws_chatbot as chatbot
@@ -28,7 +32,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from fleet_remediation.contract.naming import NOTIFICATION_KIND_ATTRIBUTE, PRODUCT_PREFIX
-from fleet_stack.config import EnvironmentConfig
+from fleet_stack.config import ChatNotifications, EnvironmentConfig
+from fleet_stack.constructs.chat_actions import ChatActions
 from fleet_stack.constructs.stack_key import StackKey, from_our
 
 
@@ -59,25 +64,34 @@ class Notifications(Construct):
             )
         self.chat_topic: sns.ITopic | None = None
         if targets.chat is not None:
-            if targets.chat.topic_arn:
-                self.chat_topic = sns.Topic.from_topic_arn(self, "ExistingChatTopic", targets.chat.topic_arn)
-            else:
-                self.chat_topic = self._new_topic(
-                    "ChatTopic", f"LiveKit Fleet Remediation chat ({env_name})", env_name
-                )
-            if targets.chat.slack is not None:
-                self.slack = chatbot.SlackChannelConfiguration(
-                    self,
-                    "Slack",
-                    slack_channel_configuration_name=f"{PRODUCT_PREFIX}-{env_name}",
-                    slack_workspace_id=targets.chat.slack.workspace_id,
-                    slack_channel_id=targets.chat.slack.channel_id,
-                    notification_topics=[self.chat_topic],
-                    # Read-only in the channel: it shows notifications, it runs nothing.
-                    guardrail_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("ReadOnlyAccess")],
-                )
-            CfnOutput(self, "ChatTopicArn", value=self.chat_topic.topic_arn)
+            self._chat(targets.chat, env_name)
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
+
+    def _chat(self, chat: ChatNotifications, env_name: str) -> None:
+        if chat.topic_arn:
+            self.chat_topic = sns.Topic.from_topic_arn(self, "ExistingChatTopic", chat.topic_arn)
+        else:
+            self.chat_topic = self._new_topic(
+                "ChatTopic", f"LiveKit Fleet Remediation chat ({env_name})", env_name
+            )
+        if chat.slack is not None:
+            # The channel runs the messages' undo buttons and nothing else.
+            actions = ChatActions(self, "ChatActions", env_name=env_name)
+            self.slack = chatbot.SlackChannelConfiguration(
+                self,
+                "Slack",
+                slack_channel_configuration_name=f"{PRODUCT_PREFIX}-{env_name}",
+                slack_workspace_id=chat.slack.workspace_id,
+                slack_channel_id=chat.slack.channel_id,
+                notification_topics=[self.chat_topic],
+                role=actions.role,
+                guardrail_policies=[actions.policy],
+            )
+            channel = cast(chatbot.CfnSlackChannelConfiguration, self.slack.node.default_child)
+            channel.customization_resource_arns = [
+                action.attr_custom_action_arn for action in actions.actions
+            ]
+        CfnOutput(self, "ChatTopicArn", value=self.chat_topic.topic_arn)
 
     def _new_topic(self, construct_id: str, display_name: str, env_name: str) -> sns.Topic:
         # CloudWatch alarms publish to the topics, so they must be able to use the key.

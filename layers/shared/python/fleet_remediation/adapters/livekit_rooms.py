@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from fleet_remediation.adapters.aws_clients import secrets_provider
+from fleet_remediation.core.error_hints import livekit_status_hint, secret_hint
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -56,7 +57,11 @@ def read_credentials(secret_id: str, provider: SecretsProvider | None = None) ->
         value = secrets.get(secret_id, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
     except (GetParameterError, TransformParameterError) as exc:
         # The provider's message names the secret but never its value.
-        raise SecretError(f"cannot read LiveKit credentials from {secret_id}: {type(exc).__name__}") from exc
+        region = getattr(getattr(secrets, "client", None), "meta", None)
+        hint = secret_hint(exc, secret_id=secret_id, region=getattr(region, "region_name", None))
+        raise SecretError(
+            f"cannot read LiveKit credentials from {secret_id}: {hint or type(exc).__name__}"
+        ) from exc
     try:
         return LiveKitCredentials.model_validate(value)
     except ValidationError as exc:
@@ -204,8 +209,11 @@ def _typed_error(
     from livekit import api as lkapi
 
     if isinstance(exc, lkapi.ServerError):
+        hint = livekit_status_hint(exc.status)
         return LiveKitApiError(
-            f"LiveKit {method} failed: HTTP {exc.status} {exc.code}: {exc.message}",
+            f"LiveKit {method} failed: HTTP {exc.status}: {hint}"
+            if hint
+            else f"LiveKit {method} failed: HTTP {exc.status} {exc.code}: {exc.message}",
             twirp_code=exc.code,
             resource=resource,
             http_status=exc.status,
