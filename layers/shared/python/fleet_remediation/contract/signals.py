@@ -1,4 +1,4 @@
-"""Log signals as data (DESIGN.md §4): each signal is defined once, and that one definition yields
+"""Log signals as data: each signal is defined once, and that one definition yields
 the CloudWatch Logs metric-filter pattern, the Logs Insights filter and an offline evaluator.
 
 The agents write one JSON object per line (livekit-agents ``cli/log.py`` ``JsonFormatter``: keys

@@ -1,4 +1,4 @@
-"""The invocation report (DESIGN.md §3): exactly one per invocation, also when it fails.
+"""The invocation report: exactly one per invocation, also when it fails.
 
 A report is bounded whatever the fleet size or the input, so its one log line always fits one
 CloudWatch Logs event (256 KB before 2025, 1 MB since) with room to spare and the runbooks'

@@ -1,4 +1,4 @@
-"""The invocation report's shape (DESIGN.md §3): the trigger, the mode, candidates with decisions,
+"""The invocation report's shape: the trigger, the mode, candidates with decisions,
 actions with outcomes, typed errors. Exactly one per invocation, also when it fails."""
 
 from __future__ import annotations
