@@ -116,7 +116,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
-	@$(VENV)/bin/lint-imports --no-cache
+	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0
 

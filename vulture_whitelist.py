@@ -38,3 +38,5 @@ _.schema_version
 # Weekdays a cdk.json disruption window may name (contract/disruption_window.py): read from config.
 _.SAT
 _.SUN
+# CDK's setter: assigning it attaches the custom actions to the Slack channel (constructs/notifications.py).
+_.customization_resource_arns

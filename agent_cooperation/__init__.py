@@ -1,4 +1,5 @@
-"""Agent-side cooperation with the fleet remediation (the incident report's P2).
+"""Agent-side cooperation with the fleet remediation (the incident report's
+remedy P2, docs/incident-2026-09-15.md).
 
 A LiveKit agents worker adopts it as its ``load_fnc``::
 

@@ -1,4 +1,5 @@
-"""Detection signals written from livekit-agents' own session events (docs/concepts/detection.md).
+"""Detection signals written from livekit-agents' own session events (signals as
+data: contract/signals.py).
 
 Stock livekit-agents writes none of the TTS lines the TTS-reach detection counts. One line in the
 agent's entrypoint adds them::

@@ -136,7 +136,7 @@ class TtsLatency:
 NORMAL_TTS = TtsLatency(
     (LagComponent(0.92, 3.0, 0.3), LagComponent(0.05, 0.8, 0.4), LagComponent(0.03, 5.5, 0.35))
 )
-# A slow-but-healthy provider day: 4-9 s (issue 9).
+# A slow-but-healthy provider day: 4-9 s.
 SLOW_TTS = TtsLatency(
     (LagComponent(0.9, 6.0, 0.2), LagComponent(0.05, 2.5, 0.4), LagComponent(0.05, 8.0, 0.1))
 )

@@ -168,11 +168,55 @@ def assess_concentration(
     bounds instead (the top worker's own p-value and the Bonferroni sum); a bracket that does not
     settle the question is never a concentration. ``truncated``: the window held more jobs than
     the query returns (``MAX_JOBS``), which the reason says."""
-    workers = worker_job_stats(jobs)
-    failed = sum(job.failed for job in jobs)
-    note = f" (first {len(jobs)} jobs of a larger window)" if truncated else ""
+    window = _Window(
+        jobs=len(jobs),
+        failed=sum(job.failed for job in jobs),
+        workers=worker_job_stats(jobs),
+        alpha=alpha,
+        min_failed_jobs=min_failed_jobs,
+        note=f" (first {len(jobs)} jobs of a larger window)" if truncated else "",
+    )
+    if window.failed == 0:
+        return window.judged(
+            Verdict.INCONCLUSIVE, "inconclusive: no job with responses but no first audio frame in the window"
+        )
+    if len(window.workers) < 2:
+        return window.judged(
+            Verdict.INCONCLUSIVE,
+            "inconclusive: only one worker had jobs in the window: nothing to compare",
+            window.top,
+        )
+    analysis_deadline = time.monotonic() + ANALYSIS_MAX_SECONDS
+    if deadline is not None:
+        analysis_deadline = min(analysis_deadline, deadline)
+    return _test_top_worker(window, analysis_deadline)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The jobs of one window, counted, and what a verdict on them is judged against."""
+
+    jobs: int
+    failed: int
+    workers: list[WorkerJobStats]
+    alpha: float
+    min_failed_jobs: int
+    note: str
+
+    @property
+    def top(self) -> WorkerJobStats:
+        return self.workers[0]
+
+    @property
+    def share(self) -> str:
+        top = self.top
+        return (
+            f"{top.failed_jobs} of {self.failed} failed jobs on a worker that ran {top.jobs} of "
+            f"{self.jobs} jobs"
+        )
 
     def judged(
+        self,
         verdict: Verdict,
         reason: str,
         top: WorkerJobStats | None = None,
@@ -181,74 +225,57 @@ def assess_concentration(
         exact: bool = True,
     ) -> Concentration:
         return Concentration(
-            verdict, reason + note, len(jobs), failed, len(workers), top, p, corrected, alpha, exact
+            verdict,
+            reason + self.note,
+            self.jobs,
+            self.failed,
+            len(self.workers),
+            top,
+            p,
+            corrected,
+            self.alpha,
+            exact,
         )
 
-    if failed == 0:
-        return judged(
-            Verdict.INCONCLUSIVE, "inconclusive: no job with responses but no first audio frame in the window"
-        )
-    top = workers[0]
-    if len(workers) < 2:
-        return judged(
-            Verdict.INCONCLUSIVE,
-            "inconclusive: only one worker had jobs in the window: nothing to compare",
-            top,
-        )
-    log_p = log_hypergeometric_tail(len(jobs), top.jobs, failed, top.failed_jobs)
+
+def _test_top_worker(window: _Window, analysis_deadline: float) -> Concentration:
+    top = window.top
+    log_p = log_hypergeometric_tail(window.jobs, top.jobs, window.failed, top.failed_jobs)
     p = math.exp(log_p)
-    analysis_deadline = time.monotonic() + ANALYSIS_MAX_SECONDS
-    if deadline is not None:
-        analysis_deadline = min(analysis_deadline, deadline)
-    share = f"{top.failed_jobs} of {failed} failed jobs on a worker that ran {top.jobs} of {len(jobs)} jobs"
     try:
         log_family, exact = log_family_wise(
-            [w.jobs for w in workers], failed, log_p + REACH_TOLERANCE, analysis_deadline
+            [w.jobs for w in window.workers], window.failed, log_p + REACH_TOLERANCE, analysis_deadline
         )
     except AnalysisDeadline:
-        # The bounds: the top worker's own p-value and the Bonferroni sum over the workers.
-        upper = min(1.0, len(workers) * p)
-        if failed >= min_failed_jobs and top.failed_jobs >= min_failed_jobs and upper < alpha:
-            bound = f"p <= {probability(upper)} < {alpha:g}"
-            reason = f"concentrated: {share} ({bound}; analysis deadline, bound)"
-            return judged(Verdict.CONCENTRATED, reason, top, p, upper, exact=False)
-        between = f"p between {probability(p)} and {probability(upper)}"
-        reason = f"inconclusive: {share} ({between}; analysis deadline)"
-        return judged(Verdict.INCONCLUSIVE, reason, top, p, None, exact=False)
+        return _bounded(window, p)
     corrected = math.exp(log_family)
-    if failed < min_failed_jobs:
-        # One failure cannot tell one worker from chance, nor show that the fleet is failing.
-        return judged(
-            Verdict.INCONCLUSIVE,
-            f"inconclusive: {share}, fewer than {min_failed_jobs} in all",
-            top,
-            p,
-            corrected,
-            exact,
+    verdict, reason = _family_verdict(window, corrected)
+    return window.judged(verdict, reason, top, p, corrected, exact)
+
+
+def _bounded(window: _Window, p: float) -> Concentration:
+    """Past the analysis deadline: the top worker's own p-value and the Bonferroni sum over the
+    workers bracket the family-wise p-value; only a bracket below alpha is a concentration."""
+    upper = min(1.0, len(window.workers) * p)
+    enough = min(window.failed, window.top.failed_jobs) >= window.min_failed_jobs
+    if enough and upper < window.alpha:
+        bound = f"p <= {probability(upper)} < {window.alpha:g}; analysis deadline, bound"
+        return window.judged(
+            Verdict.CONCENTRATED, f"concentrated: {window.share} ({bound})", window.top, p, upper, exact=False
         )
-    if top.failed_jobs < min_failed_jobs:
-        return judged(
-            Verdict.FLEET_WIDE,
-            f"fleet-wide: {share}, no worker with {min_failed_jobs} or more",
-            top,
-            p,
-            corrected,
-            exact,
-        )
-    if corrected >= alpha:
-        return judged(
-            Verdict.FLEET_WIDE,
-            f"fleet-wide: {share} (p = {probability(corrected)} >= {alpha:g})",
-            top,
-            p,
-            corrected,
-            exact,
-        )
-    return judged(
-        Verdict.CONCENTRATED,
-        f"concentrated: {share} (p = {probability(corrected)} < {alpha:g})",
-        top,
-        p,
-        corrected,
-        exact,
+    bracket = f"p between {probability(p)} and {probability(upper)}; analysis deadline"
+    return window.judged(
+        Verdict.INCONCLUSIVE, f"inconclusive: {window.share} ({bracket})", window.top, p, None, exact=False
     )
+
+
+def _family_verdict(window: _Window, corrected: float) -> tuple[Verdict, str]:
+    least, share, alpha = window.min_failed_jobs, window.share, window.alpha
+    if window.failed < least:
+        # One failure cannot tell one worker from chance, nor show that the fleet is failing.
+        return Verdict.INCONCLUSIVE, f"inconclusive: {share}, fewer than {least} in all"
+    if window.top.failed_jobs < least:
+        return Verdict.FLEET_WIDE, f"fleet-wide: {share}, no worker with {least} or more"
+    if corrected >= alpha:
+        return Verdict.FLEET_WIDE, f"fleet-wide: {share} (p = {probability(corrected)} >= {alpha:g})"
+    return Verdict.CONCENTRATED, f"concentrated: {share} (p = {probability(corrected)} < {alpha:g})"

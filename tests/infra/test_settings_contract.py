@@ -32,8 +32,7 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("section", "values", "message"),
     [
-        # The runtime's own bound: synth used to allow up to 300 s and the function then failed every
-        # cold start (issue 7).
+        # The runtime's own bound: a value synth allowed beyond it would fail every cold start.
         (
             "drainer",
             {"timeout_seconds": 900, "insights_timeout_seconds": 200},

@@ -92,11 +92,10 @@ def stubbed_secrets(monkeypatch: pytest.MonkeyPatch, code: str, message: str) ->
     stubber.assert_no_pending_responses()
 
 
+@pytest.mark.usefixtures("secret_path", "no_aws_credentials")
 def test_no_aws_credentials_says_how_to_sign_in(
     livekit_server: LocalLiveKit,
     tmp_path: Path,
-    secret_path: None,
-    no_aws_credentials: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, _, err = run_plan(tmp_path, livekit_server, capsys)
@@ -128,10 +127,10 @@ def test_no_aws_credentials_says_how_to_sign_in(
         ),
     ],
 )
+@pytest.mark.usefixtures("secret_path")
 def test_credentials_aws_refuses_say_which_problem_and_the_fix(
     livekit_server: LocalLiveKit,
     tmp_path: Path,
-    secret_path: None,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     code: str,
@@ -145,6 +144,7 @@ def test_credentials_aws_refuses_say_which_problem_and_the_fix(
     )
 
 
+@pytest.mark.usefixtures
 def test_a_missing_secret_says_so_and_where_it_is_named(
     livekit_server: LocalLiveKit, tmp_path: Path, secret_path: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,6 +233,7 @@ def test_the_aws_hint_unwraps_powertools_get_parameter_error() -> None:
     )
 
 
+@pytest.mark.usefixtures
 def test_the_drainer_plan_without_credentials_says_so_not_that_the_stack_is_missing(
     livekit_server: LocalLiveKit, tmp_path: Path, no_aws_credentials: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,7 +38,7 @@ DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").
 ENVIRONMENTS = sorted(cdk_json_context()["environments"])
 # The example company's names: fine in the example cdk.json, never in the docs.
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
-# The replay's --json document keeps the key its contract names (issue 9): "lessons".
+# The replay's --json document keeps the key its contract names: "lessons".
 CONTRACT_KEYS = re.compile(r'"lessons"')
 
 

@@ -19,7 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition, AnyOf
-from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings, VadAlarmSettings
 from fleet_remediation.contract.events import ALARM_EVENT_MAX_AGE_SECONDS
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
@@ -31,7 +31,7 @@ from fleet_remediation.contract.naming import (
     tts_reach_alarm_name,
     vad_alarm_name,
 )
-from fleet_remediation.contract.signals import Signal
+from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_stack.config import EnvironmentConfig
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
@@ -54,6 +54,18 @@ class Detection(Construct):
         self.log_group = logs.LogGroup.from_log_group_name(
             self, "AgentLogs", config.agent_service.agent_log_group
         )
+        self._catalog = catalog
+        delay_metric = self._metric_filters(catalog)
+        self.vad_warnings = self._metric(catalog.slow_vad.metric_name, "Sum")
+        self.vad_max_delay = self._metric(str(delay_metric), "Maximum")
+        self.responses = self._metric(catalog.response_started.metric_name, "Sum")
+        self.first_frames = self._metric(catalog.first_audio_frame.metric_name, "Sum")
+        self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
+        self.vad_alarm = self._vad_page(detection.vad_alarm)
+        self.tts_reach_alarm = self._tts_reach_page(detection.tts_reach_alarm)
+
+    def _metric_filters(self, catalog: SignalCatalog) -> str | None:
+        """One count per signal and the slow-VAD delay's value; returns the delay metric's name."""
         # Dimensionless metrics: their count (and cost) does not grow with jobs, rooms or workers.
         for signal in catalog:
             self._filter(signal.metric_name, signal.metric_filter_pattern(), "1", cloudwatch.Unit.COUNT)
@@ -65,27 +77,21 @@ class Detection(Construct):
             self._filter(
                 delay_metric, delay_pattern, f"$.{catalog.slow_vad.value_field}", cloudwatch.Unit.SECONDS
             )
+        return delay_metric
 
-        self._catalog = catalog
-        self.vad_warnings = self._metric(catalog.slow_vad.metric_name, "Sum")
-        self.vad_max_delay = self._metric(str(delay_metric), "Maximum")
-        self.responses = self._metric(catalog.response_started.metric_name, "Sum")
-        self.first_frames = self._metric(catalog.first_audio_frame.metric_name, "Sum")
-        self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
-
-        vad = detection.vad_alarm
+    def _vad_page(self, vad: VadAlarmSettings) -> cloudwatch.CompositeAlarm:
         self.vad_breach = self._breach_expression(
             vad.definition(), "VAD breaching minute (1 = slow-inference rate and delay both over)"
         )
-        self.vad_alarm = self._page(
+        return self._page(
             "Vad",
-            vad_alarm_name(env_name),
+            vad_alarm_name(self.env_name),
             vad.alarm(),
             [self.vad_breach] * len(vad.alarm().children),
             f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
         )
 
-        tts = detection.tts_reach_alarm
+    def _tts_reach_page(self, tts: TtsReachAlarmSettings) -> cloudwatch.CompositeAlarm:
         breaches = [
             self._breach_expression(
                 child,
@@ -95,9 +101,9 @@ class Detection(Construct):
             for child in tts.alarm().children
         ]
         self.tts_breach = breaches[0]  # the fast window, on the dashboard
-        self.tts_reach_alarm = self._page(
+        return self._page(
             "TtsReach",
-            tts_reach_alarm_name(env_name),
+            tts_reach_alarm_name(self.env_name),
             tts.alarm(),
             breaches,
             f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
@@ -221,8 +227,6 @@ class Detection(Construct):
     def add_fleet_widgets(self, dashboard: cloudwatch.Dashboard, agent_log_group: str) -> None:
         """The agents' signals on the fleet dashboard (``FleetDashboard`` lays out the rest)."""
         self.dashboard = dashboard
-        catalog = self._catalog
-        started, frame = catalog.response_started, catalog.first_audio_frame
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="TTS reach alarm condition (1 = breaching window)",
@@ -244,6 +248,11 @@ class Detection(Construct):
                 width=24,
             ),
         )
+        self.dashboard.add_widgets(*self._per_worker_queries(agent_log_group))
+
+    def _per_worker_queries(self, agent_log_group: str) -> list[cloudwatch.LogQueryWidget]:
+        catalog = self._catalog
+        started, frame = catalog.response_started, catalog.first_audio_frame
         per_worker_reach = "\n| ".join(
             [
                 f"filter {started.insights_filter().removeprefix('filter ')} "
@@ -253,7 +262,7 @@ class Detection(Construct):
                 "sort responses desc",
             ]
         )
-        self.dashboard.add_widgets(
+        return [
             cloudwatch.LogQueryWidget(
                 title="TTS reach per worker (log stream = ECS task)",
                 log_group_names=[agent_log_group],
@@ -272,4 +281,4 @@ class Detection(Construct):
                 width=12,
                 height=8,
             ),
-        )
+        ]

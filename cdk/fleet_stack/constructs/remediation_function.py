@@ -5,7 +5,7 @@ deliveries, and alarms on itself (errors, DLQ depth, throttles, and a schedule t
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -13,7 +13,6 @@ from aws_cdk import aws_sqs as sqs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.contract.events import ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS
 from fleet_remediation.contract.naming import (
@@ -21,12 +20,12 @@ from fleet_remediation.contract.naming import (
     EVENT_SOURCE,
     METRICS_NAMESPACE,
     FunctionName,
-    function_alarm_name,
     function_log_group_name,
     lambda_function_name,
 )
 from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
 from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.function_alarms import self_monitoring
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
@@ -86,98 +85,56 @@ class RemediationFunction(Construct):
         expected_invocations_per_hour: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        function_dir = function.value
+        if not (FUNCTIONS_DIR / function.value / "handler.py").is_file():
+            raise FileNotFoundError(f"functions/{function.value}/handler.py does not exist")
         env_name = settings.environment_name
-        if not (FUNCTIONS_DIR / function_dir / "handler.py").is_file():
-            raise FileNotFoundError(f"functions/{function_dir}/handler.py does not exist")
-        function_name = lambda_function_name(env_name, function)
-        log_group_name = function_log_group_name(env_name, function)
-        key.allow_log_group(f"{_camel(function_dir)}Logs", log_group_name)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=log_group_name,
-            retention=_retention(log_retention_days),
-            encryption_key=key.key,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{function_name}: least privilege, see the construct that adds each statement",
-        )
-        # Scoped to this function's own log group instead of the AWSLambdaBasicExecutionRole policy.
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            )
-        )
-        self.dlq = sqs.Queue(
-            self,
-            "DeadLetters",
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=key.key,
-            enforce_ssl=True,
-        )
-        # Lambda sends an asynchronous delivery that failed with the function's role: SQS then needs the
-        # role to be allowed the key (CDK's DLQ wiring grants only sqs:SendMessage). The function's
-        # EventBridge rules park undeliverable events here too, as the events service.
-        key.key.grant(self.role, "kms:GenerateDataKey", "kms:Decrypt")
-        key.allow_rule_dead_letters()
-        NagSuppressions.add_resource_suppressions(
-            self.dlq,
-            [NagPackSuppression(id="AwsSolutions-SQS3", reason="This queue is itself a dead-letter queue.")],
-        )
-        others = _other_function_dirs(function_dir)
-        excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            function_name=function_name,
-            description=description,
-            runtime=RUNTIME,
-            architecture=lambda_.Architecture.X86_64,
-            handler=f"{function_dir}.handler.lambda_handler",
-            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded),
-            layers=layers.all,
-            role=self.role,
-            timeout=Duration.seconds(settings.timeout_seconds),
-            memory_size=memory_size,
-            reserved_concurrent_executions=reserved_concurrency,
-            tracing=lambda_.Tracing.ACTIVE,
-            log_group=self.log_group,
-            dead_letter_queue=self.dlq,
-            retry_attempts=2,
-            max_event_age=Duration.seconds(ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS),
-            environment={
-                "POWERTOOLS_SERVICE_NAME": function_dir,
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-                **settings.to_lambda_environment(),
-            },
+        self.log_group = self._log_group(key, env_name, function, log_retention_days)
+        self.role = self._role(lambda_function_name(env_name, function))
+        self.dlq = self._dead_letter_queue(key)
+        self.function = self._lambda_function(
+            function, settings, description, layers, memory_size, reserved_concurrency
         )
         notifications.grant_publish(self.function)
         kill_switch.grant_read(function, self.function)
         self._grant_action_events()
+        self._suppress_unscoped_service_actions()
+        self.alarms = self_monitoring(
+            self, self.function, self.dlq, env_name, function, expected_invocations_per_hour
+        )
+        for alarm in self.alarms:
+            notifications.notify_on_state_changes(alarm)
+
+    def target(self, *, retry_attempts: int, max_event_age_seconds: int) -> targets.LambdaFunction:
+        """This function as an EventBridge target whose undeliverable events park in its DLQ; the
+        maximum age is the one the function's door allows (``contract.events``)."""
+        return targets.LambdaFunction(
+            self.function,
+            dead_letter_queue=self.dlq,
+            retry_attempts=retry_attempts,
+            max_event_age=Duration.seconds(max_event_age_seconds),
+        )
+
+    def grant_logs_insights(self, log_group: logs.ILogGroup) -> None:
+        """Logs Insights queries over ``log_group`` (the agents' logs) and nothing else."""
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:StartQuery"], resources=[log_group.log_group_arn])
+        )
+        # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
+        )
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",
-                    reason="X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
-                    "permissions; the KMS GenerateDataKey*/ReEncrypt* wildcards are CDK's grant on the "
-                    "topic's own key.",
-                    applies_to=["Resource::*", "Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"],
+                    reason="logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK "
+                    "adds to a log group ARN stands for that group's streams, which the query reads.",
+                    applies_to=[{"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"}],
                 )
             ],
             apply_to_children=True,
         )
-        self.alarms = self._self_monitoring(env_name, function, expected_invocations_per_hour)
-        for alarm in self.alarms:
-            notifications.notify_on_state_changes(alarm)
 
     def _grant_action_events(self) -> None:
         """Every function announces its actions and refusals (``contract.action_events``): only
@@ -196,74 +153,113 @@ class RemediationFunction(Construct):
             )
         )
 
-    def _self_monitoring(
-        self, env_name: str, function: FunctionName, expected_invocations_per_hour: int | None
-    ) -> list[cloudwatch.Alarm]:
-        five_minutes = Duration.minutes(5)
-        # Typed failures (LiveKit unreachable, a bad secret) return a report instead of raising, so
-        # Lambda's Errors metric misses them; the report's own EMF metric does not.
-        failed = metric_definitions.INVOCATION_FAILED
-        failed_reports = cloudwatch.Metric(
-            namespace=failed.namespace,
-            metric_name=failed.name,
-            dimensions_map=failed.dimensions(env_name, function),
-            statistic="Sum",
-            period=five_minutes,
+    def _lambda_function(
+        self,
+        function: FunctionName,
+        settings: FunctionSettings,
+        description: str,
+        layers: SharedLayers,
+        memory_size: int,
+        reserved_concurrency: int | None,
+    ) -> lambda_.Function:
+        return lambda_.Function(
+            self,
+            "Function",
+            function_name=lambda_function_name(settings.environment_name, function),
+            description=description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            handler=f"{function.value}.handler.lambda_handler",
+            code=_code(function.value),
+            layers=layers.all,
+            role=self.role,
+            timeout=Duration.seconds(settings.timeout_seconds),
+            memory_size=memory_size,
+            reserved_concurrent_executions=reserved_concurrency,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            dead_letter_queue=self.dlq,
+            retry_attempts=2,
+            max_event_age=Duration.seconds(ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS),
+            environment={
+                "POWERTOOLS_SERVICE_NAME": function.value,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                **settings.to_lambda_environment(),
+            },
         )
-        alarms = [
-            failed_reports.create_alarm(
-                self,
-                "FailedReportsAlarm",
-                alarm_name=function_alarm_name(env_name, function, "failed-reports"),
-                alarm_description="Invocations keep ending with status 'failed' (see report.errors).",
-                threshold=1,
-                evaluation_periods=3,
-                datapoints_to_alarm=3,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            self.function.metric_errors(period=five_minutes).create_alarm(
-                self,
-                "ErrorsAlarm",
-                alarm_name=function_alarm_name(env_name, function, "errors"),
-                alarm_description="The remediation function itself failed (see its report in the logs).",
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            self.function.metric_throttles(period=five_minutes).create_alarm(
-                self,
-                "ThrottlesAlarm",
-                alarm_name=function_alarm_name(env_name, function, "throttles"),
-                alarm_description="Invocations were throttled (reserved concurrency or account limit).",
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            self.dlq.metric_approximate_number_of_messages_visible(period=five_minutes).create_alarm(
-                self,
-                "DeadLettersAlarm",
-                alarm_name=function_alarm_name(env_name, function, "dlq"),
-                alarm_description="Deliveries failed and landed in the DLQ; inspect and redrive.",
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-        ]
-        if expected_invocations_per_hour:
-            alarms.append(
-                self.function.metric_invocations(period=Duration.hours(1)).create_alarm(
-                    self,
-                    "ScheduleStoppedAlarm",
-                    alarm_name=function_alarm_name(env_name, function, "schedule-stopped"),
-                    alarm_description="The schedule stopped invoking the function (expected "
-                    f"{expected_invocations_per_hour}/h).",
-                    threshold=max(1, expected_invocations_per_hour // 2),
-                    comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                    evaluation_periods=1,
-                    treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-                )
+
+    def _log_group(
+        self, key: StackKey, env_name: str, function: FunctionName, retention_days: int
+    ) -> logs.LogGroup:
+        log_group_name = function_log_group_name(env_name, function)
+        key.allow_log_group(f"{_camel(function.value)}Logs", log_group_name)
+        return logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=log_group_name,
+            retention=_retention(retention_days),
+            encryption_key=key.key,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _role(self, function_name: str) -> iam.Role:
+        role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{function_name}: least privilege, see the construct that adds each statement",
+        )
+        # Scoped to this function's own log group instead of the AWSLambdaBasicExecutionRole policy.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
             )
-        return alarms
+        )
+        return role
+
+    def _dead_letter_queue(self, key: StackKey) -> sqs.Queue:
+        dlq = sqs.Queue(
+            self,
+            "DeadLetters",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key.key,
+            enforce_ssl=True,
+        )
+        # Lambda sends an asynchronous delivery that failed with the function's role: SQS then needs the
+        # role to be allowed the key (CDK's DLQ wiring grants only sqs:SendMessage). The function's
+        # EventBridge rules park undeliverable events here too, as the events service.
+        key.key.grant(self.role, "kms:GenerateDataKey", "kms:Decrypt")
+        key.allow_rule_dead_letters()
+        NagSuppressions.add_resource_suppressions(
+            dlq,
+            [NagPackSuppression(id="AwsSolutions-SQS3", reason="This queue is itself a dead-letter queue.")],
+        )
+        return dlq
+
+    def _suppress_unscoped_service_actions(self) -> None:
+        NagSuppressions.add_resource_suppressions(
+            self.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
+                    "permissions; the KMS GenerateDataKey*/ReEncrypt* wildcards are CDK's grant on the "
+                    "topic's own key.",
+                    applies_to=["Resource::*", "Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"],
+                )
+            ],
+            apply_to_children=True,
+        )
+
+
+def _code(function_dir: str) -> lambda_.Code:
+    """functions/ without the other functions' folders: each function ships only its own code."""
+    others = _other_function_dirs(function_dir)
+    excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
+    return lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded)
 
 
 _RETENTION_BY_DAYS = {

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import Stack
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.events import responder_event_ages
@@ -15,6 +12,7 @@ from fleet_remediation.contract.naming import EVENT_BUS_NAME, FunctionName
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
+from fleet_stack.constructs.function_parts import idempotency_table, schedule
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
@@ -37,19 +35,8 @@ class TtsReachResponder(Construct):
         detection: Detection,
     ) -> None:
         super().__init__(scope, construct_id)
-        # Powertools Idempotency records: one per alarm transition and action, expiring after a day.
-        self.idempotency_table = dynamodb.Table(
-            self,
-            "Idempotency",
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute="expiration",
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        # Once-keys: one per alarm transition and action, expiring after a day.
+        self.idempotency_table = idempotency_table(self)
         self.settings = deployed_settings(
             TtsReachSettings,
             env_name=env_name,
@@ -77,39 +64,23 @@ class TtsReachResponder(Construct):
         )
         self.function = self.remediation.function
         self.idempotency_table.grant_read_write_data(self.function)
-        stack = Stack.of(self)
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["logs:StartQuery"],
-                resources=[detection.log_group.log_group_arn],
-            )
+        self.remediation.grant_logs_insights(detection.log_group)
+        self._grant_events_and_page_state(detection)
+        self.route = detection.route_alarm(
+            "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
         )
-        # GetQueryResults and StopQuery take a query id and support no resource-level permissions.
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
-        )
+        self.recheck = self._recheck(env_name, config.tts_reach.recheck_minutes)
+
+    def _grant_events_and_page_state(self, detection: Detection) -> None:
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["events:PutEvents"],
                 resources=[
-                    stack.format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)
+                    Stack.of(self).format_arn(
+                        service="events", resource="event-bus", resource_name=EVENT_BUS_NAME
+                    )
                 ],
             )
-        )
-        NagSuppressions.add_resource_suppressions(
-            self.remediation.role,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK "
-                    "adds to a log group ARN stands for that group's streams, which the query reads.",
-                    applies_to=[{"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"}],
-                )
-            ],
-            apply_to_children=True,
-        )
-        self.route = detection.route_alarm(
-            "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
         )
         # While the page stays in ALARM, a scheduled re-check may name the worker its first analysis
         # could not (the tick reads the page's state first and does nothing while it is OK).
@@ -118,22 +89,18 @@ class TtsReachResponder(Construct):
                 actions=["cloudwatch:DescribeAlarms"], resources=[detection.tts_reach_alarm.alarm_arn]
             )
         )
-        recheck = config.tts_reach.recheck_minutes
-        self.recheck = (
-            events.Rule(
-                self,
-                "Recheck",
-                description=f"Re-check an open TTS incident every {recheck} min ({env_name})",
-                schedule=events.Schedule.rate(Duration.minutes(recheck)),
-                targets=[
-                    targets.LambdaFunction(
-                        self.function,
-                        dead_letter_queue=self.remediation.dlq,
-                        retry_attempts=0,  # a missed tick is replaced by the next one
-                        max_event_age=Duration.seconds(responder_event_ages(recheck).schedule_seconds),
-                    )
-                ],
-            )
-            if recheck
-            else None
+
+    def _recheck(self, env_name: str, minutes: int) -> events.Rule | None:
+        if not minutes:
+            return None
+        return schedule(
+            self,
+            "Recheck",
+            minutes=minutes,
+            description=f"Re-check an open TTS incident every {minutes} min ({env_name})",
+            # A missed tick is replaced by the next one.
+            target=self.remediation.target(
+                retry_attempts=0,
+                max_event_age_seconds=responder_event_ages(minutes).schedule_seconds,
+            ),
         )

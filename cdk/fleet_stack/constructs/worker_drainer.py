@@ -3,10 +3,9 @@ suspect-worker rules, and IAM scoped to the agents' cluster tasks and service.""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -30,6 +29,7 @@ from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_stack.config import EnvironmentConfig
 from fleet_stack.constructs.detection import Detection
+from fleet_stack.constructs.function_parts import schedule
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
@@ -71,38 +71,8 @@ class WorkerDrainer(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         drainer = config.drainer
-        self.ledger = dynamodb.Table(
-            self,
-            "Ledger",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute="expires_at",
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            # The audit trail outlives a stack update or a mistaken delete.
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.settings = deployed_settings(
-            DrainerSettings,
-            env_name=env_name,
-            config=config,
-            notifications=notifications,
-            kill_switch=kill_switch,
-            livekit_url=config.livekit_url,
-            livekit_secret_id=config.livekit_secret_name,
-            disruption_window=config.disruption_window,
-            reaper=config.reaper,
-            drainer=drainer,
-            signals=config.detection.signals,
-            tts_reach_alarm=config.detection.tts_reach_alarm,
-            ecs_cluster=config.agent_service.ecs_cluster,
-            ecs_service=config.agent_service.ecs_service,
-            ledger_table_name=self.ledger.table_name,
-            agent_log_group=config.agent_service.agent_log_group,
-        )
+        self.ledger = self._ledger_table()
+        self.settings = self._settings(env_name, config, notifications, kill_switch)
         self.remediation = RemediationFunction(
             self,
             "Drainer",
@@ -123,12 +93,56 @@ class WorkerDrainer(Construct):
         self._grant(config, detection)
         if drainer.vpc is not None:
             self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
-        events.Rule(
+        self._rules(env_name, drainer.schedule_minutes, detection)
+
+    def _ledger_table(self) -> dynamodb.Table:
+        return dynamodb.Table(
+            self,
+            "Ledger",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expires_at",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            # The audit trail outlives a stack update or a mistaken delete.
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _settings(
+        self, env_name: str, config: EnvironmentConfig, notifications: Notifications, kill_switch: KillSwitch
+    ) -> DrainerSettings:
+        return deployed_settings(
+            DrainerSettings,
+            env_name=env_name,
+            config=config,
+            notifications=notifications,
+            kill_switch=kill_switch,
+            livekit_url=config.livekit_url,
+            livekit_secret_id=config.livekit_secret_name,
+            disruption_window=config.disruption_window,
+            reaper=config.reaper,
+            drainer=config.drainer,
+            signals=config.detection.signals,
+            tts_reach_alarm=config.detection.tts_reach_alarm,
+            ecs_cluster=config.agent_service.ecs_cluster,
+            ecs_service=config.agent_service.ecs_service,
+            ledger_table_name=self.ledger.table_name,
+            agent_log_group=config.agent_service.agent_log_group,
+        )
+
+    def _rules(self, env_name: str, schedule_minutes: int, detection: Detection) -> None:
+        """The reconcile tick, the VAD alarm's ALARM and the responder's suspect-worker events."""
+        schedule(
             self,
             "Reconcile",
-            description=f"Advance the drainer's ladders every {drainer.schedule_minutes} min ({env_name})",
-            schedule=events.Schedule.rate(Duration.minutes(drainer.schedule_minutes)),
-            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.schedule_seconds))],
+            minutes=schedule_minutes,
+            description=f"Advance the drainer's ladders every {schedule_minutes} min ({env_name})",
+            target=self.remediation.target(
+                retry_attempts=2, max_event_age_seconds=DRAINER_EVENT_AGES.schedule_seconds
+            ),
         )
         detection.route_alarm(
             "VadAlarmToDrainer", detection.vad_alarm, self.function, self.remediation.dlq, states=("ALARM",)
@@ -143,15 +157,12 @@ class WorkerDrainer(Construct):
                 detail={"environment": [env_name]},
             ),
             # The drainer refuses a suspect-worker event older than this: no use delivering it later.
-            targets=[self._target(Duration.seconds(DRAINER_EVENT_AGES.suspect_worker_seconds))],
-        )
-
-    def _target(self, max_event_age: Duration) -> targets.LambdaFunction:
-        return targets.LambdaFunction(
-            self.function,
-            dead_letter_queue=self.remediation.dlq,
-            retry_attempts=2,
-            max_event_age=max_event_age,
+            targets=[
+                self.remediation.target(
+                    retry_attempts=2,
+                    max_event_age_seconds=DRAINER_EVENT_AGES.suspect_worker_seconds,
+                )
+            ],
         )
 
     def _grant(self, config: EnvironmentConfig, detection: Detection) -> None:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -13,6 +9,7 @@ from fleet_remediation.contract.events import REAPER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_stack.config import EnvironmentConfig
+from fleet_stack.constructs.function_parts import idempotency_table, schedule
 from fleet_stack.constructs.kill_switch import KillSwitch
 from fleet_stack.constructs.notifications import Notifications
 from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
@@ -37,31 +34,9 @@ class ZombieReaper(Construct):
         super().__init__(scope, construct_id)
         reaper = config.reaper
         # Once-keys: a retried event replays its run instead of acting again; a dry run announces a
-        # set of rooms once. Powertools Idempotency records, expiring after a day.
-        self.idempotency_table = dynamodb.Table(
-            self,
-            "Idempotency",
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute="expiration",
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        self.settings = deployed_settings(
-            ReaperSettings,
-            env_name=env_name,
-            config=config,
-            notifications=notifications,
-            kill_switch=kill_switch,
-            livekit_url=config.livekit_url,
-            livekit_secret_id=config.livekit_secret_name,
-            disruption_window=config.disruption_window,
-            reaper=reaper,
-            idempotency_table_name=self.idempotency_table.table_name,
-        )
+        # set of rooms once. Records expire after a day.
+        self.idempotency_table = idempotency_table(self)
+        self.settings = self._settings(env_name, config, notifications, kill_switch)
         self.remediation = RemediationFunction(
             self,
             "Reaper",
@@ -80,17 +55,28 @@ class ZombieReaper(Construct):
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
         self.idempotency_table.grant_read_write_data(self.function)
-        events.Rule(
+        schedule(
             self,
             "Schedule",
+            minutes=reaper.schedule_minutes,
             description=f"Run the zombie reaper every {reaper.schedule_minutes} min ({env_name})",
-            schedule=events.Schedule.rate(Duration.minutes(reaper.schedule_minutes)),
-            targets=[
-                targets.LambdaFunction(
-                    self.function,
-                    dead_letter_queue=self.remediation.dlq,
-                    retry_attempts=2,
-                    max_event_age=Duration.seconds(REAPER_EVENT_AGES.schedule_seconds),
-                )
-            ],
+            target=self.remediation.target(
+                retry_attempts=2, max_event_age_seconds=REAPER_EVENT_AGES.schedule_seconds
+            ),
+        )
+
+    def _settings(
+        self, env_name: str, config: EnvironmentConfig, notifications: Notifications, kill_switch: KillSwitch
+    ) -> ReaperSettings:
+        return deployed_settings(
+            ReaperSettings,
+            env_name=env_name,
+            config=config,
+            notifications=notifications,
+            kill_switch=kill_switch,
+            livekit_url=config.livekit_url,
+            livekit_secret_id=config.livekit_secret_name,
+            disruption_window=config.disruption_window,
+            reaper=config.reaper,
+            idempotency_table_name=self.idempotency_table.table_name,
         )

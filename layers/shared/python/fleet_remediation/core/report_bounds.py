@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from fleet_remediation.core.report_model import Decision, Report
@@ -97,25 +98,42 @@ def fit_report(
     report: Report, truncated: Counter[str], detail: list[dict[str, Any]], *, full_detail: bool
 ) -> None:
     """Bring the report under ``MAX_REPORT_BYTES``, each step only if the previous was not enough."""
-    if report.serialized_bytes() <= MAX_REPORT_BYTES:
-        return
+    steps: tuple[Callable[[Report, Counter[str], list[dict[str, Any]]], None], ...] = (
+        partial(_move_listed_skips, full_detail=full_detail),
+        _move_facts,
+        _keep_list_heads,
+        _move_summary,
+    )
+    for step in steps:
+        if report.serialized_bytes() <= MAX_REPORT_BYTES:
+            return
+        step(report, truncated, detail)
+
+
+def _move_listed_skips(
+    report: Report, truncated: Counter[str], detail: list[dict[str, Any]], *, full_detail: bool
+) -> None:
     listed_skips = [c for c in report.candidates if c.decision is Decision.SKIP]
-    if listed_skips:
-        report.candidates = [c for c in report.candidates if c.decision is not Decision.SKIP]
-        truncated["candidates"] += len(listed_skips)
-        if full_detail:
-            detail += [c.model_dump(mode="json") for c in listed_skips]
-        if report.serialized_bytes() <= MAX_REPORT_BYTES:
-            return
+    if not listed_skips:
+        return
+    report.candidates = [c for c in report.candidates if c.decision is not Decision.SKIP]
+    truncated["candidates"] += len(listed_skips)
+    if full_detail:
+        detail += [c.model_dump(mode="json") for c in listed_skips]
+
+
+def _move_facts(report: Report, truncated: Counter[str], detail: list[dict[str, Any]]) -> None:
     with_facts = [c for c in report.candidates if c.facts]
-    if with_facts:
-        detail += [{"resource": c.resource, "facts": c.facts} for c in with_facts]
-        truncated["candidate_facts"] += len(with_facts)
-        report.candidates = [c.model_copy(update={"facts": {}}) for c in report.candidates]
-        if report.serialized_bytes() <= MAX_REPORT_BYTES:
-            return
-    # Extreme inputs only (e.g. thousands of actions with long names): keep the heads of the
-    # lists, actions first, and log the tails.
+    if not with_facts:
+        return
+    detail += [{"resource": c.resource, "facts": c.facts} for c in with_facts]
+    truncated["candidate_facts"] += len(with_facts)
+    report.candidates = [c.model_copy(update={"facts": {}}) for c in report.candidates]
+
+
+def _keep_list_heads(report: Report, truncated: Counter[str], detail: list[dict[str, Any]]) -> None:
+    """Extreme inputs only (e.g. thousands of actions with long names): keep the heads of the
+    lists, actions first, and log the tails."""
     lists: dict[str, list[Any]] = {
         "actions": report.actions,
         "errors": report.errors,
@@ -126,19 +144,27 @@ def fit_report(
     budget = MAX_REPORT_BYTES - report.serialized_bytes() - TRUNCATED_COUNTS_BYTES
     kept: dict[str, list[Any]] = {}
     for name, items in lists.items():
-        kept[name] = []
-        for item in items:
-            item_size = len(item.model_dump_json().encode()) + 1
-            if item_size > budget:
-                break
-            kept[name].append(item)
-            budget -= item_size
+        kept[name], budget = _head(items, budget)
         dropped = items[len(kept[name]) :]
         if dropped:
             truncated[name] += len(dropped)
             detail += [{"list": name, **item.model_dump(mode="json")} for item in dropped]
     report.actions, report.errors, report.candidates = kept["actions"], kept["errors"], kept["candidates"]
-    if report.serialized_bytes() > MAX_REPORT_BYTES:
-        detail.append({"summary": report.summary})
-        report.summary = {"omitted": "too large for the report; see the detail lines"}
-        truncated["summary"] += 1
+
+
+def _head(items: list[Any], budget: int) -> tuple[list[Any], int]:
+    """The longest head of ``items`` that fits ``budget`` bytes, and the budget left."""
+    head: list[Any] = []
+    for item in items:
+        item_size = len(item.model_dump_json().encode()) + 1
+        if item_size > budget:
+            break
+        head.append(item)
+        budget -= item_size
+    return head, budget
+
+
+def _move_summary(report: Report, truncated: Counter[str], detail: list[dict[str, Any]]) -> None:
+    detail.append({"summary": report.summary})
+    report.summary = {"omitted": "too large for the report; see the detail lines"}
+    truncated["summary"] += 1
