@@ -144,9 +144,9 @@ def test_credentials_aws_refuses_say_which_problem_and_the_fix(
     )
 
 
-@pytest.mark.usefixtures
+@pytest.mark.usefixtures("secret_path")
 def test_a_missing_secret_says_so_and_where_it_is_named(
-    livekit_server: LocalLiveKit, tmp_path: Path, secret_path: None, capsys: pytest.CaptureFixture[str]
+    livekit_server: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with mock_aws():
         code, _, err = run_plan(tmp_path, livekit_server, capsys)
@@ -233,9 +233,9 @@ def test_the_aws_hint_unwraps_powertools_get_parameter_error() -> None:
     )
 
 
-@pytest.mark.usefixtures
+@pytest.mark.usefixtures("no_aws_credentials")
 def test_the_drainer_plan_without_credentials_says_so_not_that_the_stack_is_missing(
-    livekit_server: LocalLiveKit, tmp_path: Path, no_aws_credentials: None, capsys: pytest.CaptureFixture[str]
+    livekit_server: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = write_config(tmp_path, livekit_server)
     assert plan.main(["drainer", "--env", "staging", "--config", str(config)]) == 1
