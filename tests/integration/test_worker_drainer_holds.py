@@ -43,7 +43,7 @@ def test_outside_the_window_a_cordon_is_held_and_told_and_a_manual_drain_still_a
     bad = world.task_ids[1]
     world.slow(bad, count=240, minutes=25)
     desired = world.desired_count()
-    report = _held(world, alarm_event())
+    report = _held(world, alarm_event(at=world.now))
     assert report["actions"] == []
     assert report["summary"]["held"].startswith("outside the disruption window")
     decision = next(c for c in report["candidates"] if c["resource"] == bad)
@@ -69,7 +69,7 @@ def test_a_cordon_begun_before_the_window_closed_is_finished_while_held(world: D
     world.ecs_client.tag_resource(
         resourceArn=world.task_arns[2], tags=[{"key": CORDON_TAG, "value": "started"}]
     )
-    report = _held(world, schedule_event())
+    report = _held(world, schedule_event(world.now))
     assert [(a["resource"], a["action"], a["outcome"]) for a in report["actions"]] == [
         (target, "complete-cordon", "done")
     ]
