@@ -48,7 +48,7 @@ from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
-from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
+from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher, put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
 from tts_reach_alarm.messages import compose_alarm_notification, compose_resolved_notification, incident_id
@@ -258,11 +258,14 @@ def _emit_suspect(
             f"suspect-worker:{detail.task_id}",
             transition,
             deps,
-            lambda: {"event_id": deps.events.put_suspect_worker(detail)},
+            lambda: put_at_most_once(deps.events, detail),
         )
     except RemediationError as exc:
         report.resolve(intent, Outcome.FAILED, exc.message, exc)
         return None, True
+    if result.get("unknown"):
+        report.resolve(intent, Outcome.UNKNOWN, str(result["unknown"]))
+        return None, not replayed
     outcome = Outcome.ALREADY_DONE if replayed else Outcome.DONE
     report.resolve(intent, outcome, f"event {result['event_id']}")
     return str(result["event_id"]), not replayed

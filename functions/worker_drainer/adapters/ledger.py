@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.contract.budgets import LEDGER_CALL
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
@@ -89,7 +89,7 @@ class DynamoLedger:
         self.table_name = table_name
         self.service = service
         self.calls = 0
-        self._client = client or aws_client(LEDGER_CALL)
+        self._client = guard_side_effects(client) if client else aws_client(LEDGER_CALL)
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         """Take the lease on ``key``; ``ConcurrentActionError`` while another holder's is unexpired."""

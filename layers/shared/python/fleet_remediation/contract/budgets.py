@@ -77,9 +77,10 @@ ALARM_STATE_READ = AwsCallBudget(
     "cloudwatch", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1
 )
 
-# One SNS publish: the notifier makes one botocore attempt at a time (1 s connect, 1.5 s read) and
-# retries a throttled or failed one with back-off itself, starting an attempt only while it fits
-# inside this (adapters/notifier.py).
+# One SNS publish: the notifier makes one botocore attempt at a time and retries one SNS refused
+# (throttled, no connection) with back-off itself, starting an attempt only while it fits inside
+# PUBLISH_BUDGET_SECONDS (adapters/notifier.py). An attempt that may have landed is never repeated.
+SNS_PUBLISH_ATTEMPT = AwsCallBudget("sns", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=1)
 PUBLISH_BUDGET_SECONDS = 3.0
 # Delivering one notification after the work: the readable text and the chat JSON, each one publish
 # under its own once-only record.
