@@ -112,7 +112,14 @@ def answered(request: Any, status: int, answer: dict[str, Any], query: bool = Fa
         headers = {"Content-Type": "application/x-amz-json-1.1"}
         if "__type" in answer:
             headers["x-amzn-ErrorType"] = str(answer["__type"])
-    return AWSResponse(url, status, HTTPHeaders(headers), MockRawResponse(body))
+    return AWSResponse(url, status, _headers(headers), MockRawResponse(body))
+
+
+def _headers(values: dict[str, str]) -> HTTPHeaders:
+    headers = HTTPHeaders()
+    for name, value in values.items():
+        headers[name] = value
+    return headers
 
 
 def _moto(request: Any) -> None:

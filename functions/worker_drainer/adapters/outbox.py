@@ -41,7 +41,10 @@ class NotificationOutbox(Protocol):
 def ledger_client(client: DynamoDBClient | None = None) -> DynamoDBClient:
     """The ledger table's client: the one given (guarded like the factory's), else one on the
     ledger's call budget."""
-    return guard_side_effects(client) if client else aws_client(LEDGER_CALL)
+    if client is not None:
+        return guard_side_effects(client)
+    built: DynamoDBClient = aws_client(LEDGER_CALL)
+    return built
 
 
 class DynamoOutbox:

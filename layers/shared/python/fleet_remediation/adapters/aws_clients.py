@@ -13,7 +13,7 @@ included), which is how the tests point a client at a silent or throttling endpo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
@@ -31,6 +31,7 @@ SIDE_EFFECTS: dict[str, tuple[str, ...]] = {
     "dynamodb": ("PutItem", "UpdateItem", "DeleteItem"),
 }
 GUARD_ID = "fleet-remediation-no-retry-after-ambiguous-attempt"
+Client = TypeVar("Client")
 
 
 def client_config(budget: AwsCallBudget) -> Config:
@@ -63,12 +64,13 @@ def _no_retry_after_ambiguous_attempt(
     return None
 
 
-def guard_side_effects(client: Any) -> Any:
+def guard_side_effects(client: Client) -> Client:
     """Registers the no-retry-after-ambiguity hook for the client's side-effecting calls (once per
     client, whoever built it: adapters apply it to injected clients too). Returns the client."""
-    service_id = client.meta.service_model.service_id.hyphenize()
+    meta: Any = getattr(client, "meta")  # noqa: B009 - every boto3 client has it; typed stubs differ per service
+    service_id = meta.service_model.service_id.hyphenize()
     for operation in SIDE_EFFECTS.get(service_id, ()):
-        client.meta.events.register_first(
+        meta.events.register_first(
             f"needs-retry.{service_id}.{operation}",
             _no_retry_after_ambiguous_attempt,
             unique_id=f"{GUARD_ID}.{service_id}.{operation}",

@@ -117,7 +117,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 120 s (contract/budgets.py): the default leaves a margin above it.
+    # The run's worst case is 142 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=150, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
     ecs_request_timeout_seconds: float = Field(default=5.0, gt=0, le=30)
