@@ -32,9 +32,11 @@ from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.aws_clients import SIDE_EFFECTS, aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract import budgets
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from tests.faults.table import FaultRecorder
+from tests.faults.test_reaper_livekit_faults import AMBIGUOUS, DELETE_FAULTS
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, put_at_most_once
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ecs_tasks import (
@@ -326,6 +328,19 @@ def _iam_write_actions() -> set[str]:
     granted |= {"sns:Publish", "events:PutEvents", "dynamodb:BatchWriteItem"}
     reads = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
     return {action for action in granted if not action.split(":")[1].startswith(reads)}
+
+
+def test_every_livekit_side_effect_has_its_rows() -> None:
+    """The reaper's fault suite holds the three ambiguous faults (``devkit.fault_proxy``: a 5xx after
+    the server acted, a reset after it answered, a hang after it answered) for every RoomService
+    call that changes something."""
+    changing = {
+        name for name in vars(RoomService) if not name.startswith(("_", "list_")) and name != "aclose"
+    }
+    assert changing == {"delete_room", "update_room_metadata", "send_data"}
+    on_delete = {kind for kind, _, _, _ in DELETE_FAULTS}
+    assert set(AMBIGUOUS) <= on_delete
+    assert len(AMBIGUOUS) == 3
 
 
 def test_every_side_effect_has_its_rows() -> None:
