@@ -10,8 +10,10 @@ one owed, and ends at the pre-cordon count once the drain is over; no message or
 twice, within the invocation or on Lambda's retry of it (the same request id).
 
 ``SIDE_EFFECT_ROWS`` names the scenario that reaches each call; ``test_every_side_effect_has_its_rows``
-fails when a call the code can make (``aws_clients.SIDE_EFFECTS``) or a write the IAM policies grant
-has none.
+fails when a call the code can make (``aws_clients.SIDE_EFFECTS``) or a write the IAM constants grant
+has none, ``tests/infra/test_side_effect_rows.py`` when a write the synthesized stack grants has
+none, and ``test_every_livekit_side_effect_has_its_rows`` when a LiveKit call that changes something
+lacks its rows in the reaper's fault suite.
 """
 
 from __future__ import annotations
