@@ -108,9 +108,9 @@ def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
     with pytest.raises(ValidationError, match="a run needs up to 99 s"):
         TtsReachSection(timeout_seconds=98, query_timeout_seconds=20)
     assert TtsReachSection(timeout_seconds=99, query_timeout_seconds=20).timeout_seconds == 99
-    with pytest.raises(ValidationError, match="at least one Logs Insights call's worst case"):
-        TtsReachSection(timeout_seconds=900, query_timeout_seconds=11)
-    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=12).query_timeout_seconds == 12
+    with pytest.raises(ValidationError, match="at least one Logs Insights call's and its stop's worst case"):
+        TtsReachSection(timeout_seconds=900, query_timeout_seconds=13)
+    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=14).query_timeout_seconds == 14
 
 
 LEASE = DrainerPolicy(lease_seconds=300)
@@ -120,7 +120,7 @@ def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
     with pytest.raises(ValidationError, match="a run needs up to 142 s"):
         DrainerSection(timeout_seconds=141, policy=LEASE)
     with pytest.raises(ValidationError, match="at least one Logs"):
-        DrainerSection(insights_timeout_seconds=11.5)
+        DrainerSection(insights_timeout_seconds=13.5)
     assert DrainerSection(timeout_seconds=142, policy=LEASE).timeout_seconds == 142
 
 

@@ -74,6 +74,10 @@ LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_tim
 # The StopQuery of a query still running at its deadline, on a client of its own: its time is kept
 # free from the start, so the stop is sent however long the polls ran.
 LOGS_INSIGHTS_STOP = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1)
+# The shortest query deadline under which a query can start: one call and the stop kept for it.
+LOGS_INSIGHTS_QUERY_FLOOR_SECONDS = (
+    LOGS_INSIGHTS_CALL.worst_case_seconds + LOGS_INSIGHTS_STOP.worst_case_seconds
+)
 # The plan CLI (tools/plan.py) reads the deployed drainer's configuration: Lambda GetFunctionConfiguration.
 LAMBDA_CONFIGURATION_READ = AwsCallBudget(
     "lambda", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3

@@ -65,11 +65,11 @@ class TtsReachSection(StrictModel):
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
-        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+        call = budgets.LOGS_INSIGHTS_QUERY_FLOOR_SECONDS
         if self.query_timeout_seconds < call:
             raise ValueError(
                 f"query_timeout_seconds ({self.query_timeout_seconds:g}) must be at least one Logs Insights "
-                f"call's worst case ({call:g} s), or no query could ever start"
+                f"call's and its stop's worst case ({call:g} s), or no query could ever start"
             )
         needed = budgets.tts_reach_seconds_needed(self.query_timeout_seconds)
         if needed > self.timeout_seconds:
@@ -140,11 +140,11 @@ class DrainerSection(StrictModel):
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> DrainerSection:
-        call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+        call = budgets.LOGS_INSIGHTS_QUERY_FLOOR_SECONDS
         if self.insights_timeout_seconds < call:
             raise ValueError(
                 f"insights_timeout_seconds ({self.insights_timeout_seconds:g}) must be at least one Logs "
-                f"Insights call's worst case ({call:g} s), or no query could ever start"
+                f"Insights call's and its stop's worst case ({call:g} s), or no query could ever start"
             )
         needed = budgets.drainer_seconds_needed(
             self.insights_timeout_seconds, self.ecs_request_timeout_seconds
