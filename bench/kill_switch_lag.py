@@ -12,15 +12,17 @@ the step interval; in AWS one GetParameters round trip (tens of ms) comes on top
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import threading
 import time
 from typing import Any
 
-import boto3
 from moto import mock_aws
 
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
 from fleet_remediation.core.kill_switch import KILL_SWITCH_MAX_AGE_SECONDS, SsmModeSwitch
 from fleet_remediation.core.report_model import Mode
@@ -65,8 +67,9 @@ def main() -> None:
         f"a step every {args.step_ms:g} ms)"
     )
     print(f"{'cache max age':<16} {'min s':>7} {'median s':>9} {'max s':>7}")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():
-        ssm = boto3.client("ssm", region_name="eu-west-1")
+        ssm = aws_client(KILL_SWITCH_READ)
         ssm.put_parameter(Name=ENVIRONMENT, Value="enforce", Type="String")
         ssm.put_parameter(Name=OWN, Value="enforce", Type="String")
         for max_age in (KILL_SWITCH_MAX_AGE_SECONDS, 0.0):

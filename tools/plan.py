@@ -29,12 +29,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.contract.budgets import LAMBDA_CONFIGURATION_READ
 from fleet_remediation.contract.naming import (
     FunctionName,
     function_mode_parameter_name,
@@ -116,7 +117,7 @@ def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> 
 def deployed_ledger_table(env: str) -> str:
     name = lambda_function_name(env, FunctionName.WORKER_DRAINER)
     try:
-        found = boto3.client("lambda").get_function_configuration(FunctionName=name)
+        found = aws_client(LAMBDA_CONFIGURATION_READ).get_function_configuration(FunctionName=name)
     except (ClientError, BotoCoreError) as exc:
         hint = credentials_hint(exc, action="GetFunctionConfiguration", resource=name)
         if hint is not None:

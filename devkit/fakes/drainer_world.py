@@ -201,7 +201,7 @@ class DrainerWorld:
 
         return DrainerDependencies(
             settings=settings,
-            mode_switch=SsmModeSwitch(MODE_PARAMETER),
+            mode_switch=SsmModeSwitch(MODE_PARAMETER, client=boto3.client("ssm")),
             notifier=SnsNotifier(settings.notification_topic_arn, sns_client),
             chat_notifier=SnsNotifier(str(settings.chat_topic_arn), sns_client),
             once=ledger_once_guard(TABLE),

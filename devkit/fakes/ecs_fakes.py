@@ -1,7 +1,8 @@
 """Explicit fakes for what moto 5.2.1 does not implement, behind the real boto3 client.
 
 - ``FakeEcsTaskProtection``: moto has no UpdateTaskProtection / GetTaskProtection. The fake answers
-  those two operations on a moto-backed client (botocore ``before-call`` hook), keeping per-task
+  those two operations on a moto-backed client (botocore ``before-send`` hook: per attempt, below
+  botocore's retries, where the fault fakes of ``aws_faults`` act too), keeping per-task
   protection state and ECS's documented behaviour: ``expiresInMinutes`` (1-2,880, default 120 when
   enabling) sets an ``expirationDate`` after which the task reads as unprotected (by the fake's
   clock), and the failures ``MISSING`` / ``TASK_NOT_VALID`` (a task that is not part of a service),
@@ -28,6 +29,8 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
+from devkit.fakes.aws_faults import ANSWERED_URL, answered
+
 # UpdateTaskProtection: expiresInMinutes defaults to 120 and accepts 1 to 2,880.
 DEFAULT_PROTECTION_MINUTES = 120
 MAX_PROTECTION_MINUTES = 2880
@@ -47,8 +50,8 @@ class FakeEcsTaskProtection:
         self.expires: dict[str, datetime] = shared_with.expires if shared_with else {}
         self._owner = shared_with
         self._clock = clock or (lambda: datetime.now(UTC))
-        client.meta.events.register("before-call.ecs.UpdateTaskProtection", self._update)
-        client.meta.events.register("before-call.ecs.GetTaskProtection", self._get)
+        client.meta.events.register("before-send.ecs.UpdateTaskProtection", self._update)
+        client.meta.events.register("before-send.ecs.GetTaskProtection", self._get)
 
     def now(self) -> datetime:
         return self._owner.now() if self._owner else self._clock()
@@ -71,7 +74,7 @@ class FakeEcsTaskProtection:
 
     def _answer(
         self, params: dict[str, Any], enable: bool | None, minutes: int | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    ) -> dict[str, Any]:
         protected, failures = [], []
         for task in params["tasks"]:
             arn, failure = self._resolve(params["cluster"], task)
@@ -88,32 +91,38 @@ class FakeEcsTaskProtection:
                     self.expires.pop(arn, None)
             answer: dict[str, Any] = {"taskArn": arn, "protectionEnabled": self.enabled(arn)}
             if self.enabled(arn):
-                answer["expirationDate"] = self.expires[arn]
+                answer["expirationDate"] = self.expires[arn].timestamp()
             protected.append(answer)
-        http = AWSResponse("https://ecs.fake", 200, HTTPHeaders(), None)
-        return http, {"protectedTasks": protected, "failures": failures, "ResponseMetadata": {}}
+        return {"protectedTasks": protected, "failures": failures}
 
-    def _update(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
-        request = _request_body(params)
-        minutes = request.get("expiresInMinutes")
+    def serve(self, request: Any) -> tuple[int, dict[str, Any]]:
+        """Carry out one UpdateTaskProtection or GetTaskProtection request: its status and answer."""
+        body = _request_body(request)
+        target = request.headers.get("X-Amz-Target", "")
+        if not (target.decode() if isinstance(target, bytes) else target).endswith("UpdateTaskProtection"):
+            return 200, self._answer(body, None)
+        minutes = body.get("expiresInMinutes")
         if minutes is not None and not 1 <= int(minutes) <= MAX_PROTECTION_MINUTES:
-            error = {
-                "Error": {
-                    "Code": "InvalidParameterException",
-                    "Message": f"expiresInMinutes must be between 1 and {MAX_PROTECTION_MINUTES}",
-                },
-                "ResponseMetadata": {},
-            }
-            return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
-        return self._answer(request, bool(request["protectionEnabled"]), minutes)
+            message = f"expiresInMinutes must be between 1 and {MAX_PROTECTION_MINUTES}"
+            return 400, {"__type": "InvalidParameterException", "message": message}
+        return 200, self._answer(body, bool(body["protectionEnabled"]), minutes)
 
-    def _get(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
-        return self._answer(_request_body(params), None)
+    def _update(self, request: Any, **_: Any) -> AWSResponse | None:
+        return self._send(request)
+
+    def _get(self, request: Any, **_: Any) -> AWSResponse | None:
+        return self._send(request)
+
+    def _send(self, request: Any) -> AWSResponse | None:
+        if request.url == ANSWERED_URL:
+            return None  # a fault fake answered this attempt already
+        status, answer = self.serve(request)
+        return answered(request, status, answer)
 
 
-def _request_body(request_dict: dict[str, Any]) -> dict[str, Any]:
-    # ``before-call`` sees the serialised request; ECS speaks JSON.
-    body = request_dict["body"]
+def _request_body(request: Any) -> dict[str, Any]:
+    """The JSON body (ECS speaks JSON) of a sent request, or of ``before-call``'s request dict."""
+    body = request["body"] if isinstance(request, dict) else request.body
     return dict(json.loads(body.decode() if isinstance(body, bytes) else body))
 
 
@@ -153,7 +162,10 @@ class EcsThrottling:
             return None
         self.remaining -= 1
         self.throttled += 1
-        error = {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}, "ResponseMetadata": {}}
+        error = {
+            "Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
         return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
 
 

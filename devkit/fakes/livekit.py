@@ -45,19 +45,19 @@ class InMemoryRoomService:
                 self.rooms.pop(name, None)
             raise error
         if name not in self.rooms:
-            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name)
+            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name, http_status=404)
         del self.rooms[name]
 
     async def update_room_metadata(self, name: str, metadata: str) -> None:
         self.calls.append(("UpdateRoomMetadata", name))
         if name not in self.rooms:
-            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name)
+            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name, http_status=404)
         self.rooms[name] = self.rooms[name]._replace(metadata=metadata)
 
     async def send_data(self, name: str, data: bytes, topic: str) -> None:
         self.calls.append(("SendData", name))
         if name not in self.rooms:
-            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name)
+            raise LiveKitApiError("room not found", twirp_code=NOT_FOUND, resource=name, http_status=404)
         self.messages.append((name, topic, data))
 
     async def aclose(self) -> None:

@@ -31,5 +31,8 @@ class SnsThrottling:
                 return None
             self.remaining -= 1
             self.throttled += 1
-        error = {"Error": {"Code": self.code, "Message": "Rate exceeded"}, "ResponseMetadata": {}}
+        error = {
+            "Error": {"Code": self.code, "Message": "Rate exceeded"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
         return AWSResponse("https://sns.fake", 400, HTTPHeaders(), None), error

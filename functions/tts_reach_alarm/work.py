@@ -26,6 +26,7 @@ from fleet_remediation.core.observability import emit
 from fleet_remediation.core.pipeline import Run, Settled, Work
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
+from tts_reach_alarm.adapters.event_bus import put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
@@ -111,15 +112,16 @@ def act(run: ResponderRun, look: Look, suspect: SuspectWorkerDetail | None) -> H
         report.action(suspect.log_stream, "emit-suspect-worker", Outcome.SKIPPED, reason)
         return HandedOver(None, True)
     intent = report.intend(suspect.log_stream, "emit-suspect-worker", f"p={suspect.p_value:.3g}")
+    key = f"suspect-worker:{suspect.task_id}"
     try:
-        result, replayed = _once(
-            f"suspect-worker:{suspect.task_id}",
-            run,
-            lambda: {"event_id": run.deps.events.put_suspect_worker(suspect)},
-        )
+        result, replayed = _once(key, run, lambda: put_at_most_once(run.deps.events, suspect))
     except RemediationError as exc:
         report.resolve(intent, Outcome.FAILED, exc.message, exc)
         return HandedOver(None, True)
+    if result.get("unknown"):
+        # It may have landed: never sent again; the drainer takes a duplicate as already done.
+        report.resolve(intent, Outcome.UNKNOWN, str(result["unknown"]))
+        return HandedOver(None, not replayed)
     report.resolve(intent, Outcome.ALREADY_DONE if replayed else Outcome.DONE, f"event {result['event_id']}")
     return HandedOver(str(result["event_id"]), not replayed)
 

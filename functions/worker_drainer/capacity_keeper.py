@@ -55,14 +55,30 @@ class CapacityKeeper:
             self.ecs.set_desired_count(plan.after)
         except RemediationError as exc:
             if not reply_lost(exc):
-                # The service said no: nothing was raised, nothing is owed.
+                # The service refused it: nothing was raised, nothing is owed.
                 self.ledger.forget_capacity_debt(task_id, expected=Phase.RAISING)
-            raise
+                raise
+            if not self._count_is(plan.after):
+                raise
+            # It took effect behind the lost reply: the debt is owed, recorded below.
         self.ledger.put_capacity_debt(moving.moved(Phase.RAISED), expected=Phase.RAISING)
 
     def _lower(self, debt: CapacityDebt, plan: Settlement) -> None:
         moving = debt.moved(Phase.LOWERING, plan.before, plan.after)
         self.ledger.put_capacity_debt(moving, expected=debt.phase)
         # A refusal leaves the debt LOWERING with the count unchanged: the next tick lowers again.
-        self.ecs.set_desired_count(plan.after)
+        try:
+            self.ecs.set_desired_count(plan.after)
+        except RemediationError as exc:
+            if not (reply_lost(exc) and self._count_is(plan.after)):
+                raise
         self.ledger.forget_capacity_debt(debt.task_id, expected=Phase.LOWERING)
+
+    def _count_is(self, expected: int) -> bool:
+        """After an UpdateService of unknown outcome: re-read the desired count. Equal to what was
+        asked: it took effect. Anything else (or no answer) leaves the debt in its moving phase for
+        the next tick, which settles it from the count it reads then."""
+        try:
+            return self.ecs.capacity().desired_count == expected
+        except RemediationError:
+            return False

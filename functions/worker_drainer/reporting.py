@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel
 
+from fleet_remediation.contract.budgets import DRAINER_NOTICE_MARKERS
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import NotificationLostError, RemediationError
@@ -51,7 +52,7 @@ def notify(
     still_lost = [item for item in held if _lost(item, report, deps)]
     if held:
         report.summary["held_notifications"] = f"{len(held) - len(still_lost)} of {len(held)} delivered"
-    fresh = [_new(line, deps, report) for line in lines]  # every line's marker is written
+    fresh = new_lines(lines, deps, report)
     if any(fresh):
         note = compose(lines, report, context)
         once_key = {
@@ -93,6 +94,14 @@ def _keep(lost: list[HeldNotification], had: bool, report: ReportBuilder, deps: 
             deps.outbox.release(report.invocation_id)
     except RemediationError as exc:
         report.error(exc)
+
+
+def new_lines(lines: list[Line], deps: DrainerDependencies, report: ReportBuilder) -> list[bool]:
+    """Which lines are new. Markers are written for the first ``DRAINER_NOTICE_MARKERS`` keyed lines,
+    the number the run's budget counts; a line beyond them is told without one."""
+    keyed = [index for index, line in enumerate(lines) if line.key is not None]
+    marked = set(keyed[:DRAINER_NOTICE_MARKERS])
+    return [index not in marked or _new(line, deps, report) for index, line in enumerate(lines)]
 
 
 def _new(line: Line, deps: DrainerDependencies, report: ReportBuilder) -> bool:

@@ -94,14 +94,35 @@ def stop_and_give_back(world: DrainerWorld, task_id: str, desired: int) -> None:
     assert debt_phase(world, task_id) is None
 
 
-def test_a_lost_update_service_reply_on_the_raise_is_settled_without_a_leak(world: DrainerWorld) -> None:
+def test_a_lost_update_service_reply_on_the_raise_is_re_read_and_owed(world: DrainerWorld) -> None:
     target, desired = world.task_ids[0], world.desired_count()
     ecs, _, deps = faulty(world)
     LostReply(ecs, "ecs.UpdateService")
     report = invoke(world, drain(target), deps)
-    assert actions(report) == [("cordon", "unknown")]
-    assert report["status"] == "partial"
+    # The desired count, re-read after the lost reply, shows the raise: the debt is kept.
+    assert actions(report) == [("cordon", "done")]
     assert world.desired_count() == desired + 1  # the service did raise it
+    assert debt_phase(world, target) is Phase.RAISED
+    assert world.tags(target)[CORDON_TAG] == "complete"
+    assert actions(next_tick(world)) == []
+    assert world.desired_count() == desired + 1  # exactly: not raised a second time
+    stop_and_give_back(world, target, desired)
+
+
+def test_a_lost_raise_reply_and_a_failed_re_read_are_settled_by_the_next_tick(world: DrainerWorld) -> None:
+    target, desired = world.task_ids[0], world.desired_count()
+    ecs, _, deps = faulty(world)
+    re_read: list[LostReply] = []
+    # The re-read after the lost reply (the next DescribeServices) gets no answer either.
+    ecs.meta.events.register_first(
+        "after-call.ecs.UpdateService", lambda **_: re_read.append(LostReply(ecs, "ecs.DescribeServices"))
+    )
+    LostReply(ecs, "ecs.UpdateService")
+    report = invoke(world, drain(target), deps)
+    assert actions(report) == [("cordon", "unknown")]
+    assert re_read[0].fired == 1
+    assert report["status"] == "partial"
+    assert world.desired_count() == desired + 1
     assert debt_phase(world, target) is Phase.RAISING
     assert world.tags(target)[CORDON_TAG] == "started"
 
@@ -110,7 +131,6 @@ def test_a_lost_update_service_reply_on_the_raise_is_settled_without_a_leak(worl
     assert "took effect" in tick["actions"][0]["reason"]
     assert world.desired_count() == desired + 1  # exactly: not raised a second time
     assert debt_phase(world, target) is Phase.RAISED
-    assert world.tags(target)[CORDON_TAG] == "complete"
     assert journal(world, target) == [("cordon", "unknown"), ("complete-cordon", "done")]
     stop_and_give_back(world, target, desired)
 
@@ -192,15 +212,13 @@ def test_a_lost_reply_when_capacity_is_given_back_does_not_lower_it_twice(world:
     LostReply(ecs, "ecs.UpdateService")
     world.now += timedelta(minutes=1)
     stopped = invoke(world, schedule_event(world.now), deps)
-    assert actions(stopped) == [("stop", "unknown")]
-    assert stopped["actions"][0]["reason"].startswith("stopped; giving its capacity back did not complete")
+    # Re-read after the lost reply: the count is the one asked for, so nothing is owed any more.
+    assert actions(stopped) == [("stop", "done")]
     assert world.task(target)["lastStatus"] == "STOPPED"
     assert world.desired_count() == desired  # the give-back did happen
-    assert debt_phase(world, target) is Phase.LOWERING
-
-    assert actions(next_tick(world)) == [("revert-capacity", "done")]
-    assert world.desired_count() == desired  # exactly: not desired - 1
     assert debt_phase(world, target) is None
+    assert actions(next_tick(world)) == []
+    assert world.desired_count() == desired  # exactly: not desired - 1
 
 
 def test_a_kill_before_the_give_back_reaches_the_service_is_finished(world: DrainerWorld) -> None:

@@ -41,9 +41,9 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         ),
         (
             "drainer",
-            {"timeout_seconds": 120, "policy": {"lease_seconds": 10}},
+            {"timeout_seconds": 150, "policy": {"lease_seconds": 10}},
             r"environments\.staging\.drainer: Value error, policy\.lease_seconds \(10\) must be at least "
-            r"timeout_seconds \(120\)",
+            r"timeout_seconds \(150\)",
         ),
         (
             "drainer",

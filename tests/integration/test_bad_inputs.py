@@ -319,7 +319,7 @@ def reaper_world(livekit_server: LocalLiveKit, aws: None) -> World:
     )
     deps = ReaperDependencies(
         settings=settings,
-        mode_switch=SsmModeSwitch(REAPER_MODE_PARAMETER),
+        mode_switch=SsmModeSwitch(REAPER_MODE_PARAMETER, client=boto3.client("ssm", region_name=REGION)),
         notifier=SnsNotifier(topic, boto3.client("sns", region_name=REGION)),
         room_service_factory=lambda: LiveKitRoomService(livekit_server.http_url, credentials, 2.0),
         # Two hours on: every corpus room is past its max age, so a run taken for real would reap.

@@ -129,7 +129,7 @@ def responder(world: DrainerWorld) -> TtsReachDependencies:
     events = sorted(world.events, key=lambda event: event.at)
     return TtsReachDependencies(
         settings=settings,
-        mode_switch=SsmModeSwitch(MODE_PARAMETER),
+        mode_switch=SsmModeSwitch(MODE_PARAMETER, client=boto3.client("ssm")),
         notifier=SnsNotifier(settings.notification_topic_arn),
         chat_notifier=SnsNotifier(str(settings.chat_topic_arn)),
         events=EventBridgePublisher("default", boto3.client("events")),

@@ -15,6 +15,8 @@ from moto import mock_aws
 
 from devkit.fakes.livekit import InMemoryRoomService, room
 from devkit.lambda_context import LocalLambdaContext
+from fleet_remediation.adapters.common_wiring import kill_switch_for
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.sections import ReaperSection
@@ -22,10 +24,8 @@ from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.errors import KillSwitchError
 from fleet_remediation.core.kill_switch import (
     KILL_SWITCH_MAX_AGE_SECONDS,
-    SSM_CALL_TIMEOUT_SECONDS,
     SsmModeSwitch,
     resolve_mode,
-    ssm_client_config,
     still_enforcing,
 )
 from fleet_remediation.core.report_model import Mode
@@ -207,19 +207,24 @@ def test_a_switch_without_a_function_parameter_asks_for_the_environments_alone(s
     assert asked == [[ENVIRONMENT]]
 
 
-def test_the_switchs_own_ssm_client_carries_the_budget(ssm: Any) -> None:
-    built = SsmModeSwitch(ENVIRONMENT)._client.meta.config
-    assert (built.connect_timeout, built.read_timeout) == (SSM_CALL_TIMEOUT_SECONDS, SSM_CALL_TIMEOUT_SECONDS)
-    assert (built.retries["mode"], built.retries["total_max_attempts"]) == ("standard", 3)
-
-
-def test_the_ssm_client_gives_up_within_its_budget() -> None:
-    config = ssm_client_config()
-    assert (config.connect_timeout, config.read_timeout) == (
-        SSM_CALL_TIMEOUT_SECONDS,
-        SSM_CALL_TIMEOUT_SECONDS,
+def test_the_switchs_ssm_client_carries_the_kill_switch_budget(ssm: Any) -> None:
+    settings = ReaperSettings.model_validate(
+        {
+            "environment_name": "it",
+            "mode_parameter_name": ENVIRONMENT,
+            "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:t",
+            "runbook_base_url": "https://runbooks.example.com/repo",
+            "livekit_url": "http://127.0.0.1:1",
+            "livekit_secret_id": "unused",
+            "reaper": ReaperSection(),
+        }
     )
-    assert config.retries == {"max_attempts": 2, "mode": "standard"}
+    built = kill_switch_for(settings)._client.meta.config
+    assert (built.connect_timeout, built.read_timeout) == (
+        KILL_SWITCH_READ.connect_timeout_seconds,
+        KILL_SWITCH_READ.read_timeout_seconds,
+    )
+    assert built.retries["total_max_attempts"] == KILL_SWITCH_READ.attempts
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,9 @@ def test_the_functions_budgets() -> None:
     assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 5.0)
     # One attempt at the VAD alarm's state: a failed read leaves the tick to the ladders in progress.
     assert budgets.ALARM_STATE_READ.worst_case_seconds == 2.0
-    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 45 + 32 + 26 + 3
+    # Six notice markers of one 2 s attempt, the outbox's two ledger calls, the notification.
+    assert budgets.drainer_notification_seconds() == 6 * 2 + 2 * 5 + 26
+    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 45 + 32 + 48 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -100,20 +102,20 @@ def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
     with pytest.raises(ValidationError, match="a run needs up to 99 s"):
         TtsReachSection(timeout_seconds=98, query_timeout_seconds=20)
     assert TtsReachSection(timeout_seconds=99, query_timeout_seconds=20).timeout_seconds == 99
-    with pytest.raises(ValidationError, match="at least one Logs Insights call's worst case"):
-        TtsReachSection(timeout_seconds=900, query_timeout_seconds=11)
-    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=12).query_timeout_seconds == 12
+    with pytest.raises(ValidationError, match="at least one Logs Insights call's and its stop's worst case"):
+        TtsReachSection(timeout_seconds=900, query_timeout_seconds=13)
+    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=14).query_timeout_seconds == 14
 
 
 LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 120 s"):
-        DrainerSection(timeout_seconds=119, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 142 s"):
+        DrainerSection(timeout_seconds=141, policy=LEASE)
     with pytest.raises(ValidationError, match="at least one Logs"):
-        DrainerSection(insights_timeout_seconds=11.5)
-    assert DrainerSection(timeout_seconds=120, policy=LEASE).timeout_seconds == 120
+        DrainerSection(insights_timeout_seconds=13.5)
+    assert DrainerSection(timeout_seconds=142, policy=LEASE).timeout_seconds == 142
 
 
 # --- Logs Insights inside its deadline ------------------------------------------------------------
@@ -189,20 +191,20 @@ def test_a_query_polls_until_complete() -> None:
     assert clock.now == 1002.0
 
 
-def test_no_query_starts_without_time_for_one_call() -> None:
+def test_no_query_starts_without_time_for_one_call_and_its_stop() -> None:
     client = FakeLogsClient(["Complete"])
     with pytest.raises(DeadlineExceededError, match="no time left"):
-        _query(client, Clock(), CALL - 0.01)
+        _query(client, Clock(), 2 * CALL - 0.01)
     assert client.calls == []
-    assert _query(FakeLogsClient(["Complete"]), Clock(), CALL).query_id == "q-1"
+    assert _query(FakeLogsClient(["Complete"]), Clock(), 2 * CALL).query_id == "q-1"
 
 
 def test_a_query_still_running_at_its_deadline_is_stopped_and_a_typed_error() -> None:
     client = FakeLogsClient(["Running"] * 10)
     clock = Clock()
     with pytest.raises(DeadlineExceededError, match="still Running at the deadline"):
-        _query(client, clock, CALL + 2.5)
-    # Polls while a poll and one more call fit, then stops the query.
+        _query(client, clock, 2 * CALL + 2.5)
+    # Polls while a poll and the stop after it fit, then stops the query.
     assert client.calls == [
         "StartQuery",
         "GetQueryResults",
@@ -213,7 +215,7 @@ def test_a_query_still_running_at_its_deadline_is_stopped_and_a_typed_error() ->
     assert clock.now == 1002.0
 
 
-def test_no_stop_is_sent_without_time_for_it() -> None:
+def test_a_stop_is_sent_even_when_the_polls_ran_long() -> None:
     client = FakeLogsClient(["Running"] * 10)
     clock = Clock()
     original = client.get_query_results
@@ -224,8 +226,17 @@ def test_no_stop_is_sent_without_time_for_it() -> None:
 
     client.get_query_results = slow  # type: ignore[method-assign]
     with pytest.raises(DeadlineExceededError):
-        _query(client, clock, CALL + 0.5)
-    assert "StopQuery" not in client.calls
+        _query(client, clock, 2 * CALL + 0.5)
+    assert client.calls == ["StartQuery", "GetQueryResults", "StopQuery"]
+    assert clock.now <= 1000 + 2 * CALL + 0.5
+
+
+def test_a_query_whose_poll_fails_is_stopped() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    client.refuse = "GetQueryResults"
+    with pytest.raises(AwsApiError):
+        _query(client, Clock(), 60)
+    assert client.calls == ["StartQuery", "GetQueryResults", "StopQuery"]
 
 
 @pytest.mark.parametrize("status", ["Failed", "Cancelled", "Timeout", "Unknown"])
@@ -243,7 +254,7 @@ def test_a_stop_that_fails_does_not_hide_the_deadline() -> None:
 
     client.stop_query = refuse  # type: ignore[method-assign]
     with pytest.raises(DeadlineExceededError):
-        _query(client, Clock(), CALL + 1.5)
+        _query(client, Clock(), 2 * CALL + 1.5)
 
 
 def test_a_query_asks_for_its_log_group_window_and_text() -> None:
@@ -271,7 +282,7 @@ def test_every_error_names_the_log_group_and_the_call_that_failed() -> None:
     with pytest.raises(DeadlineExceededError) as no_time:
         _query(FakeLogsClient(["Complete"]), Clock(), 1)
     with pytest.raises(DeadlineExceededError) as running:
-        _query(FakeLogsClient(["Running"] * 10), Clock(), CALL + 1.5)
+        _query(FakeLogsClient(["Running"] * 10), Clock(), 2 * CALL + 1.5)
     with pytest.raises(AwsApiError) as ended:
         _query(FakeLogsClient(["Failed"]), Clock(), 60)
     assert [e.value.resource for e in (no_time, running, ended)] == ["/g", "/g", "/g"]
@@ -288,7 +299,7 @@ def test_a_poll_that_ends_exactly_at_the_deadline_still_happens() -> None:
     # After one poll there is exactly one more interval and one more call before the deadline.
     client = FakeLogsClient(["Running", "Complete"])
     clock = Clock()
-    assert _query(client, clock, CALL + 1.0).query_id == "q-1"
+    assert _query(client, clock, 2 * CALL + 1.0).query_id == "q-1"
     assert client.calls == ["StartQuery", "GetQueryResults", "GetQueryResults"]
 
 
@@ -303,7 +314,7 @@ def test_a_stop_that_fits_exactly_before_the_deadline_is_sent() -> None:
 
     client.get_query_results = half_a_second  # type: ignore[method-assign]
     with pytest.raises(DeadlineExceededError):
-        _query(client, clock, CALL + 0.5)
+        _query(client, clock, 2 * CALL + 0.5)
     assert client.calls == ["StartQuery", "GetQueryResults", "StopQuery"]
 
 
@@ -315,7 +326,7 @@ def test_a_stop_that_cannot_reach_the_service_does_not_hide_the_deadline() -> No
 
     client.stop_query = unreachable  # type: ignore[method-assign]
     with pytest.raises(DeadlineExceededError):
-        _query(client, Clock(), CALL + 1.5)
+        _query(client, Clock(), 2 * CALL + 1.5)
 
 
 def test_an_injected_client_polls_every_second_and_its_calls_are_its_callers_to_bound() -> None:

@@ -61,6 +61,9 @@ class TtsReachResponder(Construct):
             kill_switch=kill_switch,
             key=key,
             log_retention_days=config.log_retention_days,
+            # An alarm transition and a scheduled re-check may run side by side (the once-guard keeps
+            # them from acting twice); a capped count keeps a burst of events from taking the account's.
+            reserved_concurrency=2,
         )
         self.function = self.remediation.function
         self.idempotency_table.grant_read_write_data(self.function)

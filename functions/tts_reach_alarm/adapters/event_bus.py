@@ -1,11 +1,16 @@
-"""EventBridge adapter: puts the suspect-worker event on the bus for the worker drainer."""
+"""EventBridge adapter: puts the suspect-worker event on the bus for the worker drainer.
+
+PutEvents can be neither deduplicated nor read back: an attempt that may have landed (a 5xx, a
+reset, a timeout) is never repeated, by botocore (``guard_side_effects``) or by us
+(``put_at_most_once``). A receiver tells a copy by the detail's ``incident_id`` and ``task_id``:
+one suspect-worker event per task per incident."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
@@ -19,10 +24,21 @@ class EventPublisher(Protocol):
     def put_suspect_worker(self, detail: SuspectWorkerDetail) -> str: ...
 
 
+def put_at_most_once(events: EventPublisher, detail: SuspectWorkerDetail) -> dict[str, Any]:
+    """The once-guarded put: an event that may have landed is a result (``unknown``), not an error,
+    so its once-record is kept and Lambda's retry of the invocation does not put it again."""
+    try:
+        return {"event_id": events.put_suspect_worker(detail)}
+    except AwsApiError as exc:
+        if not exc.unknown:
+            raise
+        return {"event_id": None, "unknown": f"{exc.message}; not sent again"}
+
+
 class EventBridgePublisher:
     def __init__(self, event_bus_name: str, client: EventBridgeClient | None = None) -> None:
         self.event_bus_name = event_bus_name
-        self._client = client or aws_client(SUSPECT_EVENT_PUT)
+        self._client = guard_side_effects(client) if client else aws_client(SUSPECT_EVENT_PUT)
 
     def put_suspect_worker(self, detail: SuspectWorkerDetail) -> str:
         entry: Any = {

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
 from botocore.config import Config
 
-from fleet_remediation.adapters.aws_clients import client_config
+from fleet_remediation.adapters.aws_clients import aws_client, client_config, guard_side_effects
 from fleet_remediation.contract.budgets import ecs_call
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
 
@@ -102,7 +101,9 @@ class BotoEcsTasks:
         self.cluster = cluster
         self.service = service
         self.calls = 0
-        self._client = client or boto3.client("ecs", config=ecs_client_config(request_timeout_seconds))
+        # An injected client gets the same guard: its side effects are never retried after an
+        # attempt that may have acted.
+        self._client = guard_side_effects(client) if client else aws_client(ecs_call(request_timeout_seconds))
 
     @property
     def service_group(self) -> str:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.contract.budgets import LEDGER_CALL
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
+from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 
@@ -89,7 +89,10 @@ class DynamoLedger:
         self.table_name = table_name
         self.service = service
         self.calls = 0
-        self._client = client or aws_client(LEDGER_CALL)
+        self._client = guard_side_effects(client) if client else aws_client(LEDGER_CALL)
+        # A notice marker is one attempt (a lost one only means a line told twice): it is written for
+        # every line of a message, so the budget counts it per line (contract/budgets.py).
+        self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         """Take the lease on ``key``; ``ConcurrentActionError`` while another holder's is unexpired."""
@@ -203,7 +206,7 @@ class DynamoLedger:
         epoch = int(now.timestamp())
         try:
             self._call(
-                lambda: self._client.put_item(
+                lambda: self._notice_client.put_item(
                     TableName=self.table_name,
                     Item={
                         "pk": {"S": f"notice#{key}"},

@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-from botocore.config import Config
 
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.adapters.idempotency import RECORD_TTL_SECONDS, DynamoDBOnceGuard
+from fleet_remediation.contract.budgets import LEDGER_CALL
 from fleet_remediation.core.errors import aws_api_errors
 
 if TYPE_CHECKING:
@@ -38,17 +38,19 @@ class NotificationOutbox(Protocol):
     def release(self, invocation: str) -> None: ...
 
 
-def ledger_client() -> DynamoDBClient:
-    return boto3.client(
-        "dynamodb",
-        config=Config(connect_timeout=2, read_timeout=3, retries={"mode": "standard", "max_attempts": 3}),
-    )
+def ledger_client(client: DynamoDBClient | None = None) -> DynamoDBClient:
+    """The ledger table's client: the one given (guarded like the factory's), else one on the
+    ledger's call budget."""
+    if client is not None:
+        return guard_side_effects(client)
+    built: DynamoDBClient = aws_client(LEDGER_CALL)
+    return built
 
 
 class DynamoOutbox:
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self.table_name = table_name
-        self._client = client or ledger_client()
+        self._client = ledger_client(client)
 
     @staticmethod
     def _key(invocation: str) -> dict[str, dict[str, str]]:
@@ -81,6 +83,6 @@ def ledger_once_guard(table_name: str, client: DynamoDBClient | None = None) -> 
         sort_key_attr="sk",
         static_pk_value=ONCE_PARTITION,
         expiry_attr="expires_at",
-        boto3_client=client or ledger_client(),
+        boto3_client=ledger_client(client),
     )
     return DynamoDBOnceGuard(table_name, persistence=persistence)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.adapters.aws_clients import client_config
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import IDEMPOTENCY_WRITE
 from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
 
@@ -39,7 +39,7 @@ class DynamoDBOnceGuard:
     def __init__(self, table_name: str, *, persistence: DynamoDBPersistenceLayer | None = None) -> None:
         self.table_name = table_name
         self._persistence = persistence or DynamoDBPersistenceLayer(
-            table_name=table_name, boto_config=client_config(IDEMPOTENCY_WRITE)
+            table_name=table_name, boto3_client=aws_client(IDEMPOTENCY_WRITE)
         )
         self._config = IdempotencyConfig(
             expires_after_seconds=RECORD_TTL_SECONDS, raise_on_no_idempotency_key=True
@@ -52,12 +52,11 @@ class DynamoDBOnceGuard:
     def run_once(
         self, key: dict[str, str], action: Callable[[], dict[str, Any]]
     ) -> tuple[dict[str, Any], bool]:
-        ran = False
+        ran: list[dict[str, Any]] = []
 
         def execute(once_key: dict[str, str]) -> dict[str, Any]:
-            nonlocal ran
-            ran = True
-            return action()
+            ran.append(action())
+            return ran[0]
 
         guarded = idempotent_function(
             execute,
@@ -74,6 +73,9 @@ class DynamoDBOnceGuard:
                 f"another invocation is handling {description}", resource=self.table_name
             ) from None
         except (IdempotencyPersistenceLayerError, IdempotencyPersistenceConnectionError) as exc:
+            if ran:
+                # The action ran and only its record was lost: its result stands, it is never redone.
+                return ran[0], False
             raise AwsApiError(
                 f"idempotency table unavailable for {description}: {exc}",
                 aws_code="IdempotencyStore",

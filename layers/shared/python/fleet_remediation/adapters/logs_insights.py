@@ -1,7 +1,9 @@
 """CloudWatch Logs Insights adapter: StartQuery, then GetQueryResults until the query completes or
 the deadline (always shorter than the caller's) passes; failures become typed errors. An API call
 starts only while its worst case (``LOGS_INSIGHTS_CALL`` for the adapter's own client) still ends
-before the deadline.
+before the deadline, with one more kept for the StopQuery of a query that does not finish (an
+abandoned query keeps counting against the account's concurrency limit): however long the polls
+ran, the stop is sent.
 
 Rows come back as plain dicts (``{"@logStream": "...", "failed": "3"}``; Insights returns every
 value as a string) without the ``@ptr`` field.
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.contract.budgets import LOGS_INSIGHTS_CALL
+from fleet_remediation.contract.budgets import LOGS_INSIGHTS_CALL, LOGS_INSIGHTS_STOP
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, aws_api_errors
 
 if TYPE_CHECKING:
@@ -53,10 +55,15 @@ def rows_from_results(results: list[list[dict[str, str]]]) -> list[Row]:
     ]
 
 
+def _ended(error: Exception) -> bool:
+    """The query itself ended (failed, cancelled, timed out): there is nothing left to stop."""
+    return isinstance(error, AwsApiError) and error.aws_code.startswith("Query")
+
+
 class CloudWatchLogsInsights:
-    """``call_seconds``: the longest one API call can take. The adapter's own client is built from
-    ``LOGS_INSIGHTS_CALL`` and counts its worst case; an injected client's calls are its caller's to
-    bound (0 unless given)."""
+    """``call_seconds``: the longest one API call can take. The adapter's own clients are built from
+    ``LOGS_INSIGHTS_CALL`` (and ``LOGS_INSIGHTS_STOP`` for the stop) and count their worst cases; an
+    injected client's calls are its caller's to bound (0 unless given, the stop's too)."""
 
     def __init__(
         self,
@@ -68,9 +75,11 @@ class CloudWatchLogsInsights:
         call_seconds: float | None = None,
     ) -> None:
         self._client = client or aws_client(LOGS_INSIGHTS_CALL)
+        self._stop_client = client or aws_client(LOGS_INSIGHTS_STOP)
         if call_seconds is None:
             call_seconds = LOGS_INSIGHTS_CALL.worst_case_seconds if client is None else 0.0
         self._call_seconds = call_seconds
+        self._stop_seconds = LOGS_INSIGHTS_STOP.worst_case_seconds if client is None else call_seconds
         self._poll = poll_interval_seconds
         self._sleep = sleep
         self._monotonic = monotonic
@@ -78,7 +87,7 @@ class CloudWatchLogsInsights:
     def run_query(
         self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
     ) -> QueryResult:
-        if self._monotonic() + self._call_seconds > deadline:
+        if self._monotonic() + self._call_seconds + self._stop_seconds > deadline:
             raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
         started: Any = self._call(
             "StartQuery",
@@ -91,6 +100,15 @@ class CloudWatchLogsInsights:
             ),
         )
         query_id = str(started["queryId"])
+        try:
+            return self._results(log_group, query_id, deadline)
+        except (DeadlineExceededError, AwsApiError) as exc:
+            if not _ended(exc):
+                self._stop(query_id)
+            raise
+
+    def _results(self, log_group: str, query_id: str, deadline: float) -> QueryResult:
+        """Polls until the query completes; one call's time is always left for its stop."""
         while True:
             response: Any = self._call(
                 "GetQueryResults", log_group, lambda: self._client.get_query_results(queryId=query_id)
@@ -108,9 +126,7 @@ class CloudWatchLogsInsights:
                     aws_code=f"Query{status}",
                     resource=log_group,
                 )
-            if self._monotonic() + self._poll + self._call_seconds > deadline:
-                if self._monotonic() + self._call_seconds <= deadline:
-                    self._stop(query_id)
+            if self._monotonic() + self._poll + self._call_seconds + self._stop_seconds > deadline:
                 raise DeadlineExceededError(
                     f"Logs Insights query {query_id} still {status} at the deadline", resource=log_group
                 )
@@ -119,7 +135,7 @@ class CloudWatchLogsInsights:
     def _stop(self, query_id: str) -> None:
         # Best effort: an abandoned query keeps counting against the account's concurrency limit.
         with contextlib.suppress(ClientError, BotoCoreError):
-            self._client.stop_query(queryId=query_id)
+            self._stop_client.stop_query(queryId=query_id)
 
     @staticmethod
     def _call(operation: str, log_group: str, call: Callable[[], object]) -> object:

@@ -1,36 +1,43 @@
 """SNS notifications for the on-call person, delivered or loudly not.
 
-``SnsNotifier.publish`` retries a throttled or failed publish with exponential backoff (with
-jitter) inside ``PUBLISH_BUDGET_SECONDS``; every attempt has its own connect and read timeout. If
-SNS still has not taken the message, it raises ``NotificationLostError``.
+``SnsNotifier.publish`` retries a publish SNS refused (throttled, or no connection made) with
+exponential backoff (with jitter) inside ``PUBLISH_BUDGET_SECONDS``; every attempt is one botocore
+attempt with its own connect and read timeout (``SNS_PUBLISH_ATTEMPT``). If SNS still has not taken
+the message, it raises ``NotificationLostError``. A publish that may have landed (a 5xx, a reset, a
+timeout) is never sent again: ``NotificationUnknownError``.
 
 ``NotificationDelivery.send`` renders one ``core.messages.Notification`` for each configured topic
 (readable text; the chat custom-notification JSON), publishes each under its own once-key (separate
 from the keys of the actions it reports), records each message id in the report, and on a lost one
 marks the invocation to fail after its report: Lambda retries the asynchronous event (then keeps it
 in the DLQ), and on the retry the actions' once-keys replay while the undelivered message is sent.
+A message whose publish may have landed is recorded as such under its once-key, so no retry sends
+it again; every message carries a ``notification_id`` attribute, the same on every retry, by which
+a receiver drops a duplicate.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.budgets import PUBLISH_BUDGET_SECONDS
+from fleet_remediation.contract.budgets import PUBLISH_BUDGET_SECONDS, SNS_PUBLISH_ATTEMPT
 from fleet_remediation.core.errors import (
+    NO_REPLY,
     AwsApiError,
     ConcurrentActionError,
     NotificationLostError,
+    NotificationUnknownError,
+    aws_api_errors,
 )
 from fleet_remediation.core.messages import Notification, message_attributes, render_chat, render_email
 from fleet_remediation.core.observability import emit, logger
@@ -41,11 +48,9 @@ if TYPE_CHECKING:
 
 # SNS rejects subjects longer than 100 characters.
 SUBJECT_LIMIT = 100
-# Each attempt: a connect and a read timeout, so a hung endpoint costs at most their sum.
-CONNECT_TIMEOUT_SECONDS = 1.0
-READ_TIMEOUT_SECONDS = 1.5
 FIRST_BACKOFF_SECONDS = 0.1
-# Error codes worth another attempt: throttling and SNS's (or its KMS key's) transient failures.
+# Refusals worth another attempt: throttling (SNS's or its KMS key's) and a connection never made.
+# A 5xx is not one: the message may have landed.
 RETRYABLE_CODES = frozenset(
     {
         "Throttling",
@@ -53,26 +58,17 @@ RETRYABLE_CODES = frozenset(
         "ThrottledException",
         "TooManyRequestsException",
         "RequestLimitExceeded",
-        "InternalError",
-        "InternalFailure",
-        "ServiceUnavailable",
         "KMSThrottling",
         "KMSThrottlingException",
+        NO_REPLY,
     }
 )
+# The message attribute that names one notification on one channel, the same on every retry.
+NOTIFICATION_ID_ATTRIBUTE = "notification_id"
 
 
 class Notifier(Protocol):
     def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str: ...
-
-
-def sns_client_config() -> Config:
-    # One attempt per call: the retries (and their budget) are ours, not botocore's.
-    return Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-        retries={"total_max_attempts": 1},
-    )
 
 
 class SnsNotifier:
@@ -87,7 +83,8 @@ class SnsNotifier:
     ) -> None:
         self.topic_arn = topic_arn
         self.budget_seconds = budget_seconds
-        self._client = client or boto3.client("sns", config=sns_client_config())
+        # One botocore attempt per call: the retries (and their budget) are ours.
+        self._client = guard_side_effects(client) if client else aws_client(SNS_PUBLISH_ATTEMPT)
         self._sleep = sleep
         self._clock = clock
 
@@ -101,26 +98,30 @@ class SnsNotifier:
         while True:
             attempt += 1
             try:
-                response = self._client.publish(
-                    TopicArn=self.topic_arn,
-                    Subject=subject[:SUBJECT_LIMIT],
-                    Message=message,
-                    MessageAttributes=message_attributes,
-                )
-                return response["MessageId"]
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "Unknown")
-                problem = f"{code}: {exc.response.get('Error', {}).get('Message', '')}".rstrip(": ")
-                if code not in RETRYABLE_CODES:
-                    raise self._lost(problem, attempt) from exc
-            except BotoCoreError as exc:
-                problem = f"Transport: {exc}"
+                with aws_api_errors("SNS Publish", self.topic_arn):
+                    response = self._client.publish(
+                        TopicArn=self.topic_arn,
+                        Subject=subject[:SUBJECT_LIMIT],
+                        Message=message,
+                        MessageAttributes=message_attributes,
+                    )
+                return str(response["MessageId"])
+            except AwsApiError as exc:
+                if exc.unknown:
+                    raise NotificationUnknownError(
+                        f"SNS may have taken the notification (attempt {attempt}): {exc.message}; "
+                        "not sent again",
+                        resource=self.topic_arn,
+                    ) from exc
+                if exc.aws_code not in RETRYABLE_CODES:
+                    raise self._lost(exc.message, attempt) from exc
+                problem = exc.message
             wait = backoff * random.uniform(0.5, 1.0)
             # Start another attempt only if it can finish inside the budget.
-            if self._clock() + wait + CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS > deadline:
+            if self._clock() + wait + SNS_PUBLISH_ATTEMPT.worst_case_seconds > deadline:
                 raise self._lost(problem, attempt)
             logger.warning(
-                "SNS publish failed, retrying",
+                "SNS publish refused, retrying",
                 extra={"topic": self.topic_arn, "attempt": attempt, "problem": problem},
             )
             self._sleep(wait)
@@ -132,6 +133,24 @@ class SnsNotifier:
             f"{self.budget_seconds:g}s: {problem}",
             resource=self.topic_arn,
         )
+
+
+def notification_id(once_key: dict[str, str] | None, channel: str) -> str:
+    """One message's id: derived from its once-key, so Lambda's retry of the invocation sends (if it
+    must) the same id; without a once-key, a fresh one."""
+    if once_key is None:
+        return str(uuid.uuid4())
+    canonical = json.dumps({**once_key, "delivery": channel}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def publish_at_most_once(notifier: Notifier, item: Rendered, attributes: dict[str, str]) -> dict[str, Any]:
+    """The once-guarded publish: a message that may have landed is a result (``unknown``), not an
+    error, so its once-record is kept and no retry of the invocation sends it again."""
+    try:
+        return {"message_id": notifier.publish(item.subject, item.body, attributes)}
+    except NotificationUnknownError as exc:
+        return {"message_id": None, "unknown": exc.message}
 
 
 @dataclass(frozen=True)
@@ -161,13 +180,18 @@ class NotificationDelivery:
         """Deliver to every topic, each once per ``once_key`` when given. Message ids go to
         ``report.notifications`` (a replayed delivery's too: it carries this invocation's news); a
         lost delivery is a report error and fails the invocation after its report."""
-        attributes = message_attributes(note)
         for item in self.render(note):
             notifier = self.text if item.channel == "email" else self.chat
             assert notifier is not None  # render() only yields configured channels
+            attributes = {
+                **message_attributes(note),
+                NOTIFICATION_ID_ATTRIBUTE: notification_id(once_key, item.channel),
+            }
 
-            def publish(notifier: Notifier = notifier, item: Rendered = item) -> dict[str, Any]:
-                return {"message_id": notifier.publish(item.subject, item.body, attributes)}
+            def publish(
+                notifier: Notifier = notifier, item: Rendered = item, attributes: dict[str, str] = attributes
+            ) -> dict[str, Any]:
+                return publish_at_most_once(notifier, item, attributes)
 
             try:
                 result, replayed = self._once(once_key, item.channel, publish, report)
@@ -179,6 +203,10 @@ class NotificationDelivery:
             except ConcurrentActionError as exc:
                 # Another delivery of the same incident is sending it right now: not sent from here.
                 report.error(exc)
+                continue
+            if result.get("unknown"):
+                # It may have gone out: told in the report, never sent again (nor on Lambda's retry).
+                report.error(NotificationUnknownError(str(result["unknown"]), resource=item.channel))
                 continue
             message_id = str(result["message_id"])
             report.notifications.append(message_id)

@@ -71,20 +71,40 @@ LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeou
 # One Logs Insights API call (StartQuery, GetQueryResults, StopQuery); a query's polling loop
 # starts a call only while one call's worst case still fits before the query's deadline.
 LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
+# The StopQuery of a query still running at its deadline, on a client of its own: its time is kept
+# free from the start, so the stop is sent however long the polls ran.
+LOGS_INSIGHTS_STOP = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1)
+# The shortest query deadline under which a query can start: one call and the stop kept for it.
+LOGS_INSIGHTS_QUERY_FLOOR_SECONDS = (
+    LOGS_INSIGHTS_CALL.worst_case_seconds + LOGS_INSIGHTS_STOP.worst_case_seconds
+)
+# The plan CLI (tools/plan.py) reads the deployed drainer's configuration: Lambda GetFunctionConfiguration.
+LAMBDA_CONFIGURATION_READ = AwsCallBudget(
+    "lambda", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3
+)
 # The drainer's tick reads the VAD alarm's state (CloudWatch DescribeAlarms, one alarm). One attempt:
 # a failed read only leaves this tick to advancing the ladders; the next tick, a minute on, reads again.
 ALARM_STATE_READ = AwsCallBudget(
     "cloudwatch", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1
 )
 
-# One SNS publish: the notifier makes one botocore attempt at a time (1 s connect, 1.5 s read) and
-# retries a throttled or failed one with back-off itself, starting an attempt only while it fits
-# inside this (adapters/notifier.py).
+# One SNS publish: the notifier makes one botocore attempt at a time and retries one SNS refused
+# (throttled, no connection) with back-off itself, starting an attempt only while it fits inside
+# PUBLISH_BUDGET_SECONDS (adapters/notifier.py). An attempt that may have landed is never repeated.
+SNS_PUBLISH_ATTEMPT = AwsCallBudget("sns", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=1)
 PUBLISH_BUDGET_SECONDS = 3.0
 # Delivering one notification after the work: the readable text and the chat JSON, each one publish
 # under its own once-only record.
 NOTIFICATION_CHANNELS = 2
 NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + ONCE_RECORD_SECONDS)
+# The drainer's notice markers (one conditional PutItem per message line that a condition persisting
+# across ticks keys): one attempt each, at most DRAINER_NOTICE_MARKERS a run (reporting.py tells the
+# lines beyond them without a marker). Its outbox: one read, then one hold or release, per run.
+NOTICE_MARKER_WRITE = AwsCallBudget(
+    "dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1
+)
+DRAINER_NOTICE_MARKERS = 6
+DRAINER_OUTBOX_CALLS = 2
 # The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
 DRAINER_STEP_BUDGET_SECONDS = 8.0
 
@@ -156,15 +176,24 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
 DRAINER_QUERIES = 3
 
 
+def drainer_notification_seconds() -> float:
+    """Its notice markers, its outbox, then the notification."""
+    return (
+        DRAINER_NOTICE_MARKERS * NOTICE_MARKER_WRITE.worst_case_seconds
+        + DRAINER_OUTBOX_CALLS * LEDGER_CALL.worst_case_seconds
+        + NOTIFICATION_BUDGET_SECONDS
+    )
+
+
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
     """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, one step, the
-    notification, the report."""
+    notice markers, the outbox and the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
-        + NOTIFICATION_BUDGET_SECONDS
+        + drainer_notification_seconds()
         + REPORT_MARGIN_SECONDS
     )

@@ -98,7 +98,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 120 s (contract/budgets.py): the default leaves a margin above it.
+    # The run's worst case is 142 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=150, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
@@ -148,11 +148,11 @@ class DrainerSection(StrictModel):
 
 
 def _query_can_start(field: str, seconds: float) -> None:
-    call = budgets.LOGS_INSIGHTS_CALL.worst_case_seconds
+    call = budgets.LOGS_INSIGHTS_QUERY_FLOOR_SECONDS
     if seconds < call:
         raise ValueError(
-            f"{field} ({seconds:g}) must be at least one Logs Insights call's worst case ({call:g} s), "
-            "or no query could ever start"
+            f"{field} ({seconds:g}) must be at least one Logs Insights call's and its stop's worst case "
+            f"({call:g} s), or no query could ever start"
         )
 
 

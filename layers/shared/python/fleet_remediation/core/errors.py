@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
 # The root and the configuration error are the contract's (it raises them); named here too, so every
 # typed error is importable from this module.
@@ -69,19 +69,43 @@ class LiveKitBadReplyError(RemediationError):
 
 
 class AwsApiError(RemediationError):
-    """An AWS API call failed with an error code we do not treat as success."""
+    """An AWS API call failed with an error code we do not treat as success.
+
+    ``unknown``: the request may have reached the service and acted (a 5xx, a reset, a read timeout):
+    the resource must be read again before the next decision. Otherwise the service refused it (a
+    4xx, throttling included, or no connection was made) and nothing happened."""
 
     code = "AwsApiError"
 
-    def __init__(self, message: str, *, aws_code: str, resource: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, aws_code: str, resource: str | None = None, unknown: bool = False
+    ) -> None:
         super().__init__(message, resource=resource)
         self.aws_code = aws_code
+        self.unknown = unknown
+
+
+# aws_api_errors' code for a call that got no reply (timeout, reset): it may have taken effect.
+NO_REPLY = "Transport"
+# The request never left: no connection was made, so the service cannot have acted on it.
+NOT_SENT = (EndpointConnectionError, ConnectTimeoutError)
+# HTTP statuses from 500 up: the service (or something in front of it) failed after taking the request.
+SERVER_ERROR_STATUS = 500
+
+
+def reached_service(exc: Exception) -> bool:
+    """Whether the request behind a botocore failure may have been carried out."""
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", SERVER_ERROR_STATUS)
+        return int(status) >= SERVER_ERROR_STATUS
+    return not isinstance(exc, NOT_SENT)
 
 
 @contextmanager
 def aws_api_errors(operation: str, resource: str | None) -> Iterator[None]:
     """Turns a botocore failure of ``operation`` (e.g. "ECS StopTask") into ``AwsApiError``: the
-    service's error code when it answered, ``Transport`` when it could not be reached."""
+    service's error code when it answered, ``Transport`` when no reply came; ``unknown`` when the
+    request may have been carried out (``reached_service``)."""
     try:
         yield
     except ClientError as exc:
@@ -92,9 +116,12 @@ def aws_api_errors(operation: str, resource: str | None) -> Iterator[None]:
             f"{operation} failed: {code}" + (f": {detail}" if detail else ""),
             aws_code=code,
             resource=resource,
+            unknown=reached_service(exc),
         ) from exc
     except BotoCoreError as exc:
-        raise AwsApiError(f"{operation} failed: {exc}", aws_code="Transport", resource=resource) from exc
+        raise AwsApiError(
+            f"{operation} failed: {exc}", aws_code=NO_REPLY, resource=resource, unknown=reached_service(exc)
+        ) from exc
 
 
 class KillSwitchError(RemediationError):
@@ -113,6 +140,14 @@ class ConcurrentActionError(RemediationError):
     """Another invocation holds the ledger entry for this resource."""
 
     code = "ConcurrentAction"
+
+
+class NotificationUnknownError(RemediationError):
+    """SNS may have taken a notification (a 5xx, a reset, a timeout after it was sent). It is not
+    sent again, in this invocation or on Lambda's retry; its ``notification_id`` attribute lets a
+    receiver drop a copy should one arrive."""
+
+    code = "NotificationUnknown"
 
 
 class NotificationLostError(RemediationError):

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.core.errors import KillSwitchError
@@ -27,9 +25,6 @@ if TYPE_CHECKING:
 
 # A change to the switch must reach even a running invocation within seconds.
 KILL_SWITCH_MAX_AGE_SECONDS = 5.0
-# One GetParameters call: a slow SSM must not eat the step budget it guards.
-SSM_CALL_TIMEOUT_SECONDS = 2.0
-
 _STRICTNESS = {Mode.OFF: 0, Mode.DRY_RUN: 1, Mode.ENFORCE: 2}
 
 
@@ -41,30 +36,23 @@ def strictest(*modes: Mode) -> Mode:
     return min(modes, key=_STRICTNESS.__getitem__)
 
 
-def ssm_client_config() -> Config:
-    return Config(
-        connect_timeout=SSM_CALL_TIMEOUT_SECONDS,
-        read_timeout=SSM_CALL_TIMEOUT_SECONDS,
-        retries={"max_attempts": 2, "mode": "standard"},
-    )
-
-
 class SsmModeSwitch:
-    """Reads the environment's switch and, when named, the function's own, in one call."""
+    """Reads the environment's switch and, when named, the function's own, in one call, over
+    ``client`` (built from ``KILL_SWITCH_READ`` by ``adapters.common_wiring.kill_switch_for``)."""
 
     def __init__(
         self,
         parameter_name: str,
         function_parameter_name: str | None = None,
         *,
-        client: SSMClient | None = None,
+        client: SSMClient,
         max_age_seconds: float = KILL_SWITCH_MAX_AGE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.parameter_name = parameter_name
         self.function_parameter_name = function_parameter_name
         self.max_age_seconds = max_age_seconds
-        self._client = client or boto3.client("ssm", config=ssm_client_config())
+        self._client = client
         self._clock = clock
         self._cached: tuple[float, Mode] | None = None
         self.reads = 0

@@ -73,6 +73,12 @@ def may_have_acted(error: RemediationError) -> bool:
     return isinstance(error, LiveKitUnavailableError | LiveKitBadReplyError)
 
 
+def warning_outcome(error: RemediationError) -> Outcome:
+    """A warning whose record or message may have landed is UNKNOWN (never sent again: the next
+    run's listing shows the record, and the grace it starts holds any second message back)."""
+    return Outcome.UNKNOWN if may_have_acted(error) else Outcome.FAILED
+
+
 @dataclass
 class _LostReply:
     """A delete whose outcome is unknown until the room is read again."""
@@ -226,7 +232,7 @@ class ReapExecutor:
             message = warning_message(name, decision.age_seconds, decision.max_age_seconds, grace, self.now)
             await self.rooms.send_data(name, message, WARNING_TOPIC)
         except RemediationError as exc:
-            return self._resolved(intent, ReapResult(decision, Outcome.FAILED, exc.message, exc, WARN))
+            return self._resolved(intent, ReapResult(decision, warning_outcome(exc), exc.message, exc, WARN))
         return self._resolved(intent, ReapResult(decision, Outcome.DONE, "", action=WARN))
 
     async def _reread(self, lost: list[_LostReply]) -> list[ReapResult]:
