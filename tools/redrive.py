@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     SCHEDULE_DETAIL_TYPE,
@@ -46,6 +47,9 @@ from fleet_remediation.contract.naming import (
 
 # The invoke waits for the function's own timeout plus this margin; SQS hides the message meanwhile.
 INVOKE_MARGIN_SECONDS = 30
+# The queue's calls and the function's configuration read, from the budgeted factory.
+QUEUE_CALL = AwsCallBudget("sqs", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
+FUNCTION_READ = AwsCallBudget("lambda", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
 MAX_VISIBILITY_SECONDS = 12 * 3600
 
 
@@ -265,20 +269,20 @@ def main(
     args = parse_args(argv)
     try:
         kind = function_kind(args.function)
-        session = session or boto3.session.Session(region_name=args.region)
-        sqs = session.client(
-            "sqs", config=Config(connect_timeout=2, read_timeout=10, retries={"mode": "standard"})
-        )
-        lambda_client = session.client("lambda", config=Config(connect_timeout=2, read_timeout=10))
+        sqs = aws_client(QUEUE_CALL, session=session, region_name=args.region)
+        lambda_client = aws_client(FUNCTION_READ, session=session, region_name=args.region)
         queue_url, timeout = dead_letter_queue(lambda_client, sqs, args.function)
         queue_url = args.queue_url or queue_url
     except (ValueError, ClientError, BotoCoreError) as exc:
         print(f"redrive: {exc}", file=sys.stderr)
         return 2
-    wait = Config(
-        connect_timeout=2, read_timeout=timeout + INVOKE_MARGIN_SECONDS, retries={"total_max_attempts": 1}
+    # One attempt that waits out the function: a lost reply is never invoked again.
+    wait = AwsCallBudget(
+        "lambda", connect_timeout_seconds=2, read_timeout_seconds=timeout + INVOKE_MARGIN_SECONDS, attempts=1
     )
-    invoke = invoker or lambda_invoker(session.client("lambda", config=wait), args.function)
+    invoke = invoker or lambda_invoker(
+        aws_client(wait, session=session, region_name=args.region), args.function
+    )
     visibility = min(timeout + 2 * INVOKE_MARGIN_SECONDS, MAX_VISIBILITY_SECONDS)
     listing = "" if args.apply else " (listing only: add --apply)"
     out(f"{args.function}: dead-letter queue {queue_url}{listing}")

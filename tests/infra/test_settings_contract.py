@@ -41,9 +41,9 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         ),
         (
             "drainer",
-            {"timeout_seconds": 150, "policy": {"lease_seconds": 10}},
+            {"timeout_seconds": 180, "policy": {"lease_seconds": 10}},
             r"environments\.staging\.drainer: Value error, policy\.lease_seconds \(10\) must be at least "
-            r"timeout_seconds \(150\)",
+            r"timeout_seconds \(180\)",
         ),
         (
             "drainer",
@@ -54,12 +54,13 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         (
             "reaper",
             {"timeout_seconds": 20, "livekit_request_timeout_seconds": 10},
-            r"environments\.staging\.reaper: Value error, a run needs up to 97 s .* timeout_seconds is 20",
+            r"environments\.staging\.reaper: Value error, a run needs up to 110 s .* timeout_seconds is 20",
         ),
         (
             "tts_reach",
             {"timeout_seconds": 30, "query_timeout_seconds": 15},
-            r"environments\.staging\.tts_reach: Value error, a run needs up to 89 s .* timeout_seconds is 30",
+            r"environments\.staging\.tts_reach: Value error, a run needs up to 102 s "
+            r".* timeout_seconds is 30",
         ),
     ],
 )

@@ -49,8 +49,10 @@ def test_the_functions_budgets() -> None:
     assert budgets.ecs_call(5.0).worst_case_seconds == 3 * 6.0 + 3 + 6
     assert budgets.ecs_call(0.5).connect_timeout_seconds == 0.5
     assert budgets.reaper_room_seconds(5.0) == 15.0 + 6.0
-    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 26 + 3
-    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 2 + 40 + 22 + 26 + 3
+    # The action events: two PutEvents of one 1.5 s attempt under one once-only record.
+    assert budgets.ANNOUNCE_SECONDS == 2 * 1.5 + 10
+    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 13 + 26 + 3
+    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 2 + 40 + 22 + 13 + 26 + 3
     assert budgets.drainer_step_seconds(5.0) == 27.0 + 5.0
     # Even the shortest ECS timeout leaves one ECS call and a ledger write above the old 8 s.
     assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 5.0)
@@ -58,7 +60,7 @@ def test_the_functions_budgets() -> None:
     assert budgets.ALARM_STATE_READ.worst_case_seconds == 2.0
     # Six notice markers of one 2 s attempt, the outbox's two ledger calls, the notification.
     assert budgets.drainer_notification_seconds() == 6 * 2 + 2 * 5 + 26
-    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 45 + 32 + 48 + 3
+    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 45 + 32 + 13 + 48 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -91,17 +93,17 @@ def test_the_default_sections_fit_their_lambda_timeouts() -> None:
 
 
 def test_a_reaper_whose_calls_cannot_fit_fails_at_synth_naming_the_budget() -> None:
-    with pytest.raises(ValidationError, match=r"a run needs up to 97 s .* timeout_seconds is 60"):
+    with pytest.raises(ValidationError, match=r"a run needs up to 110 s .* timeout_seconds is 60"):
         ReaperSection(timeout_seconds=60, livekit_request_timeout_seconds=10)
-    assert ReaperSection(timeout_seconds=77, livekit_request_timeout_seconds=5).timeout_seconds == 77
-    with pytest.raises(ValidationError, match="a run needs up to 77 s"):
-        ReaperSection(timeout_seconds=76, livekit_request_timeout_seconds=5)
+    assert ReaperSection(timeout_seconds=90, livekit_request_timeout_seconds=5).timeout_seconds == 90
+    with pytest.raises(ValidationError, match="a run needs up to 90 s"):
+        ReaperSection(timeout_seconds=89, livekit_request_timeout_seconds=5)
 
 
 def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 99 s"):
-        TtsReachSection(timeout_seconds=98, query_timeout_seconds=20)
-    assert TtsReachSection(timeout_seconds=99, query_timeout_seconds=20).timeout_seconds == 99
+    with pytest.raises(ValidationError, match="a run needs up to 112 s"):
+        TtsReachSection(timeout_seconds=111, query_timeout_seconds=20)
+    assert TtsReachSection(timeout_seconds=112, query_timeout_seconds=20).timeout_seconds == 112
     with pytest.raises(ValidationError, match="at least one Logs Insights call's and its stop's worst case"):
         TtsReachSection(timeout_seconds=900, query_timeout_seconds=13)
     assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=14).query_timeout_seconds == 14
@@ -111,11 +113,11 @@ LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 142 s"):
-        DrainerSection(timeout_seconds=141, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 155 s"):
+        DrainerSection(timeout_seconds=154, policy=LEASE)
     with pytest.raises(ValidationError, match="at least one Logs"):
         DrainerSection(insights_timeout_seconds=13.5)
-    assert DrainerSection(timeout_seconds=142, policy=LEASE).timeout_seconds == 142
+    assert DrainerSection(timeout_seconds=155, policy=LEASE).timeout_seconds == 155
 
 
 # --- Logs Insights inside its deadline ------------------------------------------------------------

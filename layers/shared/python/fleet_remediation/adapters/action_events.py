@@ -14,12 +14,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.contract.action_events import (
-    ACTION_EVENT_DETAIL_TYPE,
-    ACTION_EVENTS_PUT,
-    ENTRIES_PER_PUT,
-    ActionEvent,
-)
+from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE, ENTRIES_PER_PUT, ActionEvent
+from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, EVENT_SOURCE
 from fleet_remediation.core.announce import Announced
 

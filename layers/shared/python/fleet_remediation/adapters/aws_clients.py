@@ -5,7 +5,7 @@ silent endpoint hold a function past its Lambda timeout with no report.
 
 Side effects are retried by botocore only after a proved refusal (``guard_side_effects``): an
 attempt that may have reached the service (a 5xx, a reset, a read timeout) ends the call, so its
-error is the ambiguous one and no throttled retry hides it (docs/decisions/0001-one-outcome-rule.md).
+error is the ambiguous one and no throttled retry hides it (docs/decisions/0008-one-outcome-rule.md).
 
 Endpoints follow botocore's own resolution (``AWS_ENDPOINT_URL`` and the per-service variables
 included), which is how the tests point a client at a silent or throttling endpoint.
@@ -45,9 +45,13 @@ def client_config(budget: AwsCallBudget) -> Config:
     )
 
 
-def aws_client(budget: AwsCallBudget) -> Any:
-    """A boto3 client for ``budget.service`` whose every call ends within the budget's worst case."""
-    client = boto3.client(budget.service, config=client_config(budget))  # type: ignore[call-overload]
+def aws_client(
+    budget: AwsCallBudget, *, session: boto3.session.Session | None = None, region_name: str | None = None
+) -> Any:
+    """A boto3 client for ``budget.service`` whose every call ends within the budget's worst case
+    (from ``session`` and in ``region_name`` when an operator tool names them)."""
+    make = session.client if session is not None else boto3.client
+    client = make(budget.service, config=client_config(budget), region_name=region_name)  # type: ignore[call-overload]
     return guard_side_effects(client)
 
 

@@ -15,18 +15,14 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from fleet_remediation.contract.budgets import AwsCallBudget
+from fleet_remediation.contract.budgets import ACTION_EVENT_PUTS_PER_RUN
 
 ACTION_EVENT_DETAIL_TYPE = "LiveKit Fleet Remediation Action"
 # EventBridge takes at most 10 entries per PutEvents call.
 ENTRIES_PER_PUT = 10
-# A run announces at most this many (two PutEvents calls); the rest are counted in its report.
-MAX_EVENTS_PER_RUN = 20
+# A run announces at most this many; the rest are counted in its report.
+MAX_EVENTS_PER_RUN = ACTION_EVENT_PUTS_PER_RUN * ENTRIES_PER_PUT
 REASON_MAX_CHARS = 512
-# One attempt: an event that may have landed is never sent again (receivers deduplicate by ``id``).
-ACTION_EVENTS_PUT = AwsCallBudget("events", connect_timeout_seconds=0.5, read_timeout_seconds=1.0, attempts=1)
-MAX_PUTS_PER_RUN = MAX_EVENTS_PER_RUN // ENTRIES_PER_PUT
-ACTION_EVENTS_SECONDS = MAX_PUTS_PER_RUN * ACTION_EVENTS_PUT.worst_case_seconds
 
 
 class ActionKind(StrEnum):

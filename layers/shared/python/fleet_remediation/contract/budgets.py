@@ -97,6 +97,11 @@ PUBLISH_BUDGET_SECONDS = 3.0
 # under its own once-only record.
 NOTIFICATION_CHANNELS = 2
 NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + ONCE_RECORD_SECONDS)
+# The action events after the work (contract/action_events.py): at most two PutEvents calls of one
+# attempt each (an event that may have landed is never sent again), under one once-only record.
+ACTION_EVENTS_PUT = AwsCallBudget("events", connect_timeout_seconds=0.5, read_timeout_seconds=1.0, attempts=1)
+ACTION_EVENT_PUTS_PER_RUN = 2
+ANNOUNCE_SECONDS = ACTION_EVENT_PUTS_PER_RUN * ACTION_EVENTS_PUT.worst_case_seconds + ONCE_RECORD_SECONDS
 # The drainer's notice markers (one conditional PutItem per message line that a condition persisting
 # across ticks keys): one attempt each, at most DRAINER_NOTICE_MARKERS a run (reporting.py tells the
 # lines beyond them without a marker). Its outbox: one read, then one hold or release, per run.
@@ -137,13 +142,14 @@ def reaper_room_seconds(livekit_request_timeout_seconds: float) -> float:
 
 def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
     """Kill switch, the run's once-only record, credentials, the room listing, at least one room,
-    the notification, the report."""
+    the action events, the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ONCE_RECORD_SECONDS
         + SECRET_READ.worst_case_seconds
         + livekit_request_timeout_seconds
         + reaper_room_seconds(livekit_request_timeout_seconds)
+        + ANNOUNCE_SECONDS
         + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS
     )
@@ -152,12 +158,13 @@ def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
     """Kill switch, the TTS page's state (a scheduled re-check), two Logs Insights queries in
     sequence (outcomes, then the failing jobs' rooms), the suspect-worker event (once-only), the
-    notification, the report."""
+    action events, the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + 2 * query_timeout_seconds
         + guarded_action_seconds(SUSPECT_EVENT_PUT)
+        + ANNOUNCE_SECONDS
         + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS
     )
@@ -187,13 +194,14 @@ def drainer_notification_seconds() -> float:
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
     """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, one step, the
-    notice markers, the outbox and the notification, the report."""
+    action events, the notice markers, the outbox and the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
+        + ANNOUNCE_SECONDS
         + drainer_notification_seconds()
         + REPORT_MARGIN_SECONDS
     )

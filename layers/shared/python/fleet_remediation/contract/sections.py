@@ -32,7 +32,7 @@ class ReaperSection(StrictModel):
             self.timeout_seconds,
             "kill switch, the run's once-only record, credentials, the room listing and one room at "
             f"livekit_request_timeout_seconds={self.livekit_request_timeout_seconds:g} each, the "
-            "notification, the report",
+            "action events, the notification, the report",
         )
         return self
 
@@ -56,8 +56,8 @@ class TtsReachSection(StrictModel):
             budgets.tts_reach_seconds_needed(self.query_timeout_seconds),
             self.timeout_seconds,
             f"kill switch, the page's state, two queries of query_timeout_seconds="
-            f"{self.query_timeout_seconds:g}, the suspect-worker event and the notification with their "
-            "once-only records, the report",
+            f"{self.query_timeout_seconds:g}, the suspect-worker event, the action events and the "
+            "notification with their once-only records, the report",
         )
         return self
 
@@ -98,8 +98,8 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 142 s (contract/budgets.py): the default leaves a margin above it.
-    timeout_seconds: int = Field(default=150, ge=20, le=900, description="Lambda timeout.")
+    # The run's worst case is 155 s (contract/budgets.py): the default leaves a margin above it.
+    timeout_seconds: int = Field(default=180, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
     )
@@ -131,7 +131,8 @@ class DrainerSection(StrictModel):
             self.timeout_seconds,
             f"kill switch, the VAD alarm's state, credentials, {budgets.DRAINER_QUERIES} queries of "
             f"insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS calls of "
-            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the notification, the report",
+            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the action events, the "
+            "notification, the report",
         )
         return self
 

@@ -9,14 +9,12 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from fleet_remediation.contract.action_events import (
-    ACTION_EVENTS_SECONDS,
     MAX_EVENTS_PER_RUN,
     REASON_MAX_CHARS,
     ActionEvent,
     ActionKind,
     event_id,
 )
-from fleet_remediation.contract.budgets import ONCE_RECORD_SECONDS
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode
@@ -34,10 +32,6 @@ class Announced:
 
 class ActionEventSink(Protocol):
     def put(self, events: list[ActionEvent]) -> Announced: ...
-
-
-# Putting the events (every batch's worst case) and recording them once (two once-store writes).
-ANNOUNCE_SECONDS = ACTION_EVENTS_SECONDS + ONCE_RECORD_SECONDS
 
 
 def action_events(report: ReportBuilder, incident_id: str | None, now: datetime) -> list[ActionEvent]:

@@ -21,9 +21,13 @@ from typing import Any, Generic, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fleet_remediation.contract.budgets import NOTIFICATION_BUDGET_SECONDS, REPORT_MARGIN_SECONDS
+from fleet_remediation.contract.budgets import (
+    ANNOUNCE_SECONDS,
+    NOTIFICATION_BUDGET_SECONDS,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.events import EventAges
-from fleet_remediation.core.announce import ANNOUNCE_SECONDS, action_events, announce
+from fleet_remediation.core.announce import action_events, announce
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.invocation import decide_mode
