@@ -93,7 +93,9 @@ def main(url: str, clock_iso: str, cap: int) -> None:
     logger.registered_handler.setStream(log)  # type: ignore[attr-defined]
     cpu_before = cpu_seconds()
     started = time.perf_counter()
-    report = handler.lambda_handler({"dry_run": False}, LocalLambdaContext(TIMEOUT_SECONDS * 1000), dependencies=deps)
+    report = handler.lambda_handler(
+        {"dry_run": False}, LocalLambdaContext(TIMEOUT_SECONDS * 1000), dependencies=deps
+    )
     wall = time.perf_counter() - started
     cpu = cpu_seconds() - cpu_before
     report_lines = [line for line in log.getvalue().splitlines() if '"message":"remediation report"' in line]
