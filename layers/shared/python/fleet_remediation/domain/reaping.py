@@ -107,7 +107,7 @@ class _Limits:
     """The policy compiled once per decision: patterns compiled, limits in seconds, labels made."""
 
     def __init__(self, policy: ReaperPolicy, override: float | None) -> None:
-        self.managed = re.compile(policy.managed_room_pattern)
+        self.is_managed = re.compile(policy.managed_room_pattern).fullmatch
         self.override = override
         self.rules: list[tuple[re.Pattern[str], float | None, str]] = []
         for index, rule in enumerate(policy.rules):
@@ -130,7 +130,7 @@ class _Limits:
 
 
 def _decide_one(room: LiveRoom, limits: _Limits, now: datetime, grace: float | None) -> RoomDecision:
-    if not limits.managed.fullmatch(room.name):
+    if not limits.is_managed(room.name):
         return RoomDecision(room, Verdict.UNMANAGED, "name outside the managed room pattern")
     limit, rule = limits.fixed or limits.limit_for(room.name)
     if limit is None:
@@ -235,12 +235,15 @@ def plan_reap(
     # The rest keep LiveKit's order: sorting the whole fleet by name would cost more than the decision.
     others: list[RoomDecision] = []
     act, keep = acting.append, others.append
+    reap, warn = Verdict.REAP, Verdict.WARN
     for room in rooms:
         decision = _decide_one(room, limits, now, live_room_grace_seconds)
-        (act if decision.verdict in ACTING else keep)(decision)
-    reap = sorted(acting, key=lambda d: (-(d.age_seconds or 0.0), d.room.name))
+        # Compared by identity: a set lookup would hash the enum member (a Python call) per room.
+        verdict = decision.verdict
+        (act if verdict is reap or verdict is warn else keep)(decision)
+    oldest_first = sorted(acting, key=lambda d: (-(d.age_seconds or 0.0), d.room.name))
     cap = policy.max_deletions_per_run
-    kept, surplus = reap[:cap], reap[cap:]
+    kept, surplus = oldest_first[:cap], oldest_first[cap:]
     trimmed = [
         RoomDecision(
             d.room,
