@@ -235,12 +235,9 @@ def plan_reap(
     # The rest keep LiveKit's order: sorting the whole fleet by name would cost more than the decision.
     others: list[RoomDecision] = []
     act, keep = acting.append, others.append
-    reap, warn = Verdict.REAP, Verdict.WARN
     for room in rooms:
         decision = _decide_one(room, limits, now, live_room_grace_seconds)
-        # Compared by identity: a set lookup would hash the enum member (a Python call) per room.
-        verdict = decision.verdict
-        (act if verdict is reap or verdict is warn else keep)(decision)
+        (act if decision.verdict in ACTING else keep)(decision)
     oldest_first = sorted(acting, key=lambda d: (-(d.age_seconds or 0.0), d.room.name))
     cap = policy.max_deletions_per_run
     kept, surplus = oldest_first[:cap], oldest_first[cap:]
