@@ -66,7 +66,7 @@ def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> 
             print("synthesizing the staging stack ...", flush=True)
         assembly = synthesize(ENV_NAME, workdir / "cdk.out")
         functions = {function.package: function for function in assembly.functions()}
-        livekit = stack.enter_context(LocalLiveKit(log_path=workdir / "livekit.log").start())
+        livekit = stack.enter_context(LocalLiveKit(log_path=workdir / "livekit.log"))
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()
         stack.callback(moto.stop)
@@ -104,7 +104,6 @@ def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> 
             init_ms, first_invoke_s, statuses = [], [], set()
             for attempt in range(repeat):
                 with EmulatedFunction(function, layout, environment, workdir / f"{name}-{attempt}.log") as fn:
-                    fn.start()
                     invocation = fn.invoke(MANUAL_DRY_RUNS[name], timeout=INVOKE_TIMEOUT_SECONDS)
                 if invocation.init_ms is None:
                     raise SystemExit(f"{name}: no INIT REPORT from the emulator: {fn.log_tail()}")
