@@ -158,11 +158,12 @@ plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=
 
 # The reaper benchmark keeps fleets above 20,000 rooms in livekit-server's Redis room store.
 REDIS_SERVER := /usr/bin/redis-server
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 $(REDIS_SERVER):
 	@echo "==> redis-server (Debian package, for the reaper benchmark's large fleets)"
-	@apt-get install -y -qq redis-server >/dev/null 2>&1 || \
-		(apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
+	@$(SUDO) apt-get install -y -qq redis-server >/dev/null 2>&1 || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null)
 
 bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import resource
 import sys
@@ -30,6 +31,7 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.budgets import reaper_seconds_needed
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
@@ -38,7 +40,11 @@ from fleet_remediation.core.report_model import Mode
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 
+# Listing 100,000 rooms from one livekit-server takes seconds: a request deadline above the default.
 REQUEST_TIMEOUT_SECONDS = 10.0
+# The Lambda timeout the budget rule asks for at that deadline (contract/budgets.py), so the settings
+# pass the same check a deployment's do.
+TIMEOUT_SECONDS = math.ceil(reaper_seconds_needed(REQUEST_TIMEOUT_SECONDS))
 
 
 class DiscardingNotifier:
@@ -63,6 +69,7 @@ def main(url: str, clock_iso: str, cap: int) -> None:
             livekit_secret_id="bench",
             reaper=ReaperSection(
                 policy=ReaperPolicy(max_age_minutes=60, max_deletions_per_run=cap, delete_concurrency=5),
+                timeout_seconds=TIMEOUT_SECONDS,
                 livekit_request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
             ),
         )
@@ -87,7 +94,9 @@ def main(url: str, clock_iso: str, cap: int) -> None:
     logger.registered_handler.setStream(log)  # type: ignore[attr-defined]
     cpu_before = cpu_seconds()
     started = time.perf_counter()
-    report = handler.lambda_handler({"dry_run": False}, LocalLambdaContext(900_000), dependencies=deps)
+    report = handler.lambda_handler(
+        {"dry_run": False}, LocalLambdaContext(TIMEOUT_SECONDS * 1000), dependencies=deps
+    )
     wall = time.perf_counter() - started
     cpu = cpu_seconds() - cpu_before
     report_lines = [line for line in log.getvalue().splitlines() if '"message":"remediation report"' in line]

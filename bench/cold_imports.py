@@ -1,7 +1,7 @@
 """Cold import time of each handler module, each in a fresh interpreter (what a Lambda cold start pays
 for our code and its layers, before the first invocation).
 
-    python -m bench.cold_imports [--repeat 7]
+    python -m bench.cold_imports [--repeat 7] [--module zombie_reaper.handler ...]
 
 Two environments per handler: tracing off (``POWERTOOLS_TRACE_DISABLED=true``, as in tests and in a
 stack deployed without active tracing) and tracing on (``LAMBDA_TASK_ROOT`` set and tracing not
@@ -56,10 +56,16 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--module",
+        action="append",
+        choices=handler_modules(),
+        help="only these handlers (default: every one)",
+    )
     args = parser.parse_args()
     print(f"cold import of each handler module ({args.repeat} fresh interpreters each)")
     print(f"{'module':<26} {'environment':<12} {'median ms':>10} {'min ms':>8} {'max ms':>8}  loaded")
-    for module in handler_modules():
+    for module in args.module or handler_modules():
         for name, env in ENVIRONMENTS.items():
             seconds, loaded = measure(module, args.repeat, env)
             samples = [s * 1000 for s in seconds]

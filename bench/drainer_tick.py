@@ -39,6 +39,9 @@ from moto.moto_api import state_manager  # noqa: E402
 from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event  # noqa: E402
 from devkit.livekit_local import LocalLiveKit  # noqa: E402
 
+# The degraded task is the eighth; the others keep min_healthy_tasks and max_draining_fraction met.
+MIN_TASKS = 8
+
 
 class WorkerEndpoint:
     """A stand-in agents worker /worker endpoint reporting one active job."""
@@ -80,9 +83,11 @@ def _line(label: str, seconds: float, report: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=50, help=f"tasks in the service (at least {MIN_TASKS})")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if args.tasks < MIN_TASKS:
+        parser.error(f"--tasks must be at least {MIN_TASKS}: the degraded task is the {MIN_TASKS}th")
     livekit = LocalLiveKit().start()
     endpoint = WorkerEndpoint()
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
@@ -92,7 +97,7 @@ def main() -> None:
             with mock_aws():
                 world = build_world(livekit, datetime.now(UTC), tasks=args.tasks)
                 world.policy = {"min_healthy_tasks": 2, "max_draining_fraction": 0.2}
-                bad = world.task_ids[7]
+                bad = world.task_ids[MIN_TASKS - 1]
                 # The degraded task's one lesson: a live room its logs say it took (under the max age).
                 room = f"lesson-bench-{round_number}"
                 world.job_request(

@@ -6,7 +6,7 @@ thread waits a random moment, turns the function's own switch off with PutParame
 until the worker first sees ``off``. SSM is moto in-process, so the figure is the cache's doing plus
 the step interval; in AWS one GetParameters round trip (tens of ms) comes on top.
 
-    python -m bench.kill_switch_lag [--runs 10] [--step-ms 50]
+    python -m bench.kill_switch_lag [--runs 10] [--step-ms 50] [--max-age 5]
 """
 
 from __future__ import annotations
@@ -60,6 +60,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--step-ms", type=float, default=50.0)
+    parser.add_argument(
+        "--max-age",
+        type=float,
+        default=KILL_SWITCH_MAX_AGE_SECONDS,
+        help="the cached switch's max age in seconds (default: the deployed one)",
+    )
     args = parser.parse_args()
     rng = random.Random(7)
     print(
@@ -72,9 +78,15 @@ def main() -> None:
         ssm = aws_client(KILL_SWITCH_READ)
         ssm.put_parameter(Name=ENVIRONMENT, Value="enforce", Type="String")
         ssm.put_parameter(Name=OWN, Value="enforce", Type="String")
-        for max_age in (KILL_SWITCH_MAX_AGE_SECONDS, 0.0):
+        for max_age in (args.max_age, 0.0):
             lags = [one_run(ssm, max_age, args.step_ms / 1000, rng) for _ in range(args.runs)]
-            kind = "deployed" if max_age == KILL_SWITCH_MAX_AGE_SECONDS else "uncached"
+            kind = (
+                "uncached"
+                if max_age == 0
+                else "deployed"
+                if max_age == KILL_SWITCH_MAX_AGE_SECONDS
+                else "cached"
+            )
             label = f"{max_age:g} s ({kind})"
             print(f"{label:<16} {min(lags):>7.2f} {statistics.median(lags):>9.2f} {max(lags):>7.2f}")
 

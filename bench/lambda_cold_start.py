@@ -1,7 +1,7 @@
 """Cold start of the deploy artifact as Lambda runs it: each synthesized function under AWS's Lambda
 Runtime Interface Emulator, started fresh ``--repeat`` times, with its first invocation.
 
-    python -m bench.lambda_cold_start [--repeat 5] [--json]
+    python -m bench.lambda_cold_start [--repeat 5] [--json] [--function zombie_reaper ...]
 
 Per function it prints the init phase (``INIT REPORT`` of the emulator: the bootstrap starting and
 the handler module imported, what Lambda bills as Init Duration) and the first invoke (a manual dry
@@ -56,7 +56,7 @@ def _dependency_layer_id(function: FunctionArtifact) -> str:
     return layer_id
 
 
-def measure(repeat: int, progress: bool) -> list[dict[str, Any]]:
+def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     cdk_env = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["environments"][ENV_NAME]
     rows: list[dict[str, Any]] = []
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
@@ -66,7 +66,7 @@ def measure(repeat: int, progress: bool) -> list[dict[str, Any]]:
             print("synthesizing the staging stack ...", flush=True)
         assembly = synthesize(ENV_NAME, workdir / "cdk.out")
         functions = {function.package: function for function in assembly.functions()}
-        livekit = stack.enter_context(LocalLiveKit(log_path=workdir / "livekit.log").start())
+        livekit = stack.enter_context(LocalLiveKit(log_path=workdir / "livekit.log"))
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()
         stack.callback(moto.stop)
@@ -83,6 +83,8 @@ def measure(repeat: int, progress: bool) -> list[dict[str, Any]]:
         standins.create_log_group(drainer_env["AGENT_LOG_GROUP"])
         standins.create_ecs_service(drainer_env["ECS_CLUSTER"], drainer_env["ECS_SERVICE"])
         for name, function in sorted(functions.items()):
+            if only and name not in only:
+                continue
             deps_id = _dependency_layer_id(function)
             layers = [LOCAL_DEPS_LAYER if lay.logical_id == deps_id else lay.path for lay in function.layers]
             layout = FunctionLayout(
@@ -102,7 +104,6 @@ def measure(repeat: int, progress: bool) -> list[dict[str, Any]]:
             init_ms, first_invoke_s, statuses = [], [], set()
             for attempt in range(repeat):
                 with EmulatedFunction(function, layout, environment, workdir / f"{name}-{attempt}.log") as fn:
-                    fn.start()
                     invocation = fn.invoke(MANUAL_DRY_RUNS[name], timeout=INVOKE_TIMEOUT_SECONDS)
                 if invocation.init_ms is None:
                     raise SystemExit(f"{name}: no INIT REPORT from the emulator: {fn.log_tail()}")
@@ -142,6 +143,9 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=5, help="fresh starts per function")
     parser.add_argument("--json", action="store_true", help="one JSON object per function")
+    parser.add_argument(
+        "--function", action="append", choices=sorted(MANUAL_DRY_RUNS), help="only these (default: all)"
+    )
     args = parser.parse_args()
     if not args.json:
         print(f"deploy artifact under the Lambda runtime emulator, {args.repeat} fresh starts each")
@@ -149,7 +153,7 @@ def main() -> None:
             f"{'function':<16} {'init ms':>9} {'min':>7} {'max':>7}   {'invoke s':>9} {'min':>6} "
             f"{'max':>6}   {'status':<8} {'load':>5}"
         )
-    rows = measure(args.repeat, progress=not args.json)
+    rows = measure(args.repeat, progress=not args.json, only=frozenset(args.function or ()))
     if args.json:
         for row in rows:
             print(json.dumps(row))

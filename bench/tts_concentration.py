@@ -4,6 +4,7 @@ integer arithmetic, kept in devkit/exact_concentration.py), which runs in a chil
 after ``--cap`` seconds of wall time ("unfinished").
 
     PYTHONPATH=functions:layers/shared/python:cdk:. .venv/bin/python -m bench.tts_concentration [--cap 60]
+        [--jobs 1000 --jobs 5000]
 """
 
 from __future__ import annotations
@@ -87,10 +88,16 @@ def previous(counts: list[int], failed: list[int], cap_seconds: float) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cap", type=float, default=60.0, help="stop the previous implementation after this")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        action="append",
+        help=f"window sizes (repeatable; default {SIZES[0]} and {SIZES[1]})",
+    )
     args = parser.parse_args()
     print(f"{'window':<40} {'jobs':>5} {'failed':>6}  {'CPU now':>8}  {'CPU before':>12}  p (now / before)")
     for shape in SHAPES:
-        for size in SIZES:
+        for size in args.jobs or SIZES:
             counts, failed = window(shape, size)
             seconds, p_now = current(counts, failed)
             before = previous(counts, failed, args.cap)

@@ -13,3 +13,7 @@ class FixedModeSwitch:
 
     def read(self) -> Mode:
         return self.mode
+
+    def cached(self) -> Mode:
+        """Never stale, so never a blocking read (see ``SsmModeSwitch.cached``)."""
+        return self.mode

@@ -42,6 +42,7 @@ MUTMUT = Path(sys.executable).with_name("mutmut")
 MUTATED = (
     "fleet_remediation/domain/reaping.py",
     "fleet_remediation/domain/reap_executor.py",
+    "fleet_remediation/domain/reap_outcomes.py",
     "fleet_remediation/core/routing.py",
     "fleet_remediation/core/kill_switch.py",
     "fleet_remediation/contract/budgets.py",

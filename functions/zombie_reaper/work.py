@@ -110,7 +110,7 @@ def hold(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPl
     why = outside_window(run.deps.settings.disruption_window, run.deps.clock())
     if why is None or run.event.routed.manual is not None:
         return plan, None
-    return ReapPlan(tuple(d for d in plan.decisions if not d.acts), plan.trimmed), why
+    return ReapPlan(plan.decisions, plan.trimmed, to_act=()), why
 
 
 def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:

@@ -37,19 +37,7 @@ class TtsReachResponder(Construct):
         super().__init__(scope, construct_id)
         # Once-keys: one per alarm transition and action, expiring after a day.
         self.idempotency_table = idempotency_table(self)
-        self.settings = deployed_settings(
-            TtsReachSettings,
-            env_name=env_name,
-            config=config,
-            notifications=notifications,
-            kill_switch=kill_switch,
-            aws_region=Stack.of(self).region,
-            agent_log_group=config.agent_service.agent_log_group,
-            idempotency_table_name=self.idempotency_table.table_name,
-            ecs_cluster=config.agent_service.ecs_cluster,
-            detection=config.detection,
-            tts_reach=config.tts_reach,
-        )
+        self.settings = self._settings(env_name, config, notifications, kill_switch)
         self.remediation = RemediationFunction(
             self,
             "Responder",
@@ -73,6 +61,23 @@ class TtsReachResponder(Construct):
             "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
         )
         self.recheck = self._recheck(env_name, config.tts_reach.recheck_minutes)
+
+    def _settings(
+        self, env_name: str, config: EnvironmentConfig, notifications: Notifications, kill_switch: KillSwitch
+    ) -> TtsReachSettings:
+        return deployed_settings(
+            TtsReachSettings,
+            env_name=env_name,
+            config=config,
+            notifications=notifications,
+            kill_switch=kill_switch,
+            aws_region=Stack.of(self).region,
+            agent_log_group=config.agent_service.agent_log_group,
+            idempotency_table_name=self.idempotency_table.table_name,
+            ecs_cluster=config.agent_service.ecs_cluster,
+            detection=config.detection,
+            tts_reach=config.tts_reach,
+        )
 
     def _grant_events_and_page_state(self, detection: Detection) -> None:
         self.function.add_to_role_policy(

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -71,6 +72,11 @@ def read_credentials(secret_id: str, provider: SecretsProvider | None = None) ->
         ) from None
 
 
+# A listing makes one per room of the fleet: built as the plain tuple it is (the named tuple's own
+# constructor is a Python function, about 10 % of the listing's CPU at 100,000 rooms).
+_new_room = partial(tuple.__new__, LiveRoom)
+
+
 def _created_at(room: Any) -> datetime | None:
     # creation_time_ms is newer and more precise; fall back to seconds; 0 means "not set".
     millis = room.creation_time_ms
@@ -122,7 +128,7 @@ class LiveKitRoomService:
         request = lkapi.ListRoomsRequest(names=list(names or []))
         response = await self._call("ListRooms", lambda rooms: rooms.list_rooms(request), resource=None)
         return [
-            LiveRoom(room.name, room.sid, _created_at(room), room.num_participants, room.metadata)
+            _new_room((room.name, room.sid, _created_at(room), room.num_participants, room.metadata))
             for room in response.rooms
         ]
 

@@ -65,6 +65,13 @@ class SsmModeSwitch:
         self._cached = (now, mode)
         return mode
 
+    def cached(self) -> Mode | None:
+        """What ``read`` answers without calling SSM (its last read, while fresh); None when it would
+        call SSM. Lets an event loop skip the thread a blocking read needs."""
+        if self._cached is not None and self._clock() - self._cached[0] < self.max_age_seconds:
+            return self._cached[1]
+        return None
+
     def _read_parameters(self) -> Mode:
         names = [self.parameter_name]
         if self.function_parameter_name:
@@ -114,6 +121,11 @@ def still_enforcing(switch: ModeSwitch) -> tuple[bool, str]:
         mode = switch.read()
     except KillSwitchError as exc:
         return False, f"kill switch unreadable: {exc.message}"
+    return enforcing(mode)
+
+
+def enforcing(mode: Mode) -> tuple[bool, str]:
+    """Whether a step may go on under ``mode``, and if not, why."""
     if mode is not Mode.ENFORCE:
         return False, f"kill switch is now {mode.value}"
     return True, ""

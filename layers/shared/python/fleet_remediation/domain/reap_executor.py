@@ -8,17 +8,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
 
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ
-from fleet_remediation.core.errors import (
-    LiveKitApiError,
-    LiveKitBadReplyError,
-    LiveKitUnavailableError,
-    RemediationError,
+from fleet_remediation.core.errors import LiveKitApiError, RemediationError
+from fleet_remediation.core.kill_switch import ModeSwitch, enforcing, still_enforcing
+from fleet_remediation.core.report_model import Intent, Mode, Outcome
+from fleet_remediation.domain.reap_outcomes import (
+    Journal,
+    LostReply,
+    ReapResult,
+    action_of,
+    joined,
+    may_have_acted,
+    numbers_of,
+    reread_outcome,
+    unknown_outcome,
+    warning_outcome,
 )
-from fleet_remediation.core.kill_switch import ModeSwitch, still_enforcing
-from fleet_remediation.core.report_model import Intent, Outcome
 from fleet_remediation.domain.reaping import (
     DEADLINE_REASON,
     DELETE,
@@ -27,65 +33,57 @@ from fleet_remediation.domain.reaping import (
     RoomDecision,
     Verdict,
 )
-from fleet_remediation.domain.room_warnings import (
-    WARNING_TOPIC,
-    read_warning,
-    warning_message,
-    with_warning,
-)
+from fleet_remediation.domain.room_warnings import WARNING_TOPIC, warning_message, with_warning
 from fleet_remediation.domain.rooms import NOT_FOUND, LiveRoom, RoomService
 
-
-@dataclass
-class ReapResult:
-    decision: RoomDecision
-    outcome: Outcome
-    reason: str
-    error: RemediationError | None = None
-    action: str = DELETE
+__all__ = ["Journal", "ReapExecutor", "ReapResult", "may_have_acted"]
 
 
-class Journal(Protocol):
-    """Where the executor records its steps (the report's ``ReportBuilder``)."""
+class SwitchReads:
+    """The kill switch's re-reads before the steps, off the event loop (a read may call SSM).
 
-    def intend(self, resource: str, action: str, reason: str) -> Intent: ...
+    The steps that ask in the same turn of the event loop share one read, started after the last
+    of them asked: each step's answer is as fresh as a read of its own would be, and a wave of
+    steps costs one thread hand-off instead of one each."""
 
-    def resolve(
-        self, intent: Intent, outcome: Outcome, reason: str = "", error: RemediationError | None = None
-    ) -> Any: ...
+    def __init__(self, switch: ModeSwitch) -> None:
+        self.switch = switch
+        self.reads = 0
+        self._next: asyncio.Future[tuple[bool, str]] | None = None
+        self._running: set[asyncio.Task[None]] = set()
 
-    def action(
-        self,
-        resource: str,
-        action: str,
-        outcome: Outcome,
-        reason: str = "",
-        error: RemediationError | None = None,
-    ) -> Any: ...
+    async def still_enforcing(self) -> tuple[bool, str]:
+        # A switch that can tell its read would not block (SsmModeSwitch while its cache is fresh)
+        # is answered right here: the same answer, without the thread.
+        cached = getattr(self.switch, "cached", None)
+        mode = cached() if cached is not None else None
+        if isinstance(mode, Mode):
+            return enforcing(mode)
+        if self._next is None:
+            loop = asyncio.get_running_loop()
+            self._next = loop.create_future()
+            # Started on the loop's next turn: every step asking before then shares this read.
+            loop.call_soon(self._start)
+        # One step's cancellation must not cancel the read the others wait for.
+        return await asyncio.shield(self._next)
 
+    def _start(self) -> None:
+        answer, self._next = self._next, None
+        if answer is None:
+            return
+        self.reads += 1
+        task = asyncio.ensure_future(self._read(answer))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
-def may_have_acted(error: RemediationError) -> bool:
-    """Whether LiveKit may have carried out a request that ended in ``error``: anything but an
-    error answer of the server itself (4xx). A timeout, a reset connection, a corrupt reply or a
-    5xx (often a proxy's, after the server answered) leaves it unknown."""
-    if isinstance(error, LiveKitApiError):
-        return error.http_status is None or error.http_status >= 500
-    return isinstance(error, LiveKitUnavailableError | LiveKitBadReplyError)
-
-
-def warning_outcome(error: RemediationError) -> Outcome:
-    """A warning whose record or message may have landed is UNKNOWN (never sent again: the next
-    run's listing shows the record, and the grace it starts holds any second message back)."""
-    return Outcome.UNKNOWN if may_have_acted(error) else Outcome.FAILED
-
-
-@dataclass
-class _LostReply:
-    """A delete whose outcome is unknown until the room is read again."""
-
-    decision: RoomDecision
-    intent: Intent | None
-    error: RemediationError
+    async def _read(self, answer: asyncio.Future[tuple[bool, str]]) -> None:
+        try:
+            answer.set_result(await asyncio.to_thread(still_enforcing, self.switch))
+        except asyncio.CancelledError:
+            answer.cancel()
+            raise
+        except Exception as exc:
+            answer.set_exception(exc)
 
 
 @dataclass
@@ -111,9 +109,11 @@ class ReapExecutor:
     live_room_grace_seconds: float | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     results: list[ReapResult] = field(default_factory=list)
+    switch_reads: SwitchReads | None = field(default=None, init=False)
 
     async def run(self, to_act: Sequence[RoomDecision]) -> list[ReapResult]:
         self.results = []
+        self.switch_reads = None if self.mode_switch is None else SwitchReads(self.mode_switch)
         for start in range(0, len(to_act), RECHECK_BATCH_SIZE):
             self.results += await self._act_on_batch(to_act[start : start + RECHECK_BATCH_SIZE])
         return self.results
@@ -127,19 +127,20 @@ class ReapExecutor:
         # The re-check, then the step, then a re-read of a lost reply.
         if not self._time_for(3):
             return [
-                self._noted(ReapResult(d, Outcome.SKIPPED, DEADLINE_REASON, action=_action(d))) for d in batch
+                self._noted(ReapResult(d, Outcome.SKIPPED, DEADLINE_REASON, action=action_of(d)))
+                for d in batch
             ]
         try:
             current = {room.name: room for room in await self.rooms.list_rooms([d.room.name for d in batch])}
         except RemediationError as exc:
             reason = f"re-check failed: {exc.message}"
-            return [self._noted(ReapResult(d, Outcome.FAILED, reason, exc, _action(d))) for d in batch]
-        lost: list[_LostReply] = []
+            return [self._noted(ReapResult(d, Outcome.FAILED, reason, exc, action_of(d))) for d in batch]
+        lost: list[LostReply] = []
         done = await self._steps(batch, current, lost)
         return done + await self._reread(lost)
 
     async def _steps(
-        self, batch: Sequence[RoomDecision], current: dict[str, LiveRoom], lost: list[_LostReply]
+        self, batch: Sequence[RoomDecision], current: dict[str, LiveRoom], lost: list[LostReply]
     ) -> list[ReapResult]:
         """Each room's step, ``concurrency`` at once. When one step fails with an unexpected error,
         the steps not yet started are not started and those in flight are cancelled; the report
@@ -166,26 +167,25 @@ class ReapExecutor:
         return [result for task in steps if (result := task.result()) is not None]
 
     async def _step(
-        self, decision: RoomDecision, fresh: LiveRoom | None, lost: list[_LostReply]
+        self, decision: RoomDecision, fresh: LiveRoom | None, lost: list[LostReply]
     ) -> ReapResult | None:
         """One room, as the re-check found it (``fresh``): gone, recreated, switched off, joined
         since the plan, emptied since the plan, or as planned."""
         if fresh is None:
             gone = Outcome.ALREADY_DONE if decision.reap else Outcome.SKIPPED
-            return self._noted(ReapResult(decision, gone, "room already gone", action=_action(decision)))
+            return self._noted(ReapResult(decision, gone, "room already gone", action=action_of(decision)))
         if fresh.sid != decision.room.sid:
             reason = f"room was recreated (sid {fresh.sid} != {decision.room.sid})"
-            return self._noted(ReapResult(decision, Outcome.SKIPPED, reason, action=_action(decision)))
-        if self.mode_switch is not None:
-            # A blocking SSM read (cached for seconds): off the event loop, so the others go on.
-            enforcing, why_not = await asyncio.to_thread(still_enforcing, self.mode_switch)
+            return self._noted(ReapResult(decision, Outcome.SKIPPED, reason, action=action_of(decision)))
+        if self.switch_reads is not None:
+            enforcing, why_not = await self.switch_reads.still_enforcing()
             if not enforcing:
-                return self._noted(ReapResult(decision, Outcome.SKIPPED, why_not, action=_action(decision)))
+                return self._noted(ReapResult(decision, Outcome.SKIPPED, why_not, action=action_of(decision)))
         if self._warn_instead(decision, fresh):
-            return await self._warn(_joined(decision, fresh))
+            return await self._warn(joined(decision, fresh))
         if decision.verdict is Verdict.WARN and fresh.num_participants == 0:
             emptied = RoomDecision(
-                fresh, Verdict.REAP, f"{decision.reason}; empty by now", *_numbers(decision)
+                fresh, Verdict.REAP, f"{decision.reason}; empty by now", *numbers_of(decision)
             )
             return await self._delete(emptied, lost)
         if decision.verdict is Verdict.WARN:
@@ -201,7 +201,7 @@ class ReapExecutor:
             and fresh.num_participants > 0
         )
 
-    async def _delete(self, decision: RoomDecision, lost: list[_LostReply]) -> ReapResult | None:
+    async def _delete(self, decision: RoomDecision, lost: list[LostReply]) -> ReapResult | None:
         if not self._time_for(2):
             return self._noted(ReapResult(decision, Outcome.SKIPPED, DEADLINE_REASON))
         name = decision.room.name
@@ -212,7 +212,7 @@ class ReapExecutor:
             if isinstance(exc, LiveKitApiError) and exc.twirp_code == NOT_FOUND:
                 return self._resolved(intent, ReapResult(decision, Outcome.ALREADY_DONE, "room already gone"))
             if may_have_acted(exc):
-                lost.append(_LostReply(decision, intent, exc))
+                lost.append(LostReply(decision, intent, exc))
                 return None
             return self._resolved(intent, ReapResult(decision, Outcome.FAILED, exc.message, exc))
         # The candidate and the journal's intent carry the reason; a done step's record stays small.
@@ -235,36 +235,22 @@ class ReapExecutor:
             return self._resolved(intent, ReapResult(decision, warning_outcome(exc), exc.message, exc, WARN))
         return self._resolved(intent, ReapResult(decision, Outcome.DONE, "", action=WARN))
 
-    async def _reread(self, lost: list[_LostReply]) -> list[ReapResult]:
+    async def _reread(self, lost: list[LostReply]) -> list[ReapResult]:
         """Resolve the deletes whose replies were lost from what LiveKit says now."""
         if not lost:
             return []
         if not self._time_for(1):
-            return [
-                self._resolved(
-                    item.intent,
-                    ReapResult(
-                        item.decision, Outcome.UNKNOWN, _unknown(item, "no time left to re-read"), item.error
-                    ),
-                )
-                for item in lost
-            ]
+            why = "no time left to re-read"
+            return [self._resolved(i.intent, unknown_outcome(i, why, i.error)) for i in lost]
         try:
             found = {
                 room.name: room for room in await self.rooms.list_rooms([i.decision.room.name for i in lost])
             }
         except RemediationError as exc:
-            return [
-                self._resolved(
-                    item.intent,
-                    ReapResult(
-                        item.decision, Outcome.UNKNOWN, _unknown(item, f"re-read failed: {exc.code}"), exc
-                    ),
-                )
-                for item in lost
-            ]
+            why = f"re-read failed: {exc.code}"
+            return [self._resolved(i.intent, unknown_outcome(i, why, exc)) for i in lost]
         return [
-            self._resolved(item.intent, _reread_outcome(item, found.get(item.decision.room.name)))
+            self._resolved(item.intent, reread_outcome(item, found.get(item.decision.room.name)))
             for item in lost
         ]
 
@@ -280,34 +266,3 @@ class ReapExecutor:
                 result.decision.room.name, result.action, result.outcome, result.reason, result.error
             )
         return result
-
-
-def _action(decision: RoomDecision) -> str:
-    return WARN if decision.verdict is Verdict.WARN else DELETE
-
-
-def _numbers(decision: RoomDecision) -> tuple[float | None, float | None, str | None]:
-    return decision.age_seconds, decision.max_age_seconds, decision.rule
-
-
-def _joined(decision: RoomDecision, fresh: LiveRoom) -> RoomDecision:
-    reason = f"{decision.reason}; {fresh.num_participants} participant(s) joined since: warned first"
-    return RoomDecision(
-        fresh, Verdict.WARN, reason, *_numbers(decision), record_warning=read_warning(fresh.metadata).writable
-    )
-
-
-def _reread_outcome(item: _LostReply, room: LiveRoom | None) -> ReapResult:
-    """A lost reply's delete, from what LiveKit lists now: gone or replaced means it was done."""
-    code = item.error.code
-    if room is None:
-        return ReapResult(item.decision, Outcome.DONE, f"deleted; the reply was lost ({code}); re-read: gone")
-    if room.sid != item.decision.room.sid:
-        reason = f"deleted; the reply was lost ({code}); re-read: a new room of that name ({room.sid})"
-        return ReapResult(item.decision, Outcome.DONE, reason)
-    reason = f"not deleted ({code}: {item.error.message}); re-read: still there"
-    return ReapResult(item.decision, Outcome.FAILED, reason, item.error)
-
-
-def _unknown(item: _LostReply, why: str) -> str:
-    return f"outcome unknown: the reply was lost ({item.error.code}) and {why}"
