@@ -533,9 +533,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="fleet-scale benchmark, one JSON object a line")
     args = parser.parse_args(argv)
     if args.tasks or args.json:
-        from bench import task_detection
+        from bench import task_detection, task_detection_report
 
-        task_detection.main(
+        task_detection_report.main(
             args.tasks or list(task_detection.TASKS),
             args.volumes if args.volumes != list(VOLUMES) else list(task_detection.VOLUMES),
             args.days or QUICK_DAYS,

@@ -20,21 +20,15 @@ Per size and family it prints one JSON object. Every option reads the same simul
 
 from __future__ import annotations
 
-import io
-import json
-import math
 import time
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 import numpy as np
 
-from devkit.fleet_counts import HEALTHY, Fleet, FleetCounts, Minute, Truth, fleet
-from devkit.traffic import EPOCH, FAILURE_FAMILIES
-from fleet_remediation.adapters.windowed_insights import planned_pieces
+from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
+from devkit.traffic import EPOCH
 from fleet_remediation.contract.alarm_math import MinuteCounts, evaluator_for
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
@@ -152,6 +146,7 @@ class Bench:
         self.starts = Windows(self.policy.window_minutes, tasks, arrays=1)
         self.vad: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=self.policy.window_minutes)
         self.fleet_jobs: deque[tuple[int, int]] = deque(maxlen=RESPONDER_WINDOW_MINUTES)
+        self.job_requests = 0
         self.self_level = settings.level(tasks)
 
     def execute(self) -> Run:
@@ -268,102 +263,13 @@ class Bench:
         # The responder's jobs: those in progress at its window's start and those started since.
         window_jobs = self.fleet_jobs[0][0] + sum(s for _, s in list(self.fleet_jobs)[1:])
         rows["responder_jobs"] = max(rows["responder_jobs"], window_jobs)
-        # The drainer's sightings read job requests since the oldest live call started (the call
-        # length's 99.9th percentile: about 6 x its median).
-        span = min(len(self.fleet_jobs), math.ceil(6 * self.spec.call_minutes))
-        sightings = sum(s for _, s in list(self.fleet_jobs)[-span:])
-        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], sightings)
+        # The drainer's sightings read every job request since its oldest running task started (here
+        # the run's start: tasks live for days).
+        self.job_requests += m.calls_started
+        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], self.job_requests)
         # A suspect's TTS outcomes: its jobs over 30 minutes (those started, and those in progress).
         per_task = int(started.max()) + self.spec.calls_per_task
         rows["drainer_tts_outcomes"] = max(rows["drainer_tts_outcomes"], per_task)
-
-
-# --- figures ---------------------------------------------------------------------------------------
-def line_bytes() -> float:
-    """Mean size of the agents' JSON lines, measured from ``devkit.traffic``'s export (the formatter
-    livekit-agents itself uses)."""
-    from devkit.traffic import TrafficSimulation, export, scenario
-
-    buffer = io.StringIO()
-    count = export(TrafficSimulation(scenario("steady", 35, 20, 1)), buffer)
-    return sum(len(json.loads(line)["message"]) for line in buffer.getvalue().splitlines()) / count
-
-
-def costs(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: float) -> dict[str, float]:
-    minutes = sum(r.spec.minutes for r in runs)
-    lines = sum(r.lines for r in runs) / minutes
-    matched = sum(r.responses + r.timeouts for r in runs) / minutes
-    scanned_gb = settings.window_minutes * lines * bytes_per_line * MINUTES_PER_MONTH / 1e9
-    return {
-        "a_tick": round(scanned_gb * INSIGHTS_PER_GB, 2),
-        "b_contributors": round(
-            2 * CI_PER_RULE + matched * MINUTES_PER_MONTH / 1e6 * CI_PER_MILLION_EVENTS + ALARM_PER_MONTH, 2
-        ),
-        "c_self": 0.0,
-    }
-
-
-def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
-    latencies: list[float | None] = []
-    right = healthy = fleet_wide = 0
-    for r in runs:
-        cordons = r.options[option].cordons
-        truth = r.truth
-        if truth.fleet_wide:
-            fleet_wide += len(cordons)
-            continue
-        bad = truth.bad_task
-        healthy += len(set(cordons) - {bad})
-        if bad is None or truth.onset_seconds is None:
-            continue
-        right += bad in cordons
-        latencies.append((cordons[bad] - truth.onset_seconds) / 60 if bad in cordons else None)
-    found = [v for v in latencies if v is not None]
-    figures: dict[str, Any] = {"cordons_on_healthy": healthy}
-    if runs[0].truth.fleet_wide:
-        figures["cordons_in_fleet_wide_event"] = fleet_wide
-    elif latencies:
-        figures |= {
-            "latency_minutes": [None if v is None else round(v, 2) for v in latencies],
-            "worst_latency_minutes": round(max(found), 2) if len(found) == len(latencies) else None,
-            "right_task_cordoned": f"{right} of {len(latencies)}",
-        }
-    return figures
-
-
-def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: float) -> dict[str, Any]:
-    spec = runs[0].spec
-    days = sum(r.spec.minutes for r in runs) / 1440
-    pages = {name: sum(r.pages[name] for r in runs) for name in runs[0].pages}
-    rows = {}
-    for name, limit in ROW_LIMITS.items():
-        most = max(r.rows[name] for r in runs)
-        rows[name] = {"rows": most, "limit": limit, "pieces": planned_pieces(most, limit)}
-    healthy = spec.family in HEALTHY
-    return {
-        "tasks": spec.tasks,
-        "responses_per_minute": spec.responses_per_minute,
-        "family": spec.family,
-        "seeds": len(runs),
-        "simulated_days": round(days, 3),
-        "sweep": [
-            {
-                k: v
-                for k, v in r.spec.describe().items()
-                if k not in ("family", "tasks", "responses_per_minute")
-            }
-            for r in runs
-        ],
-        "responses_per_minute_measured": round(sum(r.responses for r in runs) / (days * 1440)),
-        ("false_pages_per_day" if healthy else "pages_in_run"): {
-            name: round(count / days, 3) if healthy else count for name, count in pages.items()
-        },
-        "options": {option: option_figures(runs, option) for option in OPTIONS},
-        "rows": rows,
-        "decisions_on_capped_results": 0,
-        "cost_per_month_usd": costs(runs, settings, bytes_per_line),
-        "seconds": round(sum(r.seconds for r in runs), 2),
-    }
 
 
 def run_family(family: str, tasks: int, volume: float, minutes: int, seeds: int) -> list[Run]:
@@ -372,39 +278,3 @@ def run_family(family: str, tasks: int, volume: float, minutes: int, seeds: int)
         Bench(fleet(family, tasks, volume, minutes, seed), config, settings).execute()
         for seed in range(1, seeds + 1)
     ]
-
-
-def main(tasks: Sequence[int], volumes: Sequence[float], days: float, seeds: int, as_json: bool) -> None:
-    started = time.perf_counter()
-    settings = TaskReachSettings()
-    bytes_per_line = line_bytes()
-    print(
-        json.dumps(
-            {"terms": TERMS, "per_task_test": settings.describe(), "bytes_per_line": round(bytes_per_line)}
-        )
-    )
-    for size in tasks:
-        for volume in volumes:
-            for family in HEALTHY + FAILURE_FAMILIES:
-                minutes = round(days * 1440) if family in HEALTHY else FAILURE_RUN_MINUTES
-                result = summary(run_family(family, size, volume, minutes, seeds), settings, bytes_per_line)
-                print(json.dumps(result) if as_json else text_line(result), flush=True)
-    print(
-        json.dumps(
-            {
-                "total_seconds": round(time.perf_counter() - started, 1),
-                "cpu_seconds": round(time.process_time(), 1),
-            }
-        )
-    )
-
-
-def text_line(result: dict[str, Any]) -> str:
-    options = result["options"]
-    parts = [
-        f"{o}: " + ", ".join(f"{k}={v}" for k, v in options[o].items() if k != "latency_minutes")
-        for o in OPTIONS
-    ]
-    return f"{result['tasks']} tasks {result['responses_per_minute']:g}/min {result['family']}: " + "; ".join(
-        parts
-    )
