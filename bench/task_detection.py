@@ -58,6 +58,8 @@ TERMS = {
     "or alarm evaluates; the self-judging worker: the moment of its deciding timeout)",
     "drained": "the cordon: no new job is placed on the task from then on; not the task's stop",
     "false_pages_per_day": "transitions to ALARM of a paging alarm on healthy traffic, per simulated day",
+    "calls_hurt_before_cordon": "calls on the silent task that met a failing response before its cordon "
+    "(all of them when it was never cordoned: a task that gets no calls hurts nobody and shows nothing)",
     "cordons_on_healthy": "cordons of a task that was not failing, on healthy traffic or beside the silent "
     "task",
     "rows": "the most rows one query returns in the run, against that query's row limit; pieces: the time "
@@ -212,9 +214,15 @@ class Bench:
         for task in np.flatnonzero(timeouts >= self.settings.min_timeouts):
             if task == bad and self.sim.start - 60 < end:
                 continue
-            n = max(int(responses[task]), int(timeouts[task]))
-            if binomial_tail(int(timeouts[task]), n, self.settings.expected_timeout_rate) <= self.self_level:
+            n, k = max(int(responses[task]), int(timeouts[task])), int(timeouts[task])
+            if self._self_suspect(k, n):
                 self.run.options["c_self"].cordon(int(task), end)
+
+    def _self_suspect(self, k: int, n: int) -> bool:
+        """The worker's own test: the per-task test's floor, share and level, without the fleet."""
+        settings = self.settings
+        large = k >= settings.min_timeouts and k >= settings.min_failing_share * n
+        return large and binomial_tail(k, n, settings.expected_timeout_rate) <= self.self_level
 
     def _self_judge_silent_task(self) -> None:
         """The silent task tests its own last two minutes at each of its timeouts."""
@@ -226,7 +234,7 @@ class Bench:
             lo = due - window
             k = count - int(np.searchsorted(truth.bad_timeouts, lo, side="right"))
             n = int(((responses > lo) & (responses <= due)).sum())
-            if binomial_tail(k, max(n, k), self.settings.expected_timeout_rate) <= self.self_level:
+            if self._self_suspect(k, max(n, k)):
                 self.run.options["c_self"].cordon(truth.bad_task, due)
                 return
 

@@ -56,6 +56,7 @@ def costs(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: floa
 
 def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
     latencies: list[float | None] = []
+    hurt: list[int] = []
     right = healthy = fleet_wide = 0
     for r in runs:
         cordons = r.options[option].cordons
@@ -68,6 +69,8 @@ def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
         if bad is None or truth.onset_seconds is None:
             continue
         right += bad in cordons
+        cordoned_at = cordons.get(bad, float("inf"))
+        hurt.append(sum(at < cordoned_at for at in truth.hurt_calls))
         latencies.append((cordons[bad] - truth.onset_seconds) / 60 if bad in cordons else None)
     found = [v for v in latencies if v is not None]
     figures: dict[str, Any] = {"cordons_on_healthy": healthy}
@@ -78,6 +81,7 @@ def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
             "latency_minutes": [None if v is None else round(v, 2) for v in latencies],
             "worst_latency_minutes": round(max(found), 2) if len(found) == len(latencies) else None,
             "right_task_cordoned": f"{right} of {len(latencies)}",
+            "calls_hurt_before_cordon": hurt,
         }
     return figures
 

@@ -74,6 +74,9 @@ class Truth:
     failure_end_seconds: float | None = None
     bad_timeouts: list[float] = field(default_factory=list)  # the silent task's timeouts, in time order
     bad_responses: list[float] = field(default_factory=list)  # the silent task's failing responses
+    # When each call on the silent task during its failure began to be hurt (failure start for the
+    # calls in progress then, placement for those that came later).
+    hurt_calls: list[float] = field(default_factory=list)
     calls_not_placed: int = 0
 
 
@@ -133,7 +136,11 @@ class FleetCounts:
         silent = bad is not None and self.start - 60 < at < self.end
         if silent and bad is not None and at <= self.start:
             self._callers_leave(bad, minute)
+        if silent and bad is not None and at <= self.start:
+            self.truth.hurt_calls.extend([self.start] * int(self.active[bad]))
         placed = self._place(int(rng.poisson(rate)), minute, bad if silent else None)
+        if silent and bad is not None:
+            self.truth.hurt_calls.extend([max(at, self.start)] * int(placed[bad]))
         responses = rng.poisson(self.active * (60 / spec.response_gap_seconds))
         carried = (int(self.carry_frames[bad]), int(self.carry_timeouts[bad])) if bad is not None else (0, 0)
         frames, timeouts = self._outcomes(responses, at)

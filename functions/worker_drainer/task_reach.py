@@ -87,15 +87,18 @@ def assess_task_reach(
     for row in listed:
         if row.timeouts < settings.min_timeouts:
             continue
+        large = row.timeouts >= settings.min_failing_share * row.responses
         # A timeout follows its response by the emitter's deadline, so it may count one the window missed.
         n = max(row.responses, row.timeouts)
         rest_n, rest_k = responses - row.responses, timeouts - row.timeouts
         rest_rate = rest_k / rest_n if rest_n > 0 else 0.0
         own = binomial_tail(row.timeouts, n, settings.expected_timeout_rate)
-        on_their_own += own <= level
+        on_their_own += own <= level and large
         baseline = min(max(settings.expected_timeout_rate, rest_rate), 1 - 1e-9)
         p = own if baseline == settings.expected_timeout_rate else binomial_tail(row.timeouts, n, baseline)
-        verdicts.append(TaskVerdict(row.log_stream, row.responses, row.timeouts, baseline, p, p <= level))
+        verdicts.append(
+            TaskVerdict(row.log_stream, row.responses, row.timeouts, baseline, p, large and p <= level)
+        )
     fleet = max(tasks, len(listed))
     fleet_wide = on_their_own >= 2 and on_their_own >= settings.fleet_wide_fraction * fleet
     if fleet_wide:

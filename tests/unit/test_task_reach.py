@@ -85,6 +85,14 @@ def test_a_healthy_fleet_with_isolated_hangs_has_no_suspect() -> None:
     assert not assess_task_reach(rows, SETTINGS, 1000).suspects
 
 
+def test_a_rare_cluster_of_hangs_is_too_small_a_share_to_cordon() -> None:
+    # Six hangs in 94 responses: p ~ 8e-10, below the 1,000-task level, but 6 % of the responses.
+    rows = [*fleet(499, responses=90), TaskReach("agent/a/unlucky", 94, 88, 6)]
+    found = assess_task_reach(rows, SETTINGS, 500)
+    assert found.tested[-1].p_value < SETTINGS.level(500)
+    assert not found.suspects
+
+
 def test_a_provider_outage_is_fleet_wide_and_suspects_nobody() -> None:
     found = assess_task_reach(fleet(200, responses=30, timeouts=30), SETTINGS, 200)
     assert found.fleet_wide
