@@ -93,7 +93,9 @@ def assess_task_reach(
         rest_n, rest_k = responses - row.responses, timeouts - row.timeouts
         rest_rate = rest_k / rest_n if rest_n > 0 else 0.0
         own = binomial_tail(row.timeouts, n, settings.expected_timeout_rate)
-        on_their_own += own <= level and large
+        # Any task failing beyond chance is evidence of a fleet-wide failure, however small its share:
+        # an outage's first tick sees many tasks just starting to fail.
+        on_their_own += own <= level
         baseline = min(max(settings.expected_timeout_rate, rest_rate), 1 - 1e-9)
         p = own if baseline == settings.expected_timeout_rate else binomial_tail(row.timeouts, n, baseline)
         verdicts.append(

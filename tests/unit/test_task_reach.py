@@ -99,6 +99,15 @@ def test_a_provider_outage_is_fleet_wide_and_suspects_nobody() -> None:
     assert not found.suspects
 
 
+def test_an_outage_seen_early_is_fleet_wide_before_any_task_is_a_large_share() -> None:
+    # The outage's first tick: every task's window is mostly healthy minutes (5 of 60 timed out,
+    # below the share), one task is already past it: the many small failures make it fleet-wide.
+    rows = [*fleet(999, responses=60, timeouts=5), TaskReach("agent/a/first", 30, 18, 12)]
+    found = assess_task_reach(rows, SETTINGS, 1000)
+    assert found.fleet_wide
+    assert not found.suspects
+
+
 def test_a_task_no_worse_than_a_slow_fleet_is_not_suspect() -> None:
     # Every task loses about 30 % of its first frames to a slowdown: measured against the rest of
     # the fleet, the worst one does not stand out.
