@@ -64,6 +64,9 @@ TERMS = {
     "task",
     "rows": "the most rows one query returns in the run, against that query's row limit; pieces: the time "
     "splits needed to keep each piece under it (the query is split before it reaches the limit)",
+    "families": "healthy: steady, daily (quiet nights, busy afternoons), slow-tts (a slow but healthy "
+    "provider day); one task: tts-dead-worker (stops producing first frames, no CPU symptom), cpu-starved, "
+    "cpu-starved-zombie; fleet-wide: provider-outage, fleet-slowdown",
     "not_modelled": "CloudWatch's own ingestion and evaluation delay (typically 1-3 minutes) comes on top of "
     "every latency here for options a and b and the alarms; option c does not wait for CloudWatch",
 }

@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fleet_remediation.adapters.logs_insights import QueryResult, Row
+from devkit.fakes.logs_insights import FakeInsightsClient
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, QueryResult, Row
 from fleet_remediation.adapters.windowed_insights import (
     ResultTruncatedError,
     planned_pieces,
@@ -28,7 +29,7 @@ from fleet_remediation.contract.task_reach import TaskReachSettings
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
 from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
-from worker_drainer.task_reach_query import read_task_reach, task_reach_query
+from worker_drainer.task_reach_query import assess_tick, read_task_reach, task_reach_query
 
 START = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
 SETTINGS = TaskReachSettings()
@@ -136,6 +137,33 @@ def test_the_per_task_query_sums_each_stream_once() -> None:
         time.monotonic() + 5,
     )
     assert sorted((r.log_stream, r.responses, r.timeouts) for r in found) == [("s0", 20, 2), ("s1", 10, 1)]
+
+
+def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_tasks() -> None:
+    """Through the real ``CloudWatchLogsInsights`` adapter against ``FakeInsightsClient`` (an explicit
+    fake of StartQuery/GetQueryResults: moto has no Insights engine)."""
+    rows: list[dict[str, object]] = [
+        {"@logStream": f"agent/a/t{i}", "responses": 60, "first_frames": 60, "timeouts": 0}
+        for i in range(300)
+    ]
+    rows += [
+        {"@logStream": "agent/a/silent", "responses": 20, "first_frames": 0, "timeouts": 9},
+        {"@logStream": "agent/a/replaced", "responses": 20, "first_frames": 0, "timeouts": 9},
+    ]
+    seen: list[str] = []
+
+    def answer(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+        seen.append(query)
+        assert end - start == timedelta(minutes=SETTINGS.window_minutes)
+        return rows
+
+    insights = CloudWatchLogsInsights(FakeInsightsClient(answer), poll_interval_seconds=0.01)  # type: ignore[arg-type]
+    running = [f"agent/a/t{i}" for i in range(300)] + ["agent/a/silent"]
+    found = assess_tick(
+        insights, "g", SignalCatalog.default(), SETTINGS, running, START, time.monotonic() + 5
+    )
+    assert seen == [task_reach_query(SignalCatalog.default())]
+    assert [v.log_stream for v in found.suspects] == ["agent/a/silent"]
 
 
 def job_rows(jobs: int, minutes: int) -> list[tuple[datetime, Row]]:
