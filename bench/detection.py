@@ -27,6 +27,11 @@ Times are the end of the minute whose evaluation changes the state; CloudWatch's
 evaluation delay (typically 1-3 minutes) comes on top, for the old and the new alarm alike.
 
     PYTHONPATH=functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
+
+With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``bench.task_detection``:
+60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):
+
+    ... -m bench.detection --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
 """
 
 from __future__ import annotations
@@ -524,7 +529,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--volumes", type=float, nargs="*", default=list(VOLUMES))
     parser.add_argument("--days", type=float, help="simulated days per healthy family (default 7, quick 1)")
     parser.add_argument("--seeds", type=int, help="runs per failure family and volume (default 3, quick 1)")
+    parser.add_argument("--tasks", type=int, nargs="*", help="fleet sizes: the fleet-scale benchmark")
+    parser.add_argument("--json", action="store_true", help="fleet-scale benchmark, one JSON object a line")
     args = parser.parse_args(argv)
+    if args.tasks or args.json:
+        from bench import task_detection, task_detection_report
+
+        task_detection_report.main(
+            args.tasks or list(task_detection.TASKS),
+            args.volumes if args.volumes != list(VOLUMES) else list(task_detection.VOLUMES),
+            args.days or QUICK_DAYS,
+            args.seeds or 2,
+            args.json,
+        )
+        return
     days = args.days or (QUICK_DAYS if args.quick else FULL_DAYS)
     seeds = args.seeds or (QUICK_SEEDS if args.quick else FULL_SEEDS)
     config = DetectionConfig()

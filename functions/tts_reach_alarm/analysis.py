@@ -34,8 +34,9 @@ from tts_reach_alarm.hypergeometric import (
 )
 
 # The jobs one query asks for (Logs Insights returns at most 10,000 rows): a window with more is
-# analysed on the first MAX_JOBS, and the report and the notification say so.
+# read in time pieces (``investigation``), and one that cannot be is not decided on.
 MAX_JOBS = 5000
+JOB_COUNTS = ("responses", "first_frames", "timeouts")
 
 
 MAX_LISTED_JOBS = 50
@@ -167,15 +168,19 @@ def assess_concentration(
     """``deadline`` (``time.monotonic()``): past it, the family-wise p-value is bracketed by its
     bounds instead (the top worker's own p-value and the Bonferroni sum); a bracket that does not
     settle the question is never a concentration. ``truncated``: the window held more jobs than
-    the query returns (``MAX_JOBS``), which the reason says."""
+    the query returns without a cap (``MAX_JOBS``): inconclusive, whatever ``jobs`` holds."""
     window = _Window(
         jobs=len(jobs),
         failed=sum(job.failed for job in jobs),
         workers=worker_job_stats(jobs),
         alpha=alpha,
         min_failed_jobs=min_failed_jobs,
-        note=f" (first {len(jobs)} jobs of a larger window)" if truncated else "",
     )
+    if truncated:
+        return window.judged(
+            Verdict.INCONCLUSIVE,
+            f"inconclusive: the window holds more jobs than {MAX_JOBS}-row queries return even split in time",
+        )
     if window.failed == 0:
         return window.judged(
             Verdict.INCONCLUSIVE, "inconclusive: no job with responses but no first audio frame in the window"
@@ -201,7 +206,6 @@ class _Window:
     workers: list[WorkerJobStats]
     alpha: float
     min_failed_jobs: int
-    note: str
 
     @property
     def top(self) -> WorkerJobStats:
@@ -226,7 +230,7 @@ class _Window:
     ) -> Concentration:
         return Concentration(
             verdict,
-            reason + self.note,
+            reason,
             self.jobs,
             self.failed,
             len(self.workers),

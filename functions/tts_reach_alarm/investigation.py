@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from fleet_remediation.adapters.logs_insights import LogsInsights
+from fleet_remediation.adapters.windowed_insights import ResultTruncatedError, run_in_pieces, summed
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, failing_jobs
 from tts_reach_alarm.analysis import (
+    JOB_COUNTS,
     MAX_JOBS,
     MAX_LISTED_JOBS,
     Concentration,
@@ -30,7 +33,8 @@ class Findings:
     failing: list[JobOutcome]
     rooms: dict[str, dict[str, str]]
     concentration: Concentration
-    # The query returned MAX_JOBS rows: the window may hold more jobs than were analysed.
+    # Even the window's smallest pieces held MAX_JOBS jobs (or needed more queries than allowed):
+    # nothing was analysed, and nothing was decided.
     truncated: bool = False
 
     @property
@@ -50,11 +54,7 @@ def investigate(
     spends less, see ``recheck_alpha``)."""
     catalog = settings.detection.catalog()
     query_deadline = min(deadline, time.monotonic() + settings.tts_reach.query_timeout_seconds)
-    result = insights.run_query(
-        settings.agent_log_group, job_outcomes_query(catalog), window.start, window.end, query_deadline
-    )
-    jobs = parse_job_outcomes(result.rows)
-    truncated = len(jobs) >= MAX_JOBS
+    jobs, truncated = _window_jobs(settings, insights, catalog, window, query_deadline)
     failing = failing_jobs(jobs)
     rooms: dict[str, dict[str, str]] = {}
     if failing:
@@ -76,6 +76,29 @@ def investigate(
         truncated=truncated,
     )
     return Findings(jobs, failing, rooms, concentration, truncated)
+
+
+def _window_jobs(
+    settings: TtsReachSettings,
+    insights: LogsInsights,
+    catalog: SignalCatalog,
+    window: TimeWindow,
+    deadline: float,
+) -> tuple[list[JobOutcome], bool]:
+    """Every job of the window, from as many time pieces as keep each result under ``MAX_JOBS``
+    (a job's counts split over pieces add up); ``([], True)`` when no split gets under it."""
+    try:
+        pieces = run_in_pieces(
+            insights,
+            settings.agent_log_group,
+            job_outcomes_query(catalog),
+            (window.start, window.end),
+            deadline,
+            limit=MAX_JOBS,
+        )
+    except ResultTruncatedError:
+        return [], True
+    return parse_job_outcomes(summed(pieces, ("job_id", "@logStream"), JOB_COUNTS)), False
 
 
 def recheck_alpha(alpha: float, look: int) -> float:

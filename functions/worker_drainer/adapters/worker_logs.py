@@ -2,8 +2,10 @@
 stream received, and a stream's TTS outcomes per job (does its audio reach the listener again?).
 Queries are built from the signal definitions (``signals.py``).
 
-What Insights returns is checked, not trusted: a timestamp in another format or a result cut at the
-row cap is a typed error (the caller then treats that evidence as unknown), never a crash."""
+What Insights returns is checked, not trusted: a timestamp in another format is a typed error, and
+a result at its row cap is split in time and read again (``windowed_insights``); only a smallest
+piece still at the cap is a typed error (the caller then treats that evidence as unknown), never a
+crash, and never a decision on part of the rows."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
+from fleet_remediation.adapters.windowed_insights import ResultTruncatedError as ResultTruncatedError
+from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, InvalidEventError
 from fleet_remediation.domain.job_outcomes import JobOutcome
@@ -73,12 +77,6 @@ class WorkerLogs(Protocol):
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
     ) -> list[JobOutcome]: ...
-
-
-class ResultTruncatedError(AwsApiError):
-    """A Logs Insights result reached the row cap: what it does not show is unknown, not absent."""
-
-    code = "ResultTruncated"
 
 
 def bad_result(message: str, log_group: str | None = None) -> AwsApiError:
@@ -202,16 +200,16 @@ class InsightsWorkerLogs:
         if not log_streams:
             return []
         wanted = set(log_streams)
-        self.calls += 1
-        result = self.insights.run_query(
-            self.log_group, job_sightings_query(log_streams), start, end, deadline
+        pieces = run_in_pieces(
+            self.insights,
+            self.log_group,
+            job_sightings_query(log_streams),
+            (start, end),
+            deadline,
+            limit=MAX_JOB_ROWS,
         )
-        if len(result.rows) >= MAX_JOB_ROWS:
-            raise ResultTruncatedError(
-                f"job sightings reached the {MAX_JOB_ROWS}-row cap: older jobs are not in the result",
-                aws_code="ResultTruncated",
-                resource=self.log_group,
-            )
+        self.calls += len(pieces)
+        rows = [row for piece in pieces for row in piece]
         return [
             JobSighting(
                 log_stream=row["@logStream"],
@@ -220,20 +218,19 @@ class InsightsWorkerLogs:
                 room_id=row.get("room_id", ""),
                 seen_at=parse_insights_time(row.get("@timestamp", "")),
             )
-            for row in result.rows
+            for row in rows
             if row.get("@logStream") in wanted and row.get("room")
         ]
 
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
     ) -> list[JobOutcome]:
-        self.calls += 1
         query = tts_outcomes_query(self.catalog, log_stream)
-        result = self.insights.run_query(self.log_group, query, start, end, deadline)
-        if len(result.rows) >= MAX_TTS_JOBS:
-            raise ResultTruncatedError(
-                f"TTS outcomes reached the {MAX_TTS_JOBS}-job limit", aws_code="ResultTruncated"
-            )
+        pieces = run_in_pieces(
+            self.insights, self.log_group, query, (start, end), deadline, limit=MAX_TTS_JOBS
+        )
+        self.calls += len(pieces)
+        rows = summed(pieces, ("job_id", "@logStream"), ("responses", "first_frames", "timeouts"))
         return [
             JobOutcome(
                 log_stream=row["@logStream"],
@@ -242,6 +239,6 @@ class InsightsWorkerLogs:
                 first_frames=int(_number(row, "first_frames")),
                 timeouts=int(_number(row, "timeouts")),
             )
-            for row in result.rows
+            for row in rows
             if row.get("@logStream") and row.get("job_id")
         ]

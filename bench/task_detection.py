@@ -1,0 +1,291 @@
+"""Detection at fleet scale: one silent task in 60 to 1,000 tasks, up to 20,000 responses
+a minute, per-task detection options side by side, from ``devkit.fleet_counts``.
+
+    PYTHONPATH=functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection \\
+        --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
+
+Per size and family it prints one JSON object. Every option reads the same simulated minutes:
+
+* ``a_tick``: the drainer's tick, every minute, reads one row per task (``task_reach_query``: Logs
+  Insights by ``@logStream`` over the last ``window_minutes``) and runs ``assess_task_reach``;
+* ``b_contributors``: a Contributor Insights rule keyed on the emitter's task field counts each
+  task's timeouts a minute; its alarm (top contributor >= a static count) starts the handler, which
+  runs the same per-task test on the rule's report (counts are absolute, the test stays in code);
+* ``c_self``: each worker tests its own last two minutes (the agent-side package sees every
+  response) against the healthy rate at the same per-task significance, and reports full load at
+  once; it cannot see the fleet, so it has no fleet-wide check;
+* the deployed fleet-wide alarms (TTS new, VAD) and, while the VAD alarm is in ALARM, the drainer's
+  slow-VAD attribution (``assess_fleet``) as it runs today.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+
+from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
+from devkit.traffic import EPOCH
+from fleet_remediation.contract.alarm_math import MinuteCounts, evaluator_for
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.contract.task_reach import TaskReachSettings
+from tts_reach_alarm.analysis import MAX_JOBS
+from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
+from worker_drainer.attribution import assess_fleet
+from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.task_reach_query import MAX_TASK_ROWS
+
+FAILURE_RUN_MINUTES = 290
+TASKS = (60, 200, 500, 1000)
+VOLUMES = (2000.0, 20000.0)
+SELF_WINDOW_MINUTES = 2
+CI_ALARM_MIN_TIMEOUTS = 4  # the Contributor Insights alarm: a task with this many timeouts in a minute
+RESPONDER_WINDOW_MINUTES = 32
+OPTIONS = ("a_tick", "b_contributors", "c_self", "vad_today")
+# us-east-1 list prices (CloudWatch pricing page): Logs Insights per GB scanned; Contributor Insights
+# for Logs per rule-month and per million matched log events; a standard alarm per month.
+INSIGHTS_PER_GB, CI_PER_RULE, CI_PER_MILLION_EVENTS, ALARM_PER_MONTH = 0.005, 0.50, 0.02, 0.10
+MINUTES_PER_MONTH = 1440 * 30.4
+
+TERMS = {
+    "onset": "the first response that never gets a first audio frame (the silent task's first failing "
+    "response)",
+    "latency_minutes": "from onset to the decision that cordons the right task (end of the minute the tick "
+    "or alarm evaluates; the self-judging worker: the moment of its deciding timeout)",
+    "drained": "the cordon: no new job is placed on the task from then on; not the task's stop",
+    "false_pages_per_day": "transitions to ALARM of a paging alarm on healthy traffic, per simulated day",
+    "calls_hurt_before_cordon": "calls on the silent task that met a failing response before its cordon "
+    "(all of them when it was never cordoned: a task that gets no calls hurts nobody and shows nothing)",
+    "cordons_on_healthy": "cordons of a task that was not failing, on healthy traffic or beside the silent "
+    "task",
+    "rows": "the most rows one query returns in the run, against that query's row limit; pieces: the time "
+    "splits needed to keep each piece under it (the query is split before it reaches the limit)",
+    "families": "healthy: steady, daily (quiet nights, busy afternoons), slow-tts (a slow but healthy "
+    "provider day); one task: tts-dead-worker (stops producing first frames, no CPU symptom), cpu-starved, "
+    "cpu-starved-zombie; fleet-wide: provider-outage, fleet-slowdown",
+    "not_modelled": "CloudWatch's own ingestion and evaluation delay (typically 1-3 minutes) comes on top of "
+    "every latency here for options a and b and the alarms; option c does not wait for CloudWatch",
+}
+
+
+ROW_LIMITS = {
+    "a_per_task": MAX_TASK_ROWS,
+    "responder_jobs": MAX_JOBS,
+    "drainer_job_sightings": MAX_JOB_ROWS,
+    "drainer_tts_outcomes": MAX_TTS_JOBS,
+}
+
+
+@dataclass
+class OptionState:
+    cordons: dict[int, float] = field(default_factory=dict)  # task -> decision time (s)
+
+    def cordon(self, task: int, at: float) -> None:
+        self.cordons.setdefault(task, at)
+
+
+@dataclass
+class Run:
+    spec: Fleet
+    options: dict[str, OptionState] = field(default_factory=lambda: {o: OptionState() for o in OPTIONS})
+    pages: dict[str, int] = field(default_factory=lambda: {"tts_new": 0, "vad": 0, "b_contributors": 0})
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROW_LIMITS, 0))
+    truth: Truth = field(default_factory=Truth)
+    lines: int = 0
+    responses: int = 0
+    timeouts: int = 0
+    seconds: float = 0.0
+
+
+class Windows:
+    """Running per-task sums over the last few minutes (bounded by the fleet's size)."""
+
+    def __init__(self, minutes: int, tasks: int, arrays: int = 3) -> None:
+        self.kept: deque[tuple[np.ndarray, ...]] = deque()
+        self.minutes = minutes
+        self.sums = tuple(np.zeros(tasks, dtype=np.int64) for _ in range(arrays))
+
+    def push(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        self.kept.append(arrays)
+        for total, array in zip(self.sums, arrays, strict=True):
+            total += array
+        if len(self.kept) > self.minutes:
+            for total, array in zip(self.sums, self.kept.popleft(), strict=True):
+                total -= array
+        return self.sums
+
+
+def rows_of(tasks: int, responses: np.ndarray, frames: np.ndarray, timeouts: np.ndarray) -> list[TaskReach]:
+    """What the per-task query returns: a row for each task with TTS lines in the window."""
+    seen = np.flatnonzero(responses + frames + timeouts)
+    columns = zip(
+        seen.tolist(), responses[seen].tolist(), frames[seen].tolist(), timeouts[seen].tolist(), strict=True
+    )
+    return [TaskReach(STREAMS[i], r, f, t) for i, r, f, t in columns]
+
+
+STREAMS = [f"agent/livekit-agent/t{i}" for i in range(10_000)]
+
+
+def task_of(verdict_stream: str) -> int:
+    return int(verdict_stream.rsplit("/t", 1)[1])
+
+
+class Bench:
+    def __init__(self, spec: Fleet, config: DetectionConfig, settings: TaskReachSettings) -> None:
+        self.spec, self.settings, self.run = spec, settings, Run(spec)
+        self.sim = FleetCounts(spec)
+        self.alarms = {
+            "tts_new": evaluator_for(config.tts_reach_alarm.alarm()),
+            "vad": evaluator_for(config.vad_alarm.alarm()),
+        }
+        self.state = {"tts_new": False, "vad": False, "b_contributors": False}
+        tasks = spec.tasks
+        self.tick = Windows(settings.window_minutes, tasks)
+        self.self_window = Windows(SELF_WINDOW_MINUTES, tasks)
+        self.policy = DrainerPolicy()
+        self.starts = Windows(self.policy.window_minutes, tasks, arrays=1)
+        self.vad: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=self.policy.window_minutes)
+        self.fleet_jobs: deque[tuple[int, int]] = deque(maxlen=RESPONDER_WINDOW_MINUTES)
+        self.job_requests = 0
+        self.self_level = settings.level(tasks)
+
+    def execute(self) -> Run:
+        started = time.perf_counter()
+        for minute in self.sim.minutes():
+            self._minute(minute)
+        self._self_judge_silent_task()
+        self.run.truth = self.sim.truth
+        self.run.seconds = time.perf_counter() - started
+        return self.run
+
+    def _minute(self, m: Minute) -> None:
+        run, end = self.run, (m.index + 1) * 60.0
+        responses, timeouts = int(m.responses.sum()), int(m.timeouts.sum())
+        run.responses += responses
+        run.timeouts += timeouts
+        run.lines += (
+            responses + int(m.frames.sum()) + timeouts + int(m.vad_warnings.sum()) + 2 * m.calls_started
+        )
+        counts = MinuteCounts(
+            vad_warnings=int(m.vad_warnings.sum()),
+            vad_max_delay=float(m.vad_max_delay.max()) if m.vad_warnings.any() else None,
+            responses=responses,
+            first_frames=int(m.frames.sum()),
+            first_audio_timeouts=timeouts,
+        )
+        for name, evaluator in self.alarms.items():
+            self._transition(name, evaluator.push(counts)[1])
+        self.vad.append((m.vad_warnings, m.vad_max_delay))
+        self._tick(m, end)
+        self._contributors(m, end)
+        self._self_judge(m, end)
+        self._rows(m)
+
+    def _transition(self, name: str, in_alarm: bool) -> None:
+        self.run.pages[name] += in_alarm and not self.state[name]
+        self.state[name] = in_alarm
+
+    def _tick(self, m: Minute, end: float) -> None:
+        responses, frames, timeouts = self.tick.push(m.responses, m.frames, m.timeouts)
+        rows = rows_of(self.spec.tasks, responses, frames, timeouts)
+        self.run.rows["a_per_task"] = max(self.run.rows["a_per_task"], len(rows))
+        found = assess_task_reach(rows, self.settings, self.spec.tasks)
+        if found.suspects:
+            self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), end)
+        if self.state["vad"]:
+            self._vad_attribution(end)
+
+    def _contributors(self, m: Minute, end: float) -> None:
+        breaching = int(m.timeouts.max()) >= CI_ALARM_MIN_TIMEOUTS
+        self._transition("b_contributors", breaching)
+        if breaching:
+            found = assess_task_reach(
+                rows_of(self.spec.tasks, m.responses, m.frames, m.timeouts), self.settings, self.spec.tasks
+            )
+            if found.suspects:
+                self.run.options["b_contributors"].cordon(task_of(found.suspects[0].log_stream), end)
+
+    def _self_judge(self, m: Minute, end: float) -> None:
+        """Healthy tasks judging themselves, at minute resolution (the silent task: exactly, below)."""
+        responses, _, timeouts = self.self_window.push(m.responses, m.frames, m.timeouts)
+        bad = self.sim.truth.bad_task
+        for task in np.flatnonzero(timeouts >= self.settings.min_timeouts):
+            if task == bad and self.sim.start - 60 < end:
+                continue
+            n, k = max(int(responses[task]), int(timeouts[task])), int(timeouts[task])
+            if self._self_suspect(k, n):
+                self.run.options["c_self"].cordon(int(task), end)
+
+    def _self_suspect(self, k: int, n: int) -> bool:
+        """The worker's own test: the per-task test's floor, share and level, without the fleet."""
+        settings = self.settings
+        large = k >= settings.min_timeouts and k >= settings.min_failing_share * n
+        return large and binomial_tail(k, n, settings.expected_timeout_rate) <= self.self_level
+
+    def _self_judge_silent_task(self) -> None:
+        """The silent task tests its own last two minutes at each of its timeouts."""
+        truth, window = self.sim.truth, SELF_WINDOW_MINUTES * 60.0
+        if truth.bad_task is None or truth.onset_seconds is None:
+            return
+        responses = np.array(truth.bad_responses)
+        for count, due in enumerate(truth.bad_timeouts, start=1):
+            lo = due - window
+            k = count - int(np.searchsorted(truth.bad_timeouts, lo, side="right"))
+            n = int(((responses > lo) & (responses <= due)).sum())
+            if self._self_suspect(k, max(n, k)):
+                self.run.options["c_self"].cordon(truth.bad_task, due)
+                return
+
+    def _vad_attribution(self, end: float) -> None:
+        """Today's path: the drainer's slow-VAD attribution (``assess_fleet``) over the last 30
+        minutes' per-task warnings, at each tick while the VAD alarm is in ALARM."""
+        warnings = np.stack([w for w, _ in self.vad])
+        delays = np.stack([d for _, d in self.vad])
+        total, started = warnings.sum(axis=0), self.starts.sums[0]
+        first_minute = end / 60 - len(self.vad)
+        stats = []
+        for task in np.flatnonzero(total):
+            seen = np.flatnonzero(warnings[:, task])
+            stats.append(
+                SlowVadStats(
+                    log_stream=f"agent/livekit-agent/t{task}",
+                    warnings=int(total[task]),
+                    max_delay=float(delays[:, task].max()),
+                    first_seen=EPOCH + timedelta(minutes=first_minute + float(seen[0])),
+                    last_seen=EPOCH + timedelta(minutes=first_minute + float(seen[-1]) + 1),
+                    jobs=int(min(total[task], started[task] + self.spec.calls_per_task)),
+                )
+            )
+        streams = {f"agent/livekit-agent/t{t}": str(t) for t in range(self.spec.tasks)}
+        assessment = assess_fleet(stats, streams, streams.values(), self.policy)
+        for worker in assessment.degraded:
+            self.run.options["vad_today"].cordon(int(worker.task_id), end)
+
+    def _rows(self, m: Minute) -> None:
+        """Rows the other queries would return at this minute (their worst case in the run)."""
+        rows = self.run.rows
+        (started,) = self.starts.push(m.started)
+        self.fleet_jobs.append((m.calls_active, m.calls_started))
+        # The responder's jobs: those in progress at its window's start and those started since.
+        window_jobs = self.fleet_jobs[0][0] + sum(s for _, s in list(self.fleet_jobs)[1:])
+        rows["responder_jobs"] = max(rows["responder_jobs"], window_jobs)
+        # The drainer's sightings read every job request since its oldest running task started (here
+        # the run's start: tasks live for days).
+        self.job_requests += m.calls_started
+        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], self.job_requests)
+        # A suspect's TTS outcomes: its jobs over 30 minutes (those started, and those in progress).
+        per_task = int(started.max()) + self.spec.calls_per_task
+        rows["drainer_tts_outcomes"] = max(rows["drainer_tts_outcomes"], per_task)
+
+
+def run_family(family: str, tasks: int, volume: float, minutes: int, seeds: int) -> list[Run]:
+    config, settings = DetectionConfig(), TaskReachSettings()
+    return [
+        Bench(fleet(family, tasks, volume, minutes, seed), config, settings).execute()
+        for seed in range(1, seeds + 1)
+    ]

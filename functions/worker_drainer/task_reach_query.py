@@ -1,0 +1,70 @@
+"""The per-task TTS reach read by the drainer's tick: one Logs Insights row per task (log stream),
+within the row limit at any fleet size Insights can list, and the tick's decision over it.
+
+The lead's pipeline calls ``assess_tick`` on each scheduled tick (a new read, no service change):
+its suspects are the tasks to hand to the ladder as TTS suspects, under every guardrail a
+suspect-worker event has; a fleet-wide verdict notifies and drains nobody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from fleet_remediation.adapters.logs_insights import LogsInsights, Row
+from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.contract.task_reach import TaskReachSettings
+from worker_drainer.task_reach import TaskReach, TaskReachAssessment, assess_task_reach
+
+# Logs Insights returns at most 10,000 rows; one row per task keeps a fleet far below it.
+MAX_TASK_ROWS = 10000
+COUNTS = ("responses", "first_frames", "timeouts")
+
+
+def task_reach_query(catalog: SignalCatalog) -> str:
+    """Responses started, first audio frames and first-audio timeouts per log stream."""
+    signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
+    either = " or ".join(signal.insights_filter().removeprefix("filter ") for signal in signals)
+    sums = ", ".join(
+        f'sum(strcontains({signal.field}, "{signal.text}")) as {name}'
+        for signal, name in zip(signals, COUNTS, strict=True)
+    )
+    return "\n| ".join([f"filter {either}", f"stats {sums} by @logStream", f"limit {MAX_TASK_ROWS}"])
+
+
+def _row(row: Row) -> TaskReach:
+    return TaskReach(row["@logStream"], *(int(float(row[name])) for name in COUNTS))
+
+
+def read_task_reach(
+    insights: LogsInsights,
+    log_group: str,
+    catalog: SignalCatalog,
+    window: tuple[datetime, datetime],
+    deadline: float,
+) -> list[TaskReach]:
+    """One row per task over ``window``; a result at the row limit is split, never decided on."""
+    pieces = run_in_pieces(
+        insights, log_group, task_reach_query(catalog), window, deadline, limit=MAX_TASK_ROWS
+    )
+    return [_row(row) for row in summed(pieces, ("@logStream",), COUNTS) if row.get("@logStream")]
+
+
+def assess_tick(
+    insights: LogsInsights,
+    log_group: str,
+    catalog: SignalCatalog,
+    settings: TaskReachSettings,
+    running_streams: Sequence[str],
+    now: datetime,
+    deadline: float,
+) -> TaskReachAssessment:
+    """The tick's per-task verdict over the last ``window_minutes``; only running tasks' streams
+    can be suspects (a replaced task's stream is history)."""
+    start = now - timedelta(minutes=settings.window_minutes)
+    rows = read_task_reach(insights, log_group, catalog, (start, now), deadline)
+    running = set(running_streams)
+    found = assess_task_reach(rows, settings, len(running))
+    kept = tuple(v for v in found.tested if v.log_stream in running or not v.suspect)
+    return TaskReachAssessment(kept, found.fleet_wide, found.level, found.tasks, found.reason)
