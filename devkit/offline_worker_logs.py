@@ -10,6 +10,7 @@ from devkit.log_export import LogEvent
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
+from worker_drainer.task_reach import TaskReach
 
 
 class OfflineWorkerLogs:
@@ -26,6 +27,22 @@ class OfflineWorkerLogs:
 
     def _in_window(self, start: datetime, end: datetime) -> list[LogEvent]:
         return [event for event in self.events if start <= event.at < end]
+
+    def task_reach(self, start: datetime, end: datetime, deadline: float) -> list[TaskReach]:
+        """The per-task query's rows: each stream's responses, first frames and timeouts."""
+        self.calls += 1
+        signals = (
+            self.catalog.response_started,
+            self.catalog.first_audio_frame,
+            self.catalog.first_audio_timeout,
+        )
+        counts: dict[str, list[int]] = {}
+        for event in self._in_window(start, end):
+            hits = [int(signal.matches(event.record)) for signal in signals]
+            if any(hits):
+                row = counts.setdefault(event.stream, [0, 0, 0])
+                counts[event.stream] = [a + b for a, b in zip(row, hits, strict=True)]
+        return [TaskReach(stream, *row) for stream, row in sorted(counts.items())]
 
     def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[SlowVadStats]:
         self.calls += 1

@@ -1,15 +1,15 @@
 """The per-task TTS reach read by the drainer's tick: one Logs Insights row per task (log stream),
 within the row limit at any fleet size Insights can list, and the tick's decision over it.
 
-The lead's pipeline calls ``assess_tick`` on each scheduled tick (a new read, no service change):
-its suspects are the tasks to hand to the ladder as TTS suspects, under every guardrail a
-suspect-worker event has; a fleet-wide verdict notifies and drains nobody.
+The drainer's scheduled tick reads these rows (``WorkerLogs.task_reach``) and judges them with
+``tick_verdict`` (``silent_task``): a suspect goes to the ladder as a suspect worker, under every
+guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
 from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
@@ -51,19 +51,11 @@ def read_task_reach(
     return [_row(row) for row in summed(pieces, ("@logStream",), COUNTS) if row.get("@logStream")]
 
 
-def assess_tick(
-    insights: LogsInsights,
-    log_group: str,
-    catalog: SignalCatalog,
-    settings: TaskReachSettings,
-    running_streams: Sequence[str],
-    now: datetime,
-    deadline: float,
+def tick_verdict(
+    rows: Sequence[TaskReach], settings: TaskReachSettings, running_streams: Sequence[str]
 ) -> TaskReachAssessment:
-    """The tick's per-task verdict over the last ``window_minutes``; only running tasks' streams
-    can be suspects (a replaced task's stream is history)."""
-    start = now - timedelta(minutes=settings.window_minutes)
-    rows = read_task_reach(insights, log_group, catalog, (start, now), deadline)
+    """The tick's per-task verdict over its rows; only running tasks' streams can be suspects (a
+    replaced task's stream is history)."""
     running = set(running_streams)
     found = assess_task_reach(rows, settings, len(running))
     kept = tuple(v for v in found.tested if v.log_stream in running or not v.suspect)

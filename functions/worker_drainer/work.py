@@ -19,6 +19,7 @@ from worker_drainer.incidents import trigger_incident
 from worker_drainer.ladder import plan_ladder
 from worker_drainer.message_lines import Line
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
+from worker_drainer.silent_task import during_silent_task
 from worker_drainer.snapshot import read_snapshot
 from worker_drainer.validation import ServiceIdentity
 
@@ -55,6 +56,7 @@ def read(run: DrainerRun) -> FleetRead:
     deps, settings = run.deps, run.deps.settings
     trigger = run.event.trigger
     trigger = during_vad_alarm(trigger, deps.alarm_states, settings.environment_name, run.report)
+    trigger = during_silent_task(trigger, deps, run.report, run.deadline)
     incident = trigger_incident(trigger, settings.environment_name, deps.clock())
     snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
     return FleetRead(trigger, incident, snapshot, calls)

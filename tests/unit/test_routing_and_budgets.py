@@ -60,7 +60,7 @@ def test_the_functions_budgets() -> None:
     assert budgets.ALARM_STATE_READ.worst_case_seconds == 2.0
     # Six notice markers of one 2 s attempt, the outbox's two ledger calls, the notification.
     assert budgets.drainer_notification_seconds() == 6 * 2 + 2 * 5 + 26
-    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 45 + 32 + 13 + 48 + 3
+    assert budgets.drainer_seconds_needed(15.0, 5.0) == 6 + 2 + 6 + 60 + 32 + 13 + 48 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -113,11 +113,11 @@ LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 155 s"):
-        DrainerSection(timeout_seconds=154, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 170 s"):
+        DrainerSection(timeout_seconds=169, policy=LEASE)
     with pytest.raises(ValidationError, match="at least one Logs"):
         DrainerSection(insights_timeout_seconds=13.5)
-    assert DrainerSection(timeout_seconds=155, policy=LEASE).timeout_seconds == 155
+    assert DrainerSection(timeout_seconds=170, policy=LEASE).timeout_seconds == 170
 
 
 # --- Logs Insights inside its deadline ------------------------------------------------------------

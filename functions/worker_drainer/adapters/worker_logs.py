@@ -22,6 +22,8 @@ from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, InvalidEventError
 from fleet_remediation.domain.job_outcomes import JobOutcome
+from worker_drainer.task_reach import TaskReach
+from worker_drainer.task_reach_query import read_task_reach
 
 # The agents log this when a job is offered to the worker (livekit-agents worker.py).
 JOB_REQUEST_MESSAGE = "received job request"
@@ -77,6 +79,10 @@ class WorkerLogs(Protocol):
     def tts_outcomes(
         self, log_stream: str, start: datetime, end: datetime, deadline: float
     ) -> list[JobOutcome]: ...
+
+    def task_reach(self, start: datetime, end: datetime, deadline: float) -> list[TaskReach]:
+        """One row per task (log stream): responses, first frames, first-audio timeouts."""
+        ...
 
 
 def bad_result(message: str, log_group: str | None = None) -> AwsApiError:
@@ -181,6 +187,10 @@ def _stats_from(row: Row) -> SlowVadStats:
 
 class InsightsWorkerLogs:
     """``WorkerLogs`` over Logs Insights on the agents' log group."""
+
+    def task_reach(self, start: datetime, end: datetime, deadline: float) -> list[TaskReach]:
+        self.calls += 1
+        return read_task_reach(self.insights, self.log_group, self.catalog, (start, end), deadline)
 
     def __init__(self, insights: LogsInsights, log_group: str, catalog: SignalCatalog) -> None:
         self.insights = insights

@@ -178,9 +178,9 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
     )
 
 
-# The drainer's Logs Insights queries in one run: statistics, job sightings, a suspect worker's TTS
-# outcomes.
-DRAINER_QUERIES = 3
+# The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
+# sightings, a suspect worker's TTS outcomes.
+DRAINER_QUERIES = 4
 
 
 def drainer_notification_seconds() -> float:

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from fleet_remediation.contract import budgets
 from fleet_remediation.contract.models import StrictModel
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
+from fleet_remediation.contract.task_reach import TaskReachSettings
 
 
 class ReaperSection(StrictModel):
@@ -98,7 +99,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 155 s (contract/budgets.py): the default leaves a margin above it.
+    # The run's worst case is 170 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=180, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
@@ -122,6 +123,9 @@ class DrainerSection(StrictModel):
         "any task of the cluster.",
     )
     policy: DrainerPolicy = DrainerPolicy()
+    task_reach: TaskReachSettings = Field(
+        default=TaskReachSettings(), description="The tick's per-task test of first-audio timeouts."
+    )
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> DrainerSection:

@@ -1,0 +1,68 @@
+"""The scheduled tick's per-task TTS reach (docs/decisions/0010-per-task-detection.md).
+
+A fleet-wide rate cannot see one silent task in a thousand. So each scheduled tick reads one row per
+task over the last few minutes and tests each task's first-audio timeouts against its own volume
+and the fleet's rate (``task_reach``). The most significant suspect becomes the tick's suspect
+worker: the ladder cordons it under every guardrail a suspect-worker event has, and undoes the
+cordon only on TTS evidence. A fleet-wide verdict names nobody.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
+from fleet_remediation.contract.naming import task_id_from_log_stream
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import TriggerKind
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.events import DrainerTrigger
+from worker_drainer.evidence import query_deadline
+from worker_drainer.task_reach import TaskVerdict
+from worker_drainer.task_reach_query import tick_verdict
+
+# What a suspect found by the tick names as its alarm, in messages and the report.
+PER_TASK_REACH = "per-task TTS reach"
+
+
+def during_silent_task(
+    parsed: DrainerTrigger, deps: DrainerDependencies, report: ReportBuilder, deadline: float
+) -> DrainerTrigger:
+    """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; an
+    unreadable result is a report error and leaves the tick as it was."""
+    if parsed.trigger.kind is not TriggerKind.SCHEDULE or parsed.suspect is not None:
+        return parsed
+    settings, reach = deps.settings, deps.settings.drainer.task_reach
+    now = deps.clock()
+    start = now - timedelta(minutes=reach.window_minutes)
+    try:
+        rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
+        running = [settings.log_stream_for(task.task_id) for task in deps.ecs.running_tasks()]
+    except RemediationError as exc:
+        report.error(exc)
+        return parsed
+    found = tick_verdict(rows, reach, running)
+    parsed.trigger.detail["task_reach"] = found.reason
+    if found.fleet_wide or not found.suspects:
+        return parsed
+    top = found.suspects[0]
+    suspect = _suspect(top, settings.environment_name, TimeWindow(start=start, end=now))
+    parsed.trigger.detail["silent_task"] = suspect.task_id
+    return DrainerTrigger(parsed.trigger, True, suspect=suspect)
+
+
+def _suspect(verdict: TaskVerdict, environment: str, window: TimeWindow) -> SuspectWorkerDetail:
+    return SuspectWorkerDetail(
+        environment=environment,
+        log_stream=verdict.log_stream,
+        task_id=task_id_from_log_stream(verdict.log_stream),
+        alarm_name=PER_TASK_REACH,
+        p_value=verdict.p_value,
+        window=window,
+        evidence={
+            "responses": verdict.responses,
+            "timeouts": verdict.timeouts,
+            "baseline_rate": verdict.baseline_rate,
+        },
+    )

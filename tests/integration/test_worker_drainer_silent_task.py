@@ -1,0 +1,70 @@
+"""The drainer's scheduled tick finds one silent task by its own first-audio timeouts (per-task TTS
+reach, no VAD symptom) and cordons it on moto ECS; healthy traffic and a fleet-wide silence cordon
+nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from moto import mock_aws
+from moto.moto_api import state_manager
+
+from devkit.fakes.drainer_world import DrainerWorld, build_world, schedule_event, stream_of, tts_record
+from devkit.livekit_local import LocalLiveKit
+from devkit.log_export import LogEvent
+from worker_drainer.silent_task import PER_TASK_REACH
+from worker_drainer.tags import STATE_TAG
+
+
+@pytest.fixture
+def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    try:
+        with mock_aws():
+            yield build_world(livekit_server, datetime.now(UTC) + timedelta(hours=2))
+    finally:
+        state_manager.unset_transition("ecs::task")
+
+
+def _responses(world: DrainerWorld, task_id: str, count: int, *, silent: bool) -> None:
+    """``count`` responses over the last two minutes: each gets its first frame, or times out."""
+    for n in range(count):
+        job = f"AJ_{task_id[:6]}_{n}"
+        at = world.now - timedelta(seconds=110 - n * 100 / count)
+        world.events.append(LogEvent(stream_of(task_id), at, tts_record("agent_response_started", job)))
+        answer = "tts_first_audio_timeout" if silent else "tts_node_first_audio_frame"
+        world.events.append(LogEvent(stream_of(task_id), at + timedelta(seconds=3), tts_record(answer, job)))
+
+
+def _cordons(report: dict[str, object]) -> list[str]:
+    actions = report["actions"]
+    assert isinstance(actions, list)
+    return [a["resource"] for a in actions if a["action"] == "cordon"]
+
+
+def test_a_task_whose_own_responses_time_out_is_cordoned_by_the_tick(world: DrainerWorld) -> None:
+    silent = world.task_ids[2]
+    for task in world.task_ids:
+        _responses(world, task, 12, silent=False)
+    quiet = world.invoke(schedule_event(world.now))
+    assert _cordons(quiet) == []
+    assert "task_reach" in quiet["trigger"]["detail"]
+
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    report = world.invoke(schedule_event(world.now))
+    assert report["trigger"]["detail"]["silent_task"] == silent
+    assert _cordons(report) == [silent], report
+    reason = next(c["reason"] for c in report["candidates"] if c["resource"] == silent)
+    assert PER_TASK_REACH in reason
+    assert world.tags(silent)[STATE_TAG] == "draining"
+
+
+def test_every_task_silent_at_once_is_fleet_wide_and_cordons_nothing(world: DrainerWorld) -> None:
+    for task in world.task_ids:
+        _responses(world, task, 8, silent=True)
+    report = world.invoke(schedule_event(world.now))
+    assert "silent_task" not in report["trigger"]["detail"]
+    assert _cordons(report) == []
