@@ -347,6 +347,11 @@ class SimulatedEcsService:
         running = sum(task.stopped_at is None for task in self._tasks.values())
         return ServiceCapacity(self._desired, running)
 
+    def deployment_in_progress(self) -> str | None:
+        # The replayed incident has no deployment.
+        self.calls += 1
+        return None
+
     def ecs_managed_tags(self) -> bool:
         # Set up as docs/concepts/safety.md asks: the simulated tasks carry aws:ecs:serviceName.
         self.calls += 1

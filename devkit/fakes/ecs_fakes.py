@@ -10,6 +10,9 @@
 - ``EcsManagedTagsSetting``: moto 5.2.1 drops ``enableECSManagedTags`` at CreateService (its
   UpdateService keeps it); the fake remembers what CreateService set and adds it to DescribeServices'
   answer where moto left it out, as ECS answers, so the drainer's check of the setting runs on boto3.
+- ``EcsRollingDeployment``: moto 5.2.1 keeps one deployment per service (it never starts a rolling
+  update); while ``rolling`` is on, the fake adds the old deployment a rolling update runs beside
+  the new PRIMARY to DescribeServices' answer, as ECS lists it.
 - ``EcsThrottling``: makes chosen ECS operations answer ``ThrottlingException`` without reaching moto.
 - ``FakeEcsTaskMetadataEndpoint``: a local HTTP server standing in for the ECS task metadata
   endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's). Like the ECS
@@ -142,6 +145,25 @@ class EcsManagedTagsSetting:
         for service in parsed.get("services", []):
             if service.get("serviceName") in self.created_with:
                 service.setdefault("enableECSManagedTags", self.created_with[service["serviceName"]])
+
+
+class EcsRollingDeployment:
+    def __init__(self, client: Any) -> None:
+        self.rolling = False
+        client.meta.events.register("after-call.ecs.DescribeServices", self._answer)
+
+    def _answer(self, parsed: dict[str, Any], **_: Any) -> None:
+        if not self.rolling:
+            return
+        for service in parsed.get("services", []):
+            deployments = service.setdefault("deployments", [])
+            if deployments and len(deployments) == 1:
+                old = {
+                    **deployments[0],
+                    "id": f"{deployments[0].get('id', 'ecs-svc/0')}-old",
+                    "status": "ACTIVE",
+                }
+                deployments.append(old)
 
 
 class EcsThrottling:

@@ -1,5 +1,6 @@
 """The drainer under a hold (moto ECS, the real livekit-server): outside the disruption window it
-starts no cordon, tells what it holds, finishes a cordon already begun, and a manual run acts."""
+starts no cordon, tells what it holds, finishes a cordon already begun, and a manual run acts; the
+same while the agent service deploys."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.fakes.ecs_fakes import EcsRollingDeployment
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from worker_drainer.tags import CORDON_TAG, STATE_TAG
@@ -74,3 +76,22 @@ def test_a_cordon_begun_before_the_window_closed_is_finished_while_held(world: D
         (target, "complete-cordon", "done")
     ]
     assert "held" not in report["summary"]
+
+
+def test_during_a_rolling_deployment_a_cordon_is_held_and_a_manual_drain_acts(world: DrainerWorld) -> None:
+    """moto keeps one deployment per service: ``EcsRollingDeployment`` (a named fake) lists the old
+    one beside the new PRIMARY, as ECS does during a rolling update."""
+    deployment = EcsRollingDeployment(world.ecs_client)
+    bad = world.task_ids[1]
+    world.slow(bad, count=240, minutes=25)
+    deployment.rolling = True
+    report = world.invoke(alarm_event(at=world.now))
+    assert report["actions"] == []
+    assert "a deployment of" in report["summary"]["held"]
+    assert next(c for c in report["candidates"] if c["resource"] == bad)["decision"] == "held"
+    manual = world.invoke({"action": "drain", "task": bad, "dry_run": False})
+    assert [a["action"] for a in manual["actions"]] == ["cordon"]
+    deployment.rolling = False
+    world.now += timedelta(minutes=1)
+    after = world.invoke(schedule_event(world.now))
+    assert "held" not in after["summary"]

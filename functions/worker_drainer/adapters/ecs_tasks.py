@@ -85,6 +85,10 @@ class EcsTaskService(Protocol):
         """Whether the service tags its tasks with ``aws:ecs:serviceName`` (enableECSManagedTags)."""
         ...
 
+    def deployment_in_progress(self) -> str | None:
+        """Why the service is deploying (a rolling update under way), or None."""
+        ...
+
     def set_desired_count(self, count: int) -> None: ...
 
 
@@ -180,6 +184,14 @@ class BotoEcsTasks:
     def ecs_managed_tags(self) -> bool:
         # DescribeServices leaves the field out when the service never set it (ECS's default: off).
         return bool(self._active_service().get("enableECSManagedTags", False))
+
+    def deployment_in_progress(self) -> str | None:
+        # A rolling update runs the new PRIMARY deployment beside the ACTIVE ones it replaces.
+        deployments = self._active_service().get("deployments", [])
+        if len(deployments) < 2:
+            return None
+        primary = next((d for d in deployments if d.get("status") == "PRIMARY"), deployments[0])
+        return f"a deployment of {self.service} is in progress ({primary.get('id', 'unknown id')})"
 
     def _active_service(self) -> Mapping[str, Any]:
         response = self._call(
