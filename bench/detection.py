@@ -28,7 +28,7 @@ evaluation delay (typically 1-3 minutes) comes on top, for the old and the new a
 
     PYTHONPATH=functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
 
-With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``bench.task_detection``:
+With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``bench._task_detection``:
 60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):
 
     ... -m bench.detection --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
@@ -533,11 +533,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="fleet-scale benchmark, one JSON object a line")
     args = parser.parse_args(argv)
     if args.tasks or args.json:
-        from bench import task_detection, task_detection_report
+        from bench import _task_detection, _task_detection_report
 
-        task_detection_report.main(
-            args.tasks or list(task_detection.TASKS),
-            args.volumes if args.volumes != list(VOLUMES) else list(task_detection.VOLUMES),
+        _task_detection_report.main(
+            args.tasks or list(_task_detection.TASKS),
+            args.volumes if args.volumes != list(VOLUMES) else list(_task_detection.VOLUMES),
             args.days or QUICK_DAYS,
             args.seeds or 2,
             args.json,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.task_detection import run_family
-from bench.task_detection_report import option_figures
+from bench._task_detection import run_family
+from bench._task_detection_report import option_figures
 from devkit.fleet_counts import Fleet, FleetCounts, fleet
 from devkit.traffic import (
     FIRST_FRAME,

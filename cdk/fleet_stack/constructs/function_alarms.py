@@ -9,7 +9,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.naming import FunctionName, function_alarm_name
+from fleet_remediation.contract.naming import FunctionId, function_alarm_name
 
 FIVE_MINUTES = Duration.minutes(5)
 
@@ -19,7 +19,7 @@ def self_monitoring(
     lambda_function: lambda_.Function,
     dlq: sqs.Queue,
     env_name: str,
-    function: FunctionName,
+    function: FunctionId,
     expected_invocations_per_hour: int | None,
 ) -> list[cloudwatch.Alarm]:
     """Failed reports, errors, throttles, dead letters and, for a scheduled function, a schedule that
@@ -47,7 +47,7 @@ def self_monitoring(
 
 
 def _watched(
-    lambda_function: lambda_.Function, dlq: sqs.Queue, env_name: str, function: FunctionName
+    lambda_function: lambda_.Function, dlq: sqs.Queue, env_name: str, function: FunctionId
 ) -> list[tuple[str, str, cloudwatch.IMetric, str, int]]:
     # (construct id, alarm name suffix, metric, description, periods: ALARM when all of them are over)
     return [
@@ -82,7 +82,7 @@ def _watched(
     ]
 
 
-def _failed_reports(env_name: str, function: FunctionName) -> cloudwatch.Metric:
+def _failed_reports(env_name: str, function: FunctionId) -> cloudwatch.Metric:
     # Typed failures (LiveKit unreachable, a bad secret) return a report instead of raising, so
     # Lambda's Errors metric misses them; the report's own EMF metric does not.
     failed = metric_definitions.INVOCATION_FAILED
@@ -96,7 +96,7 @@ def _failed_reports(env_name: str, function: FunctionName) -> cloudwatch.Metric:
 
 
 def _schedule_stopped(
-    scope: Construct, lambda_function: lambda_.Function, env_name: str, function: FunctionName, per_hour: int
+    scope: Construct, lambda_function: lambda_.Function, env_name: str, function: FunctionId, per_hour: int
 ) -> cloudwatch.Alarm:
     return lambda_function.metric_invocations(period=Duration.hours(1)).create_alarm(
         scope,

@@ -7,7 +7,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
+from fleet_remediation.contract.naming import (
+    FunctionId,
+    FunctionName,
+    function_mode_parameter_name,
+    mode_parameter_name,
+)
 
 ALLOWED_PATTERN = "^(enforce|dry-run|off)$"
 
@@ -31,22 +36,27 @@ class KillSwitch(Construct):
         )
         # Each function's own switch starts at "enforce": the environment's switch governs until an
         # operator lowers one function.
-        self.function_parameters = {
-            function: ssm.StringParameter(
+        self.function_parameters: dict[str, ssm.StringParameter] = {}
+        for function in FunctionName:
+            self.function_parameter(function)
+
+    def function_parameter(self, function: FunctionId) -> ssm.StringParameter:
+        """A function's own switch, made the first time a function asks for it."""
+        if function.value not in self.function_parameters:
+            self.function_parameters[function.value] = ssm.StringParameter(
                 self,
                 f"{function.slug.title().replace('-', '')}Mode",
-                parameter_name=function_mode_parameter_name(env_name, function),
+                parameter_name=function_mode_parameter_name(self.env_name, function),
                 string_value="enforce",
                 allowed_pattern=ALLOWED_PATTERN,
                 description=f"{function.value}'s own mode under {self.parameter_name} (the stricter wins)",
             )
-            for function in FunctionName
-        }
+        return self.function_parameters[function.value]
 
-    def function_parameter_name(self, function: FunctionName) -> str:
+    def function_parameter_name(self, function: FunctionId) -> str:
         return function_mode_parameter_name(self.env_name, function)
 
-    def grant_read(self, function: FunctionName, grantee: iam.IGrantable) -> None:
+    def grant_read(self, function: FunctionId, grantee: iam.IGrantable) -> None:
         """Both switches a function reads."""
         self.parameter.grant_read(grantee)
-        self.function_parameters[function].grant_read(grantee)
+        self.function_parameter(function).grant_read(grantee)

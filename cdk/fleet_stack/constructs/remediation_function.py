@@ -4,6 +4,8 @@ deliveries, and alarms on itself (errors, DLQ depth, throttles, and a schedule t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -19,7 +21,7 @@ from fleet_remediation.contract.naming import (
     EVENT_BUS_NAME,
     EVENT_SOURCE,
     METRICS_NAMESPACE,
-    FunctionName,
+    FunctionId,
     function_log_group_name,
     lambda_function_name,
 )
@@ -62,8 +64,8 @@ def _camel(snake: str) -> str:
     return "".join(part.title() for part in snake.split("_"))
 
 
-def _other_function_dirs(function_dir: str) -> list[str]:
-    return sorted(p.name for p in FUNCTIONS_DIR.iterdir() if p.is_dir() and p.name != function_dir)
+def _other_function_dirs(functions_dir: Path, function_dir: str) -> list[str]:
+    return sorted(p.name for p in functions_dir.iterdir() if p.is_dir() and p.name != function_dir)
 
 
 class RemediationFunction(Construct):
@@ -72,7 +74,7 @@ class RemediationFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        function: FunctionName,
+        function: FunctionId,
         settings: FunctionSettings,
         description: str,
         layers: SharedLayers,
@@ -83,10 +85,13 @@ class RemediationFunction(Construct):
         memory_size: int = 256,
         reserved_concurrency: int | None = None,
         expected_invocations_per_hour: int | None = None,
+        functions_dir: Path = FUNCTIONS_DIR,
     ) -> None:
+        """``functions_dir``: where the function's folder is (``functions/``, or a team's own)."""
         super().__init__(scope, construct_id)
-        if not (FUNCTIONS_DIR / function.value / "handler.py").is_file():
-            raise FileNotFoundError(f"functions/{function.value}/handler.py does not exist")
+        if not (functions_dir / function.value / "handler.py").is_file():
+            raise FileNotFoundError(f"{functions_dir}/{function.value}/handler.py does not exist")
+        self.functions_dir = functions_dir
         env_name = settings.environment_name
         self.log_group = self._log_group(key, env_name, function, log_retention_days)
         self.role = self._role(lambda_function_name(env_name, function))
@@ -155,7 +160,7 @@ class RemediationFunction(Construct):
 
     def _lambda_function(
         self,
-        function: FunctionName,
+        function: FunctionId,
         settings: FunctionSettings,
         description: str,
         layers: SharedLayers,
@@ -170,7 +175,7 @@ class RemediationFunction(Construct):
             runtime=RUNTIME,
             architecture=lambda_.Architecture.X86_64,
             handler=f"{function.value}.handler.lambda_handler",
-            code=_code(function.value),
+            code=_code(self.functions_dir, function.value),
             layers=layers.all,
             role=self.role,
             timeout=Duration.seconds(settings.timeout_seconds),
@@ -190,7 +195,7 @@ class RemediationFunction(Construct):
         )
 
     def _log_group(
-        self, key: StackKey, env_name: str, function: FunctionName, retention_days: int
+        self, key: StackKey, env_name: str, function: FunctionId, retention_days: int
     ) -> logs.LogGroup:
         log_group_name = function_log_group_name(env_name, function)
         key.allow_log_group(f"{_camel(function.value)}Logs", log_group_name)
@@ -255,11 +260,11 @@ class RemediationFunction(Construct):
         )
 
 
-def _code(function_dir: str) -> lambda_.Code:
+def _code(functions_dir: Path, function_dir: str) -> lambda_.Code:
     """functions/ without the other functions' folders: each function ships only its own code."""
-    others = _other_function_dirs(function_dir)
+    others = _other_function_dirs(functions_dir, function_dir)
     excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
-    return lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=excluded)
+    return lambda_.Code.from_asset(str(functions_dir), exclude=excluded)
 
 
 _RETENTION_BY_DAYS = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet_remediation.contract.drainer_steps import STEP_TABLE
-from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
+from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionId, FunctionName
 
 ENVIRONMENT_DIMENSION = "environment"
 SERVICE_DIMENSION = "service"
@@ -29,14 +29,16 @@ class MetricDefinition:
     description: str
     unit: str = "Count"
     namespace: str = METRICS_NAMESPACE
+    # Emitted by the shared pipeline, so by every function, a spec-built one included.
+    every_function: bool = False
 
-    def dimensions(self, environment: str, function: FunctionName | None = None) -> dict[str, str]:
+    def dimensions(self, environment: str, function: FunctionId | None = None) -> dict[str, str]:
         """The exact dimension set of the series ``function`` emits (the only emitter by default)."""
         if function is None:
             if len(self.functions) != 1:
                 raise ValueError(f"{self.name} is emitted by several functions: say which one")
             function = self.functions[0]
-        if function not in self.functions:
+        if not self.every_function and function not in self.functions:
             raise ValueError(f"{function.value} does not emit {self.name}")
         return {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: function.value}
 
@@ -50,6 +52,7 @@ INVOCATION_FAILED = MetricDefinition(
     "InvocationFailed",
     tuple(FunctionName),
     "1 when the invocation's report ended with status 'failed', else 0.",
+    every_function=True,
 )
 # Emitted by the functions that deliver through ``adapters.notifier.NotificationDelivery``: all three.
 _DELIVERING = (FunctionName.ZOMBIE_REAPER, FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)

@@ -4,6 +4,7 @@ these, so a renamed alarm, tag or parameter cannot leave the other side behind."
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Protocol
 
 PRODUCT_PREFIX = "lkfr"
 # CloudWatch namespace of the functions' own EMF metrics (the agents' signals have their own).
@@ -37,6 +38,18 @@ ECS_SERVICE_NAME_TAG = "aws:ecs:serviceName"
 ROOM_OPT_OUT_KEY = "lkfr_reaper_protected"
 
 
+class FunctionId(Protocol):
+    """What names a function: its folder under functions/ (``value``, also its Powertools service
+    name and metric dimension) and its hyphenated ``slug`` in AWS resource names. The built-in three
+    are ``FunctionName``s; a function added as a spec brings its own."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def slug(self) -> str: ...
+
+
 class FunctionName(StrEnum):
     """A function's folder under functions/, its Powertools service name and its metric dimension."""
 
@@ -62,7 +75,7 @@ def stack_name(environment: str) -> str:
     return f"LiveKitFleetRemediation-{environment}"
 
 
-def lambda_function_name(environment: str, function: FunctionName) -> str:
+def lambda_function_name(environment: str, function: FunctionId) -> str:
     return f"{PRODUCT_PREFIX}-{environment}-{function.slug}"
 
 
@@ -71,17 +84,17 @@ def mode_parameter_name(environment: str) -> str:
     return f"{MODE_PARAMETER_ROOT}/{environment}/mode"
 
 
-def function_mode_parameter_name(environment: str, function: FunctionName) -> str:
+def function_mode_parameter_name(environment: str, function: FunctionId) -> str:
     """A function's own kill switch, under the environment's (which stays the ceiling)."""
     return f"{MODE_PARAMETER_ROOT}/{environment}/{function.slug}/mode"
 
 
-def function_alarm_name(environment: str, function: FunctionName, kind: str) -> str:
+def function_alarm_name(environment: str, function: FunctionId, kind: str) -> str:
     """A self-monitoring alarm of one function (``kind``: errors, throttles, dlq, ...)."""
     return f"{lambda_function_name(environment, function)}-{kind}"
 
 
-def function_log_group_name(environment: str, function: FunctionName) -> str:
+def function_log_group_name(environment: str, function: FunctionId) -> str:
     return f"/aws/lambda/{lambda_function_name(environment, function)}"
 
 

@@ -36,7 +36,7 @@ class FunctionSettings(BaseSettings):
     # Fields the Lambda runtime itself sets (reserved variables): read at run time, never deployed.
     runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
     # The function these settings configure (its own kill switch, runbook, metrics, log group).
-    function: ClassVar[naming.FunctionName]
+    function: ClassVar[naming.FunctionId]
 
     environment_name: str = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")
     mode_parameter_name: str = Field(min_length=1)

@@ -1,4 +1,4 @@
-"""The fleet-scale detection benchmark's figures (``bench.task_detection`` runs the fleets): one JSON
+"""The fleet-scale detection benchmark's figures (``bench._task_detection`` runs the fleets): one JSON
 object per size and family, the terms they use, and the monthly cost of each option."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.task_detection import (
+from bench._task_detection import (
     ALARM_PER_MONTH,
     CI_PER_MILLION_EVENTS,
     CI_PER_RULE,
