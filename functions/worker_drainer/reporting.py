@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from fleet_remediation.contract.budgets import DRAINER_NOTICE_MARKERS
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
-from fleet_remediation.core.errors import NotificationLostError, RemediationError
+from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.message_lines import Line
@@ -67,9 +67,8 @@ def notify(
 
 
 def _lost(item: HeldNotification, report: ReportBuilder, deps: DrainerDependencies) -> bool:
-    before = len(report.errors)
-    deps.delivery.send(item.note, report, item.once_key)
-    return any(error.code == NotificationLostError.code for error in report.errors[before:])
+    """Deliver ``item``; whether SNS did not take it (then it is held for Lambda's retry)."""
+    return bool(deps.delivery.send(item.note, report, item.once_key).lost)
 
 
 def _held(report: ReportBuilder, deps: DrainerDependencies) -> list[HeldNotification]:

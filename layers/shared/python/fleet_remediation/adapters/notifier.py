@@ -37,6 +37,7 @@ from fleet_remediation.core.errors import (
     ConcurrentActionError,
     NotificationLostError,
     NotificationUnknownError,
+    RemediationError,
     aws_api_errors,
 )
 from fleet_remediation.core.messages import Notification, message_attributes, render_chat, render_email
@@ -176,10 +177,10 @@ class NotificationDelivery:
             rendered.append(Rendered("chat", subject, json.dumps(render_chat(note), ensure_ascii=False)))
         return rendered
 
-    def send(self, note: Notification, report: ReportBuilder, once_key: dict[str, str] | None = None) -> None:
-        """Deliver to every topic, each once per ``once_key`` when given. Message ids go to
-        ``report.notifications`` (a replayed delivery's too: it carries this invocation's news); a
-        lost delivery is a report error and fails the invocation after its report."""
+    def deliver(self, note: Notification, once_key: dict[str, str] | None = None) -> Delivery:
+        """Deliver to every topic, each once per ``once_key`` when given; what happened comes back
+        (message ids, a replayed delivery's too: it carries this invocation's news)."""
+        delivery = Delivery()
         for item in self.render(note):
             notifier = self.text if item.channel == "email" else self.chat
             assert notifier is not None  # render() only yields configured channels
@@ -193,41 +194,55 @@ class NotificationDelivery:
             ) -> dict[str, Any]:
                 return publish_at_most_once(notifier, item, attributes)
 
-            try:
-                result, replayed = self._once(once_key, item.channel, publish, report)
-            except NotificationLostError as exc:
-                emit(metric_definitions.NOTIFICATIONS_LOST, 1)
-                report.error(exc)
-                report.fail_after_report(exc)
-                continue
-            except ConcurrentActionError as exc:
-                # Another delivery of the same incident is sending it right now: not sent from here.
-                report.error(exc)
-                continue
-            if result.get("unknown"):
-                # It may have gone out: told in the report, never sent again (nor on Lambda's retry).
-                report.error(NotificationUnknownError(str(result["unknown"]), resource=item.channel))
-                continue
-            message_id = str(result["message_id"])
-            report.notifications.append(message_id)
-            if replayed:
-                logger.info(
-                    "notification already sent",
-                    extra={
-                        "channel": item.channel,
-                        "incident_id": note.incident_id,
-                        "message_id": message_id,
-                    },
-                )
-            else:
-                emit(metric_definitions.NOTIFICATIONS_SENT, 1)
+            self._deliver_one(note, item.channel, once_key, publish, delivery)
+        return delivery
+
+    def send(
+        self, note: Notification, report: ReportBuilder, once_key: dict[str, str] | None = None
+    ) -> Delivery:
+        """``deliver``, recorded into the report."""
+        delivery = self.deliver(note, once_key)
+        delivery.record(report)
+        return delivery
+
+    def _deliver_one(
+        self,
+        note: Notification,
+        channel: str,
+        once_key: dict[str, str] | None,
+        publish: Callable[[], dict[str, Any]],
+        delivery: Delivery,
+    ) -> None:
+        try:
+            result, replayed = self._once(once_key, channel, publish, delivery)
+        except NotificationLostError as exc:
+            emit(metric_definitions.NOTIFICATIONS_LOST, 1)
+            delivery.lost.append(exc)
+            return
+        except ConcurrentActionError as exc:
+            # Another delivery of the same incident is sending it right now: not sent from here.
+            delivery.problems.append(exc)
+            return
+        if result.get("unknown"):
+            # It may have gone out: told in the report, never sent again (nor on Lambda's retry).
+            delivery.problems.append(NotificationUnknownError(str(result["unknown"]), resource=channel))
+            return
+        message_id = str(result["message_id"])
+        delivery.message_ids.append(message_id)
+        if replayed:
+            logger.info(
+                "notification already sent",
+                extra={"channel": channel, "incident_id": note.incident_id, "message_id": message_id},
+            )
+        else:
+            emit(metric_definitions.NOTIFICATIONS_SENT, 1)
 
     def _once(
         self,
         once_key: dict[str, str] | None,
         channel: str,
         publish: Callable[[], dict[str, Any]],
-        report: ReportBuilder,
+        delivery: Delivery,
     ) -> tuple[dict[str, Any], bool]:
         if once_key is None:
             return publish(), False
@@ -237,8 +252,26 @@ class NotificationDelivery:
             if exc.aws_code != "IdempotencyStore":
                 raise
             # Without the once-store a retry may repeat this message; losing it would be worse.
-            report.error(exc)
+            delivery.problems.append(exc)
             return publish(), False
+
+
+@dataclass
+class Delivery:
+    """What one notification's delivery did: the message ids SNS gave, the problems a report
+    must show, and the channels SNS did not take (the invocation fails after its report, so
+    Lambda retries the event)."""
+
+    message_ids: list[str] = field(default_factory=list)
+    problems: list[RemediationError] = field(default_factory=list)
+    lost: list[NotificationLostError] = field(default_factory=list)
+
+    def record(self, report: ReportBuilder) -> None:
+        report.notifications.extend(self.message_ids)
+        for problem in [*self.problems, *self.lost]:
+            report.error(problem)
+        for lost in self.lost:
+            report.fail_after_report(lost)
 
 
 class NotifyingDependencies:
