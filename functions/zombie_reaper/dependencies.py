@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_for
+from fleet_remediation.adapters.deployments import DeploymentWatch, EcsDeploymentWatch
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
@@ -29,6 +30,8 @@ class ReaperDependencies(NotifyingDependencies):
 
     # Where each action and refusal is announced (None: nowhere, e.g. the replay).
     action_events: ActionEventSink | None = None
+    # The agent services' deployments, which hold new deletions (None: no deployment hold).
+    deployments: DeploymentWatch | None = None
 
     @classmethod
     def from_environment(cls) -> ReaperDependencies:
@@ -37,6 +40,7 @@ class ReaperDependencies(NotifyingDependencies):
         return cls(
             settings=settings,
             action_events=EventBridgeActionEvents(),
+            deployments=EcsDeploymentWatch(settings.agent_services) if settings.agent_services else None,
             mode_switch=kill_switch_for(settings),
             notifier=notifier,
             chat_notifier=chat_notifier,

@@ -16,7 +16,7 @@ from pydantic import Field, StrictInt
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
 from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
-from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.errors import InvalidEventError, RemediationError
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Outcome
 from fleet_remediation.core.routing import ManualEvent, Routed
@@ -106,11 +106,25 @@ def decide(run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
 
 
 def hold(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
-    """Outside the disruption window no room is warned or deleted (a manual run may override)."""
-    why = outside_window(run.deps.settings.disruption_window, run.deps.clock())
-    if why is None or run.event.routed.manual is not None:
+    """Outside the disruption window, and while an agent service deploys, no room is warned or
+    deleted (a manual run may override)."""
+    if not plan.to_act or run.event.routed.manual is not None:
+        return plan, None
+    why = outside_window(run.deps.settings.disruption_window, run.deps.clock()) or _deploying(run)
+    if why is None:
         return plan, None
     return ReapPlan(plan.decisions, plan.trimmed, to_act=()), why
+
+
+def _deploying(run: ReaperRun) -> str | None:
+    """A deployment in progress; unreadable, it holds too (unknown is not "no deployment")."""
+    if run.deps.deployments is None:
+        return None
+    try:
+        return run.deps.deployments.in_progress()
+    except RemediationError as exc:
+        run.report.error(exc)
+        return f"whether a deployment is in progress is unknown ({exc.code})"
 
 
 def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:

@@ -54,7 +54,7 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         (
             "reaper",
             {"timeout_seconds": 20, "livekit_request_timeout_seconds": 10},
-            r"environments\.staging\.reaper: Value error, a run needs up to 110 s .* timeout_seconds is 20",
+            r"environments\.staging\.reaper: Value error, a run needs up to 113 s .* timeout_seconds is 20",
         ),
         (
             "tts_reach",

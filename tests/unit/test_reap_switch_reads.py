@@ -71,9 +71,11 @@ def test_a_step_asking_while_a_read_is_under_way_gets_a_read_of_its_own() -> Non
     read = switch.read
 
     def slow_read() -> Mode:
+        # Read first, then wait: the reads' order is the asking order, whatever the threads do.
+        mode = read()
         entered.set()
         release.wait(5)
-        return read()
+        return mode
 
     switch.read = slow_read  # type: ignore[method-assign]
 

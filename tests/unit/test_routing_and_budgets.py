@@ -51,7 +51,7 @@ def test_the_functions_budgets() -> None:
     assert budgets.reaper_room_seconds(5.0) == 15.0 + 6.0
     # The action events: two PutEvents of one 1.5 s attempt under one once-only record.
     assert budgets.ANNOUNCE_SECONDS == 2 * 1.5 + 10
-    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 13 + 26 + 3
+    assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 3 + 13 + 26 + 3
     assert budgets.tts_reach_seconds_needed(20.0) == 6 + 2 + 40 + 22 + 13 + 26 + 3
     assert budgets.drainer_step_seconds(5.0) == 27.0 + 5.0
     # Even the shortest ECS timeout leaves one ECS call and a ledger write above the old 8 s.
@@ -93,11 +93,11 @@ def test_the_default_sections_fit_their_lambda_timeouts() -> None:
 
 
 def test_a_reaper_whose_calls_cannot_fit_fails_at_synth_naming_the_budget() -> None:
-    with pytest.raises(ValidationError, match=r"a run needs up to 110 s .* timeout_seconds is 60"):
+    with pytest.raises(ValidationError, match=r"a run needs up to 113 s .* timeout_seconds is 60"):
         ReaperSection(timeout_seconds=60, livekit_request_timeout_seconds=10)
-    assert ReaperSection(timeout_seconds=90, livekit_request_timeout_seconds=5).timeout_seconds == 90
-    with pytest.raises(ValidationError, match="a run needs up to 90 s"):
-        ReaperSection(timeout_seconds=89, livekit_request_timeout_seconds=5)
+    assert ReaperSection(timeout_seconds=93, livekit_request_timeout_seconds=5).timeout_seconds == 93
+    with pytest.raises(ValidationError, match="a run needs up to 93 s"):
+        ReaperSection(timeout_seconds=92, livekit_request_timeout_seconds=5)
 
 
 def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -55,6 +57,7 @@ class ZombieReaper(Construct):
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
         self.idempotency_table.grant_read_write_data(self.function)
+        self._grant_deployment_reads(config)
         schedule(
             self,
             "Schedule",
@@ -63,6 +66,19 @@ class ZombieReaper(Construct):
             target=self.remediation.target(
                 retry_attempts=2, max_event_age_seconds=REAPER_EVENT_AGES.schedule_seconds
             ),
+        )
+
+    def _grant_deployment_reads(self, config: EnvironmentConfig) -> None:
+        """The agent services' deployments hold new deletions: DescribeServices on those services."""
+        stack = Stack.of(self)
+        services = [
+            stack.format_arn(
+                service="ecs", resource="service", resource_name=f"{s.ecs_cluster}/{s.ecs_service}"
+            )
+            for s in config.agent_services
+        ]
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["ecs:DescribeServices"], resources=services)
         )
 
     def _settings(
@@ -77,6 +93,7 @@ class ZombieReaper(Construct):
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
             disruption_window=config.disruption_window,
+            agent_services=tuple(config.agent_services),
             reaper=config.reaper,
             idempotency_table_name=self.idempotency_table.table_name,
         )

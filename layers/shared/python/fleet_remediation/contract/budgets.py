@@ -102,6 +102,9 @@ NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + 
 ACTION_EVENTS_PUT = AwsCallBudget("events", connect_timeout_seconds=0.5, read_timeout_seconds=1.0, attempts=1)
 ACTION_EVENT_PUTS_PER_RUN = 2
 ANNOUNCE_SECONDS = ACTION_EVENT_PUTS_PER_RUN * ACTION_EVENTS_PUT.worst_case_seconds + ONCE_RECORD_SECONDS
+# Whether an agent service is deploying (ECS DescribeServices, per service; the reaper's hold). One
+# attempt: an unreadable answer holds the run's new disruption, the next run reads again.
+DEPLOYMENT_READ = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=1)
 # The drainer's notice markers (one conditional PutItem per message line that a condition persisting
 # across ticks keys): one attempt each, at most DRAINER_NOTICE_MARKERS a run (reporting.py tells the
 # lines beyond them without a marker). Its outbox: one read, then one hold or release, per run.
@@ -142,13 +145,14 @@ def reaper_room_seconds(livekit_request_timeout_seconds: float) -> float:
 
 def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
     """Kill switch, the run's once-only record, credentials, the room listing, at least one room,
-    the action events, the notification, the report."""
+    the agent service's deployments (one service), the action events, the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ONCE_RECORD_SECONDS
         + SECRET_READ.worst_case_seconds
         + livekit_request_timeout_seconds
         + reaper_room_seconds(livekit_request_timeout_seconds)
+        + DEPLOYMENT_READ.worst_case_seconds
         + ANNOUNCE_SECONDS
         + NOTIFICATION_BUDGET_SECONDS
         + REPORT_MARGIN_SECONDS

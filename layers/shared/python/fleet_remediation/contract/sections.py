@@ -20,7 +20,7 @@ class ReaperSection(StrictModel):
     """``environments.<env>.reaper``."""
 
     schedule_minutes: int = Field(default=5, ge=1, le=60, description="How often the reaper runs.")
-    timeout_seconds: int = Field(default=90, ge=10, le=900, description="Lambda timeout.")
+    timeout_seconds: int = Field(default=120, ge=10, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
     )
@@ -33,7 +33,7 @@ class ReaperSection(StrictModel):
             self.timeout_seconds,
             "kill switch, the run's once-only record, credentials, the room listing and one room at "
             f"livekit_request_timeout_seconds={self.livekit_request_timeout_seconds:g} each, the "
-            "action events, the notification, the report",
+            "agent service's deployments, the action events, the notification, the report",
         )
         return self
 

@@ -20,6 +20,7 @@ from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import naming
+from fleet_remediation.contract.agent_services import AgentService
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.errors import ConfigurationError
@@ -76,8 +77,15 @@ def _as_variable(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     if isinstance(value, tuple | list | dict):
-        return json.dumps(value)
+        return json.dumps(value, default=_model_json)
     return str(value)
+
+
+def _model_json(value: Any) -> Any:
+    """A model inside a list or mapping (the agent services), as the JSON the function reads back."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} cannot be a Lambda environment value")
 
 
 class LiveKitSettings(FunctionSettings):
@@ -93,6 +101,9 @@ class ReaperSettings(LiveKitSettings):
     function: ClassVar[naming.FunctionName] = naming.FunctionName.ZOMBIE_REAPER
 
     reaper: ReaperSection
+    agent_services: tuple[AgentService, ...] = Field(
+        default=(), description="Whose deployments hold new deletions (none: no deployment hold)."
+    )
     idempotency_table_name: str | None = Field(
         default=None,
         min_length=1,

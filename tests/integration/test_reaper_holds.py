@@ -1,0 +1,79 @@
+"""The reaper holds while an agent service deploys (moto ECS; moto keeps one deployment per service,
+so ``EcsRollingDeployment``, a named fake, lists the rolling update's second one): no room is warned
+or deleted, the decision is ``held``; a manual run deletes; an unreadable answer holds too."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from devkit.fakes.ecs_fakes import EcsRollingDeployment
+from devkit.lambda_context import LOCAL_ACCOUNT, local_region
+from fleet_remediation.adapters.deployments import EcsDeploymentWatch
+from fleet_remediation.contract.agent_services import AgentService
+from tests.unit.test_reaper_service import NOW, invoke, make_deps, old_and_new
+
+SERVICE = AgentService(name="agents", ecs_cluster="agents", ecs_service="agent-svc", agent_log_group="/g")
+
+
+@pytest.fixture
+def ecs() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("ecs", region_name=local_region())
+        client.create_cluster(clusterName=SERVICE.ecs_cluster)
+        client.register_task_definition(
+            family="agent", containerDefinitions=[{"name": "agent", "image": "agent:1", "memory": 512}]
+        )
+        client.create_service(
+            cluster=SERVICE.ecs_cluster,
+            serviceName=SERVICE.ecs_service,
+            taskDefinition="agent",
+            desiredCount=0,
+        )
+        yield client
+
+
+def _tick() -> dict[str, Any]:
+    region = local_region()
+    return {
+        "version": "0",
+        "id": "s",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": LOCAL_ACCOUNT,
+        "time": NOW.isoformat(),
+        "region": region,
+        "resources": [f"arn:aws:events:{region}:{LOCAL_ACCOUNT}:rule/reaper"],
+        "detail": {},
+    }
+
+
+def test_the_reaper_holds_while_the_agent_service_deploys(ecs: Any) -> None:
+    rolling = EcsRollingDeployment(ecs)
+    rooms = old_and_new()
+    deps, _ = make_deps(rooms)
+    deps.deployments = EcsDeploymentWatch([SERVICE], ecs)
+    rolling.rolling = True
+    held = invoke(_tick(), deps)
+    assert held["summary"]["held"].startswith("a deployment of agent-svc is in progress")
+    assert [c["decision"] for c in held["candidates"] if c["resource"] == "lesson-zombie"] == ["held"]
+    assert held["actions"] == []
+    assert "lesson-zombie" in rooms.rooms
+    rolling.rolling = False
+    done = invoke(_tick(), deps)
+    assert [a["resource"] for a in done["actions"]] == ["lesson-zombie"]
+
+
+def test_an_unreadable_deployment_state_holds_and_says_why(ecs: Any) -> None:
+    rooms = old_and_new()
+    deps, _ = make_deps(rooms)
+    missing = AgentService(name="agents", ecs_cluster="nowhere", ecs_service="gone", agent_log_group="/g")
+    deps.deployments = EcsDeploymentWatch([missing], ecs)
+    report = invoke(_tick(), deps)
+    assert report["summary"]["held"].startswith("whether a deployment is in progress is unknown")
+    assert [e["code"] for e in report["errors"]] == ["AwsApiError"]
+    assert "lesson-zombie" in rooms.rooms
