@@ -33,11 +33,15 @@ from devkit.fakes.drainer_world import TABLE, DrainerWorld, alarm_event, moto_wo
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
 from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.aws_clients import SIDE_EFFECTS, aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.livekit_rooms import RoomService
 from fleet_remediation.contract import budgets
+from fleet_remediation.contract.action_events import ActionEvent, ActionKind, event_id
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
+from fleet_remediation.core.announce import announce
+from fleet_remediation.core.report import ReportBuilder
 from tests.faults.table import FaultRecorder
 from tests.faults.test_reaper_livekit_faults import AMBIGUOUS, DELETE_FAULTS
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, put_at_most_once
@@ -362,3 +366,56 @@ def test_every_side_effect_has_its_rows() -> None:
     assert called - rows == set(), "side-effecting calls without fault rows"
     assert _iam_write_actions() - rows - GRANTED_NOT_CALLED == set(), "granted writes without fault rows"
     assert len(list(Ambiguous)) == 3
+
+
+def _action_event() -> ActionEvent:
+    return ActionEvent(
+        id=event_id("worker_drainer", "faults-request", "cordon"),
+        environment="faults",
+        function="worker_drainer",
+        version="0.2.0",
+        invocation_id="faults-request",
+        mode="enforce",
+        kind=ActionKind.ACTION,
+        resource="0123456789abcdef0123456789abcdef",
+        action="cordon",
+        outcome="done",
+        reason="slow inference on this worker only",
+        at=datetime(2026, 9, 15, 17, 36, tzinfo=UTC),
+    )
+
+
+@pytest.mark.parametrize("fault_kind", list(Ambiguous), ids=[f.name.lower() for f in Ambiguous])
+def test_an_action_event_that_may_have_landed_is_put_once(
+    fault: FaultRecorder, fault_kind: Ambiguous
+) -> None:
+    """The pipeline's action-event stage (``announce``: one attempt, under the invocation's
+    once-key) on the bus, counted at a queue the bus delivers to; then Lambda's retry of the same
+    invocation."""
+    fault.describe(f"events.PutEvents (action event) {fault_kind.value}", "every function")
+    from moto import mock_aws
+
+    with mock_aws():
+        queue = _bus_to_queue()
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(
+            TableName="once",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client = aws_client(budgets.ACTION_EVENTS_PUT)
+        fake = TookEffect(client, "eventbridge.PutEvents", fault_kind)
+        sink, guard = EventBridgeActionEvents("default", client), DynamoDBOnceGuard("once")
+        reports = [ReportBuilder("worker_drainer", "faults-request") for _ in range(2)]
+        with fault.timed():
+            announce(reports[0], [_action_event()], sink, guard)
+        announce(reports[1], [_action_event()], sink, guard)
+        first, retried = (report.summary["action_events"] for report in reports)
+        assert fake.took_effect == 1
+        assert (first["sent"], first["unknown"], first["failed"]) == (0, 1, 0), first
+        assert retried["replayed"] is True
+        delivered = _drain_queue(queue)
+        assert len(delivered) == 1, "the event went out once, never twice"
+        assert json.loads(delivered[0])["detail"]["id"] == _action_event().id
+    fault.outcome("unknown, recorded under the invocation's once-key; on the bus once, also after a retry")
