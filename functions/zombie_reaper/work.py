@@ -81,16 +81,21 @@ def calls_of(rooms: object) -> int:
 
 
 def read(run: ReaperRun) -> RoomSnapshot:
-    async def listed() -> RoomSnapshot:
+    # The snapshot leaves the event loop through this list, not as the coroutine's result, which
+    # asyncio.run would format (a repr of every room) when the loop closes.
+    read: list[RoomSnapshot] = []
+
+    async def listed() -> None:
         rooms = run.deps.room_service_factory()
         try:
             with collector_paused():
                 found = await rooms.list_rooms()
-            return RoomSnapshot(found, run.deps.clock(), calls_of(rooms))
+            read.append(RoomSnapshot(found, run.deps.clock(), calls_of(rooms)))
         finally:
             await rooms.aclose()
 
-    return asyncio.run(listed())
+    asyncio.run(listed())
+    return read[0]
 
 
 def decide(run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
@@ -133,7 +138,9 @@ def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:
         return NOTHING_REAPED
     settings = run.deps.settings
 
-    async def carried_out() -> Reaped:
+    done: list[Reaped] = []  # out of the loop by this list, not as a result asyncio.run would format
+
+    async def carried_out() -> None:
         rooms = run.deps.room_service_factory()
         executor = ReapExecutor(
             rooms=rooms,
@@ -146,11 +153,12 @@ def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:
             now=run.deps.clock(),
         )
         try:
-            return Reaped(await executor.run(plan.to_act), calls_of(rooms))
+            done.append(Reaped(await executor.run(plan.to_act), calls_of(rooms)))
         finally:
             await rooms.aclose()
 
-    return asyncio.run(carried_out())
+    asyncio.run(carried_out())
+    return done[0]
 
 
 def record(run: ReaperRun, work: Work[RoomSnapshot, ReapPlan, Reaped]) -> None:
