@@ -78,6 +78,14 @@ async def create_rooms(server: LocalLiveKit, names: list[str]) -> list[api.Room]
         ]
 
 
+async def delete_rooms(server: LocalLiveKit, names: set[str]) -> None:
+    """Remove rooms a test created from the session's shared server (a room already gone is fine)."""
+    async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as lk:
+        for room in (await lk.room.list_rooms(api.ListRoomsRequest())).rooms:
+            if room.name in names:
+                await lk.room.delete_room(api.DeleteRoomRequest(room=room.name))
+
+
 async def room_names(server: LocalLiveKit) -> set[str]:
     async with api.LiveKitAPI(server.http_url, server.api_key, server.api_secret) as lk:
         return {room.name for room in (await lk.room.list_rooms(api.ListRoomsRequest())).rooms}

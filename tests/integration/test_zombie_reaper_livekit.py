@@ -20,6 +20,7 @@ from devkit.livekit_clients import (
     BackgroundLoop,
     Participant,
     create_rooms,
+    delete_rooms,
     room_names,
     wait_for_participants,
 )
@@ -219,6 +220,14 @@ def test_an_unknown_kill_switch_value_fails_safe_to_dry_run(
     livekit_server: LocalLiveKit, aws: AwsWorld
 ) -> None:
     asyncio.run(create_rooms(livekit_server, ["lesson-zombie-switch"]))
+    try:
+        _switch_fails_safe(livekit_server, aws)
+    finally:
+        # The server is the session's: another test must not find this room.
+        asyncio.run(delete_rooms(livekit_server, {"lesson-zombie-switch"}))
+
+
+def _switch_fails_safe(livekit_server: LocalLiveKit, aws: AwsWorld) -> None:
     time.sleep(1.5)  # older than the manual max age below
     aws.set_mode("enabled")
     report = invoke({"dry_run": False, "max_age_seconds": 60}, timedelta(minutes=2))
