@@ -124,6 +124,19 @@ def capture_reaper(server: LocalLiveKit) -> None:
     deps = dataclasses.replace(
         ReaperDependencies.from_environment(), clock=lambda: datetime.now(UTC) + CLOCK_AHEAD
     )
+    # The agent services the reaper reads for a deployment in progress (none is: it acts).
+    ecs = boto3.client("ecs")
+    ecs.register_task_definition(
+        family="agent", containerDefinitions=[{"name": "agent", "image": "agent:1", "memory": 512}]
+    )
+    for service in deps.settings.agent_services:
+        ecs.create_cluster(clusterName=service.ecs_cluster)
+        ecs.create_service(
+            cluster=service.ecs_cluster,
+            serviceName=service.ecs_service,
+            taskDefinition="agent",
+            desiredCount=0,
+        )
     # Two ticks five minutes apart, the last one at the run's clock: both are fresh at the door.
     now = deps.clock()
     _invoke(handler, _schedule_event("reaper-schedule", now - timedelta(minutes=5)), deps)
