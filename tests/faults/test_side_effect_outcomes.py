@@ -281,13 +281,7 @@ def test_a_suspect_worker_event_that_may_have_landed_is_put_once(
 
     with mock_aws():
         queue = _bus_to_queue()
-        dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(
-            TableName="once",
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        _once_table()
         client = aws_client(budgets.SUSPECT_EVENT_PUT)
         fake = TookEffect(client, "eventbridge.PutEvents", fault_kind)
         publisher, guard, detail = (
@@ -307,6 +301,15 @@ def test_a_suspect_worker_event_that_may_have_landed_is_put_once(
         assert len(delivered) == 1, "the event went out once, never twice"
         assert json.loads(delivered[0])["detail"]["incident_id"] == detail.incident_id
     fault.outcome("unknown, recorded under its once-key; on the bus once, also after a retry")
+
+
+def _once_table() -> None:
+    boto3.client("dynamodb").create_table(
+        TableName="once",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
 
 
 def _bus_to_queue() -> str:
@@ -397,13 +400,7 @@ def test_an_action_event_that_may_have_landed_is_put_once(
 
     with mock_aws():
         queue = _bus_to_queue()
-        dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(
-            TableName="once",
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        _once_table()
         client = aws_client(budgets.ACTION_EVENTS_PUT)
         fake = TookEffect(client, "eventbridge.PutEvents", fault_kind)
         sink, guard = EventBridgeActionEvents("default", client), DynamoDBOnceGuard("once")

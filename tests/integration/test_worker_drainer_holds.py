@@ -5,14 +5,12 @@ same while the agent service deploys."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, time, timedelta
+from datetime import time, timedelta
 from typing import Any
 
 import pytest
-from moto import mock_aws
-from moto.moto_api import state_manager
 
-from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world, schedule_event
+from devkit.fakes.drainer_world import DrainerWorld, alarm_event, moto_world, schedule_event
 from devkit.fakes.ecs_fakes import EcsRollingDeployment
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.disruption_window import DisruptionWindow
@@ -24,13 +22,8 @@ CLOSED = DisruptionWindow(start=time(3, 0), end=time(3, 1), timezone="UTC")
 
 @pytest.fixture
 def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
-    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
-    try:
-        with mock_aws():
-            now = datetime.now(UTC).replace(hour=12) + timedelta(hours=2)
-            yield build_world(livekit_server, now)
-    finally:
-        state_manager.unset_transition("ecs::task")
+    with moto_world(livekit_server) as built:
+        yield built
 
 
 def _held(world: DrainerWorld, event: dict[str, Any]) -> dict[str, Any]:

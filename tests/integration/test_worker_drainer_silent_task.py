@@ -5,13 +5,17 @@ nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
-from moto import mock_aws
-from moto.moto_api import state_manager
 
-from devkit.fakes.drainer_world import DrainerWorld, build_world, schedule_event, stream_of, tts_record
+from devkit.fakes.drainer_world import (
+    DrainerWorld,
+    moto_world,
+    schedule_event,
+    stream_of,
+    tts_record,
+)
 from devkit.livekit_local import LocalLiveKit
 from devkit.log_export import LogEvent
 from worker_drainer.silent_task import PER_TASK_REACH
@@ -20,12 +24,8 @@ from worker_drainer.tags import STATE_TAG
 
 @pytest.fixture
 def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
-    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
-    try:
-        with mock_aws():
-            yield build_world(livekit_server, datetime.now(UTC) + timedelta(hours=2))
-    finally:
-        state_manager.unset_transition("ecs::task")
+    with moto_world(livekit_server) as built:
+        yield built
 
 
 def _responses(world: DrainerWorld, task_id: str, count: int, *, silent: bool) -> None:
