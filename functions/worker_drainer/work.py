@@ -6,11 +6,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.drainer_steps import STARTING
-from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
-from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Refusal
 from worker_drainer.accounting import record_metrics, record_plan, summarize
 from worker_drainer.alarm_watch import during_vad_alarm
@@ -43,8 +41,6 @@ class FleetRead:
     incident: str
     snapshot: Snapshot
     livekit_calls: int
-    # Why the service is deploying, if it is: new disruption waits for the deployment.
-    deploying: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,17 +59,7 @@ def read(run: DrainerRun) -> FleetRead:
     trigger = during_silent_task(trigger, deps, run.report, run.deadline)
     incident = trigger_incident(trigger, settings.environment_name, deps.clock())
     snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
-    return FleetRead(trigger, incident, snapshot, calls, _deploying(deps, run.report))
-
-
-def _deploying(deps: DrainerDependencies, report: ReportBuilder) -> str | None:
-    """A deployment in progress, read from the service; unreadable, it holds too (unknown is not
-    "no deployment")."""
-    try:
-        return deps.ecs.deployment_in_progress()
-    except RemediationError as exc:
-        report.error(exc)
-        return f"whether a deployment is in progress is unknown ({exc.code})"
+    return FleetRead(trigger, incident, snapshot, calls)
 
 
 def decide(run: DrainerRun, fleet: FleetRead) -> LadderPlan:
@@ -83,13 +69,14 @@ def decide(run: DrainerRun, fleet: FleetRead) -> LadderPlan:
 def hold(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> tuple[LadderPlan, str | None]:
     """Outside the disruption window, and while the service deploys, no new reap, cordon or stop
     starts; steps that finish or roll back one already begun go on. A manual run may override."""
-    why = outside_window(run.deps.settings.disruption_window, fleet.snapshot.now) or fleet.deploying
-    if why is None or run.event.trigger.manual is not None:
-        return plan, None
     going_on = tuple(step for step in plan.steps if step.step not in STARTING)
-    if len(going_on) == len(plan.steps):
+    if len(going_on) == len(plan.steps) or run.event.trigger.manual is not None:
         return plan, None
-    return dataclasses.replace(plan, steps=going_on), why
+    deps = run.deps
+    why = hold_reason(
+        deps.settings.disruption_window, fleet.snapshot.now, deps.ecs.deployment_in_progress, run.report
+    )
+    return (plan, None) if why is None else (dataclasses.replace(plan, steps=going_on), why)
 
 
 def held_steps(work: DrainerWork) -> frozenset[PlannedStep]:

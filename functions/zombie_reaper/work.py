@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import Field, StrictInt
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
-from fleet_remediation.contract.disruption_window import outside_window
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
-from fleet_remediation.core.errors import InvalidEventError, RemediationError
+from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Outcome
 from fleet_remediation.core.routing import ManualEvent, Routed
@@ -115,21 +115,12 @@ def hold(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPl
     deleted (a manual run may override)."""
     if not plan.to_act or run.event.routed.manual is not None:
         return plan, None
-    why = outside_window(run.deps.settings.disruption_window, run.deps.clock()) or _deploying(run)
+    deployments = run.deps.deployments
+    reading = deployments.in_progress if deployments is not None else None
+    why = hold_reason(run.deps.settings.disruption_window, run.deps.clock(), reading, run.report)
     if why is None:
         return plan, None
     return ReapPlan(plan.decisions, plan.trimmed, to_act=()), why
-
-
-def _deploying(run: ReaperRun) -> str | None:
-    """A deployment in progress; unreadable, it holds too (unknown is not "no deployment")."""
-    if run.deps.deployments is None:
-        return None
-    try:
-        return run.deps.deployments.in_progress()
-    except RemediationError as exc:
-        run.report.error(exc)
-        return f"whether a deployment is in progress is unknown ({exc.code})"
 
 
 def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:

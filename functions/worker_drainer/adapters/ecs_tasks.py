@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.config import Config
 
 from fleet_remediation.adapters.aws_clients import aws_client, client_config, guard_side_effects
+from fleet_remediation.adapters.deployments import deploying
 from fleet_remediation.contract.budgets import ecs_call
 from fleet_remediation.core.errors import AwsApiError, aws_api_errors
 
@@ -186,12 +187,7 @@ class BotoEcsTasks:
         return bool(self._active_service().get("enableECSManagedTags", False))
 
     def deployment_in_progress(self) -> str | None:
-        # A rolling update runs the new PRIMARY deployment beside the ACTIVE ones it replaces.
-        deployments = self._active_service().get("deployments", [])
-        if len(deployments) < 2:
-            return None
-        primary = next((d for d in deployments if d.get("status") == "PRIMARY"), deployments[0])
-        return f"a deployment of {self.service} is in progress ({primary.get('id', 'unknown id')})"
+        return deploying(self._active_service())
 
     def _active_service(self) -> Mapping[str, Any]:
         response = self._call(

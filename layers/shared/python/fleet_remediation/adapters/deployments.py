@@ -4,7 +4,7 @@ service deploys and have no ECS adapter of their own (the reaper)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from fleet_remediation.adapters.aws_clients import aws_client
@@ -19,14 +19,15 @@ class DeploymentWatch(Protocol):
         ...
 
 
-def deploying(service: str, described: Any) -> str | None:
-    """The reason from one DescribeServices answer: more than one deployment is a rolling update."""
-    for found in described.get("services", []):
-        deployments = found.get("deployments", [])
-        if len(deployments) > 1:
-            primary = next((d for d in deployments if d.get("status") == "PRIMARY"), deployments[0])
-            return f"a deployment of {service} is in progress ({primary.get('id', 'unknown id')})"
-    return None
+def deploying(service: Mapping[str, Any]) -> str | None:
+    """The reason from one service as DescribeServices describes it: a rolling update runs the new
+    PRIMARY deployment beside the ACTIVE ones it replaces."""
+    deployments = service.get("deployments", [])
+    if len(deployments) < 2:
+        return None
+    primary = next((d for d in deployments if d.get("status") == "PRIMARY"), deployments[0])
+    name = service.get("serviceName", "the agent service")
+    return f"a deployment of {name} is in progress ({primary.get('id', 'unknown id')})"
 
 
 class EcsDeploymentWatch:
@@ -43,7 +44,8 @@ class EcsDeploymentWatch:
                 described = self._client.describe_services(
                     cluster=service.ecs_cluster, services=[service.ecs_service]
                 )
-            reason = deploying(service.ecs_service, described)
-            if reason is not None:
-                return reason
+            for found in described.get("services", []):
+                reason = deploying(found)
+                if reason is not None:
+                    return reason
         return None
