@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 LIVEKIT_SERVER_VERSION := v1.13.5
 LIVEKIT_SERVER := .tools/bin/livekit-server
-# The Lambda runtime (cdk/fleet_stack/constructs/shared_layers.py) that the dependency layer targets.
+# The Lambda runtime (cdk/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
 DEPS_LAYER := build/layers/deps/python
 # The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
@@ -30,7 +30,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
-export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
+export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
 .PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
@@ -115,7 +115,7 @@ demo: setup ## The story: reaper on livekit-server, replay of the incident, drai
 lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
-	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent_cooperation bench devkit
+	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent bench devkit
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0

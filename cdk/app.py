@@ -24,8 +24,8 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 from fleet_remediation import __version__  # noqa: E402
 from fleet_remediation.contract.naming import stack_name  # noqa: E402
 from fleet_remediation.core.errors import ConfigurationError  # noqa: E402
-from fleet_stack.config import ConfigError, environment_names, load_environment  # noqa: E402
-from fleet_stack.stack import FleetRemediationStack  # noqa: E402
+from livekit_fleet_remediation.config import ConfigError, environment_names, load_environment  # noqa: E402
+from livekit_fleet_remediation.stack import FleetRemediationStack  # noqa: E402
 
 
 def build_stacks(

@@ -104,7 +104,7 @@ PACKAGES = {
     "zombie_reaper": REPO / "functions/zombie_reaper",
     "tts_reach_alarm": REPO / "functions/tts_reach_alarm",
     "worker_drainer": REPO / "functions/worker_drainer",
-    "agent_cooperation": REPO / "agent_cooperation",
+    "livekit_fleet_agent": REPO / "agent" / "livekit_fleet_agent",
     "devkit": REPO / "devkit",
     "tests": REPO / "tests",
 }
@@ -128,7 +128,7 @@ filterwarnings = [
 [tool.mutmut]
 source_paths = ["fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer"]
 only_mutate = {mutated}
-also_copy = ["agent_cooperation", "devkit", "tests"]
+also_copy = ["agent", "devkit", "tests"]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
 use_git_change_detection = false

@@ -33,9 +33,9 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.agents.tts import TTS
 from livekit.agents.types import NOT_GIVEN
 
-from agent_cooperation import emit_detection_signals
 from devkit.fakes.llm import ScriptedLLM
 from devkit.fakes.tts import FailingTTS, StallingTTS, StreamingTTS
+from livekit_fleet_agent import emit_detection_signals
 
 logger = logging.getLogger("devkit.signal_agent")
 AGENT_NAME_ENV = "SIGNAL_AGENT_NAME"

@@ -162,8 +162,8 @@ DEMO_SCRIPTS: dict[str, dict[str, Any]] = {
 def main() -> None:
     """Print the emitter's lines, as the worker wrote them, for one job per fake TTS, and which
     detection signal (``SignalCatalog.default()``) each line counts as."""
-    from agent_cooperation.detection_signals import LOGGER_NAME
     from fleet_remediation.contract.signals import SignalCatalog
+    from livekit_fleet_agent.detection_signals import LOGGER_NAME
 
     catalog = SignalCatalog.default()
     with LocalLiveKit() as server:

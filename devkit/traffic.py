@@ -61,8 +61,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, TextIO
 
-from agent_cooperation.detection_signals import LOGGER_NAME as EMITTER_LOGGER
 from fleet_remediation.contract.signals import SignalCatalog
+from livekit_fleet_agent.detection_signals import LOGGER_NAME as EMITTER_LOGGER
 
 EPOCH = datetime(2026, 9, 7, tzinfo=UTC)  # simulated time 0: a Monday, 00:00 UTC
 EPOCH_SECONDS = EPOCH.timestamp()
@@ -594,7 +594,7 @@ SITE_PACKAGES = "/app/.venv/lib/python3.11/site-packages"
 SOURCE_OF_LOGGER = {
     "livekit.agents": (f"{SITE_PACKAGES}/livekit/agents/worker.py", "_handle", 120),
     "livekit.plugins.silero": (f"{SITE_PACKAGES}/livekit/plugins/silero/vad.py", "_main_task", 133),
-    EMITTER_LOGGER: ("/app/agent_cooperation/detection_signals.py", "_write", 256),
+    EMITTER_LOGGER: ("/app/livekit_fleet_agent/detection_signals.py", "_write", 256),
 }
 
 
@@ -650,7 +650,7 @@ def record_of(
     if kind == SLOW_VAD:
         extra = {"delay": value, "pid": pid, "job_id": job}
         return "livekit.plugins.silero", logging.WARNING, catalog.slow_vad.text, extra
-    # The agent-side emitter's lines (agent_cooperation): the job's fields and the speech they follow.
+    # The agent-side emitter's lines (livekit_fleet_agent): the job's fields and the speech they follow.
     response_at = at - value if kind in (FIRST_FRAME, TIMEOUT) else at
     extra = {
         **room_fields(lesson),

@@ -24,7 +24,6 @@ from typing import Any
 
 from livekit import api
 
-from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
     CHAT_TOPIC,
@@ -38,6 +37,7 @@ from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
+from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from tools.demo_output import print_delivered, print_report
 from worker_drainer.tags import STATE_TAG
 

@@ -54,7 +54,12 @@ from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from fleet_remediation.core.messages import REPORT_LINK_LABEL
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_model import Mode
-from fleet_stack.config import ConfigError, EnvironmentConfig, environment_names, load_environment
+from livekit_fleet_remediation.config import (
+    ConfigError,
+    EnvironmentConfig,
+    environment_names,
+    load_environment,
+)
 from tools.plan_livekit import PlanFailed, credentials_source, livekit_url, rooms_factory
 from tools.render import render_report
 

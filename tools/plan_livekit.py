@@ -15,7 +15,7 @@ from fleet_remediation.adapters.livekit_rooms import (
 )
 from fleet_remediation.contract.settings import LiveKitSettings
 from fleet_remediation.core.errors import ConfigurationError
-from fleet_stack.config import EnvironmentConfig
+from livekit_fleet_remediation.config import EnvironmentConfig
 
 
 class PlanFailed(Exception):

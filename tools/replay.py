@@ -86,7 +86,7 @@ from fleet_remediation.core.invocation import run_reported  # noqa: E402
 from fleet_remediation.core.observability import logger, metrics  # noqa: E402
 from fleet_remediation.core.report import ReportBuilder  # noqa: E402
 from fleet_remediation.core.report_model import Mode  # noqa: E402
-from fleet_stack.config import ConfigError, EnvironmentConfig, load_environment  # noqa: E402
+from livekit_fleet_remediation.config import ConfigError, EnvironmentConfig, load_environment  # noqa: E402
 from tools.backtest import MINUTE, Lesson, lessons, run_backtest  # noqa: E402
 from tools.replay_page import minute_series, render_page  # noqa: E402
 from tts_reach_alarm.dependencies import TtsReachDependencies  # noqa: E402

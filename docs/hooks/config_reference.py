@@ -1,8 +1,8 @@
 """MkDocs hook: the configuration reference, generated from the settings models at every build.
 
 ``docs/reference/configuration.md`` holds markers; this hook replaces each with a table read from the
-pydantic models that synth and the functions validate with (``fleet_stack.config.EnvironmentConfig``
-for ``cdk.json``; ``fleet_remediation.contract.settings`` for the functions' Lambda environment):
+pydantic models that synth and the functions validate with
+(``livekit_fleet_remediation.config.EnvironmentConfig`` for ``cdk.json``; ``fleet_remediation.contract.settings`` for the functions' Lambda environment):
 field, type, default, limits and description, so the page cannot drift from the code.
 """
 
@@ -151,7 +151,7 @@ def table(model: type[BaseModel], prefix: str = "", exclude: frozenset[str] = fr
 
 
 def environment_table() -> str:
-    from fleet_stack.config import EnvironmentConfig
+    from livekit_fleet_remediation.config import EnvironmentConfig
 
     return table(EnvironmentConfig)
 

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import assertions
 
 from app import build_app, cdk_json_context
-from fleet_stack.stack import FleetRemediationStack
+from livekit_fleet_remediation.stack import FleetRemediationStack
 
 
 class Synthesized:

@@ -15,7 +15,7 @@ from app import cdk_json_context
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
-from fleet_stack.config import ConfigError
+from livekit_fleet_remediation.config import ConfigError
 from tests.infra.conftest import Synthesized
 
 Match = assertions.Match

@@ -17,8 +17,8 @@ from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.core.report_model import Mode
-from fleet_stack.config import load_environment
-from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.config import load_environment
+from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "fixtures" / "fourth_function"
 

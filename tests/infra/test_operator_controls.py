@@ -15,7 +15,7 @@ from aws_cdk import assertions
 
 from app import build_stacks, cdk_json_context
 from fleet_remediation.contract.naming import FunctionName
-from fleet_stack.config import ConfigError
+from livekit_fleet_remediation.config import ConfigError
 from tests.dashboard_body import dashboard_json
 from tests.infra.conftest import Synthesized
 

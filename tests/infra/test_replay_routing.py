@@ -14,7 +14,7 @@ from fleet_remediation.contract.naming import (
     FunctionName,
     lambda_function_name,
 )
-from fleet_stack.config import load_environment
+from livekit_fleet_remediation.config import load_environment
 from tools.replay import Rule, stack_rules
 
 

@@ -12,7 +12,7 @@ import pytest
 from app import cdk_json_context
 from fleet_remediation.contract.settings import DrainerSettings, TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
-from fleet_stack.config import ConfigError
+from livekit_fleet_remediation.config import ConfigError
 from tests.infra.conftest import Synthesized
 from tts_reach_alarm.analysis import job_outcomes_query
 from worker_drainer.adapters.worker_logs import stats_query
@@ -158,7 +158,7 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
 
 
 def test_an_environment_lists_its_agent_services_and_a_0_1_layout_says_where_they_moved() -> None:
-    from fleet_stack.config import load_environment
+    from livekit_fleet_remediation.config import load_environment
 
     context = cdk_json_context()
     assert [s.name for s in load_environment(context, "staging").agent_services] == ["agents"]

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import assertions
 
 from app import cdk_json_context
-from fleet_stack.config import ConfigError
+from livekit_fleet_remediation.config import ConfigError
 from tests.infra.conftest import Synthesized, cfn_lint
 
 Match = assertions.Match

@@ -15,7 +15,7 @@ from app import cdk_json_context
 from fleet_remediation.contract.drainer_steps import ECS_WRITE_ACTIONS, STEP_TABLE
 from fleet_remediation.contract.naming import EXCLUDE_TAG
 from fleet_remediation.contract.settings import DrainerSettings
-from fleet_stack.config import ConfigError
+from livekit_fleet_remediation.config import ConfigError
 from tests.infra.conftest import Synthesized
 from worker_drainer.adapters.ecs_model import TaskProtection
 from worker_drainer.adapters.ecs_tasks import (

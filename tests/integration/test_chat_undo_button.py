@@ -23,7 +23,7 @@ from aws_cdk import assertions
 
 from devkit.fakes.drainer_world import CHAT_TOPIC, TOPIC, DrainerWorld, moto_world
 from devkit.livekit_local import LocalLiveKit
-from fleet_stack.constructs.chat_actions import ChatActions
+from livekit_fleet_remediation.constructs.chat_actions import ChatActions
 from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit

@@ -24,7 +24,7 @@ from app import build_app, cdk_json_context
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
-from fleet_stack.config import load_environment
+from livekit_fleet_remediation.config import load_environment
 from tests.dashboard_body import MetricIdentity, dashboard_json, graphed_metrics
 
 REPO = Path(__file__).resolve().parents[2]

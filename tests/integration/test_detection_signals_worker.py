@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from agent_cooperation import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, RESPONSE_STARTED_TEXT
-from agent_cooperation.detection_signals import LOGGER_NAME
 from devkit.livekit_local import LocalLiveKit
 from devkit.signal_worker import SESSION_CLOSED, SignalAgentWorker
 from fleet_remediation.contract.signals import SignalCatalog
+from livekit_fleet_agent import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, RESPONSE_STARTED_TEXT
+from livekit_fleet_agent.detection_signals import LOGGER_NAME
 from tests.metric_filter_pattern import insights_filter_matches, pattern_matches
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]

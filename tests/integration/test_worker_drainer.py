@@ -20,7 +20,6 @@ from livekit import api
 from moto import mock_aws
 from moto.moto_api import state_manager
 
-from agent_cooperation import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
     CHAT_TOPIC,
@@ -37,6 +36,7 @@ from devkit.livekit_local import LocalLiveKit, free_port
 from fleet_remediation.core.errors import ConcurrentActionError
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from tests.message_samples import save_sample
 from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
+from livekit_fleet_agent import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from worker_drainer import tags
 
 

@@ -1,4 +1,4 @@
-"""The emitter's texts are the detection's: agent_cooperation ships in the agent image without the
+"""The emitter's texts are the detection's: livekit_fleet_agent ships in the agent image without the
 Lambda layer, so it keeps its own copy of the default texts, held equal to the catalog here."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import inspect
 
 import pytest
 
-from agent_cooperation import (
+from fleet_remediation.contract.signals import MatchKind, SignalCatalog
+from livekit_fleet_agent import (
     FIRST_AUDIO_FRAME_TEXT,
     FIRST_AUDIO_TIMEOUT_TEXT,
     RESPONSE_STARTED_TEXT,
     SignalEmitter,
 )
-from fleet_remediation.contract.signals import MatchKind, SignalCatalog
 
 EMITTED = {
     "response_started": RESPONSE_STARTED_TEXT,
@@ -36,7 +36,7 @@ def test_a_line_with_the_emitted_message_is_its_signal_and_no_other(name: str) -
     # The emitter writes the text as the record's message: the catalog must read that field, and
     # match the text as written.
     catalog = SignalCatalog.default()
-    line = {"message": EMITTED[name], "level": "INFO", "name": "agent_cooperation.signals"}
+    line = {"message": EMITTED[name], "level": "INFO", "name": "livekit_fleet_agent.signals"}
     signal = getattr(catalog, name)
     assert signal.field == "message"
     assert signal.match is MatchKind.EXACT

@@ -246,7 +246,7 @@ def test_the_docs_carry_no_company_specific_names(document: Path) -> None:
 
 # What lies outside the repository: the design notes and the source material beside it.
 OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared\b|shared/seeds|\bseeds/")
-SOURCE_DIRS = ("agent_cooperation", "bench", "cdk", "devkit", "functions", "layers", "tests", "tools", "docs")
+SOURCE_DIRS = ("agent", "bench", "cdk", "devkit", "functions", "layers", "tests", "tools", "docs")
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))
@@ -310,7 +310,7 @@ def test_every_python_module_the_docs_run_exists(where: str, module: str) -> Non
 
 # A file or folder of this repository named in backticks: `tools/redrive.py`, `docs/runbooks/`.
 REPO_PATH = re.compile(
-    r"`((?:agent_cooperation|bench|cdk|devkit|docs|functions|layers|requirements|tests|tools)/[\w./-]*)`"
+    r"`((?:agent|bench|cdk|devkit|docs|functions|layers|requirements|tests|tools)/[\w./-]*)`"
 )
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from fleet_remediation.contract import budgets, settings
 from fleet_remediation.contract.policies import ReaperPolicy
-from fleet_stack.config import EnvironmentConfig
+from livekit_fleet_remediation.config import EnvironmentConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -166,7 +166,7 @@ def test_exported_lines_are_the_agents_json_and_the_signals_count_what_was_simul
     assert requests
     assert all({"job_id", "room", "room_id"} <= r.keys() for r in requests)
     catalog = SignalCatalog.default()
-    tts_lines = [r for r in records if r["name"] == "agent_cooperation.signals"]
+    tts_lines = [r for r in records if r["name"] == "livekit_fleet_agent.signals"]
     assert all(r.get("job_id") for r in tts_lines)
     assert any(catalog.first_audio_timeout.matches(r) for r in tts_lines)
 

@@ -28,7 +28,7 @@ SCHEDULE_SOURCE = "aws.events"
 ALARM_DETAIL_TYPE = "CloudWatch Alarm State Change"
 SUSPECT_WORKER_DETAIL_TYPE = "LiveKit Suspect Worker"
 
-# ECS task tags written by the drainer (and read by agent_cooperation in the agents' image).
+# ECS task tags written by the drainer (and read by livekit_fleet_agent in the agents' image).
 DRAINER_TAG_PREFIX = "livekit-drainer:"
 EXCLUDE_TAG = f"{DRAINER_TAG_PREFIX}exclude"
 # The tag ECS puts on every task a service starts when the service has ECS managed tags on

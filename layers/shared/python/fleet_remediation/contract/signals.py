@@ -78,7 +78,7 @@ class SignalSettings(StrictModel):
     )
     response_started: SignalDefinition = SignalDefinition(text="agent_response_started")
     first_audio_frame: SignalDefinition = SignalDefinition(text="tts_node_first_audio_frame")
-    # Written by agent_cooperation's emitter when no first audio frame follows a response start in
+    # Written by livekit_fleet_agent's emitter when no first audio frame follows a response start in
     # time: a silent TTS becomes a countable event instead of a missing one.
     first_audio_timeout: SignalDefinition = SignalDefinition(text="tts_first_audio_timeout")
 

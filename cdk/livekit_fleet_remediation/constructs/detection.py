@@ -32,7 +32,7 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.contract.signals import Signal, SignalCatalog
-from fleet_stack.config import EnvironmentConfig
+from livekit_fleet_remediation.config import EnvironmentConfig
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
 

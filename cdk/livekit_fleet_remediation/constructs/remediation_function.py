@@ -26,12 +26,17 @@ from fleet_remediation.contract.naming import (
     lambda_function_name,
 )
 from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
-from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.function_alarms import self_monitoring
-from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.notifications import Notifications
-from fleet_stack.constructs.shared_layers import ASSET_EXCLUDES, REPO_ROOT, RUNTIME, SharedLayers
-from fleet_stack.constructs.stack_key import StackKey
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
+from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
+from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.shared_layers import (
+    ASSET_EXCLUDES,
+    REPO_ROOT,
+    RUNTIME,
+    SharedLayers,
+)
+from livekit_fleet_remediation.constructs.stack_key import StackKey
 
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 

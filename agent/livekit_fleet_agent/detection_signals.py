@@ -43,7 +43,7 @@ RESPONSE_STARTED_TEXT = "agent_response_started"
 FIRST_AUDIO_FRAME_TEXT = "tts_node_first_audio_frame"
 FIRST_AUDIO_TIMEOUT_TEXT = "tts_first_audio_timeout"
 DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS = 10.0
-LOGGER_NAME = "agent_cooperation.signals"
+LOGGER_NAME = "livekit_fleet_agent.signals"
 # How often a queued speech is checked for having become the current one (the SDK has no event
 # for it); only speeches waiting in the queue are checked.
 QUEUE_POLL_SECONDS = 0.05
@@ -88,7 +88,7 @@ class _Response:
 def job_context_fields() -> dict[str, str]:
     """``job_id``, ``room``, ``room_id``, ``worker_id`` of the running livekit-agents job (the same
     keys as the worker's ``received job request`` line), or nothing outside a job."""
-    # Imported here so that ``agent_cooperation`` (DrainAwareLoad) imports with the standard
+    # Imported here so that ``livekit_fleet_agent`` (DrainAwareLoad) imports with the standard
     # library alone.
     from livekit.agents import get_job_context
 

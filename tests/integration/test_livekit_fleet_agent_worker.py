@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 from livekit import api
 
-from agent_cooperation import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
+from livekit_fleet_agent import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 
 pytestmark = pytest.mark.livekit
 # Long enough for livekit-server to offer a job to the only worker several times over.

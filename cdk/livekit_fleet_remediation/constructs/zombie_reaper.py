@@ -10,13 +10,13 @@ from constructs import Construct
 from fleet_remediation.contract.events import REAPER_EVENT_AGES
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.settings import ReaperSettings
-from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.function_parts import idempotency_table, schedule
-from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.notifications import Notifications
-from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
-from fleet_stack.constructs.shared_layers import SharedLayers
-from fleet_stack.constructs.stack_key import StackKey
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.function_parts import idempotency_table, schedule
+from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
+from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
+from livekit_fleet_remediation.constructs.stack_key import StackKey
 
 
 class ZombieReaper(Construct):

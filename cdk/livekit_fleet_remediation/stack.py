@@ -8,16 +8,16 @@ from aws_cdk import Stack, Tags
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.dashboard import FleetDashboard
-from fleet_stack.constructs.detection import Detection
-from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.notifications import Notifications
-from fleet_stack.constructs.shared_layers import SharedLayers
-from fleet_stack.constructs.stack_key import StackKey
-from fleet_stack.constructs.tts_reach import TtsReachResponder
-from fleet_stack.constructs.worker_drainer import WorkerDrainer
-from fleet_stack.constructs.zombie_reaper import ZombieReaper
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.dashboard import FleetDashboard
+from livekit_fleet_remediation.constructs.detection import Detection
+from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
+from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
+from livekit_fleet_remediation.constructs.stack_key import StackKey
+from livekit_fleet_remediation.constructs.tts_reach import TtsReachResponder
+from livekit_fleet_remediation.constructs.worker_drainer import WorkerDrainer
+from livekit_fleet_remediation.constructs.zombie_reaper import ZombieReaper
 
 
 class FunctionInputs(TypedDict):

@@ -27,14 +27,14 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.contract.settings import DrainerSettings
-from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.detection import Detection
-from fleet_stack.constructs.function_parts import schedule
-from fleet_stack.constructs.kill_switch import KillSwitch
-from fleet_stack.constructs.notifications import Notifications
-from fleet_stack.constructs.remediation_function import RemediationFunction, deployed_settings
-from fleet_stack.constructs.shared_layers import SharedLayers
-from fleet_stack.constructs.stack_key import StackKey
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.detection import Detection
+from livekit_fleet_remediation.constructs.function_parts import schedule
+from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
+from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
+from livekit_fleet_remediation.constructs.stack_key import StackKey
 from worker_drainer.adapters.ecs_tasks import (
     ECS_CLUSTER_CONDITION_ACTIONS,
     ECS_SERVICE_ACTIONS,

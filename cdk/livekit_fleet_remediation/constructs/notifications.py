@@ -32,9 +32,9 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from fleet_remediation.contract.naming import NOTIFICATION_KIND_ATTRIBUTE, PRODUCT_PREFIX
-from fleet_stack.config import ChatNotifications, EnvironmentConfig
-from fleet_stack.constructs.chat_actions import ChatActions
-from fleet_stack.constructs.stack_key import StackKey, from_our
+from livekit_fleet_remediation.config import ChatNotifications, EnvironmentConfig
+from livekit_fleet_remediation.constructs.chat_actions import ChatActions
+from livekit_fleet_remediation.constructs.stack_key import StackKey, from_our
 
 
 class Notifications(Construct):

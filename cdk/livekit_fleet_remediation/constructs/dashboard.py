@@ -26,8 +26,8 @@ from fleet_remediation.contract.naming import (
     mode_parameter_name,
     runbook_url,
 )
-from fleet_stack.config import EnvironmentConfig
-from fleet_stack.constructs.detection import Detection
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.detection import Detection
 
 FIVE_MINUTES = Duration.minutes(5)
 INVESTIGATION_RUNBOOK = "docs/runbooks/worker-investigation.md"

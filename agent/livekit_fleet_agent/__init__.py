@@ -3,7 +3,7 @@ remedy P2, docs/incident-2026-09-15.md).
 
 A LiveKit agents worker adopts it as its ``load_fnc``::
 
-    from agent_cooperation import DrainAwareLoad
+    from livekit_fleet_agent import DrainAwareLoad
 
     load = DrainAwareLoad(max_jobs=2)
     server = AgentServer(load_fnc=load, load_threshold=0.99)
@@ -16,7 +16,7 @@ And, with one line in the entrypoint, it writes the TTS detection lines from the
 events (``emit_detection_signals(session)``, see ``detection_signals``).
 """
 
-from agent_cooperation.detection_signals import (
+from livekit_fleet_agent.detection_signals import (
     DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS,
     FIRST_AUDIO_FRAME_TEXT,
     FIRST_AUDIO_TIMEOUT_TEXT,
@@ -24,7 +24,7 @@ from agent_cooperation.detection_signals import (
     SignalEmitter,
     emit_detection_signals,
 )
-from agent_cooperation.load import (
+from livekit_fleet_agent.load import (
     DRAINING_STATE,
     STATE_TAG,
     DrainAwareLoad,
