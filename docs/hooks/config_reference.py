@@ -3,7 +3,8 @@
 ``docs/reference/configuration.md`` holds markers; this hook replaces each with a table read from the
 pydantic models that synth and the functions validate with
 (``livekit_fleet_remediation.config.EnvironmentConfig`` for ``cdk.json``;
-``fleet_remediation.contract.settings`` for the functions' Lambda environment): field, type, default, limits and description, so the page cannot drift from the code.
+``fleet_remediation.contract.settings`` for the functions' Lambda environment): field, type,
+default, limits and description, so the page cannot drift from the code.
 """
 
 from __future__ import annotations
