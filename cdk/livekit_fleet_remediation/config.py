@@ -8,7 +8,9 @@ deploy time. An invalid value fails ``cdk synth`` with a message naming the fiel
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
@@ -168,3 +170,29 @@ def load_environment(context: dict[str, Any] | None, name: str | None) -> Enviro
         raise ConfigError(
             "invalid configuration: " + describe_validation_error(exc, prefix=f"environments.{name}.")
         ) from None
+
+
+def context_from_file(path: Path) -> dict[str, Any]:
+    """The ``environments`` context held by a file: a ``cdk.json`` (under ``context``) or a plain
+    ``{"environments": {...}}`` document, so the console commands read the file the CDK app reads."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file (name your cdk.json or environments file)") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: expected a JSON object with 'environments' (or cdk.json 'context')")
+    context = document.get("context", document)
+    if not isinstance(context, dict) or "environments" not in context:
+        raise ConfigError(f"{path}: has no 'environments' object (at the top or under 'context')")
+    return {"environments": context["environments"]}
+
+
+def load_config_file(path: Path, name: str | None) -> EnvironmentConfig:
+    """One validated environment from a cdk.json or environments file; errors name the file."""
+    try:
+        return load_environment(context_from_file(path), name)
+    except ConfigError as exc:
+        message = str(exc)
+        raise ConfigError(message if message.startswith(str(path)) else f"{path}: {message}") from None
