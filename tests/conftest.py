@@ -18,9 +18,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.core.observability import metrics
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@
    live lessons stay. LiveKit cannot backdate a room, so the demo moves the reaper's injected clock
    forward instead (the same clock the decision function always receives); every LiveKit call is
    real. Each notification prints as it would arrive: the e-mail's text, the chat as Slack shows it.
-2. The replay of the incident log (``tools.replay``): alarms, verdicts, actions and the lessons the
+2. The replay of the incident log (``lkfr replay``): alarms, verdicts, actions and the lessons the
    remediation would have spared, with the prod environment's settings from cdk.json.
 3. The worker drainer against a local ECS stand-in (moto) with a real agents worker on the real
    livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
@@ -32,9 +32,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from devkit.eventbridge_events import schedule_event
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from devkit.livekit_clients import (
     BackgroundLoop,
     Participant,
@@ -48,11 +45,14 @@ from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.cli.replay import render_text, replay
+from livekit_fleet_remediation.cli.replay_page import render_page
+from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from tools import demo_drainer
 from tools.demo_output import box, print_report, quiet_expected_noise
 from tools.message_preview import chat_text, email_text
-from tools.replay import render_text, replay
-from tools.replay_page import render_page
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 
@@ -218,7 +218,7 @@ def replay_incident() -> None:
     page = OUTPUT_DIR / "incident.html"
     page.write_text(render_page(result), encoding="utf-8")
     render_text(result, sys.stdout)
-    print(f"  (the incident page: {page}; python -m tools.replay --help)")
+    print(f"  (the incident page: {page}; lkfr replay --help)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from fleet_remediation.contract.naming import (
     lambda_function_name,
 )
 from livekit_fleet_remediation.config import load_environment
-from tools.replay import Rule, stack_rules
+from livekit_fleet_remediation.offline.replay_model import Rule, stack_rules
 
 
 def _logical_id(reference: Any) -> str:

@@ -1,4 +1,4 @@
-"""``python -m tools.plan``: a dry-run plan against the real livekit-server and moto.
+"""``lkfr plan``: a dry-run plan against the real livekit-server and moto.
 
 The subprocess test runs the CLI as a person would, against moto's server mode (the LiveKit key
 read from the Secrets Manager secret cdk.json names, through ``AWS_ENDPOINT_URL``); the others call
@@ -27,7 +27,7 @@ from moto.server import ThreadedMotoServer
 from app import cdk_json_context
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
-from tools import plan
+from livekit_fleet_remediation.cli import plan
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.livekit
@@ -105,7 +105,17 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
     rooms(["lesson-plan-cli", "test-plan-cli", "lobby"])
 
     done = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "reaper", "--env", "staging", "--config", str(config)],
+        [
+            sys.executable,
+            "-m",
+            "livekit_fleet_remediation.cli",
+            "plan",
+            "reaper",
+            "--env",
+            "staging",
+            "--config",
+            str(config),
+        ],
         env=environment,
         capture_output=True,
         text=True,

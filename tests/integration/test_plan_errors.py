@@ -1,4 +1,4 @@
-"""``tools.plan`` errors that say what to fix, each with its exact message: no AWS credentials,
+"""``lkfr plan`` errors that say what to fix, each with its exact message: no AWS credentials,
 invalid or expired ones, valid ones without the permission, a missing secret (botocore's own
 credential chain, a botocore Stubber, and moto); a LiveKit key whose secret does not match the
 real livekit-server's; ``ws://``/``wss://`` LIVEKIT_URLs; a bad LIVEKIT_URL named as the
@@ -21,7 +21,7 @@ from moto import mock_aws
 from app import cdk_json_context
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters import livekit_rooms
-from tools import plan
+from livekit_fleet_remediation.cli import plan
 
 pytestmark = pytest.mark.livekit
 SECRET = "ppi/livekit/staging/api-credentials"

@@ -40,7 +40,6 @@ from livekit import api
 from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
-from devkit.eventbridge_events import alarm_state_change, schedule_event
 from devkit.lambda_artifact import REPO_ROOT, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
@@ -59,6 +58,7 @@ from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import mode_parameter_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
+from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change, schedule_event
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit

@@ -2,7 +2,7 @@
 EventBridge routes from alarm state changes to functions, and the fleet dashboard.
 
 Everything derives from ``DetectionConfig`` (the environment's ``detection`` section), the same
-model ``tools/backtest.py`` evaluates, so a backtest replays exactly these alarms.
+model ``lkfr backtest`` evaluates, so a backtest replays exactly these alarms.
 """
 
 from __future__ import annotations

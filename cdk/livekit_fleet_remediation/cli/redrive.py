@@ -1,6 +1,6 @@
 """Re-run the events parked in a function's dead-letter queue, then delete each one it re-ran.
 
-    python -m tools.redrive --function lkfr-<env>-zombie-reaper [--apply] [--enforce] [--max N]
+    lkfr redrive --function lkfr-<env>-zombie-reaper [--apply] [--enforce] [--max N]
 
 A function's DLQ holds two kinds of parked events: Lambda's failed asynchronous deliveries (attribute
 ``ErrorCode``) and events an EventBridge rule could not deliver (attribute ``ERROR_CODE``). SQS's
@@ -245,7 +245,7 @@ def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.redrive", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
     parser.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
     parser.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
     parser.add_argument(

@@ -1,0 +1,82 @@
+"""What every command shares: the exit statuses, the ``--config``/``--env``/``--region`` flags and one
+way to read the environment, so a wrong file or name reads the same from every command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from livekit_fleet_remediation.config import (
+    ConfigError,
+    EnvironmentConfig,
+    context_from_file,
+    environment_names,
+    load_environment,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_CONFIG = Path("cdk.json")
+
+
+class UsageError(Exception):
+    """Bad arguments or input the operator must fix (a missing file, an unknown environment): exit 2."""
+
+
+class CommandFailed(Exception):
+    """A typed failure after the arguments were good (``code: message``): exit 1."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
+
+
+class InvalidConfig(Exception):
+    """The environment exists but does not validate (the message names the field)."""
+
+
+def add_common(parser: argparse.ArgumentParser, *, env_required: bool = True) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="a cdk.json or an environments file (default: ./cdk.json)",
+    )
+    parser.add_argument("--env", required=env_required, help="the environment's name in that file")
+    parser.add_argument("--region", help="AWS region (default: the environment's)")
+
+
+def load_context(path: Path) -> dict[str, Any]:
+    """The file's ``environments`` context; a missing or unreadable file is a UsageError that says
+    what to pass."""
+    if path == DEFAULT_CONFIG and not path.exists():
+        raise UsageError(
+            f"no cdk.json in {Path.cwd()}: pass --config PATH (the cdk.json or environments file "
+            "that names your environments)"
+        )
+    try:
+        context = context_from_file(path)
+        environment_names(context)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return context
+
+
+def load_config(path: Path, env: str) -> EnvironmentConfig:
+    """One environment from ``path``: UsageError when the file or the name is wrong, InvalidConfig
+    when the environment does not validate."""
+    context = load_context(path)
+    known = environment_names(context)
+    try:
+        return load_environment(context, env)
+    except ConfigError as exc:
+        raise (InvalidConfig if env in known else UsageError)(f"{path}: {exc}") from None
+
+
+def use_region(region: str | None, config: EnvironmentConfig) -> str:
+    """The region the AWS clients use: ``--region``, else an AWS_DEFAULT_REGION already set, else the
+    environment's; set as boto3's default, so every client of the budgeted factory picks it up."""
+    if region:
+        os.environ["AWS_DEFAULT_REGION"] = region
+    return os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
