@@ -11,6 +11,9 @@
    remediation would have spared, with the prod environment's settings from cdk.json.
 3. The worker drainer against a local ECS stand-in (moto) with a real agents worker on the real
    livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
+4. What did they do? ``lkfr audit`` reads the reaper's and the drainer's reports back from their log
+   groups and the drainer's ledger, on moto, where the demo's functions stand deployed
+   (``tools.demo_audit``).
 
 One livekit-server serves all three parts; the names are the demo's own (environment ``demo``).
 """
@@ -41,16 +44,18 @@ from devkit.livekit_clients import (
 )
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.cli import audit
 from livekit_fleet_remediation.cli.replay import render_text, replay
 from livekit_fleet_remediation.cli.replay_page import render_page
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
-from tools import demo_drainer
+from tools import demo_audit, demo_drainer
 from tools.demo_output import box, print_report, quiet_expected_noise
 from tools.message_preview import chat_text, email_text
 from zombie_reaper import handler
@@ -135,7 +140,8 @@ def scheduled(deps: ReaperDependencies) -> dict[str, Any]:
 
 def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencies) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
-    report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
+    with demo_audit.logged(DEMO_ENV, FunctionName.ZOMBIE_REAPER):
+        report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
     print_report(report)
     (OUTPUT_DIR / f"report-{number}.json").write_text(json.dumps(report, indent=2))
     return report
@@ -144,6 +150,23 @@ def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencie
 def main() -> None:
     quiet_expected_noise()
     OUTPUT_DIR.mkdir(exist_ok=True)
+    with demo_drainer.moto_account():
+        demo_audit.deploy(DEMO_ENV, demo_drainer.LEDGER_TABLE)
+        story()
+        audit_story()
+
+
+def audit_story() -> None:
+    command = ["--env", DEMO_ENV, "--hours", "3", "--region", local_region()]
+    print(f"\n=== 11. What did they do? lkfr audit {' '.join(command)}")
+    audit.main(command)
+    print(
+        "\nIn your own account, the same view (read-only): lkfr audit --env NAME --hours 24 "
+        "--config cdk.json  (add --json for a document)"
+    )
+
+
+def story() -> None:
     print("Starting livekit-server (dev mode, 127.0.0.1) ...")
     with LocalLiveKit(log_path=OUTPUT_DIR / "livekit-server.log") as server:
         print(f"  {server.http_url}  (log: {OUTPUT_DIR}/livekit-server.log)")

@@ -80,3 +80,9 @@ def use_region(region: str | None, config: EnvironmentConfig) -> str:
     if region:
         os.environ["AWS_DEFAULT_REGION"] = region
     return os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
+
+
+def region_for(path: Path, env: str, region: str | None) -> str:
+    """``--region`` as given (the functions' names follow from ``env``: no file is read), else the
+    environment's region from the configuration file."""
+    return region or load_config(path, env).region

@@ -72,6 +72,7 @@ class ReportBuilder:
         self.started_at = started_at or datetime.now(UTC)
         self.full_detail = full_detail
         self.environment: str | None = None
+        self.incident: str | None = None
         self.version = __version__
         # Decisions not to act that an operator must know (each becomes an action event).
         self.refusals: list[Refusal] = []
@@ -224,6 +225,7 @@ class ReportBuilder:
             version=self.version,
             environment=self.environment,
             invocation_id=self.invocation_id,
+            incident=self.incident,
             trigger=trigger,
             mode=self.mode,
             status=self.status(),

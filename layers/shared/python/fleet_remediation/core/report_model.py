@@ -101,6 +101,8 @@ class Report(BaseModel):
     version: str
     environment: str | None
     invocation_id: str | None
+    # The incident the run's message belongs to (``core.incidents``): what ``lkfr audit`` groups by.
+    incident: str | None = None
     trigger: Trigger | None
     mode: Mode | None
     status: str
