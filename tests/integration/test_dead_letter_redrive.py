@@ -30,7 +30,7 @@ from moto import mock_aws
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.cli import redrive
-from livekit_fleet_remediation.cli.redrive import InvokeResult
+from livekit_fleet_remediation.cli.invoke import InvokeResult
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.aws_cli import AwsCli
 from tests.dead_letters import deployed_function, with_dead_letter_config

@@ -19,7 +19,7 @@ from moto.moto_api import state_manager
 from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.cli import redrive
-from livekit_fleet_remediation.cli.redrive import InvokeResult
+from livekit_fleet_remediation.cli.invoke import InvokeResult
 from tests.dead_letters import deployed_function, with_dead_letter_config
 from worker_drainer.tags import STATE_TAG
 

@@ -13,7 +13,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.cli.redrive import derive, function_kind, lambda_invoker
+from livekit_fleet_remediation.cli.invoke import lambda_invoker
+from livekit_fleet_remediation.cli.redrive import derive, function_kind
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
 from zombie_reaper.service import ReaperManualEvent

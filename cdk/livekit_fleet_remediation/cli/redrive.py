@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import AwsCallBudget
@@ -44,26 +44,12 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
+from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, Invoker, invoke_budget, lambda_invoker
 
-# The invoke waits for the function's own timeout plus this margin; SQS hides the message meanwhile.
-INVOKE_MARGIN_SECONDS = 30
 # The queue's calls and the function's configuration read, from the budgeted factory.
 QUEUE_CALL = AwsCallBudget("sqs", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
 FUNCTION_READ = AwsCallBudget("lambda", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
 MAX_VISIBILITY_SECONDS = 12 * 3600
-
-
-@dataclass(frozen=True)
-class InvokeResult:
-    """A report came back (``report``), or the invoke failed before running (``error``), or its
-    reply was lost and whether the function ran is unknown (``unknown``)."""
-
-    report: dict[str, Any] | None = None
-    error: str | None = None
-    unknown: bool = False
-
-
-Invoker = Callable[[dict[str, Any]], InvokeResult]
 
 
 def function_kind(function_name: str) -> FunctionName:
@@ -112,30 +98,6 @@ def _describe(event: dict[str, Any]) -> str:
     if event.get("detail-type") == SUSPECT_WORKER_DETAIL_TYPE:
         return f"suspect worker {str(detail.get('task_id'))[:64]}"
     return f"schedule tick at {event.get('time')}"
-
-
-def lambda_invoker(client: Any, function_name: str) -> Invoker:
-    """A synchronous invoke, one attempt: a retried invoke could run the function twice."""
-
-    def invoke(event: dict[str, Any]) -> InvokeResult:
-        try:
-            reply = client.invoke(
-                FunctionName=function_name, InvocationType="RequestResponse", Payload=json.dumps(event)
-            )
-        except (EndpointConnectionError, ConnectTimeoutError) as exc:
-            return InvokeResult(error=f"not sent: {exc}")
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            return InvokeResult(error=str(exc), unknown=status >= 500)
-        except BotoCoreError as exc:
-            return InvokeResult(error=f"reply lost: {exc}", unknown=True)
-        body = reply["Payload"].read()
-        if reply.get("FunctionError"):
-            return InvokeResult(error=f"{reply['FunctionError']}: {body[:200]!r}")
-        report = json.loads(body) if body else None
-        return InvokeResult(report=report if isinstance(report, dict) else None, error=None)
-
-    return invoke
 
 
 @dataclass
@@ -276,12 +238,8 @@ def main(
     except (ValueError, ClientError, BotoCoreError) as exc:
         print(f"redrive: {exc}", file=sys.stderr)
         return 2
-    # One attempt that waits out the function: a lost reply is never invoked again.
-    wait = AwsCallBudget(
-        "lambda", connect_timeout_seconds=2, read_timeout_seconds=timeout + INVOKE_MARGIN_SECONDS, attempts=1
-    )
     invoke = invoker or lambda_invoker(
-        aws_client(wait, session=session, region_name=args.region), args.function
+        aws_client(invoke_budget(timeout), session=session, region_name=args.region), args.function
     )
     visibility = min(timeout + 2 * INVOKE_MARGIN_SECONDS, MAX_VISIBILITY_SECONDS)
     listing = "" if args.apply else " (listing only: add --apply)"
