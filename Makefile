@@ -154,7 +154,7 @@ docs: $(VENV)/.installed ## Build the docs site into build/site (MkDocs, strict:
 	@$(PY) -m mkdocs build --strict --site-dir build/site
 
 plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
-	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)
+	@$(PY) -m livekit_fleet_remediation.cli plan $(FUNCTION) --env $(ENV) --config cdk.json
 
 # The reaper benchmark keeps fleets above 20,000 rooms in livekit-server's Redis room store.
 REDIS_SERVER := /usr/bin/redis-server

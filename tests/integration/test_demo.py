@@ -20,7 +20,7 @@ def test_the_demo_deletes_the_zombie_room_and_prints_only_what_a_person_reads(tm
     environment = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(
-            str(REPO / part) for part in ("functions", "layers/shared/python", "cdk", "")
+            str(REPO / part) for part in ("agent", "functions", "layers/shared/python", "cdk", "")
         ),
     }
     done = subprocess.run(

@@ -82,7 +82,7 @@ def read(
 
 
 def render(entries: list[Entry], env: str, since: datetime, out: TextIO) -> None:
-    out.write(f"lkfr audit: environment {env}, since {since:%Y-%m-%d %H:%M} UTC: {len(entries)} step(s)\n")
+    out.write(f"Audit of environment {env} since {since:%Y-%m-%d %H:%M} UTC: {len(entries)} step(s)\n")
     for entry in entries:
         head = f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.function:<15} {entry.kind:<9}"
         out.write(f"\n{head} {entry.action} {entry.target}\n")

@@ -115,13 +115,17 @@ def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None
         out.write(f"  {at:%H:%M} {verdict.reason}{suspect}\n")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(
         prog="lkfr backtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
-    add_common(parser)
-    args = parser.parse_args(argv)
+    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_common(found)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         config = load_detection(args.config, args.env)
         events = load_events(args.log)

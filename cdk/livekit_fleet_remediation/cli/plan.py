@@ -241,13 +241,18 @@ def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig) ->
     return line
 
 
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="lkfr plan", description=__doc__.split("\n\n")[0])
+    found.add_argument("function", choices=sorted(FUNCTIONS))
+    add_common(found)
+    found.add_argument("--json", action="store_true", help="print the raw report")
+    found.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lkfr plan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("function", choices=sorted(FUNCTIONS))
-    add_common(parser)
-    parser.add_argument("--json", action="store_true", help="print the raw report")
-    parser.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
-    args = parser.parse_args(argv)
+    command = parser()
+    args = command.parse_args(argv)
     notifier = HeldNotifier()
     try:
         config = load_plan_config(args.config, args.env)
@@ -258,8 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 report = plan_drainer(args.env, config, notifier, args.ledger_table)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        command.print_usage(sys.stderr)
+        print(f"{command.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except PlanFailed as exc:
         print(f"plan failed: {exc}", file=sys.stderr)

@@ -206,19 +206,24 @@ def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple
     return str(url), int(configuration.get("Timeout", 900))
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
-    parser.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
+    found.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
+    found.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
+    found.add_argument(
         "--enforce", action="store_true", help='re-run with "dry_run": false (switch permitting)'
     )
-    parser.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
-    parser.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
-    parser.add_argument("--region", help="AWS region (default: the credential chain's)")
-    args = parser.parse_args(argv)
+    found.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
+    found.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
+    found.add_argument("--region", help="AWS region (default: the credential chain's)")
+    return found
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    command = parser()
+    args = command.parse_args(argv)
     if args.max < 1:
-        parser.error("--max must be at least 1")
+        command.error("--max must be at least 1")
     return args
 
 

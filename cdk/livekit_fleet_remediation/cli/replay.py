@@ -121,23 +121,25 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(
         prog="lkfr replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
-    add_common(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
-    parser.add_argument(
-        "--html", type=Path, help="also write a self-contained HTML page of the incident here"
-    )
-    parser.add_argument(
+    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_common(found)
+    found.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
+    found.add_argument("--html", type=Path, help="also write a self-contained HTML page of the incident here")
+    found.add_argument(
         "--mode",
         choices=[Mode.ENFORCE.value, Mode.DRY_RUN.value],
         default=Mode.ENFORCE.value,
         help="the simulated kill switch (default enforce: what the functions would have done)",
     )
-    args = parser.parse_args(argv)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     # The functions log their reports and emit EMF metrics: not on the replay's output.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
