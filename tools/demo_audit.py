@@ -77,8 +77,9 @@ class LogGroupSink(logging.Handler):
 def logged(env: str, function: FunctionName) -> Iterator[None]:
     """Run one invocation with its log lines going into ``function``'s log group."""
     sink = LogGroupSink(boto3.client("logs"), f"/aws/lambda/{lambda_function_name(env, function)}")
-    logger.addHandler(sink)
+    functions_logger = logging.getLogger(logger.name)
+    functions_logger.addHandler(sink)
     try:
         yield
     finally:
-        logger.removeHandler(sink)
+        functions_logger.removeHandler(sink)

@@ -68,16 +68,21 @@ def _planned_action(function: str, reason: str) -> str:
 
 def from_report(report: dict[str, Any]) -> list[Entry]:
     """The report's actions, its dry-run and held decisions, and a failure that stopped the run."""
-    common = {
-        "at": _at(str(report.get("finished_at") or report["started_at"])),
-        "function": str(report["function"]),
-        "incident": report.get("incident"),
-        "invocation": report.get("invocation_id"),
-        "mode": report.get("mode"),
-    }
+    run = Entry(
+        at=_at(str(report.get("finished_at") or report["started_at"])),
+        function=str(report["function"]),
+        kind=UNKNOWN,
+        action="",
+        target="",
+        reason="",
+        incident=report.get("incident"),
+        invocation=report.get("invocation_id"),
+        mode=report.get("mode"),
+    )
     planned = {c["resource"]: c["reason"] for c in report.get("candidates", []) if c["decision"] == "act"}
     entries = [
-        Entry(
+        replace(
+            run,
             kind=KIND_OF_OUTCOME.get(action["outcome"], UNKNOWN),
             action=action["action"],
             target=action["resource"],
@@ -85,26 +90,23 @@ def from_report(report: dict[str, Any]) -> list[Entry]:
             reason=action.get("reason")
             or (action.get("error") or {}).get("message")
             or planned.get(action["resource"], ""),
-            **common,
         )
         for action in report.get("actions", [])
     ]
     entries += [
-        Entry(
+        replace(
+            run,
             kind=KIND_OF_DECISION[candidate["decision"]],
-            action=_planned_action(common["function"], candidate["reason"]),
+            action=_planned_action(run.function, candidate["reason"]),
             target=candidate["resource"],
             reason=candidate["reason"],
-            **common,
         )
         for candidate in report.get("candidates", [])
         if candidate["decision"] in KIND_OF_DECISION
     ]
     if report.get("status") == "failed" and not entries:
         entries += [
-            Entry(
-                kind=FAILED, action="run", target=error.get("resource") or "-", reason=_said(error), **common
-            )
+            replace(run, kind=FAILED, action="run", target=error.get("resource") or "-", reason=_said(error))
             for error in report.get("errors", [])[:1]
         ]
     return entries
@@ -166,13 +168,13 @@ def timeline(
             entries[index] = _merged(entries[index], found)
     newest_first = sorted(entries, key=lambda entry: entry.at, reverse=True)
     stopped: set[str] = set()
-    found = []
+    shown = []
     for entry in newest_first:
         # A task stopped since has nothing left to undrain.
-        found.append(entry if entry.target in stopped else _with_undo(entry, env, region))
+        shown.append(entry if entry.target in stopped else _with_undo(entry, env, region))
         if entry.action == Step.STOP.value and entry.kind == ACTED:
             stopped.add(entry.target)
-    return found
+    return shown
 
 
 def _merged(report: Entry, ledger: Entry) -> Entry:

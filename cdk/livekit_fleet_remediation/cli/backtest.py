@@ -85,6 +85,11 @@ def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None
             f"{minute.responses:>4}  {minute.first_frames:>6}  {minute.first_audio_timeouts:>8}  "
             f"{'breaching' if tts_breach else '.':>13}  {'ALARM' if tts_state else 'ok'}\n"
         )
+    _write_outcome(result, config, out)
+
+
+def _write_outcome(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None:
+    """When each alarm fires against the first failing session, and the responder's verdicts."""
     failing = result.failing_lessons
     first_failure = failing[0].started if failing else None
     out.write(f"\nsessions: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")

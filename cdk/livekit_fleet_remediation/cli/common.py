@@ -13,7 +13,7 @@ from livekit_fleet_remediation.config import (
     EnvironmentConfig,
     context_from_file,
     environment_names,
-    load_environment,
+    load_config_file,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -66,12 +66,11 @@ def load_context(path: Path) -> dict[str, Any]:
 def load_config(path: Path, env: str) -> EnvironmentConfig:
     """One environment from ``path``: UsageError when the file or the name is wrong, InvalidConfig
     when the environment does not validate."""
-    context = load_context(path)
-    known = environment_names(context)
+    known = environment_names(load_context(path))
     try:
-        return load_environment(context, env)
+        return load_config_file(path, env)
     except ConfigError as exc:
-        raise (InvalidConfig if env in known else UsageError)(f"{path}: {exc}") from None
+        raise (InvalidConfig if env in known else UsageError)(str(exc)) from None
 
 
 def use_region(region: str | None, config: EnvironmentConfig) -> str:

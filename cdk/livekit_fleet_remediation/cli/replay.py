@@ -80,6 +80,12 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
     out.write(
         "Invocations: " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) + "\n\n"
     )
+    _write_timeline(result, out)
+    _write_sessions(result, out)
+
+
+def _write_timeline(result: ReplayResult, out: TextIO) -> None:
+    """Alarms, verdicts, actions and notes, by time (at one minute: alarm, verdict, action, notify)."""
     rows: list[tuple[datetime, int, str, str]] = []
     for alarm in result.alarms:
         rows.append((alarm.at, 0, alarm.state, alarm.alarm))
@@ -94,7 +100,12 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
         rows.append((note.at, 2, note.function, note.text))
     for at, _, who, text in sorted(rows, key=lambda row: (row[0], row[1])):
         out.write(f"{at:%H:%M}  {who:<16} {text}\n")
+
+
+def _write_sessions(result: ReplayResult, out: TextIO) -> None:
+    """The counterfactual: the failed sessions, which ones the actions spared, and what it assumes."""
     outcome = result.lessons
+    assert outcome is not None
     out.write(
         f"\nSessions: {outcome.total} jobs; {len(outcome.failed)} failed in the log (responses, no first "
         f"audio); {outcome.failed_after_remediation} would still have failed; {len(outcome.spared)} spared.\n"
