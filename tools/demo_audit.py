@@ -53,9 +53,6 @@ def deploy(env: str, ledger_table: str) -> None:
             Environment={"Variables": variables},
         )
         logs.create_log_group(logGroupName=f"/aws/lambda/{name}")
-    # The functions log their reports at INFO; the terminal keeps showing warnings only.
-    logger.registered_handler.setLevel(logging.WARNING)
-    logger.setLevel("INFO")
 
 
 class LogGroupSink(logging.Handler):
@@ -78,8 +75,14 @@ def logged(env: str, function: FunctionName) -> Iterator[None]:
     """Run one invocation with its log lines going into ``function``'s log group."""
     sink = LogGroupSink(boto3.client("logs"), f"/aws/lambda/{lambda_function_name(env, function)}")
     functions_logger = logging.getLogger(logger.name)
+    # The functions log their reports at INFO; the terminal keeps showing what it showed before.
+    level, terminal = functions_logger.level, logger.registered_handler.level
+    logger.registered_handler.setLevel(max(level, terminal))
+    functions_logger.setLevel(logging.INFO)
     functions_logger.addHandler(sink)
     try:
         yield
     finally:
         functions_logger.removeHandler(sink)
+        functions_logger.setLevel(level)
+        logger.registered_handler.setLevel(terminal)
