@@ -13,7 +13,7 @@
    livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
 4. What did they do? ``lkfr audit`` reads the reaper's and the drainer's reports back from their log
    groups and the drainer's ledger, on moto, where the demo's functions stand deployed
-   (``tools.demo_audit``).
+   (``devkit.moto_deployment``).
 
 One livekit-server serves all three parts; the names are the demo's own (environment ``demo``).
 """
@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from devkit import moto_deployment
 from devkit.livekit_clients import (
     BackgroundLoop,
     Participant,
@@ -55,7 +56,7 @@ from livekit_fleet_remediation.cli.replay_page import render_page
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
-from tools import demo_audit, demo_drainer
+from tools import demo_drainer
 from tools.demo_output import box, print_report, quiet_expected_noise
 from tools.message_preview import chat_text, email_text
 from zombie_reaper import handler
@@ -140,7 +141,7 @@ def scheduled(deps: ReaperDependencies) -> dict[str, Any]:
 
 def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencies) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
-    with demo_audit.logged(DEMO_ENV, FunctionName.ZOMBIE_REAPER):
+    with moto_deployment.logged(DEMO_ENV, FunctionName.ZOMBIE_REAPER):
         report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
     print_report(report)
     (OUTPUT_DIR / f"report-{number}.json").write_text(json.dumps(report, indent=2))
@@ -151,7 +152,7 @@ def main() -> None:
     quiet_expected_noise()
     OUTPUT_DIR.mkdir(exist_ok=True)
     with demo_drainer.moto_account():
-        demo_audit.deploy(DEMO_ENV, demo_drainer.LEDGER_TABLE)
+        moto_deployment.deploy(DEMO_ENV, demo_drainer.LEDGER_TABLE)
         story()
         audit_story()
 

@@ -37,10 +37,10 @@ from devkit.fakes.drainer_world import (
 )
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
+from devkit.moto_deployment import logged
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
 from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
-from tools.demo_audit import logged
 from tools.demo_output import print_delivered, print_report
 from worker_drainer.tags import STATE_TAG
 

@@ -16,13 +16,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from devkit import moto_deployment
 from fleet_remediation.contract.naming import FunctionName, lambda_function_name
 from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome
 from livekit_fleet_remediation.cli import audit
 from livekit_fleet_remediation.cli.audit_sources import Clients
-from tools import demo_audit
 from worker_drainer.adapters.ledger import AuditKey, DynamoLedger
 
 ENV = "audit"
@@ -47,7 +47,7 @@ def ledger_table() -> None:
 def account() -> Iterator[None]:
     with mock_aws():
         ledger_table()
-        demo_audit.deploy(ENV, TABLE)
+        moto_deployment.deploy(ENV, TABLE)
         yield
 
 
@@ -61,7 +61,7 @@ def reaper_run(invocation: str, mode: Mode) -> dict[str, Any]:
         if mode is Mode.ENFORCE:
             report.action("test-room-1", "delete-room", Outcome.DONE)
 
-    with demo_audit.logged(ENV, FunctionName.ZOMBIE_REAPER):
+    with moto_deployment.logged(ENV, FunctionName.ZOMBIE_REAPER):
         return run_reported(FunctionName.ZOMBIE_REAPER.value, invocation, body)
 
 
@@ -167,8 +167,11 @@ def test_an_environment_with_nothing_deployed_is_a_typed_failure(capsys: pytest.
 def test_missing_credentials_say_how_to_sign_in(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A fresh default session (an earlier test's caches its credentials), and no endpoint to reach.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     for name in [n for n in os.environ if n.startswith("AWS_") and n != "AWS_DEFAULT_REGION"]:
         monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -1,8 +1,7 @@
-"""`make demo`, the audit's part: the demo's three functions stand deployed on moto (in-process, as
-the drainer's part already runs), each invocation's log lines go into its function's log group as
-Lambda would put them, and the drainer's ledger is the moto table its steps write. At the end,
-``lkfr audit`` reads them back exactly as it reads a real account: the functions' configuration,
-then their reports and the ledger.
+"""One environment's three functions standing deployed on moto, in-process (for `make demo`'s audit
+and its tests): each invocation's log lines go into its function's log group as Lambda would put
+them, and the drainer's ledger is the moto table its steps write. ``lkfr audit`` then reads them back
+exactly as it reads a real account: the functions' configuration, then their reports and the ledger.
 
 moto keeps no LoggingConfig, so the functions log into Lambda's default group, which is also what
 ``lkfr audit`` falls back to.
