@@ -32,7 +32,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
+.PHONY: help setup setup-deploy chromium wheelhouse dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -66,6 +66,38 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 	@touch $@
 
 layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
+
+# The package tests install into fresh virtual environments offline (pip --no-index) from here.
+WHEELHOUSE := build/wheelhouse
+$(WHEELHOUSE)/.filled: requirements/wheelhouse.lock $(VENV)/.installed
+	@echo "==> wheelhouse for the package tests (requirements/wheelhouse.lock)"
+	@rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse.lock -d $(WHEELHOUSE)
+	@touch $@
+
+wheelhouse: $(WHEELHOUSE)/.filled
+
+# The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
+# consumer's synth needs no network and no build step.
+DIST_ASSETS := build/dist-assets
+DIST_SOURCES := pyproject.toml README.md LICENSE agent/pyproject.toml agent/README.md \
+	$(shell find cdk/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
+		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
+FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
+
+dist/.built: $(DIST_SOURCES) $(DEPS_LAYER)/.built $(VENV)/.installed
+	@echo "==> wheels and sdists into dist/ (hatchling, offline)"
+	@rm -rf $(DIST_ASSETS) dist && mkdir -p $(DIST_ASSETS)/functions $(DIST_ASSETS)/layers/shared
+	@cp -R $(FUNCTION_DIRS) $(DIST_ASSETS)/functions/
+	@cp -R layers/shared/python $(DIST_ASSETS)/layers/shared/
+	@cp -R build/layers/deps $(DIST_ASSETS)/layers/deps
+	@find $(DIST_ASSETS) \( -name __pycache__ -o -name '*.pyc' -o -name .built \) -prune -exec rm -rf {} +
+	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist . >build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist agent >>build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@ls dist
+	@touch $@
+
+dist: dist/.built ## Build the wheels and sdists (remediation package with its Lambda assets; agent package) into dist/
 
 $(LAMBDA_RIE):
 	@echo "==> aws-lambda-rie $(LAMBDA_RIE_VERSION) (go install)"
@@ -107,7 +139,7 @@ chromium:
 # What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
 setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
 
-setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium ## Install everything (idempotent)
+setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium wheelhouse ## Install everything (idempotent)
 
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
@@ -120,7 +152,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0
 
-test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
+test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
 
 unit: setup
@@ -175,4 +207,4 @@ bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k ro
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)
-	rm -rf build cdk.out .demo
+	rm -rf build cdk.out .demo dist
