@@ -18,7 +18,7 @@ from tools.replay import ReplayResult, main, replay
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
-CDK_JSON = REPO / "cdk.json"
+CDK_JSON = REPO / "examples" / "standalone" / "environments.json"
 ACTIONS = {"delete-room", "cordon", "stop-task", "undo", "notify"}
 
 
