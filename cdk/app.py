@@ -39,10 +39,11 @@ def config_path(app: cdk.App) -> Path:
     """Where the environments are: ``-c config=PATH``, ``$LKFR_CONFIG``, or ./environments.json."""
     chosen = app.node.try_get_context("config") or os.environ.get(CONFIG_ENV_VAR)
     path = Path(chosen) if chosen else DEFAULT_CONFIG
-    if not chosen and not path.is_file():
+    if not path.is_file():
         raise ConfigError(
-            f"no configuration: pass -c config=PATH (or set {CONFIG_ENV_VAR}), or write {path} "
-            "(examples/standalone/environments.json shows the shape)"
+            f"no configuration file {path}: write it, or name yours with -c config=PATH (or "
+            f"{CONFIG_ENV_VAR}=PATH, or make ... CONFIG=PATH); examples/standalone/environments.json "
+            "shows the shape"
         )
     return path
 
