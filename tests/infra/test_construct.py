@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from livekit_fleet_remediation.stack import KEY_LOGICAL_ID
 from tests.example_environments import example_context
 from tests.feature_flags import recommended_flags
 from tests.infra.conftest import Synthesized
-from tests.resource_names import retained_with_fixed_names
+from tests.resource_names import named_resources, retained_with_fixed_names
 
 ACCOUNT, REGION = "111111111111", "ap-northeast-2"
 CLUSTER, SERVICE = "ppi-livekit-staging", "ppi-livekit-agent"
@@ -162,6 +163,9 @@ def test_a_referenced_topic_that_contradicts_the_configs_fails() -> None:
 def test_the_standalone_stack_keeps_the_logical_ids_of_its_resources(staging: Synthesized) -> None:
     resources = staging.template.to_json()["Resources"]
     assert resources[KEY_LOGICAL_ID]["Type"] == "AWS::KMS::Key"
+    manifest = json.loads((staging.template_path.parent / "manifest.json").read_text())
+    stack_tags = manifest["artifacts"][staging.stack.stack_name]["properties"]["tags"]
+    assert stack_tags == {"livekit-fleet-remediation:environment": "staging"}
     functions = staging.template.find_resources("AWS::Lambda::Function")
     # The function constructs' ids start the functions' logical ids, as when the stack held them.
     assert sorted(logical_id.split("Function")[0] for logical_id in functions) == [
@@ -169,6 +173,19 @@ def test_the_standalone_stack_keeps_the_logical_ids_of_its_resources(staging: Sy
         "WorkerDrainer",
         "ZombieReaper",
     ]
+
+
+def test_two_instances_with_chat_channels_in_one_stack_name_nothing_alike() -> None:
+    stack = _stack()
+    prod = load_environment(example_context(), "prod").model_copy(
+        update={"account": ACCOUNT, "region": REGION}
+    )
+    assert prod.notifications.chat is not None
+    for prefix in ("blue", "green"):
+        FleetRemediation(stack, prefix, name_prefix=prefix, config=prod)
+    names = named_resources(assertions.Template.from_stack(stack).to_json())
+    assert [name for name, count in Counter(names.values()).items() if count > 1] == []
+    assert any(name.startswith("AWS::Chatbot::CustomAction lkfr-green-") for name in names.values())
 
 
 def test_nothing_the_standalone_stacks_retain_has_a_fixed_name(synth: Callable[..., Synthesized]) -> None:
