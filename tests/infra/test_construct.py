@@ -96,6 +96,21 @@ def test_a_literal_reference_that_contradicts_the_config_fails_naming_the_field(
         FleetRemediation(stack, "Remediation", name_prefix="team", config=_config(), agent_services=[agents])
 
 
+def test_a_literal_reference_replacing_a_token_is_checked_like_the_config() -> None:
+    stack = _stack()
+    config = _config()
+    created = logs.LogGroup(stack, "Created").log_group_name
+    service = config.agent_service.model_copy(update={"agent_log_group": created})
+    config = config.model_copy(update={"agent_services": [service]})
+    agents = AgentServiceResources(
+        name="agents", log_group=logs.LogGroup.from_log_group_name(stack, "Logs", "/" + "x" * 600)
+    )
+    with pytest.raises(
+        ConfigError, match=r"agent_services\[0\]\.agent_log_group: String should have at most"
+    ):
+        FleetRemediation(stack, "Remediation", name_prefix="team", config=config, agent_services=[agents])
+
+
 def test_a_reference_must_name_an_agent_service_of_the_config() -> None:
     stack = _stack()
     with pytest.raises(ConfigError, match=r"no agent service named 'tutors' .*\(have: agents\)"):
