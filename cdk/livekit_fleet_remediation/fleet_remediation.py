@@ -99,12 +99,13 @@ class FleetRemediation(Construct):
         self.livekit_secret = secretsmanager.Secret.from_secret_name_v2(
             self, "LiveKitCredentials", config.livekit_secret_name
         )
-        log_group = next((r.log_group for r in agent_services if r.name == config.agent_service.name), None)
-        self._functions(
-            name_prefix,
-            config,
-            Detection(self, "Detection", env_name=name_prefix, config=config, agent_log_group=log_group),
+        # The agent service covered today, whose log group detection reads (by reference if given).
+        covered = config.agent_service.name
+        log_group = next((r.log_group for r in agent_services if r.name == covered), None)
+        self.detection = Detection(
+            self, "Detection", env_name=name_prefix, config=config, agent_log_group=log_group
         )
+        self._functions(name_prefix, config)
         self.dashboard = FleetDashboard(
             self,
             "FleetDashboard",
@@ -123,9 +124,9 @@ class FleetRemediation(Construct):
             for alarm in function.remediation.alarms
         ]
 
-    def _functions(self, env_name: str, config: EnvironmentConfig, detection: Detection) -> None:
+    def _functions(self, env_name: str, config: EnvironmentConfig) -> None:
         """The three functions and the routes from detection to them, in the order they depend."""
-        self.detection = detection
+        detection = self.detection
         shared = FunctionInputs(
             env_name=env_name,
             config=config,
