@@ -4,10 +4,12 @@ the checks that fail synth naming the field, and the standalone stack as a thin 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -20,7 +22,7 @@ from aws_cdk import aws_sns as sns
 from livekit_fleet_remediation import AgentServiceResources, EnvironmentConfig, FleetRemediation
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from livekit_fleet_remediation.stack import KEY_LOGICAL_ID
-from tests.example_environments import example_context
+from tests.example_environments import REPO, example_context
 from tests.feature_flags import recommended_flags
 from tests.infra.conftest import Synthesized
 from tests.resource_names import named_resources, retained_with_fixed_names
@@ -228,3 +230,19 @@ def test_importing_the_package_does_not_load_the_cdk() -> None:
     code = "import sys, livekit_fleet_remediation as p; p.EnvironmentConfig; print('aws_cdk' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.strip().lower()) is False
+
+
+def test_the_standalone_app_without_a_configuration_file_says_what_to_pass(tmp_path: Path) -> None:
+    environment = {name: value for name, value in os.environ.items() if name != "LKFR_CONFIG"}
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cdk" / "app.py"), "staging", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no configuration file environments.json" in done.stderr
+    assert "-c config=PATH" in done.stderr
+    assert "examples/standalone/environments.json shows the shape" in done.stderr
