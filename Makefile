@@ -23,7 +23,9 @@ LAMBDA_LOCAL_PYTHON ?= $(PY)
 LOCAL_LAMBDA := build/lambda-local
 LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
 LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
-ENV ?= staging
+# synth, diff, deploy and plan act on one environment (ENV) of your configuration file (CONFIG; the
+# default, environments.json, is git-ignored: yours). Nothing defaults to an example environment.
+CONFIG ?= environments.json
 FUNCTION ?= reaper
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -32,7 +34,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
+.PHONY: help setup setup-deploy chromium wheelhouse dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -66,6 +68,38 @@ $(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
 	@touch $@
 
 layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
+
+# The package tests install into fresh virtual environments offline (pip --no-index) from here.
+WHEELHOUSE := build/wheelhouse
+$(WHEELHOUSE)/.filled: requirements/wheelhouse.lock $(VENV)/.installed
+	@echo "==> wheelhouse for the package tests (requirements/wheelhouse.lock)"
+	@rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse.lock -d $(WHEELHOUSE)
+	@touch $@
+
+wheelhouse: $(WHEELHOUSE)/.filled
+
+# The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
+# consumer's synth needs no network and no build step.
+DIST_ASSETS := build/dist-assets
+DIST_SOURCES := pyproject.toml README.md LICENSE agent/pyproject.toml agent/README.md \
+	$(shell find cdk/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
+		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
+FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
+
+dist/.built: $(DIST_SOURCES) $(DEPS_LAYER)/.built $(VENV)/.installed
+	@echo "==> wheels and sdists into dist/ (hatchling, offline)"
+	@rm -rf $(DIST_ASSETS) dist && mkdir -p $(DIST_ASSETS)/functions $(DIST_ASSETS)/layers/shared
+	@cp -R $(FUNCTION_DIRS) $(DIST_ASSETS)/functions/
+	@cp -R layers/shared/python $(DIST_ASSETS)/layers/shared/
+	@cp -R build/layers/deps $(DIST_ASSETS)/layers/deps
+	@find $(DIST_ASSETS) \( -name __pycache__ -o -name '*.pyc' -o -name .built \) -prune -exec rm -rf {} +
+	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist . >build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist agent >>build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@ls dist
+	@touch $@
+
+dist: dist/.built ## Build the wheels and sdists (remediation package with its Lambda assets; agent package) into dist/
 
 $(LAMBDA_RIE):
 	@echo "==> aws-lambda-rie $(LAMBDA_RIE_VERSION) (go install)"
@@ -107,7 +141,7 @@ chromium:
 # What synth and deploy need: Python, the CDK CLI and the dependency layer (no Go, no livekit-server).
 setup-deploy: $(VENV)/.installed node_modules/.bin/cdk layers
 
-setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium ## Install everything (idempotent)
+setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium wheelhouse ## Install everything (idempotent)
 
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
@@ -120,7 +154,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0
 
-test: setup lint ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
+test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
 
 unit: setup
@@ -141,20 +175,28 @@ mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
 	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
 
-synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
-	@$(PY) cdk/app.py $(ENV) cdk.out
+# A target that acts on one environment fails early without ENV, saying what to pass.
+need-env = @test -n "$(ENV)" || { echo "make $@: name the environment: make $@ ENV=<name> [CONFIG=<file>] \
+(CONFIG defaults to environments.json; examples/standalone/environments.json shows the shape)" >&2; exit 2; }
 
-diff: setup-deploy ## What a deploy would change in one environment's stack: cdk diff (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk diff LiveKitFleetRemediation-$(ENV) --no-notices
+synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=<name> [CONFIG=environments.json]); no Go needed
+	$(need-env)
+	@LKFR_CONFIG=$(CONFIG) $(PY) cdk/app.py $(ENV) cdk.out
 
-deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
+diff: setup-deploy ## What a deploy would change in one environment's stack: cdk diff (ENV=<name> [CONFIG=...]; needs AWS credentials)
+	$(need-env)
+	@node_modules/.bin/cdk diff LiveKitFleetRemediation-$(ENV) -c config=$(CONFIG) --no-notices
+
+deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=<name> [CONFIG=...]; needs AWS credentials)
+	$(need-env)
+	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) -c config=$(CONFIG) --no-notices
 
 docs: $(VENV)/.installed ## Build the docs site into build/site (MkDocs, strict: a warning fails; make test builds it too)
 	@$(PY) -m mkdocs build --strict --site-dir build/site
 
-plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
-	@$(PY) -m livekit_fleet_remediation.cli plan $(FUNCTION) --env $(ENV) --config cdk.json
+plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=<name> [CONFIG=...])
+	$(need-env)
+	@$(PY) -m livekit_fleet_remediation.cli plan $(FUNCTION) --env $(ENV) --config $(CONFIG)
 
 # The reaper benchmark keeps fleets above 20,000 rooms in livekit-server's Redis room store.
 REDIS_SERVER := /usr/bin/redis-server
@@ -175,4 +217,4 @@ bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k ro
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
 
 clean: ## Remove build output (keeps the venv and tools)
-	rm -rf build cdk.out .demo
+	rm -rf build cdk.out .demo dist

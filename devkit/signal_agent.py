@@ -33,6 +33,7 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.agents.tts import TTS
 from livekit.agents.types import NOT_GIVEN
 
+import livekit_fleet_agent
 from devkit.fakes.llm import ScriptedLLM
 from devkit.fakes.tts import FailingTTS, StallingTTS, StreamingTTS
 from livekit_fleet_agent import emit_detection_signals
@@ -112,6 +113,12 @@ async def entrypoint(ctx: JobContext) -> None:
         _, left = await asyncio.wait(emitter.tasks, timeout=TASK_DRAIN_SECONDS)
     logger.info(
         "signal_agent_session_closed",
-        extra={"job_id": ctx.job.id, "emitter_attached": emitter.attached, "emitter_tasks_left": len(left)},
+        extra={
+            "job_id": ctx.job.id,
+            "emitter_attached": emitter.attached,
+            "emitter_tasks_left": len(left),
+            # Where the emitter was imported from: the checkout, or a wheel installed into a venv.
+            "emitter_package": livekit_fleet_agent.__file__,
+        },
     )
     ctx.shutdown("script done")

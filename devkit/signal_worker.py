@@ -27,12 +27,20 @@ from devkit.signal_agent import AGENT_NAME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_MODULE = REPO_ROOT / "devkit" / "signal_agent.py"
+AGENT_PACKAGE_ROOT = REPO_ROOT / "agent"
 SESSION_CLOSED = "signal_agent_session_closed"
 
 
 class SignalAgentWorker:
-    def __init__(self, server: LocalLiveKit, agent_name: str | None = None) -> None:
+    """``python``: the interpreter the worker runs on. By default the checkout's, with the agent
+    package from ``agent/``; an installed environment's brings ``livekit_fleet_agent`` from its own
+    site-packages (only devkit, for the fake engines, comes from the checkout)."""
+
+    def __init__(
+        self, server: LocalLiveKit, agent_name: str | None = None, python: Path | None = None
+    ) -> None:
         self.server = server
+        self.python = python
         self.agent_name = agent_name or f"signals-{uuid.uuid4().hex[:6]}"
         self.lines: list[str] = []
         self._lock = threading.Lock()
@@ -40,10 +48,13 @@ class SignalAgentWorker:
         self._loop: BackgroundLoop | None = None
 
     def start(self, timeout: float = 30.0) -> SignalAgentWorker:
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **{AGENT_NAME_ENV: self.agent_name})
+        paths = [REPO_ROOT] if self.python else [REPO_ROOT, AGENT_PACKAGE_ROOT]
+        env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join(map(str, paths)), **{AGENT_NAME_ENV: self.agent_name}
+        )
         self._process = subprocess.Popen(
             [
-                sys.executable,
+                str(self.python or sys.executable),
                 "-m",
                 "livekit.agents",
                 "start",

@@ -18,6 +18,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
+from devkit.installed import InstalledEnvironment, built_wheels, install
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.core.observability import metrics
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
@@ -30,6 +31,28 @@ def livekit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLi
     server = LocalLiveKit(log_path=log_path).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def wheels() -> dict[str, Path]:
+    """`make dist`'s wheels by distribution name (built first when a source changed)."""
+    return built_wheels()
+
+
+@pytest.fixture(scope="session")
+def remediation_installed(
+    wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> InstalledEnvironment:
+    """A fresh venv outside the repository with the remediation wheel, installed offline."""
+    return install(tmp_path_factory.mktemp("remediation-venv") / "venv", wheels["livekit_fleet_remediation"])
+
+
+@pytest.fixture(scope="session")
+def agent_installed(
+    wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> InstalledEnvironment:
+    """A fresh venv with only the agent wheel and what it depends on (livekit-agents), as an agent image."""
+    return install(tmp_path_factory.mktemp("agent-venv") / "venv", wheels["livekit_fleet_agent"])
 
 
 @pytest.fixture(autouse=True)

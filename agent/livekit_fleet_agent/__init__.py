@@ -32,7 +32,11 @@ from livekit_fleet_agent.load import (
     TaskTagReader,
 )
 
+# The release it belongs to: the same version as the remediation package (tests/unit/test_release.py).
+__version__ = "0.2.0"
+
 __all__ = [
+    "__version__",
     "DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS",
     "DRAINING_STATE",
     "FIRST_AUDIO_FRAME_TEXT",

@@ -1,4 +1,6 @@
-"""The detection-signal emitter in a real livekit-agents worker on the real livekit-server.
+"""The detection-signal emitter in a real livekit-agents worker on the real livekit-server, installed
+as a team installs it: the agent wheel from `make dist` in a fresh venv with only livekit-agents beside
+it (the fake engines come from the checkout's devkit; the emitter does not).
 
 The worker is the SDK's own CLI (``python -m livekit.agents start``) in a child process: jobs run in
 their own processes, their log records cross the SDK's IPC to the main process, and the SDK's
@@ -13,10 +15,12 @@ import json
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from devkit.installed import InstalledEnvironment
 from devkit.livekit_local import LocalLiveKit
 from devkit.signal_worker import SESSION_CLOSED, SignalAgentWorker
 from fleet_remediation.contract.signals import SignalCatalog
@@ -32,8 +36,10 @@ HELLO = "Hello there."
 
 
 @pytest.fixture(scope="module")
-def worker(livekit_server: LocalLiveKit) -> Iterator[SignalAgentWorker]:
-    running = SignalAgentWorker(livekit_server).start()
+def worker(
+    livekit_server: LocalLiveKit, agent_installed: InstalledEnvironment
+) -> Iterator[SignalAgentWorker]:
+    running = SignalAgentWorker(livekit_server, python=agent_installed.python).start()
     yield running
     running.stop()
 
@@ -222,3 +228,14 @@ def test_a_detached_emitter_writes_nothing_more(worker: SignalAgentWorker) -> No
     )
     assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
     _assert_closed_without_leaks(lines)
+
+
+def test_the_emitter_runs_from_the_installed_wheel(
+    worker: SignalAgentWorker, agent_installed: InstalledEnvironment
+) -> None:
+    room = _room()
+    lines = worker.run_script(room, {"tts": "streaming", "say": [HELLO], "hold_seconds": 3.0})
+    closed = next(r for r in map(json.loads, lines) if r["message"] == SESSION_CLOSED)
+    package = Path(closed["emitter_package"]).resolve()
+    assert package.is_relative_to(agent_installed.root.resolve()), package
+    assert [r["message"] for r in _signals(lines)][:2] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_FRAME_TEXT]

@@ -23,7 +23,7 @@ from livekit_fleet_remediation.cli.invoke import InvokeResult
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
-CDK_JSON = REPO / "cdk.json"
+CONFIG = REPO / "examples" / "standalone" / "environments.json"
 # What the remediation wheel installs: these packages' roots, and nothing of the checkout.
 PACKAGE_ROOTS = ("functions", "layers/shared/python", "cdk")
 DEVELOPMENT_ONLY = ("aws_cdk", "devkit", "tests", "tools", "bench", "livekit_fleet_remediation.stack")
@@ -72,7 +72,7 @@ def test_no_command_loads_the_cdk_or_the_development_tree(tmp_path: Path) -> Non
 
 
 def test_the_replay_runs_with_only_the_packages_on_the_path(tmp_path: Path) -> None:
-    command = ["replay", "--log", str(FIXTURE), "--env", "prod", "--config", str(CDK_JSON)]
+    command = ["replay", "--log", str(FIXTURE), "--env", "prod", "--config", str(CONFIG)]
     done = installed_python(["-m", "livekit_fleet_remediation.cli", *command], tmp_path)
     assert done.returncode == 0, done.stderr
     assert (
@@ -81,13 +81,16 @@ def test_the_replay_runs_with_only_the_packages_on_the_path(tmp_path: Path) -> N
     )
 
 
-def test_without_a_cdk_json_here_the_error_says_what_to_pass(
+def test_without_a_configuration_here_the_error_says_what_to_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    # A cdk.json with no environments (the feature flags only) is not taken for one.
+    (tmp_path / "cdk.json").write_text('{"context": {"@aws-cdk/core:checkSecretUsage": true}}')
     assert lkfr.main(["plan", "reaper", "--env", "staging"]) == 2
     (line,) = capsys.readouterr().err.splitlines()[-1:]
-    assert f"no cdk.json in {tmp_path}: pass --config PATH" in line
+    assert f"no environments.json in {tmp_path}: pass --config PATH" in line
     assert lkfr.main(["backtest", "--log", str(FIXTURE), "--env", "prod"]) == 2
     assert "pass --config PATH" in capsys.readouterr().err
 
@@ -162,3 +165,17 @@ def test_the_messages_short_undo_sends_the_same_event_as_their_aws_line(action: 
     assert undo.manual_event(args.task, args.drain, args.dry_run) == sent
     assert args.region == "eu-west-1"
     assert args.env == "prod"
+
+
+def test_the_configuration_is_the_flag_then_lkfr_config_then_the_file_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LKFR_CONFIG", str(CONFIG))
+    argv = ["backtest", "--log", str(FIXTURE), "--env", "prod"]
+    assert lkfr.main(argv) == 0
+    monkeypatch.delenv("LKFR_CONFIG")
+    (tmp_path / "environments.json").write_text(CONFIG.read_text())
+    assert lkfr.main(argv) == 0
+    assert lkfr.main([*argv, "--config", str(tmp_path / "other.json")]) == 2
+    assert "other.json: no such file" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import livekit_fleet_agent
 from fleet_remediation import __version__
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,9 +23,14 @@ def test_the_version_is_semantic() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
 
 
-def test_pyproject_carries_the_release_version() -> None:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+@pytest.mark.parametrize("pyproject", ["pyproject.toml", "agent/pyproject.toml"])
+def test_both_packages_carry_the_release_version(pyproject: str) -> None:
+    project = tomllib.loads((REPO / pyproject).read_text())["project"]
     assert project["version"] == __version__
+
+
+def test_the_agent_package_says_the_release_version() -> None:
+    assert livekit_fleet_agent.__version__ == __version__
 
 
 def test_the_changelog_lists_the_release_version_first() -> None:

@@ -1,7 +1,7 @@
 """What did the functions do in the last N hours: one timeline from their reports and the drainer's
 ledger, newest first.
 
-    lkfr audit --env NAME --hours N [--json] [--config cdk.json] [--region R]
+    lkfr audit --env NAME --hours N [--json] [--config environments.json] [--region R]
 
 Each invocation logs exactly one report into its function's log group; the drainer also records
 every step (its intent, then its outcome) in its ledger table. Both are found from the deployed

@@ -1,11 +1,11 @@
 """Backtest the detection alarms on exported agent log events.
 
-    lkfr backtest --log tests/fixtures/incident-2026-09-15.jsonl --env prod --config cdk.json
+    lkfr backtest --log tests/fixtures/incident-2026-09-15.jsonl --env prod --config environments.json
 
 Reads events as ``aws logs filter-log-events`` writes them (one JSON event per line, or the
 ``{"events": [...]}`` document), evaluates the signals minute by minute with the same definitions
 the metric filters use, applies the alarms exactly as the CDK stack defines them (one model,
-``DetectionConfig``, from the environment's ``detection`` section of cdk.json), and prints a
+``DetectionConfig``, from the environment's ``detection`` section of the environments file), and prints a
 minute-by-minute table, when each alarm would have fired, the detection latency counted from the
 first failing lesson, how many lessons would still have failed, and what the TTS-reach responder
 would have concluded at that moment.
@@ -34,6 +34,7 @@ from livekit_fleet_remediation.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_common,
+    config_file,
     load_context,
 )
 from livekit_fleet_remediation.offline.backtest import BacktestResult, run_backtest
@@ -41,8 +42,9 @@ from livekit_fleet_remediation.offline.log_export import UnreadableLogError, loa
 from tts_reach_alarm.transition import analysis_window_minutes
 
 
-def load_detection(config_path: Path, env: str) -> DetectionConfig:
+def load_detection(path: Path | None, env: str) -> DetectionConfig:
     """Only the environment's ``detection`` section: a backtest needs no LiveKit or AWS settings."""
+    config_path = config_file(path)
     context = load_context(config_path)
     environments = context["environments"]
     if env not in environments:

@@ -17,7 +17,10 @@ from livekit_fleet_remediation.config import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-DEFAULT_CONFIG = Path("cdk.json")
+# The file the standalone app reads: $LKFR_CONFIG, else ./environments.json (or a cdk.json that holds
+# them, as older checkouts do).
+CONFIG_ENV_VAR = "LKFR_CONFIG"
+DEFAULT_CONFIGS = (Path("environments.json"), Path("cdk.json"))
 
 
 class UsageError(Exception):
@@ -40,35 +43,54 @@ def add_common(parser: argparse.ArgumentParser, *, env_required: bool = True) ->
     parser.add_argument(
         "--config",
         type=Path,
-        default=DEFAULT_CONFIG,
-        help="a cdk.json or an environments file (default: ./cdk.json)",
+        help="an environments file or a cdk.json (default: $LKFR_CONFIG, else ./environments.json, "
+        "else ./cdk.json)",
     )
     parser.add_argument("--env", required=env_required, help="the environment's name in that file")
     parser.add_argument("--region", help="AWS region (default: the environment's)")
 
 
-def load_context(path: Path) -> dict[str, Any]:
+def config_file(path: Path | None) -> Path:
+    """``--config``, else ``$LKFR_CONFIG``, else the first default file here that exists."""
+    if path is not None:
+        return path
+    if os.environ.get(CONFIG_ENV_VAR):
+        return Path(os.environ[CONFIG_ENV_VAR])
+    for candidate in DEFAULT_CONFIGS:
+        if candidate.is_file() and _holds_environments(candidate):
+            return candidate
+    raise UsageError(
+        f"no environments.json in {Path.cwd()}: pass --config PATH (your environments file or "
+        f"cdk.json) or set {CONFIG_ENV_VAR}; examples/standalone/environments.json shows the shape"
+    )
+
+
+def _holds_environments(path: Path) -> bool:
+    try:
+        context_from_file(path)
+    except ConfigError:
+        return False
+    return True
+
+
+def load_context(path: Path | None) -> dict[str, Any]:
     """The file's ``environments`` context; a missing or unreadable file is a UsageError that says
     what to pass."""
-    if path == DEFAULT_CONFIG and not path.exists():
-        raise UsageError(
-            f"no cdk.json in {Path.cwd()}: pass --config PATH (the cdk.json or environments file "
-            "that names your environments)"
-        )
     try:
-        context = context_from_file(path)
+        context = context_from_file(config_file(path))
         environment_names(context)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     return context
 
 
-def load_config(path: Path, env: str) -> EnvironmentConfig:
-    """One environment from ``path``: UsageError when the file or the name is wrong, InvalidConfig
-    when the environment does not validate."""
-    known = environment_names(load_context(path))
+def load_config(path: Path | None, env: str) -> EnvironmentConfig:
+    """One environment from ``path`` (or the default file): UsageError when the file or the name is
+    wrong, InvalidConfig when the environment does not validate."""
+    chosen = config_file(path)
+    known = environment_names(load_context(chosen))
     try:
-        return load_config_file(path, env)
+        return load_config_file(chosen, env)
     except ConfigError as exc:
         raise (InvalidConfig if env in known else UsageError)(str(exc)) from None
 
@@ -81,7 +103,7 @@ def use_region(region: str | None, config: EnvironmentConfig) -> str:
     return os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
 
 
-def region_for(path: Path, env: str, region: str | None) -> str:
+def region_for(path: Path | None, env: str, region: str | None) -> str:
     """``--region`` as given (the functions' names follow from ``env``: no file is read), else the
     environment's region from the configuration file."""
     return region or load_config(path, env).region

@@ -7,8 +7,8 @@
     lkfr undo --env NAME --task ID          give a cordoned task back to the fleet (the drainer's undo)
     lkfr redrive --function NAME            re-run the events parked in a function's dead-letter queue
 
-Every command takes ``--config PATH`` (default ./cdk.json) and ``--help``. Exit status: 0 ok, 1 a
-typed failure (one line on stderr), 2 bad arguments.
+Every command takes ``--config PATH`` (default: $LKFR_CONFIG, else ./environments.json) and
+``--help``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
 """
 
 from __future__ import annotations

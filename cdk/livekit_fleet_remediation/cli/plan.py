@@ -1,18 +1,19 @@
 """What the reaper or the drainer would do right now, against the live LiveKit and AWS, from a laptop.
 
-    lkfr plan reaper|drainer --env NAME [--json] [--config cdk.json] [--region R] [--ledger-table NAME]
+    lkfr plan reaper|drainer --env NAME [--json] [--config FILE] [--region R] [--ledger-table NAME]
 
 Always a dry run: the kill switch is fixed at ``dry-run`` (the SSM switch is never read, so it can
 never say ``enforce``), the event is a manual dry run, and nothing is published. It runs the
-function's own handler with its settings built from cdk.json, exactly as the stack builds them, and
-prints the report through the same renderer as ``cli/render.py`` (``--json``: the raw report),
-followed by the notification the function would send.
+function's own handler with its settings built from the environments file, exactly as the stack
+builds them, and prints the report through the same renderer as ``cli/render.py`` (``--json``: the
+raw report), followed by the notification the function would send.
 
 LiveKit (``cli/plan_livekit.py``): ``LIVEKIT_URL`` (``wss://``, ``ws://``, ``https://`` or
-``http://``), ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back to
-cdk.json's ``livekit_url``); otherwise the key comes from the Secrets Manager secret named in
-cdk.json. AWS: the usual credential chain; the region is ``--region``, else the environment's. The drainer
-also needs its ledger table: ``--ledger-table``, or read from the deployed drainer's configuration.
+``http://``), ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back to the
+environment's ``livekit_url``); otherwise the key comes from the Secrets Manager secret it names
+(``livekit_secret_name``). AWS: the usual credential chain; the region is ``--region``, else the
+environment's. The drainer also needs its ledger table: ``--ledger-table``, or read from the
+deployed drainer's configuration.
 
 Exit status: 0 when the plan ran (whatever it found), 1 on a typed failure (the error on one line on
 stderr), 2 on bad arguments.
@@ -190,7 +191,7 @@ def plan_drainer(
     return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
 
 
-def load_plan_config(path: Path, env: str) -> EnvironmentConfig:
+def load_plan_config(path: Path | None, env: str) -> EnvironmentConfig:
     """An environment that does not validate is a typed failure (exit 1), as the handler's own
     ConfigurationError would be."""
     try:

@@ -1,6 +1,6 @@
 """Replay the whole loop over exported agent logs, in simulated time: what would have happened.
 
-    lkfr replay --log events.json --env prod --config cdk.json [--json] [--html out.html] [--mode M]
+    lkfr replay --log events.json --env prod --config environments.json [--json] [--html out.html] [--mode M]
 
 It evaluates the detection alarms minute by minute, routes their transitions and the schedules to
 the three functions as the stack's EventBridge rules do, and runs the functions' own code against a
@@ -32,6 +32,7 @@ from livekit_fleet_remediation.cli.common import (
     InvalidConfig,
     UsageError,
     add_common,
+    config_file,
     load_config,
 )
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
@@ -42,12 +43,13 @@ from livekit_fleet_remediation.offline.replay_model import SIMULATED_PARTS, Repl
 def replay(
     log: Path,
     env_name: str,
-    config_path: Path,
+    config_path: Path | None,
     mode: Mode = Mode.ENFORCE,
     progress: TextIO | None = None,
 ) -> ReplayResult:
     try:
-        config = load_config(config_path, env_name)
+        chosen = config_file(config_path)
+        config = load_config(chosen, env_name)
     except (UsageError, InvalidConfig) as exc:
         raise UnreadableInput(str(exc)) from None
     try:
@@ -57,7 +59,7 @@ def replay(
     try:
         engine = Replay(events, env_name, config, mode, str(log), progress)
     except ConfigurationError as exc:
-        raise UnreadableInput(f"{config_path}: {exc.message}") from None
+        raise UnreadableInput(f"{chosen}: {exc.message}") from None
     return engine.run()
 
 

@@ -1,7 +1,7 @@
 """Give a task the drainer took out of rotation back to the fleet: the short form of the undo its
 messages print.
 
-    lkfr undo --env NAME --task ID [--drain] [--dry-run] [--config cdk.json] [--region R]
+    lkfr undo --env NAME --task ID [--drain] [--dry-run] [--config environments.json] [--region R]
 
 It invokes the environment's deployed drainer with its manual event, ``{"action": "undrain",
 "task": ID, "dry_run": false}`` (``--drain``: ``drain``, to take a task out again after an undo), as
