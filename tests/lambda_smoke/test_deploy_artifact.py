@@ -1,6 +1,9 @@
 """The deploy artifact, run as Lambda runs it.
 
-The staging stack is synthesized offline exactly as `make synth` does it; each function's code asset,
+The staging stack is synthesized offline as a team's standalone app does it from the installed wheel
+(`python -m livekit_fleet_remediation.standalone` in a fresh venv outside the checkout's path), so the
+code and layers are the wheel's own (tests/packaging/test_wheels.py: file for file the checkout's);
+each function's code asset,
 its layers (in the template's order), its handler string and its environment come from that
 template. Each function runs under AWS's Lambda Runtime Interface Emulator with `awslambdaric` and
 is invoked over the Invoke API on 127.0.0.1 with a manual dry run, a schedule event and an alarm
@@ -41,6 +44,7 @@ from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
 from devkit.eventbridge_events import alarm_state_change, schedule_event
+from devkit.installed import InstalledEnvironment
 from devkit.lambda_artifact import EXAMPLE_CONFIG, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
@@ -207,10 +211,13 @@ def _without_variable(function: FunctionArtifact, name: str) -> FunctionArtifact
 
 @pytest.fixture(scope="module")
 def smoke(
-    livekit_server: LocalLiveKit, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    livekit_server: LocalLiveKit,
+    remediation_installed: InstalledEnvironment,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> SmokeRun:
     workdir = tmp_path_factory.mktemp("lambda-smoke")
-    assembly = synthesize(ENV_NAME, workdir / "cdk.out")
+    assembly = synthesize(ENV_NAME, workdir / "cdk.out", installed=remediation_installed)
     functions = {function.package: function for function in assembly.functions()}
     assert sorted(functions) == sorted(FUNCTIONS)
     config = cdk_environment()

@@ -176,3 +176,17 @@ def test_the_installed_package_finds_its_assets_without_loading_the_cdk(
     for folder in (Path(functions), Path(dependencies)):
         assert folder.is_relative_to(remediation_installed.root), folder
         assert folder.is_dir(), folder
+
+
+def test_from_the_repositorys_own_folder_the_installed_modules_are_still_the_wheels(
+    remediation_installed: InstalledEnvironment,
+) -> None:
+    """The emulator smoke synthesizes with the installed ``livekit_fleet_remediation.standalone`` from
+    the repository's folder (for its cdk.json flags): nothing there may shadow the wheel's packages."""
+    probe = "import livekit_fleet_remediation.standalone as s, fleet_remediation as f; print(s.__file__, f.__file__)"
+    done = remediation_installed.run(
+        [str(remediation_installed.python), "-c", probe], cwd=REPO_ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for module_file in done.stdout.split():
+        assert Path(module_file).is_relative_to(remediation_installed.root), module_file
