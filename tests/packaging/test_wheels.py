@@ -183,7 +183,10 @@ def test_from_the_repositorys_own_folder_the_installed_modules_are_still_the_whe
 ) -> None:
     """The emulator smoke synthesizes with the installed ``livekit_fleet_remediation.standalone`` from
     the repository's folder (for its cdk.json flags): nothing there may shadow the wheel's packages."""
-    probe = "import livekit_fleet_remediation.standalone as s, fleet_remediation as f; print(s.__file__, f.__file__)"
+    probe = (
+        "import livekit_fleet_remediation.standalone as s, fleet_remediation as f\n"
+        "print(s.__file__, f.__file__)\n"
+    )
     done = remediation_installed.run(
         [str(remediation_installed.python), "-c", probe], cwd=REPO_ROOT, timeout=120
     )
