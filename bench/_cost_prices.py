@@ -16,9 +16,7 @@ LAMBDA_PAGE = "https://aws.amazon.com/lambda/pricing/"
 KMS_PAGE = "https://aws.amazon.com/kms/pricing/"
 DYNAMODB_PAGE = "https://aws.amazon.com/dynamodb/pricing/"
 SNS_PAGE = "https://aws.amazon.com/sns/pricing/"
-SQS_PAGE = "https://aws.amazon.com/sqs/pricing/"
 EVENTBRIDGE_PAGE = "https://aws.amazon.com/eventbridge/pricing/"
-SSM_PAGE = "https://aws.amazon.com/systems-manager/pricing/"
 SECRETS_PAGE = "https://aws.amazon.com/secrets-manager/pricing/"
 
 
@@ -49,16 +47,13 @@ class PriceTable:
     dynamodb_read_request: Price
     sns_publish: Price
     sns_email: Price
-    sqs_request: Price
     eventbridge_custom_event: Price
     secrets_api_call: Price
 
     def sources(self) -> list[str]:
-        found = {
-            price.source
-            for price in vars(self).values()
-            if isinstance(price, Price)
-        } | {price.source for price in self.lambda_gb_second.values()}
+        found = {price.source for price in vars(self).values() if isinstance(price, Price)} | {
+            price.source for price in self.lambda_gb_second.values()
+        }
         return sorted(found)
 
 
@@ -72,7 +67,9 @@ US_EAST_1 = PriceTable(
     logs_ingested_gb=Price(0.50, "GB ingested (standard log class)", CLOUDWATCH_PAGE),
     logs_stored_gb_month=Price(0.03, "GB-month archived", CLOUDWATCH_PAGE),
     insights_scanned_gb=Price(0.005, "GB scanned by Logs Insights", CLOUDWATCH_PAGE),
-    cloudwatch_api_request=Price(0.01 / 1000, "API request (DescribeAlarms, GetMetricData metric)", CLOUDWATCH_PAGE),
+    cloudwatch_api_request=Price(
+        0.01 / 1000, "API request (DescribeAlarms, GetMetricData metric)", CLOUDWATCH_PAGE
+    ),
     lambda_request=Price(0.20 / 1_000_000, "request", LAMBDA_PAGE),
     lambda_gb_second={
         "x86_64": Price(0.0000166667, "GB-second (x86_64, first 6 billion)", LAMBDA_PAGE),
@@ -84,8 +81,9 @@ US_EAST_1 = PriceTable(
     dynamodb_read_request=Price(0.125 / 1_000_000, "on-demand read request unit", DYNAMODB_PAGE),
     sns_publish=Price(0.50 / 1_000_000, "publish (64 KB chunk)", SNS_PAGE),
     sns_email=Price(2.00 / 100_000, "e-mail delivery", SNS_PAGE),
-    sqs_request=Price(0.40 / 1_000_000, "standard queue request", SQS_PAGE),
-    eventbridge_custom_event=Price(1.00 / 1_000_000, "custom event published (64 KB chunk)", EVENTBRIDGE_PAGE),
+    eventbridge_custom_event=Price(
+        1.00 / 1_000_000, "custom event published (64 KB chunk)", EVENTBRIDGE_PAGE
+    ),
     secrets_api_call=Price(0.05 / 10_000, "API call", SECRETS_PAGE),
 )
 
@@ -101,6 +99,6 @@ def prices_for(region: str) -> PriceTable:
         return PRICES[region]
     except KeyError:
         raise UnpricedRegionError(
-            f"no price table for {region} (have: {', '.join(sorted(PRICES))}): add one read from {CLOUDWATCH_PAGE} "
-            "and the other pages in bench/_cost_prices.py"
+            f"no price table for {region} (have: {', '.join(sorted(PRICES))}): add one read from "
+            f"{CLOUDWATCH_PAGE} and the other pages in bench/_cost_prices.py"
         ) from None

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.metrics import MetricDefinition
 from fleet_remediation.contract.naming import FunctionName
 
 # The example environment the model synthesizes: the standalone app's, from one place.
@@ -29,6 +28,8 @@ def example_context() -> dict[str, Any]:
     return cdk_json_context()
 
 
+# Tables (on demand) and queues (dead letters) have no charge of their own: their requests are
+# priced where the functions make them; a queue only takes messages when deliveries fail.
 PRICED = frozenset(
     {
         "AWS::CloudWatch::Alarm",
@@ -45,10 +46,14 @@ PRICED = frozenset(
         "AWS::SQS::Queue",
     }
 )
-# No charge of their own: permissions, wiring, standard-tier parameters (standard throughput), and
-# layer versions (inside Lambda's free code storage).
+# No charge of their own: permissions, wiring, standard-tier parameters (standard throughput), layer
+# versions (inside Lambda's free code storage), and Amazon Q Developer in chat channels (no charge
+# of its own: what it delivers is SNS's).
 FREE = frozenset(
     {
+        "AWS::Chatbot::CustomAction",
+        "AWS::Chatbot::SlackChannelConfiguration",
+        "AWS::IAM::ManagedPolicy",
         "AWS::IAM::Policy",
         "AWS::IAM::Role",
         "AWS::Lambda::EventInvokeConfig",
@@ -91,10 +96,8 @@ class StackCounts:
     log_widgets: list[LogWidget] = field(default_factory=list)
     filter_series: int = 0
     keys: int = 0
-    tables: int = 0
     topics: int = 0
     email_subscriptions: int = 0
-    queues: int = 0
     types: frozenset[str] = frozenset()
 
 
@@ -138,9 +141,7 @@ def _tally(counts: StackCounts, kind: str) -> None:
     fields = {
         "AWS::CloudWatch::CompositeAlarm": "composite_alarms",
         "AWS::KMS::Key": "keys",
-        "AWS::DynamoDB::Table": "tables",
         "AWS::SNS::Topic": "topics",
-        "AWS::SQS::Queue": "queues",
     }
     if kind in fields:
         setattr(counts, fields[kind], getattr(counts, fields[kind]) + 1)
@@ -202,20 +203,15 @@ def _iso_minutes(start: str) -> int:
     return int(found.group(1) or 0) * 60 + int(found.group(2) or 0)
 
 
-def emf_series() -> dict[str, int]:
-    """Each function's EMF metric series (a series per metric definition it emits as a metric)."""
-    series = dict.fromkeys((f.value for f in FunctionName), 0)
-    for definition in metric_definition_list():
+def emf_series() -> tuple[int, int]:
+    """The functions' EMF metric series: (published every invocation, published only when not zero)."""
+    dense = sparse = 0
+    for definition in metric_definitions.definitions():
         if not definition.series:
             continue
-        emitters = tuple(FunctionName) if definition.every_function else definition.functions
-        for function in emitters:
-            series[function.value] += 1
-    return series
-
-
-def metric_definition_list() -> list[MetricDefinition]:
-    found = [v for v in vars(metric_definitions).values() if isinstance(v, MetricDefinition)]
-    found += list(metric_definitions.DRAINER_STEP_PLANNED.values())
-    found += list(metric_definitions.DRAINER_STEP_DONE.values())
-    return found
+        emitters = len(tuple(FunctionName) if definition.every_function else definition.functions)
+        if definition.sparse:
+            sparse += emitters
+        else:
+            dense += emitters
+    return dense, sparse

@@ -29,7 +29,7 @@ from fleet_remediation.core.report_model import Decision, Outcome
 from tts_reach_alarm.adapters.event_bus import put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.dependencies import TtsReachDependencies
-from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
+from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha, recheck_due
 from tts_reach_alarm.messages import incident_id
 from tts_reach_alarm.transition import Transition
 
@@ -70,6 +70,10 @@ def open_incident(run: ResponderRun) -> Settled | None:
         return Settled(f"{name} is {state}: no open incident")
     if run.report.trigger is not None:
         run.report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"
+    tts = run.deps.settings.tts_reach
+    minutes_open = (run.event.window.end - reading.since).total_seconds() / 60
+    if not recheck_due(minutes_open, tts.recheck_minutes, tts.recheck_max_minutes):
+        return Settled(f"{name} in ALARM for {minutes_open:.0f} min: re-checks back off, no look this tick")
     run.event = dataclasses.replace(run.event, change=reading.change(name))
     return None
 

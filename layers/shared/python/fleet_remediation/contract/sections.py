@@ -49,9 +49,21 @@ class TtsReachSection(StrictModel):
         le=60,
         description="Re-check the open incident this often while the TTS page stays in ALARM (0: never).",
     )
+    recheck_max_minutes: int = Field(
+        default=32,
+        ge=0,
+        le=240,
+        description="Re-checks back off while the page stays in ALARM: each gap twice the last, up to "
+        "this (recheck_minutes: no back-off). The ALARM's own look is never delayed.",
+    )
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
+        if self.recheck_minutes and self.recheck_max_minutes < self.recheck_minutes:
+            raise ValueError(
+                f"recheck_max_minutes ({self.recheck_max_minutes}) must be at least recheck_minutes "
+                f"({self.recheck_minutes})"
+            )
         _query_can_start("query_timeout_seconds", self.query_timeout_seconds)
         _run_fits(
             budgets.tts_reach_seconds_needed(self.query_timeout_seconds),

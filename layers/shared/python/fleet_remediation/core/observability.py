@@ -49,7 +49,10 @@ def capture_lambda_handler(handler: HandlerT) -> HandlerT:
 
 def emit(metric: MetricDefinition, value: float) -> None:
     """Add one datapoint of a defined metric (``contract.metrics``): the only way functions emit.
-    A count that is no series goes into the same EMF record as a plain field."""
+    A count that is no series goes into the same EMF record as a plain field; a sparse one's zero
+    is not published."""
+    if metric.sparse and not value:
+        return
     if metric.series:
         metrics.add_metric(name=metric.name, unit=MetricUnit(metric.unit), value=value)
     else:
