@@ -19,7 +19,12 @@ from fleet_remediation.contract.agent_services import MAX_AGENT_SERVICES, AgentS
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
-from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import (
+    DrainerSection,
+    ReaperSection,
+    ScanBudgetSection,
+    TtsReachSection,
+)
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -118,6 +123,7 @@ class EnvironmentConfig(StrictModel):
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
     drainer: DrainerSection = DrainerSection()
+    scan_budget: ScanBudgetSection = ScanBudgetSection()
     disruption_window: DisruptionWindow | None = Field(
         default=None, description="When the reaper and the drainer may start new disruption (none: any time)."
     )

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fleet_remediation.adapters.scan_budget import LookPolicy, budget_refusal, looking, note_look_error
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.events import SuspectWorkerDetail
@@ -79,12 +80,23 @@ def open_incident(run: ResponderRun) -> Settled | None:
 
 
 def read(run: ResponderRun) -> Look:
+    """The window's jobs. A re-check runs under the scan budget (skipped or stopped: no findings,
+    told in the report's skips); the ALARM's own analysis always runs."""
     if run.event.state == "OK":
         return Look(None)
     alpha = _alpha(run.event, run.deps.settings)
-    return Look(
-        investigate(run.event.window, run.deps.settings, run.deps.insights, run.deadline, alpha), alpha
-    )
+    policy = LookPolicy(priority=not run.event.recheck, problem=run.report.error)
+    try:
+        with looking(run.deps.insights, policy):
+            findings = investigate(
+                run.event.window, run.deps.settings, run.deps.insights, run.deadline, alpha
+            )
+    except RemediationError as exc:
+        if not budget_refusal(exc):
+            raise
+        note_look_error(run.report, exc)
+        return Look(None, alpha)
+    return Look(findings, alpha)
 
 
 def decide(run: ResponderRun, look: Look) -> SuspectWorkerDetail | None:
