@@ -41,7 +41,6 @@ class Usage:
     look_minutes: dict[str, float] = field(default_factory=dict)
     report_bytes: Counter[str] = field(default_factory=Counter)
     notifications: int = 0
-    skipped_looks: int = 0
 
     def per_minute(self, counter: Counter[str], function: str) -> float:
         return counter[function] / self.minutes
@@ -95,8 +94,6 @@ class _MeteredReplay(Replay):
     def _record(self, function: FunctionName, trigger: str, report: dict[str, Any]) -> None:
         self.usage.invocations[function.value] += 1
         self.usage.report_bytes[function.value] += len(json.dumps(report, separators=(",", ":")))
-        summary = report.get("summary") or {}
-        self.usage.skipped_looks += int(bool(summary.get("scan_budget_skipped")))
         super()._record(function, trigger, report)
 
 

@@ -105,6 +105,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "emf_series": {"every_invocation": dense, "when_not_zero": sparse},
         **_summary(base),
         "excluded": {"agent_log_ingestion_usd": agent_ingestion_usd(load, prices)},
+        # The most the functions' looks may scan in a month, whatever happens (the scan budget).
+        "scan_budget_ceiling_usd": round(
+            config.scan_budget.gb_per_hour * 730 * prices.insights_scanned_gb.usd, 2
+        ),
     }
     if incident is not None:
         document["with_incident"] = _incident(
@@ -132,7 +136,6 @@ def _incident(
         **_summary(month),
         "incident_insights_usd": _over_baseline(priced, base, incident.minutes),
         "one_hour_without_backoff_insights_usd": _over_baseline(today_priced, base, today.minutes),
-        "incident_skipped_looks": incident.skipped_looks,
     }
 
 
@@ -168,6 +171,10 @@ def render(document: dict[str, Any]) -> str:
         )
     excluded = document["excluded"]["agent_log_ingestion_usd"]
     lines.append(f"not counted: the agents' own log ingestion, ${excluded:.2f}/month")
+    lines.append(
+        f"the functions' Logs Insights can never pass ${document['scan_budget_ceiling_usd']:.2f}/month "
+        "(the scan budget's ceiling)"
+    )
     return "\n".join(lines)
 
 
