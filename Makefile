@@ -11,6 +11,10 @@ LIVEKIT_SERVER_VERSION := v1.13.5
 LIVEKIT_SERVER := .tools/bin/livekit-server
 # The Lambda runtime (cdk/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
+# The functions' processor (lambda_architecture in each environment, default arm64): the dependency
+# layer's wheels are built for it. x86_64 stays possible: `make layers LAMBDA_ARCH=x86_64`.
+LAMBDA_ARCH ?= arm64
+LAMBDA_MACHINE := $(if $(filter x86_64,$(LAMBDA_ARCH)),x86_64,aarch64)
 DEPS_LAYER := build/layers/deps/python
 # The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
 RUNTIME_PROVIDED := boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six
@@ -55,17 +59,23 @@ node_modules/.bin/cdk: package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
-	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) (manylinux wheels, no Docker)"
+# Rewritten only when LAMBDA_ARCH changes, so the layer below is rebuilt for the new one.
+build/layers/arch.txt: FORCE
+	@mkdir -p build/layers
+	@echo '$(LAMBDA_ARCH)' | cmp -s - $@ || echo '$(LAMBDA_ARCH)' > $@
+
+$(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed build/layers/arch.txt
+	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) on $(LAMBDA_ARCH) (manylinux wheels, no Docker)"
 	@rm -rf build/layers/deps && mkdir -p $(DEPS_LAYER)
 	@# boto3 and its dependencies come with the Lambda runtime.
 	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer.txt
 	@$(PIP) install --quiet --no-deps --only-binary=:all: --implementation cp \
-		--python-version $(LAMBDA_PYTHON) --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+		--python-version $(LAMBDA_PYTHON) \
+		--platform manylinux_2_28_$(LAMBDA_MACHINE) --platform manylinux2014_$(LAMBDA_MACHINE) \
 		--target $(DEPS_LAYER) -r build/layers/runtime-layer.txt
 	@touch $@
 
-layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
+layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer for LAMBDA_ARCH (default arm64; no Docker)
 
 $(LAMBDA_RIE):
 	@echo "==> aws-lambda-rie $(LAMBDA_RIE_VERSION) (go install)"

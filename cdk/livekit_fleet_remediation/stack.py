@@ -37,7 +37,7 @@ class FleetRemediationStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         Tags.of(self).add("livekit-fleet-remediation:environment", env_name)
-        self.layers = SharedLayers(self, "Layers")
+        self.layers = SharedLayers(self, "Layers", architecture=config.lambda_architecture)
         self.key = StackKey(self, "StackKey", env_name=env_name)
         self.notifications = Notifications(
             self, "Notifications", env_name=env_name, config=config, key=self.key
