@@ -39,11 +39,14 @@ class Usage:
     invocations: Counter[str] = field(default_factory=Counter)
     looks: Counter[str] = field(default_factory=Counter)
     look_minutes: dict[str, float] = field(default_factory=dict)
+    # Minutes of log the looks read per clock hour (by the hour a look's window ends in).
+    hour_minutes: dict[str, float] = field(default_factory=dict)
     report_bytes: Counter[str] = field(default_factory=Counter)
     notifications: int = 0
 
-    def per_minute(self, counter: Counter[str], function: str) -> float:
-        return counter[function] / self.minutes
+    def peak_hour_bytes(self, bytes_per_minute: float) -> float:
+        """What the looks of the busiest clock hour scanned."""
+        return max(self.hour_minutes.values(), default=0.0) * bytes_per_minute
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class _Recording:
                 minutes = (moments[1] - moments[0]).total_seconds() / 60
                 spent = self._usage.look_minutes
                 spent[self._function] = spent.get(self._function, 0.0) + minutes
+                hours, hour = self._usage.hour_minutes, moments[1].strftime("%Y-%m-%dT%H")
+                hours[hour] = hours.get(hour, 0.0) + minutes
             return found(*args, **kwargs)
 
         return look

@@ -105,15 +105,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "emf_series": {"every_invocation": dense, "when_not_zero": sparse},
         **_summary(base),
         "excluded": {"agent_log_ingestion_usd": agent_ingestion_usd(load, prices)},
-        # The most the functions' looks may scan in a month, whatever happens (the scan budget).
+        # The most the functions' re-checks and ticks may scan in a month (the scan budget).
         "scan_budget_ceiling_usd": round(
             config.scan_budget.gb_per_hour * 730 * prices.insights_scanned_gb.usd, 2
         ),
+        "functions_gb_per_hour": {
+            "baseline": round(baseline.peak_hour_bytes(load.agent_bytes_per_minute) / 1e9, 3)
+        },
     }
     if incident is not None:
         document["with_incident"] = _incident(
             args, counts, base, incident, load, prices, dense + sparse, config
         )
+        peak = incident.peak_hour_bytes(load.agent_bytes_per_minute) / 1e9
+        document["functions_gb_per_hour"]["incident_peak"] = round(peak, 3)
+    document["warnings"] = _budget_warnings(document["functions_gb_per_hour"], config.scan_budget.gb_per_hour)
     return document
 
 
@@ -145,6 +151,24 @@ def _over_baseline(run: dict[str, float], base: dict[str, float], minutes: int) 
     return round((run["insights_functions"] - base["insights_functions"]) * share, 4)
 
 
+def _budget_warnings(scanned: dict[str, float], gb_per_hour: float) -> list[str]:
+    """Where the scan budget would hold looks back at this volume (the model prices them unheld)."""
+    if not gb_per_hour:
+        return []
+    warnings = []
+    if scanned["baseline"] > gb_per_hour / 2:
+        warnings.append(
+            f"a healthy hour's looks scan {scanned['baseline']:g} GB, over half the scan budget "
+            f"({gb_per_hour:g} GB/h): raise scan_budget.gb_per_hour or the drainer's ticks will be skipped"
+        )
+    if scanned.get("incident_peak", 0.0) > gb_per_hour:
+        warnings.append(
+            f"the incident's busiest hour scans {scanned['incident_peak']:g} GB, over the scan budget "
+            f"({gb_per_hour:g} GB/h): its re-checks would be skipped or stopped (priced here as run)"
+        )
+    return warnings
+
+
 def _summary(components: dict[str, float]) -> dict[str, Any]:
     ranked = sorted(components.items(), key=lambda item: item[1], reverse=True)
     return {
@@ -172,9 +196,11 @@ def render(document: dict[str, Any]) -> str:
     excluded = document["excluded"]["agent_log_ingestion_usd"]
     lines.append(f"not counted: the agents' own log ingestion, ${excluded:.2f}/month")
     lines.append(
-        f"the functions' Logs Insights can never pass ${document['scan_budget_ceiling_usd']:.2f}/month "
-        "(the scan budget's ceiling)"
+        "the functions' re-checks and ticks can never scan more than "
+        f"${document['scan_budget_ceiling_usd']:.2f}/month (the scan budget's ceiling); a new ALARM's "
+        "looks come on top"
     )
+    lines += [f"warning: {warning}" for warning in document["warnings"]]
     return "\n".join(lines)
 
 
