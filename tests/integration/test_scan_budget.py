@@ -18,7 +18,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from devkit.fakes.aws_faults import Ambiguous, TookEffect
 from devkit.fakes.logs_insights import FakeInsightsClient
+from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
@@ -26,6 +28,7 @@ from fleet_remediation.adapters.scan_budget import (
     DynamoDBScanTally,
     ScanBudget,
 )
+from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
 from tests.integration.test_tts_reach_alarm import (
     ALARM_AT,
     REGION,
@@ -162,3 +165,23 @@ def test_the_look_a_new_alarm_triggers_goes_ahead_over_a_spent_budget(
     # Both looks ran to their end (scheduled, four polls running, complete: 0.05 GB a poll) and count.
     assert budgeted.spent() == pytest.approx(CEILING + GB + 2 * 0.30 * GB)
     assert ALARM_AT.strftime("%Y-%m-%dT%H") == HOUR
+
+
+@pytest.mark.parametrize("fault_kind", list(Ambiguous), ids=[f.name.lower() for f in Ambiguous])
+def test_a_tally_add_that_may_have_landed_is_never_sent_again(
+    budgeted: Budgeted, lambda_context: Any, fault_kind: Ambiguous
+) -> None:
+    """The first look's ADD takes effect, then its attempt ends ambiguously (a 5xx, a reset with
+    throttled retries, a hang): it is not sent again, the look's rows still count, and the report
+    says the tally write failed; the second look's ADD goes through. Counted once each."""
+    client = aws_client(SCAN_TALLY_CALL, region_name=REGION)
+    faulted = TookEffect(client, "dynamodb.UpdateItem", fault_kind)
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    insights.budget.tally = DynamoDBScanTally(TALLY_TABLE, client)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["summary"]["verdict"] == "concentrated"
+    assert faulted.took_effect == 1
+    (error,) = report["errors"]
+    assert "UpdateItem (scan tally)" in error["message"]
+    assert budgeted.spent() == pytest.approx(2 * 0.30 * GB)
