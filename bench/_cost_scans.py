@@ -3,9 +3,9 @@ simulated traffic, ``devkit.traffic``), for the cost model.
 
 Each Logs Insights look the functions make in the replay is recorded with its time range (a look
 scans every byte the log group holds in it, whatever its filter), every invocation with its report's
-size and its looks. The simulated fleet runs at a small volume (the replay is a pure function of
-time and events, so its looks do not depend on the volume); the bytes a minute of agent logs holds
-come from the simulated log lines themselves, per response, and scale with the volume asked for.
+size and its looks. The simulated fleet runs at a small volume, fast: a look's time range follows
+the schedules, the windows and the alarms' transitions, not the volume. The bytes a minute of agent
+logs holds come from the simulated log lines themselves, per response, scaled to the volume asked.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ class Usage:
 @dataclass(frozen=True)
 class LogVolume:
     bytes_per_response: float
-    simulated: bool
 
 
 class _Recording:
@@ -81,7 +80,10 @@ class _Recording:
 
 
 class _MeteredReplay(Replay):
-    usage: Usage
+    def __init__(self, usage: Usage, *args: Any) -> None:
+        # Set first: the replay builds the functions' dependencies, which record into it, as it starts.
+        self.usage = usage
+        super().__init__(*args)
 
     def _dependencies(self) -> tuple[Any, Any, Any]:
         reaper, responder, drainer = super()._dependencies()
@@ -112,11 +114,10 @@ def replay_usage(chosen: Scenario, env_name: str, config: EnvironmentConfig) -> 
     responses = sum(1 for e in events if started.matches(e.record))
     message_bytes = sum(len(json.dumps(e.record, separators=(",", ":"))) for e in events)
     usage = Usage(minutes=chosen.minutes)
-    _MeteredReplay.usage = usage
-    engine = _MeteredReplay(events, env_name, config)
+    engine = _MeteredReplay(usage, events, env_name, config)
     engine.run()
     usage.notifications = len(engine.sent)
-    return usage, LogVolume(message_bytes / max(responses, 1), simulated=True)
+    return usage, LogVolume(message_bytes / max(responses, 1))
 
 
 def baseline_scenario(minutes: int, seed: int = 1) -> Scenario:
