@@ -175,7 +175,7 @@ $(REDIS_SERVER):
 	@$(SUDO) apt-get install -y -qq redis-server >/dev/null 2>&1 || \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null)
 
-bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection
+bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection, cost
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.lambda_cold_start
@@ -183,6 +183,9 @@ bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k ro
 	@$(PY) -m bench.kill_switch_lag
 	@$(PY) -m bench.tts_concentration
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
+	@$(PY) -m bench.cost --tasks 50 --responses-per-minute 2000
+	@$(PY) -m bench.cost --tasks 300 --responses-per-minute 12000
+	@$(PY) -m bench.cost --tasks 1000 --responses-per-minute 40000
 
 clean: ## Remove build output (keeps the venv and tools)
 	rm -rf build cdk.out .demo
