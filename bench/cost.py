@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return replay_usage(chosen, EXAMPLE_ENVIRONMENT, cfg)
 
     baseline, incident, volume = measured(replayed, BASELINE_MINUTES, args.incident_hours)
+    _check_schedules(counts, baseline)
     bytes_per_response = args.log_bytes_per_response or volume.bytes_per_response
     load = Load(args.tasks, args.responses_per_minute, bytes_per_response)
     dense, sparse = emf_series()
@@ -149,6 +150,26 @@ def _over_baseline(run: dict[str, float], base: dict[str, float], minutes: int) 
     """The functions' Logs Insights dollars a run spent beyond a healthy run of the same length."""
     share = minutes / MINUTES_PER_MONTH
     return round((run["insights_functions"] - base["insights_functions"]) * share, 4)
+
+
+def _check_schedules(counts: StackCounts, baseline: Usage) -> None:
+    """The replay invokes each function as often as the template's schedules do (a healthy hour
+    has no alarm): the usage the model prices is the deployed stack's."""
+    for function in counts.functions.values():
+        expected = function.scheduled_per_month * baseline.minutes / MINUTES_PER_MONTH
+        replayed = next(
+            (
+                count
+                for name, count in baseline.invocations.items()
+                if function.name.endswith(name.replace("_", "-"))
+            ),
+            0,
+        )
+        if abs(replayed - expected) > 1:
+            raise SystemExit(
+                f"bench.cost: the replay invoked {function.name} {replayed} times in {baseline.minutes} min, "
+                f"the template's schedules {expected:g}: the replay's rules and the stack differ"
+            )
 
 
 def _budget_warnings(scanned: dict[str, float], gb_per_hour: float) -> list[str]:
