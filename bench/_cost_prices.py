@@ -1,7 +1,9 @@
-"""AWS list prices the cost model uses, per region, dated, each with the page it was read from.
+"""AWS list prices the cost model uses, per region, dated, each with the AWS page it belongs to.
 
 On-demand list prices without the free tier (it is per account, shared with whatever else runs
-there) and without savings plans. A region missing here is an error, never a guess.
+there) and without savings plans. A region missing here is an error, never a guess. Where the copy
+of the AWS page read on ``READ_ON`` did not show the paid tier itself, ``checked_with`` names the
+summary of that page the figure was checked against (empty: not checked again that day).
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ DYNAMODB_PAGE = "https://aws.amazon.com/dynamodb/pricing/"
 SNS_PAGE = "https://aws.amazon.com/sns/pricing/"
 EVENTBRIDGE_PAGE = "https://aws.amazon.com/eventbridge/pricing/"
 SECRETS_PAGE = "https://aws.amazon.com/secrets-manager/pricing/"
+# Summaries of those pages the paid-tier figures were checked against.
+FACTUALMINDS_CLOUDWATCH = (
+    "https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/"
+)
+CLOUDCHIPR_LAMBDA = "https://cloudchipr.com/blog/aws-lambda-pricing"
+FACTUALMINDS_SNS = "https://www.factualminds.com/blog/amazon-sns-pricing-publishes-fanout-protocols/"
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,7 @@ class Price:
     usd: float
     unit: str
     source: str
+    checked_with: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,20 +60,28 @@ class PriceTable:
     secrets_api_call: Price
 
     def sources(self) -> list[str]:
-        found = {price.source for price in vars(self).values() if isinstance(price, Price)} | {
-            price.source for price in self.lambda_gb_second.values()
-        }
-        return sorted(found)
+        """Every page the table's prices come from, and every summary they were checked against."""
+        prices = [p for p in vars(self).values() if isinstance(p, Price)] + list(
+            self.lambda_gb_second.values()
+        )
+        return sorted({url for p in prices for url in (p.source, p.checked_with) if url})
 
 
 US_EAST_1 = PriceTable(
     region="us-east-1",
     read_on=READ_ON,
-    custom_metric_month=Price(0.30, "metric series-month (first 10,000)", CLOUDWATCH_PAGE),
+    custom_metric_month=Price(
+        0.30,
+        "metric series-month (first 10,000)",
+        CLOUDWATCH_PAGE,
+        "https://signoz.io/guides/cloudwatch-pricing",
+    ),
     standard_alarm_metric_month=Price(0.10, "metric of a standard-resolution alarm, month", CLOUDWATCH_PAGE),
     composite_alarm_month=Price(0.50, "composite alarm-month", CLOUDWATCH_PAGE),
-    dashboard_month=Price(3.00, "dashboard-month", CLOUDWATCH_PAGE),
-    logs_ingested_gb=Price(0.50, "GB ingested (standard log class)", CLOUDWATCH_PAGE),
+    dashboard_month=Price(3.00, "dashboard-month", CLOUDWATCH_PAGE, FACTUALMINDS_CLOUDWATCH),
+    logs_ingested_gb=Price(
+        0.50, "GB ingested (standard log class)", CLOUDWATCH_PAGE, FACTUALMINDS_CLOUDWATCH
+    ),
     logs_stored_gb_month=Price(0.03, "GB-month archived", CLOUDWATCH_PAGE),
     insights_scanned_gb=Price(0.005, "GB scanned by Logs Insights", CLOUDWATCH_PAGE),
     cloudwatch_api_request=Price(
@@ -72,15 +89,15 @@ US_EAST_1 = PriceTable(
     ),
     lambda_request=Price(0.20 / 1_000_000, "request", LAMBDA_PAGE),
     lambda_gb_second={
-        "x86_64": Price(0.0000166667, "GB-second (x86_64, first 6 billion)", LAMBDA_PAGE),
-        "arm64": Price(0.0000133334, "GB-second (arm64, first 7.5 billion)", LAMBDA_PAGE),
+        "x86_64": Price(0.0000166667, "GB-second (x86_64, first 6 billion)", LAMBDA_PAGE, CLOUDCHIPR_LAMBDA),
+        "arm64": Price(0.0000133334, "GB-second (arm64, first 7.5 billion)", LAMBDA_PAGE, CLOUDCHIPR_LAMBDA),
     },
     kms_key_month=Price(1.00, "customer managed key-month", KMS_PAGE),
     kms_request=Price(0.03 / 10_000, "request", KMS_PAGE),
     dynamodb_write_request=Price(0.625 / 1_000_000, "on-demand write request unit", DYNAMODB_PAGE),
     dynamodb_read_request=Price(0.125 / 1_000_000, "on-demand read request unit", DYNAMODB_PAGE),
-    sns_publish=Price(0.50 / 1_000_000, "publish (64 KB chunk)", SNS_PAGE),
-    sns_email=Price(2.00 / 100_000, "e-mail delivery", SNS_PAGE),
+    sns_publish=Price(0.50 / 1_000_000, "publish (64 KB chunk)", SNS_PAGE, FACTUALMINDS_SNS),
+    sns_email=Price(2.00 / 100_000, "e-mail delivery", SNS_PAGE, FACTUALMINDS_SNS),
     eventbridge_custom_event=Price(
         1.00 / 1_000_000, "custom event published (64 KB chunk)", EVENTBRIDGE_PAGE
     ),
