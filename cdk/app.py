@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from livekit_fleet_remediation.standalone import build_app, build_stacks, main
-
-__all__ = ["build_app", "build_stacks"]
+from livekit_fleet_remediation.standalone import main
 
 if __name__ == "__main__":
     main(sys.argv)

@@ -63,6 +63,7 @@ from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import mode_parameter_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
+from livekit_fleet_remediation.config import load_config_file
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit
@@ -432,7 +433,8 @@ def test_the_shared_layer_holds_only_runtime_code(smoke: SmokeRun) -> None:
 
 
 def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun) -> None:
-    """Same distributions at the same versions; the synthesized one is built for Lambda's Python."""
+    """Same distributions at the same versions; the synthesized one is built for Lambda's Python on
+    the functions' architecture (the emulator runs the local, x86_64 one: it cannot run arm64)."""
     synthesized = smoke.dependency_layer / "python"
     assert _distributions(synthesized) == _distributions(LOCAL_DEPS_LAYER / "python")
     # boto3 and botocore come with the Lambda runtime (and the local runtime), never in the layer.
@@ -440,12 +442,14 @@ def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun)
     assert {f.runtime for f in smoke.functions.values()} == {"python3.14"}
     extensions = list(synthesized.rglob("*.so"))
     assert any("pydantic_core" in str(p) for p in extensions), "pydantic-core's extension is missing"
+    architecture = load_config_file(EXAMPLE_CONFIG, ENV_NAME).lambda_architecture
+    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[architecture]
     wrong = [
         p.name
         for p in extensions
-        if ".cpython-314-x86_64-linux-gnu." not in p.name and ".abi3." not in p.name
+        if f".cpython-314-{machine}-linux-gnu." not in p.name and ".abi3." not in p.name
     ]
-    assert wrong == [], f"extension modules not built for CPython 3.14 x86_64: {wrong}"
+    assert wrong == [], f"extension modules not built for CPython 3.14 {machine}: {wrong}"
     assert not list(synthesized.rglob("__pycache__"))
 
 

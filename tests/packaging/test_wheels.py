@@ -33,7 +33,8 @@ ASSET_SOURCES = {
     "functions/worker_drainer": REPO_ROOT / "functions" / "worker_drainer",
     "functions/tts_reach_alarm": REPO_ROOT / "functions" / "tts_reach_alarm",
     "layers/shared/python": REPO_ROOT / "layers" / "shared" / "python",
-    "layers/deps/python": REPO_ROOT / "build" / "layers" / "deps" / "python",
+    "layers/deps-arm64/python": REPO_ROOT / "build" / "layers" / "deps-arm64" / "python",
+    "layers/deps-x86_64/python": REPO_ROOT / "build" / "layers" / "deps-x86_64" / "python",
 }
 SKIPPED = {"__pycache__", ".built"}
 
@@ -165,7 +166,7 @@ def test_the_installed_package_finds_its_assets_without_loading_the_cdk(
         "import sys, livekit_fleet_remediation as p\n"
         "from livekit_fleet_remediation.assets import asset_roots\n"
         "roots = asset_roots()\n"
-        "print(p.__version__, 'aws_cdk' in sys.modules, roots.functions, roots.dependency_layer)\n"
+        "print(p.__version__, 'aws_cdk' in sys.modules, roots.functions, roots.dependency_layer('arm64'))\n"
     )
     done = remediation_installed.run(
         [str(remediation_installed.python), "-c", probe], cwd=tmp_path, timeout=60
