@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from bench.tts_concentration import SHAPES
+from devkit.checkout import checkout_pythonpath
 from devkit.lambda_emulator import LOCAL_RUNTIME
 from devkit.traffic import FAILURE_FAMILIES, HEALTHY_FAMILIES
 
@@ -160,9 +161,7 @@ def running() -> Iterator[dict[str, subprocess.Popen[str]]]:
     """Every smoke started at once; each test waits for its own."""
     if not (LOCAL_RUNTIME / "bin" / "python").exists():
         pytest.fail(f"{LOCAL_RUNTIME} is missing: run `make lambda-runtime` (part of `make setup`)")
-    pythonpath = os.pathsep.join(
-        str(REPO_ROOT / p) for p in ("functions", "layers/shared/python", "cdk", ".")
-    )
+    pythonpath = checkout_pythonpath()
     env = {**os.environ, "PYTHONPATH": pythonpath}
     processes = {
         name: subprocess.Popen(

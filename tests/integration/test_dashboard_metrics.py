@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from devkit.checkout import checkout_pythonpath
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
@@ -79,7 +80,7 @@ def emitted_metrics(stdout: str) -> set[MetricIdentity]:
 def capture(function: FunctionName, template: dict[str, Any], livekit: LocalLiveKit) -> set[MetricIdentity]:
     environment = {
         "PATH": os.environ["PATH"],
-        "PYTHONPATH": os.pathsep.join(str(REPO / part) for part in ("functions", "layers/shared/python", "")),
+        "PYTHONPATH": checkout_pythonpath(),
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": REGION,
