@@ -85,7 +85,7 @@ class FleetRemediation(Construct):
         self.config = config = with_references(config, agent_services)
         self.name_prefix = name_prefix
         Tags.of(self).add(ENVIRONMENT_TAG, name_prefix)
-        self.layers = SharedLayers(self, "Layers")
+        self.layers = SharedLayers(self, "Layers", architecture=config.lambda_architecture)
         self.key = StackKey(self, "StackKey", env_name=name_prefix)
         self.notifications = Notifications(
             self, "Notifications", env_name=name_prefix, config=config, key=self.key, topic=notification_topic

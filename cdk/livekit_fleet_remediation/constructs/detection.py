@@ -33,6 +33,7 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
 
@@ -65,6 +66,8 @@ class Detection(Construct):
         self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
         self.vad_alarm = self._vad_page(detection.vad_alarm)
         self.tts_reach_alarm = self._tts_reach_page(detection.tts_reach_alarm)
+        # What the functions' looks at these logs scanned this hour (their scan budget).
+        self.scan_tally = ScanBudgetTally(self, "ScanBudget")
 
     def _metric_filters(self, catalog: SignalCatalog) -> str | None:
         """One count per signal and the slow-VAD delay's value; returns the delay metric's name."""

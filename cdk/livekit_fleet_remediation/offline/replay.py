@@ -56,8 +56,11 @@ from livekit_fleet_remediation.offline.replay_model import (
 )
 from livekit_fleet_remediation.offline.replay_stack import SimulatedWorld, function_settings
 from livekit_fleet_remediation.offline.series import minute_series
+from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.service import run_tts_reach
+from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.service import run_drainer
+from zombie_reaper.dependencies import ReaperDependencies
 from zombie_reaper.service import run_reaper
 
 # The replay reports its progress on stderr when it runs longer than this (seconds between lines).
@@ -110,9 +113,11 @@ class Replay:
             end=self.events[-1].at,
         )
         self._check_stream_names()
-        self._reaper, self._responder, self._drainer = self.world.dependencies(
-            self.settings, mode, config.detection.catalog()
-        )
+        self._reaper, self._responder, self._drainer = self._dependencies()
+
+    def _dependencies(self) -> tuple[ReaperDependencies, TtsReachDependencies, DrainerDependencies]:
+        """The functions' dependencies on the simulated world (a benchmark wraps them to meter them)."""
+        return self.world.dependencies(self.settings, self.mode, self.config.detection.catalog())
 
     def _check_stream_names(self) -> None:
         drainer = self.settings[FunctionName.WORKER_DRAINER]
