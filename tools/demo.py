@@ -165,7 +165,7 @@ def audit_story() -> None:
     audit.main(command)
     print(
         "\nIn your own account, the same view (read-only): lkfr audit --env NAME --hours 24 "
-        "--config cdk.json  (add --json for a document)"
+        "--config environments.json  (add --json for a document)"
     )
 
 

@@ -57,4 +57,4 @@ def test_the_demo_deletes_the_zombie_room_and_prints_only_what_a_person_reads(tm
     assert [step for step, _ in drainer] == ["stop", "cordon", "reap"]  # newest first
     assert len({task for _, task in drainer}) == 1
     assert audit.count("from report+ledger") == 3
-    assert "lkfr audit --env NAME --hours 24 --config cdk.json" in audit
+    assert "lkfr audit --env NAME --hours 24 --config environments.json" in audit
