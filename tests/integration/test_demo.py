@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit.checkout import checkout_pythonpath
+
 pytestmark = pytest.mark.livekit
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,9 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_demo_deletes_the_zombie_room_and_prints_only_what_a_person_reads(tmp_path: Path) -> None:
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            str(REPO / part) for part in ("agent", "functions", "layers/shared/python", "cdk", "")
-        ),
+        "PYTHONPATH": checkout_pythonpath(),
     }
     done = subprocess.run(
         [sys.executable, "-m", "tools.demo"],

@@ -24,6 +24,7 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
 
+from devkit.checkout import checkout_pythonpath
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
 from livekit_fleet_remediation.cli import plan
@@ -82,9 +83,7 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
     config = write_config(tmp_path, livekit_server)
     environment = {
         "PATH": os.environ["PATH"],
-        "PYTHONPATH": os.pathsep.join(
-            str(REPO / part) for part in ("functions", "layers/shared/python", "cdk", "")
-        ),
+        "PYTHONPATH": checkout_pythonpath(),
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_ENDPOINT_URL": moto_server,
