@@ -352,3 +352,24 @@ def test_every_console_command_the_docs_show_parses(command: Command) -> None:
     words = [w.replace("<env>", ENVIRONMENTS[0]).replace("<task-id>", "2789d238") for w in command.words]
     args = module.parser().parse_args(_without_optional(words[2:]))
     assert "<" not in " ".join(str(v) for v in vars(args).values()), f"{command.where}: {command.text}"
+
+
+WHEEL_FILES = {
+    f"dist/{name}-{__version__}-py3-none-any.whl"
+    for name in ("livekit_fleet_remediation", "livekit_fleet_agent")
+}
+
+
+OUR_PIP_INSTALLS = [c for c in commands("pip") if any(w.startswith("dist/") for w in c.words)]
+
+
+def test_the_docs_install_our_wheels_somewhere() -> None:
+    assert len(OUR_PIP_INSTALLS) >= 2
+
+
+@pytest.mark.parametrize("command", OUR_PIP_INSTALLS, ids=lambda c: c.where)
+def test_every_pip_install_of_ours_names_a_wheel_make_dist_writes(command: Command) -> None:
+    """tests/packaging/test_wheels.py asserts `make dist` writes exactly these names."""
+    assert command.words[1] == "install", command.text
+    ours = {word for word in command.words[2:] if word.startswith("dist/")}
+    assert ours <= WHEEL_FILES, f"{command.where}: {command.text}"
