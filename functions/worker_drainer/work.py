@@ -55,9 +55,9 @@ DrainerWork = Work[FleetRead, LadderPlan, Executed]
 def read(run: DrainerRun) -> FleetRead:
     deps, settings = run.deps, run.deps.settings
     trigger = run.event.trigger
-    trigger = during_vad_alarm(trigger, deps.alarm_states, settings.environment_name, run.report)
+    trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
     trigger = during_silent_task(trigger, deps, run.report, run.deadline)
-    incident = trigger_incident(trigger, settings.environment_name, deps.clock())
+    incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
     snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
     return FleetRead(trigger, incident, snapshot, calls)
 

@@ -100,6 +100,7 @@ class Report(BaseModel):
     # The release that wrote it (``fleet_remediation.__version__``).
     version: str
     environment: str | None
+    agent_service: str | None = None
     invocation_id: str | None
     trigger: Trigger | None
     mode: Mode | None
