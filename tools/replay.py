@@ -128,7 +128,9 @@ class Rule:
 
 
 def stack_rules(env_name: str, config: EnvironmentConfig) -> tuple[Rule, ...]:
-    vad, tts = vad_alarm_name(env_name), tts_reach_alarm_name(env_name)
+    # The replay covers the environment's first agent service.
+    service = config.agent_service.name
+    vad, tts = vad_alarm_name(env_name, service), tts_reach_alarm_name(env_name, service)
     return (
         Rule(FunctionName.ZOMBIE_REAPER, schedule_minutes=config.reaper.schedule_minutes),
         Rule(FunctionName.ZOMBIE_REAPER, alarm=vad, states=("ALARM",)),
@@ -414,7 +416,11 @@ class Replay:
         minutes = len(backtest.minutes)
         started, reported = time.monotonic(), time.monotonic()
         previous = {"vad": "OK", "tts_reach": "OK"}
-        names = {"vad": vad_alarm_name(self.env_name), "tts_reach": tts_reach_alarm_name(self.env_name)}
+        service = self.config.agent_service.name
+        names = {
+            "vad": vad_alarm_name(self.env_name, service),
+            "tts_reach": tts_reach_alarm_name(self.env_name, service),
+        }
         with _function_logs_quiet():
             for index in range(1, minutes + 1):
                 now = first + index * MINUTE
@@ -597,19 +603,25 @@ def _settings(
         "runbook_base_url": config.runbook_base_url,
     }
     livekit = {"livekit_url": config.livekit_url, "livekit_secret_id": config.livekit_secret_name}
+    # The replay covers the environment's first agent service.
+    service = config.agent_service
+    detection, drainer = config.detection_of(service), config.drainer_of(service)
     return {
         FunctionName.ZOMBIE_REAPER: settings_for_deployment(
-            ReaperSettings, {**common, **livekit, "reaper": config.reaper}, path
+            ReaperSettings,
+            {**common, **livekit, "reaper": config.reaper, "agent_services": config.service_identities},
+            path,
         ),
         FunctionName.TTS_REACH_ALARM: settings_for_deployment(
             TtsReachSettings,
             {
                 **common,
                 "aws_region": config.region,
-                "agent_log_group": config.agent_service.agent_log_group,
+                "agent_service": service.name,
+                "agent_log_group": service.agent_log_group,
                 "idempotency_table_name": SIMULATED_STORE,
-                "detection": config.detection,
-                "tts_reach": config.tts_reach,
+                "detection": detection,
+                "tts_reach": config.tts_reach_of(service),
             },
             path,
         ),
@@ -619,13 +631,14 @@ def _settings(
                 **common,
                 **livekit,
                 "reaper": config.reaper,
-                "drainer": config.drainer,
-                "signals": config.detection.signals,
-                "tts_reach_alarm": config.detection.tts_reach_alarm,
-                "ecs_cluster": config.agent_service.ecs_cluster,
-                "ecs_service": config.agent_service.ecs_service,
+                "drainer": drainer,
+                "signals": detection.signals,
+                "tts_reach_alarm": detection.tts_reach_alarm,
+                "agent_service": service.name,
+                "ecs_cluster": service.ecs_cluster,
+                "ecs_service": service.ecs_service,
                 "ledger_table_name": SIMULATED_STORE,
-                "agent_log_group": config.agent_service.agent_log_group,
+                "agent_log_group": service.agent_log_group,
             },
             path,
         ),

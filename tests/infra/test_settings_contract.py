@@ -97,7 +97,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
     }
     drainer = cold_start(
         DrainerSettings,
-        functions["lkfr-staging-worker-drainer"],
+        functions["lkfr-staging-agents-worker-drainer"],
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         LEDGER_TABLE_NAME="ledger",
     )
@@ -107,7 +107,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
 
     responder = cold_start(
         TtsReachSettings,
-        functions["lkfr-staging-tts-reach-alarm"],
+        functions["lkfr-staging-agents-tts-reach-alarm"],
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
@@ -122,7 +122,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
     }
     responder = cold_start(
         TtsReachSettings,
-        functions["lkfr-staging-tts-reach-alarm"],
+        functions["lkfr-staging-agents-tts-reach-alarm"],
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
@@ -142,8 +142,8 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
     }
     deployed = {
         "lkfr-staging-zombie-reaper": (ReaperSettings, staging.stack.zombie_reaper.settings),
-        "lkfr-staging-worker-drainer": (DrainerSettings, staging.stack.worker_drainer.settings),
-        "lkfr-staging-tts-reach-alarm": (TtsReachSettings, staging.stack.tts_reach.settings),
+        "lkfr-staging-agents-worker-drainer": (DrainerSettings, staging.stack.worker_drainer.settings),
+        "lkfr-staging-agents-tts-reach-alarm": (TtsReachSettings, staging.stack.tts_reach.settings),
     }
     for name, (model, at_synth) in deployed.items():
         tokens = {

@@ -28,7 +28,7 @@ from worker_drainer.tags import COOLDOWN_TAG, STATE_TAGS, WRITTEN_TAGS, Cause, c
 
 Match = assertions.Match
 ALL_TASK_ACTIONS = (*ECS_TASK_READ_ACTIONS, *ECS_TASK_CHANGE_ACTIONS, *ECS_TASK_TAG_ACTIONS)
-FUNCTION_NAME = "lkfr-staging-worker-drainer"
+FUNCTION_NAME = "lkfr-staging-agents-worker-drainer"
 
 
 def _drainer_function(synthesized: Synthesized) -> dict[str, Any]:

@@ -88,7 +88,9 @@ def _reap_on(state: str, server: LocalLiveKit) -> tuple[dict[str, Any], set[str]
         room_service_factory=lambda: LiveKitRoomService(server.http_url, credentials, 2.0),
         clock=lambda: now,
     )
-    event = alarm_state_change(vad_alarm_name(ENV), account=ACCOUNT, region=REGION, state=state, now=now)
+    event = alarm_state_change(
+        vad_alarm_name(ENV, "agents"), account=ACCOUNT, region=REGION, state=state, now=now
+    )
     report = dict(reaper_handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps))
     left = set(rooms) & asyncio.run(room_names(server))
     return report, left, notifier
@@ -174,7 +176,7 @@ class Responder:
     def on(self, state: str) -> dict[str, Any]:
         now = self.deps.clock()
         event = alarm_state_change(
-            tts_reach_alarm_name(ENV), account=ACCOUNT, region=REGION, state=state, now=now
+            tts_reach_alarm_name(ENV, "agents"), account=ACCOUNT, region=REGION, state=state, now=now
         )
         return dict(tts_handler.lambda_handler(event, LocalLambdaContext(), dependencies=self.deps))
 

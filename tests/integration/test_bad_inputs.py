@@ -180,7 +180,7 @@ def generic_corpus(own_alarm: str, other_alarm: str) -> list[BadInput]:
     ]
 
 
-REAPER_ALARM, TTS_ALARM = vad_alarm_name(ENV), tts_reach_alarm_name(ENV)
+REAPER_ALARM, TTS_ALARM = vad_alarm_name(ENV, "agents"), tts_reach_alarm_name(ENV, "agents")
 
 REAPER_CORPUS = [
     *generic_corpus(REAPER_ALARM, TTS_ALARM),

@@ -97,7 +97,7 @@ def test_the_undrain_button_invokes_what_the_undo_command_does_and_undrains_the_
     )
     button_function, button_payload = invocation(lambda_buttons[0])
     undo_function, undo_payload = invocation(undo_line)
-    assert button_function == undo_function == "lkfr-it-worker-drainer"
+    assert button_function == undo_function == "lkfr-it-agents-worker-drainer"
     assert button_payload == undo_payload == {"action": "undrain", "task": task, "dry_run": False}
 
     report = world.invoke(button_payload)

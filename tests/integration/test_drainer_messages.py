@@ -57,7 +57,7 @@ from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
 RESPONDER_ONCE = "it-responder-once"
-TTS_ALARM = "livekit-it-tts-reach"
+TTS_ALARM = "livekit-it-agents-tts-reach"
 
 
 @pytest.fixture
@@ -215,7 +215,7 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     room = f"lesson-zombie-{uuid.uuid4().hex[:6]}"
     world.job_request(bad, "AJ_zombie", room, asyncio.run(_room(world.livekit, room)), minutes_ago=150)
     world.slow(bad, count=240, minutes=25)
-    opened = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
+    opened = f"it.livekit-it-agents-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
     steps = [world.invoke(alarm_event(at=world.now))]  # the first rung: its over-age room is deleted
     assert world.tags(bad)[INCIDENT_TAG] == opened
     world.now += timedelta(minutes=5)
@@ -236,7 +236,7 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     drained = world.invoke({"action": "drain", "task": by_hand, "dry_run": False})
     assert [(a["action"], a["outcome"]) for a in drained["actions"]] == [("cordon", "done")]
     own = world.tags(by_hand)[INCIDENT_TAG]
-    assert own.startswith("it.worker-drainer.")  # a run of its own, not the alarm's incident
+    assert own.startswith("it.agents-worker-drainer.")  # a run of its own, not the alarm's incident
     world.invoke({"action": "undrain", "task": by_hand, "dry_run": False})
     assert INCIDENT_TAG not in world.tags(by_hand)  # removed with the other marks
     emails, chats = delivered(world)
@@ -257,13 +257,13 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
     ((email,), (chat,)) = delivered(world)
     save_sample(f"drainer-{mode}", email, chat)
     text, note = email["Message"], json.loads(chat["Message"])
-    incident = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
+    incident = f"it.livekit-it-agents-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
     assert incident_of(email) == note["metadata"]["threadId"] == incident
     assert email["MessageAttributes"]["severity"]["Value"] == "warning"
     assert email["MessageAttributes"]["notification_kind"]["Value"] == "worker_drainer"
     assert f"cordon {bad}: degraded: resident: 239 warnings" in text
     assert f"/ecs/v2/clusters/agents/tasks/{bad}/configuration?region=eu-west-1" in text
-    assert "#alarmsV2:alarm/livekit-it-vad-slow-inference" in text
+    assert "#alarmsV2:alarm/livekit-it-agents-vad-slow-inference" in text
     if mode == "dry-run":
         assert report["actions"] == []
         assert email["Subject"] == f"[it] DRY RUN - would have cordoned task {bad[:8]}"

@@ -319,7 +319,7 @@ def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world:
     report = world.invoke(suspect_event(suspect, world.now))
     assert report["trigger"]["kind"] == "suspect-worker"
     candidate = next(c for c in report["candidates"] if c["resource"] == suspect)
-    assert "suspect worker (livekit-it-tts-reach" in candidate["reason"]
+    assert "suspect worker (livekit-it-agents-tts-reach" in candidate["reason"]
     assert _actions(report) == [(suspect, "cordon", "done")]
     assert world.tags(suspect)[STATE_TAG] == "draining"
 

@@ -162,7 +162,7 @@ def test_forged_or_stale_events_are_refused_with_no_side_effect(world: DrainerWo
     ours = f"arn:aws:ecs:eu-west-1:123456789012:task/{CLUSTER}/{target}"
     events = {
         "another environment": forged(environment="staging"),
-        "any alarm name": forged(alarm_name="livekit-it-vad-slow-inference"),
+        "any alarm name": forged(alarm_name="livekit-it-agents-vad-slow-inference"),
         "p = 0.9": forged(p_value=0.9),
         "a 2020 window": forged(window={"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}),
         "a stream of another task": forged(log_stream=stream_of(world.task_ids[2])),
@@ -255,7 +255,7 @@ def test_a_partial_run_says_what_failed_and_what_is_unknown(world: DrainerWorld)
     assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert "LiveKitUnavailable" in message
     assert "rooms unknown" in message
-    assert "--function-name lkfr-it-worker-drainer" in message
+    assert "--function-name lkfr-it-agents-worker-drainer" in message
     assert f'"action":"undrain","task":"{bad}"' in message
 
 

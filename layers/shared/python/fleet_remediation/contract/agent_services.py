@@ -22,11 +22,13 @@ MOVED_KEYS = ("ecs_cluster", "ecs_service", "agent_log_group")
 # Each service adds two functions, their alarms, rules and dashboard rows: a bounded stack.
 MAX_AGENT_SERVICES = 8
 AGENT_SERVICE_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
+# The name of a service that is given none (an environment that covers one service).
+DEFAULT_AGENT_SERVICE = "agents"
 
 
 class AgentService(StrictModel):
     name: str = Field(
-        default="agents",
+        default=DEFAULT_AGENT_SERVICE,
         pattern=AGENT_SERVICE_NAME_PATTERN,
         description="Short name used in resource names, messages and metrics.",
     )

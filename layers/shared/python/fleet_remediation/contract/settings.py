@@ -20,7 +20,11 @@ from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import naming
-from fleet_remediation.contract.agent_services import AGENT_SERVICE_NAME_PATTERN, AgentService
+from fleet_remediation.contract.agent_services import (
+    AGENT_SERVICE_NAME_PATTERN,
+    DEFAULT_AGENT_SERVICE,
+    AgentService,
+)
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.errors import ConfigurationError
@@ -121,7 +125,9 @@ class ServiceFunctionSettings(FunctionSettings):
     """What a function of one agent service reads beyond the common: which service, and its switch."""
 
     agent_service: str = Field(
-        pattern=AGENT_SERVICE_NAME_PATTERN, description="The agent service this copy of the function serves."
+        default=DEFAULT_AGENT_SERVICE,
+        pattern=AGENT_SERVICE_NAME_PATTERN,
+        description="The agent service this copy of the function serves.",
     )
     service_mode_parameter_name: str | None = Field(
         default=None,
