@@ -312,6 +312,8 @@ def reaper_world(livekit_server: LocalLiveKit, aws: None) -> World:
                 "livekit_request_timeout_seconds": 2,
                 "policy": {"managed_room_pattern": "^lesson-corpus-.+$", "max_age_minutes": 60},
             },
+            # Whose VAD alarm the reaper takes.
+            "agent_services": [{"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}],
         }
     )
     credentials = LiveKitCredentials.model_validate(

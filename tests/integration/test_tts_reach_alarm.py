@@ -174,7 +174,7 @@ def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambd
     assert len(notes) == 1
     body = notes[0]["Message"]
     assert notes[0]["Subject"] == (
-        "[prod] 4 sessions had no TTS audio, mostly worker b9238a5f; sent to the drainer"
+        "[prod/agents] 4 sessions had no TTS audio, mostly worker b9238a5f; sent to the drainer"
     )
     assert "They concentrate on worker task b9238a5f30f04c3a9207df1601ba88bf" in body
     assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
@@ -246,7 +246,7 @@ def test_dry_run_tells_what_it_would_have_done_and_hands_nothing_over(lambda_con
         assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
-            "[prod] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
+            "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
         )
         assert note["Message"].startswith("DRY RUN — would have sent worker b9238a5f to the drainer")
         assert note["MessageAttributes"]["severity"]["Value"] == "critical"
@@ -261,7 +261,7 @@ def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:
         assert report["summary"]["verdict"] == "concentrated"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
-            "[prod] remediation is off - 4 sessions had no TTS audio, mostly worker b9238a5f; "
+            "[prod/agents] remediation is off - 4 sessions had no TTS audio, mostly worker b9238a5f; "
             "drainer not asked"
         )
         assert note["Message"].startswith(

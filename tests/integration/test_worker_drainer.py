@@ -262,7 +262,7 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
     # One message, on each channel: the e-mail text and the chat JSON.
     assert len(report["notifications"]) == 2
     (email,), (chat,) = world.received(TOPIC), world.received(CHAT_TOPIC)
-    assert email["Subject"] == "[it] worker drainer drained nothing: slow inference is fleet-wide"
+    assert email["Subject"] == "[it/agents] worker drainer drained nothing: slow inference is fleet-wide"
     save_sample("drainer-fleet-wide", email, chat)
 
 
