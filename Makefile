@@ -23,7 +23,9 @@ LAMBDA_LOCAL_PYTHON ?= $(PY)
 LOCAL_LAMBDA := build/lambda-local
 LOCAL_RUNTIME := $(LOCAL_LAMBDA)/runtime
 LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
-ENV ?= staging
+# synth, diff, deploy and plan act on one environment (ENV) of your configuration file (CONFIG; the
+# default, environments.json, is git-ignored: yours). Nothing defaults to an example environment.
+CONFIG ?= environments.json
 FUNCTION ?= reaper
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -173,20 +175,28 @@ mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)
 	@$(PY) -m pytest tests/lambda_smoke -q -p no:cacheprovider
 
-synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=staging); no Go needed
-	@$(PY) cdk/app.py $(ENV) cdk.out
+# A target that acts on one environment fails early without ENV, saying what to pass.
+need-env = @test -n "$(ENV)" || { echo "make $@: name the environment: make $@ ENV=<name> [CONFIG=<file>] \
+(CONFIG defaults to environments.json; examples/standalone/environments.json shows the shape)" >&2; exit 2; }
 
-diff: setup-deploy ## What a deploy would change in one environment's stack: cdk diff (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk diff LiveKitFleetRemediation-$(ENV) --no-notices
+synth: setup-deploy ## Synthesize one environment offline into cdk.out (ENV=<name> [CONFIG=environments.json]); no Go needed
+	$(need-env)
+	@LKFR_CONFIG=$(CONFIG) $(PY) cdk/app.py $(ENV) cdk.out
 
-deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=staging; needs AWS credentials)
-	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) --no-notices
+diff: setup-deploy ## What a deploy would change in one environment's stack: cdk diff (ENV=<name> [CONFIG=...]; needs AWS credentials)
+	$(need-env)
+	@node_modules/.bin/cdk diff LiveKitFleetRemediation-$(ENV) -c config=$(CONFIG) --no-notices
+
+deploy: setup-deploy ## Deploy one environment's stack with the CDK CLI (ENV=<name> [CONFIG=...]; needs AWS credentials)
+	$(need-env)
+	@node_modules/.bin/cdk deploy LiveKitFleetRemediation-$(ENV) -c config=$(CONFIG) --no-notices
 
 docs: $(VENV)/.installed ## Build the docs site into build/site (MkDocs, strict: a warning fails; make test builds it too)
 	@$(PY) -m mkdocs build --strict --site-dir build/site
 
-plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=staging)
-	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV)
+plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=<name> [CONFIG=...])
+	$(need-env)
+	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV) --config $(CONFIG)
 
 # The reaper benchmark keeps fleets above 20,000 rooms in livekit-server's Redis room store.
 REDIS_SERVER := /usr/bin/redis-server

@@ -40,3 +40,7 @@ _.SAT
 _.SUN
 # CDK's setter: assigning it attaches the custom actions to the Slack channel (constructs/notifications.py).
 _.customization_resource_arns
+# Python calls a module's __getattr__ for a missing name (the package's lazy exports, cdk/.../__init__.py).
+_.__getattr__
+# FleetRemediation's public attribute for a team's own app: the functions' own kill-switch names.
+_.function_mode_parameter_names

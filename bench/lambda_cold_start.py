@@ -28,7 +28,7 @@ from typing import Any
 from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
-from devkit.lambda_artifact import REPO_ROOT, FunctionArtifact, synthesize
+from devkit.lambda_artifact import EXAMPLE_CONFIG, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
     EmulatedFunction,
@@ -57,7 +57,7 @@ def _dependency_layer_id(function: FunctionArtifact) -> str:
 
 
 def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    cdk_env = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["environments"][ENV_NAME]
+    cdk_env = json.loads(EXAMPLE_CONFIG.read_text())["environments"][ENV_NAME]
     rows: list[dict[str, Any]] = []
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
     with contextlib.ExitStack() as stack:

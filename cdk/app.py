@@ -1,8 +1,12 @@
-"""CDK entry point: one stack per environment in cdk.json, named ``LiveKitFleetRemediation-<env>``.
+"""The standalone CDK app: one stack per environment of your configuration file, named
+``LiveKitFleetRemediation-<env>``, each a thin user of the ``FleetRemediation`` construct.
 
-`cdk ls`, `cdk synth`, `cdk bootstrap` see every environment; `cdk deploy LiveKitFleetRemediation-prod`
-deploys one. `-c env=NAME` is a shortcut that builds only that environment's stack.
-`python cdk/app.py [NAME] [OUTDIR]` synthesizes without the CLI (offline, no Docker).
+The environments (``{"environments": {...}}``, or a cdk.json with them under ``context``) come from
+``-c config=PATH``, else ``$LKFR_CONFIG``, else ``environments.json`` in the current directory (yours:
+git-ignored; ``examples/standalone/environments.json`` shows the shape). `cdk ls`, `cdk synth`,
+`cdk bootstrap` see every environment; `-c env=NAME` builds only that one.
+`python cdk/app.py [NAME] [OUTDIR]` synthesizes without the CLI (offline, no Docker), with the
+feature flags of ./cdk.json.
 """
 
 from __future__ import annotations
@@ -13,28 +17,46 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# The app imports the shared layer's configuration models, so synth validates what Lambda will read.
-REPO_ROOT = Path(__file__).resolve().parent.parent
-for path in (REPO_ROOT / "cdk", REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions"):
-    sys.path.insert(0, str(path))
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
 
-import aws_cdk as cdk  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
+from fleet_remediation import __version__
+from fleet_remediation.contract.naming import stack_name
+from fleet_remediation.core.errors import ConfigurationError
+from livekit_fleet_remediation.config import (
+    ConfigError,
+    context_from_file,
+    environment_names,
+    load_environment,
+)
+from livekit_fleet_remediation.stack import FleetRemediationStack
 
-from fleet_remediation import __version__  # noqa: E402
-from fleet_remediation.contract.naming import stack_name  # noqa: E402
-from fleet_remediation.core.errors import ConfigurationError  # noqa: E402
-from livekit_fleet_remediation.config import ConfigError, environment_names, load_environment  # noqa: E402
-from livekit_fleet_remediation.stack import FleetRemediationStack  # noqa: E402
+CONFIG_ENV_VAR = "LKFR_CONFIG"
+DEFAULT_CONFIG = Path("environments.json")
+
+
+def config_path(app: cdk.App) -> Path:
+    """Where the environments are: ``-c config=PATH``, ``$LKFR_CONFIG``, or ./environments.json."""
+    chosen = app.node.try_get_context("config") or os.environ.get(CONFIG_ENV_VAR)
+    path = Path(chosen) if chosen else DEFAULT_CONFIG
+    if not path.is_file():
+        raise ConfigError(
+            f"no configuration file {path}: write it, or name yours with -c config=PATH (or "
+            f"{CONFIG_ENV_VAR}=PATH, or make ... CONFIG=PATH); examples/standalone/environments.json "
+            "shows the shape"
+        )
+    return path
 
 
 def build_stacks(
     env_name: str | None, context: dict[str, Any] | None = None, outdir: str | None = None
 ) -> tuple[cdk.App, dict[str, FleetRemediationStack]]:
     """The app with the chosen environment's stack (``env_name``, else ``-c env``), or every
-    environment's when none is chosen, and the cdk-nag AwsSolutions checks applied."""
+    environment's when none is chosen, and the cdk-nag AwsSolutions checks applied. The environments
+    are the context's ``environments``, else the configuration file's."""
     app = cdk.App(context=context, outdir=outdir)
-    environments = {"environments": app.node.try_get_context("environments")}
+    given = app.node.try_get_context("environments")
+    environments = {"environments": given} if given else context_from_file(config_path(app))
     chosen = env_name or app.node.try_get_context("env")
     stacks = {}
     for name in [chosen] if chosen else environment_names(environments):
@@ -59,8 +81,11 @@ def build_app(
     return app, stacks[env_name]
 
 
-def cdk_json_context() -> dict[str, Any]:
-    context: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+def pinned_context(cdk_json: Path) -> dict[str, Any]:
+    """A cdk.json's context (the pinned feature flags), as the CDK CLI would pass it."""
+    if not cdk_json.is_file():
+        return {}
+    context: dict[str, Any] = json.loads(cdk_json.read_text(encoding="utf-8")).get("context", {})
     return context
 
 
@@ -70,7 +95,7 @@ def main(argv: list[str]) -> None:
     env_name = None if from_cli else (argv[1] if len(argv) > 1 else None)
     outdir = None if from_cli else (argv[2] if len(argv) > 2 else "cdk.out")
     try:
-        app, _ = build_stacks(env_name, None if from_cli else cdk_json_context(), outdir)
+        app, _ = build_stacks(env_name, None if from_cli else pinned_context(Path("cdk.json")), outdir)
     except (ConfigError, ConfigurationError) as exc:
         sys.exit(f"cdk synth: {exc}")
     app.synth()

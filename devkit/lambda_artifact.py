@@ -5,6 +5,7 @@ tracing mode and environment, plus the schedules and alarm rules that invoke it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The environments the smoke test and the cold-start bench synthesize (the app's default is yours).
+EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
 SYNTH_TIMEOUT_SECONDS = 180
 
 
@@ -142,11 +145,13 @@ def load_assembly(outdir: Path) -> CloudAssembly:
     return CloudAssembly(outdir, stack_name, json.loads(templates[0].read_text()), asset_dirs)
 
 
-def synthesize(env_name: str, outdir: Path) -> CloudAssembly:
-    """Synthesize ``env_name`` offline exactly as ``make synth`` does (``python cdk/app.py ENV OUTDIR``)."""
+def synthesize(env_name: str, outdir: Path, config: Path = EXAMPLE_CONFIG) -> CloudAssembly:
+    """Synthesize ``env_name`` of ``config`` offline exactly as ``make synth`` does
+    (``LKFR_CONFIG=CONFIG python cdk/app.py ENV OUTDIR``)."""
     done = subprocess.run(
         [sys.executable, str(REPO_ROOT / "cdk" / "app.py"), env_name, str(outdir)],
         cwd=REPO_ROOT,
+        env={**os.environ, "LKFR_CONFIG": str(config)},
         capture_output=True,
         text=True,
         timeout=SYNTH_TIMEOUT_SECONDS,

@@ -216,7 +216,8 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
 
 
 def load_detection(config_path: Path, env: str) -> DetectionConfig:
-    context = json.loads(config_path.read_text())["context"]
+    document = json.loads(config_path.read_text())
+    context = document.get("context", document)
     environments = context.get("environments", {})
     if env not in environments:
         raise SystemExit(
@@ -291,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
     parser.add_argument("--env", required=True, help="environment name in cdk.json")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "cdk.json")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "environments.json")
     args = parser.parse_args(argv)
     config = load_detection(args.config, args.env)
     try:

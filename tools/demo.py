@@ -8,7 +8,8 @@
    forward instead (the same clock the decision function always receives); every LiveKit call is
    real. Each notification prints as it would arrive: the e-mail's text, the chat as Slack shows it.
 2. The replay of the incident log (``tools.replay``): alarms, verdicts, actions and the lessons the
-   remediation would have spared, with the prod environment's settings from cdk.json.
+   remediation would have spared, with the example prod environment's settings
+   (examples/standalone/environments.json).
 3. The worker drainer against a local ECS stand-in (moto) with a real agents worker on the real
    livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
 
@@ -59,6 +60,7 @@ from zombie_reaper.dependencies import ReaperDependencies
 OUTPUT_DIR = Path(".demo")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INCIDENT_LOG = REPO_ROOT / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
+EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
 DEMO_ENV = "demo"
 LOCAL_POLICY = ReaperPolicy(
     managed_room_pattern=r"^(lesson|test)-.+$",
@@ -212,9 +214,9 @@ def reaper_story(server: LocalLiveKit, children: list[Participant]) -> None:
 
 
 def replay_incident() -> None:
-    """The whole loop over the synthetic incident log, with the prod environment from cdk.json."""
+    """The whole loop over the synthetic incident log, with the example prod environment."""
     print(f"\n=== 6. Replay of 2026-09-15: what would the three functions have done? ({INCIDENT_LOG.name})")
-    result = replay(Path(os.path.relpath(INCIDENT_LOG)), "prod", REPO_ROOT / "cdk.json")
+    result = replay(Path(os.path.relpath(INCIDENT_LOG)), "prod", EXAMPLE_CONFIG)
     page = OUTPUT_DIR / "incident.html"
     page.write_text(render_page(result), encoding="utf-8")
     render_text(result, sys.stdout)

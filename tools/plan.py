@@ -189,8 +189,9 @@ def plan_drainer(
 
 def load_config(path: Path, env: str) -> EnvironmentConfig:
     try:
-        context = json.loads(path.read_text())["context"]
-    except (OSError, ValueError, KeyError) as exc:
+        document = json.loads(path.read_text())
+        context = document.get("context", document)
+    except (OSError, ValueError, AttributeError) as exc:
         raise UsageError(f"cannot read the context of {path}: {exc}") from exc
     try:
         known = environment_names(context)
@@ -255,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("function", choices=sorted(FUNCTIONS))
     parser.add_argument("--env", required=True, help="environment name in cdk.json")
     parser.add_argument("--json", action="store_true", help="print the raw report")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "cdk.json")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "environments.json")
     parser.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
     args = parser.parse_args(argv)
     notifier = HeldNotifier()

@@ -648,7 +648,8 @@ def _settings(
 # --- input -------------------------------------------------------------------------------------------------
 def load_config(path: Path, env_name: str) -> EnvironmentConfig:
     try:
-        context = json.loads(path.read_text(encoding="utf-8")).get("context")
+        document = json.loads(path.read_text(encoding="utf-8"))
+        context = document.get("context", document)
     except OSError as exc:
         raise UnreadableInput(f"cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, AttributeError) as exc:
@@ -746,7 +747,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
     parser.add_argument("--env", required=True, help="environment name in cdk.json")
     parser.add_argument(
-        "--config", type=Path, default=REPO_ROOT / "cdk.json", help="cdk.json (default: the repo's)"
+        "--config",
+        type=Path,
+        default=REPO_ROOT / "environments.json",
+        help="environments file or cdk.json (default: the repo's environments.json)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
     parser.add_argument(

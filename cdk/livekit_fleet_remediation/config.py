@@ -1,4 +1,5 @@
-"""Per-environment configuration from cdk.json context, validated at synth.
+"""Per-environment configuration, validated at synth: ``FleetRemediation``'s ``config`` prop in a
+team's own CDK app, or an entry of the standalone app's environments file.
 
 The functions' sections (``reaper``, ``tts_reach``, ``drainer``) and ``detection`` are the very models
 the functions read at cold start (``fleet_remediation.contract``); this file adds only what exists at
@@ -177,7 +178,7 @@ def environment_names(context: dict[str, Any] | None) -> list[str]:
     """The environments the ``environments`` context key defines, sorted."""
     environments = (context or {}).get("environments")
     if not isinstance(environments, dict) or not environments:
-        raise ConfigError("cdk.json context has no 'environments' object")
+        raise ConfigError("the configuration has no 'environments' object")
     return sorted(environments)
 
 
@@ -200,7 +201,7 @@ def load_environment(context: dict[str, Any] | None, name: str | None) -> Enviro
     if not name:
         raise ConfigError(f"choose an environment (one of: {', '.join(known)})")
     if name not in environments:
-        raise ConfigError(f"environment {name!r} is not in cdk.json (have: {', '.join(known)})")
+        raise ConfigError(f"environment {name!r} is not in the configuration (have: {', '.join(known)})")
     if not re.fullmatch(ENVIRONMENT_NAME_PATTERN, name):
         raise ConfigError(f"environments.{name}: name must match {ENVIRONMENT_NAME_PATTERN}")
     try:

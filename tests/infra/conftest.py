@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_app, cdk_json_context
+from app import build_app
 from livekit_fleet_remediation.stack import FleetRemediationStack
+from tests.example_environments import example_context
 
 
 class Synthesized:
@@ -44,7 +45,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthesized
         if context is None and env_name in cache:
             return cache[env_name]
         outdir = tmp_path_factory.mktemp(f"cdk-{env_name}")
-        app, stack = build_app(env_name, context or cdk_json_context(), str(outdir))
+        app, stack = build_app(env_name, context or example_context(), str(outdir))
         app.synth()
         result = Synthesized(stack, outdir)
         if context is None:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import cdk_json_context
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from livekit_fleet_remediation.config import ConfigError
+from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized
 
 Match = assertions.Match
@@ -128,7 +128,7 @@ def test_the_tts_page_holds_through_its_30_minute_window(staging: Synthesized) -
 
 
 def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: Synthesized) -> None:
-    detection = DetectionConfig.model_validate(cdk_json_context()["environments"]["staging"]["detection"])
+    detection = DetectionConfig.model_validate(example_context()["environments"]["staging"]["detection"])
     expressions = {
         alarm["AlarmName"]: next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
         for alarm in (r["Properties"] for r in resources(staging, "AWS::CloudWatch::Alarm").values())
@@ -143,7 +143,7 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
 
 
 def test_tts_alarm_follows_a_changed_configuration(synth: Callable[..., Synthesized]) -> None:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     context["environments"]["staging"]["detection"]["tts_reach_alarm"].update(
         {"window_minutes": 3, "min_timeouts": 5, "reach_min_responses": 50}
     )
@@ -307,7 +307,7 @@ def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Syn
 def test_invalid_detection_settings_fail_at_synth_naming_the_field(
     synth: Callable[..., Synthesized], tts_settings: dict[str, int]
 ) -> None:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     context["environments"]["staging"]["detection"] = {"tts_reach_alarm": tts_settings}
     with pytest.raises(ConfigError, match=r"environments\.staging\.detection\.tts_reach_alarm"):
         synth("staging", context)

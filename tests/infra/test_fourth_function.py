@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_app, cdk_json_context
+from app import build_app
 from devkit.fakes.livekit import InMemoryRoomService, room
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
@@ -19,6 +19,7 @@ from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.config import load_environment
 from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from tests.example_environments import example_context
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "fixtures" / "fourth_function"
 
@@ -30,14 +31,14 @@ def census(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_the_fourth_function_synthesizes_through_its_construct(census: Any, tmp_path: Path) -> None:
-    _, stack = build_app("staging", cdk_json_context(), str(tmp_path))
-    config = load_environment(cdk_json_context(), "staging")
+    _, stack = build_app("staging", example_context(), str(tmp_path))
+    config = load_environment(example_context(), "staging")
     settings = deployed_settings(
         census.CensusSettings,
         env_name="staging",
         config=config,
-        notifications=stack.notifications,
-        kill_switch=stack.kill_switch,
+        notifications=stack.remediation.notifications,
+        kill_switch=stack.remediation.kill_switch,
         livekit_url=config.livekit_url,
         livekit_secret_id=config.livekit_secret_name,
     )
@@ -47,10 +48,10 @@ def test_the_fourth_function_synthesizes_through_its_construct(census: Any, tmp_
         function=census.CensusName.ROOM_CENSUS,
         settings=settings,
         description="A census of crowded rooms",
-        layers=stack.layers,
-        notifications=stack.notifications,
-        kill_switch=stack.kill_switch,
-        key=stack.key,
+        layers=stack.remediation.layers,
+        notifications=stack.remediation.notifications,
+        kill_switch=stack.remediation.kill_switch,
+        key=stack.remediation.key,
         log_retention_days=14,
         functions_dir=FUNCTIONS,
     )

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_stacks, cdk_json_context
+from app import build_stacks
 from fleet_remediation.contract.naming import FunctionName
 from livekit_fleet_remediation.config import ConfigError
 from tests.dashboard_body import dashboard_json
+from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized
 
 Match = assertions.Match
@@ -24,7 +25,7 @@ STAGING_TOPIC = "arn:aws:sns:ap-northeast-2:111111111111:oncall"
 
 
 def staging_with(**notifications: Any) -> dict[str, Any]:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     context["environments"]["staging"]["notifications"] = notifications
     return context
 
@@ -38,6 +39,11 @@ def alarms(synthesized: Synthesized) -> list[dict[str, Any]]:
     standalone = [r["Properties"] for logical_id, r in metric_alarms.items() if logical_id not in rules]
     assert len(standalone) < len(metric_alarms), "the TTS page's windows are part of its composite"
     return standalone + [resource["Properties"] for resource in composites.values()]
+
+
+def _listed(value: Any) -> list[Any]:
+    """A policy statement's Action or Resource: one value or a list of them."""
+    return value if isinstance(value, list) else [value]
 
 
 def refs(actions: list[dict[str, Any]]) -> list[str]:
@@ -177,7 +183,8 @@ def test_each_function_has_its_own_switch_under_the_environments(staging: Synthe
             names[part["Ref"]]
             for statement in policy["Properties"]["PolicyDocument"]["Statement"]
             if "ssm:GetParameters" in statement["Action"]
-            for part in statement["Resource"]["Fn::Join"][1]
+            for resource in _listed(statement["Resource"])
+            for part in resource["Fn::Join"][1]
             if isinstance(part, dict) and part.get("Ref") in names
         }
         assert read == {
@@ -187,12 +194,12 @@ def test_each_function_has_its_own_switch_under_the_environments(staging: Synthe
 
 
 def test_without_a_chosen_environment_the_app_has_one_stack_per_environment(tmp_path: Any) -> None:
-    _app, stacks = build_stacks(None, cdk_json_context(), str(tmp_path))
+    _app, stacks = build_stacks(None, example_context(), str(tmp_path))
     assert {name: stack.stack_name for name, stack in stacks.items()} == {
         "prod": "LiveKitFleetRemediation-prod",
         "staging": "LiveKitFleetRemediation-staging",
     }
-    _chosen_app, chosen = build_stacks(None, {**cdk_json_context(), "env": "prod"}, str(tmp_path / "one"))
+    _chosen_app, chosen = build_stacks(None, {**example_context(), "env": "prod"}, str(tmp_path / "one"))
     assert list(chosen) == ["prod"]
 
 

@@ -7,7 +7,6 @@ import json
 import re
 from typing import Any
 
-from app import cdk_json_context
 from fleet_remediation.contract.naming import (
     EVENT_SOURCE,
     SUSPECT_WORKER_DETAIL_TYPE,
@@ -15,6 +14,7 @@ from fleet_remediation.contract.naming import (
     lambda_function_name,
 )
 from livekit_fleet_remediation.config import load_environment
+from tests.example_environments import example_context
 from tools.replay import Rule, stack_rules
 
 
@@ -56,5 +56,5 @@ def _rules_in(template: dict[str, Any], env_name: str) -> set[Rule]:
 
 def test_the_replay_routes_as_the_synthesized_stack(staging) -> None:  # type: ignore[no-untyped-def]
     template = json.loads(staging.template_path.read_text())
-    config = load_environment(cdk_json_context(), "staging")
+    config = load_environment(example_context(), "staging")
     assert _rules_in(template, "staging") == set(stack_rules("staging", config))

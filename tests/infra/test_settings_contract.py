@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from app import cdk_json_context
 from fleet_remediation.contract.settings import DrainerSettings, TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from livekit_fleet_remediation.config import ConfigError
+from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized
 from tts_reach_alarm.analysis import job_outcomes_query
 from worker_drainer.adapters.worker_logs import stats_query
 
 
 def _with(section: str, **values: Any) -> dict[str, Any]:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     target = context["environments"]["staging"].setdefault(section, {})
     for key, value in values.items():
         if isinstance(value, dict) and isinstance(target.get(key), dict):
@@ -141,9 +141,9 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
         if r["Type"] == "AWS::Lambda::Function"
     }
     deployed = {
-        "lkfr-staging-zombie-reaper": (ReaperSettings, staging.stack.zombie_reaper.settings),
-        "lkfr-staging-agents-worker-drainer": (DrainerSettings, staging.stack.worker_drainer.settings),
-        "lkfr-staging-agents-tts-reach-alarm": (TtsReachSettings, staging.stack.tts_reach.settings),
+        "lkfr-staging-zombie-reaper": (ReaperSettings, staging.stack.remediation.zombie_reaper.settings),
+        "lkfr-staging-agents-worker-drainer": (DrainerSettings, staging.stack.remediation.worker_drainer.settings),
+        "lkfr-staging-agents-tts-reach-alarm": (TtsReachSettings, staging.stack.remediation.tts_reach.settings),
     }
     for name, (model, at_synth) in deployed.items():
         tokens = {
@@ -160,7 +160,7 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
 def test_an_environment_lists_its_agent_services_and_a_0_1_layout_says_where_they_moved() -> None:
     from livekit_fleet_remediation.config import load_environment
 
-    context = cdk_json_context()
+    context = example_context()
     assert [s.name for s in load_environment(context, "staging").agent_services] == ["agents"]
     old = copy.deepcopy(context)
     service = old["environments"]["staging"].pop("agent_services")[0]

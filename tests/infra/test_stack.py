@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import cdk_json_context
 from livekit_fleet_remediation.config import ConfigError
+from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized, cfn_lint
 
 Match = assertions.Match
@@ -143,7 +143,7 @@ def test_self_monitoring_alarms_notify_the_topic(staging: Synthesized) -> None:
 
 
 def _context_with(path: list[str], value: object) -> dict[str, object]:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     node = context["environments"]["staging"]
     for key in path[:-1]:
         node = node[key]
@@ -172,7 +172,7 @@ def test_invalid_configuration_fails_synth_naming_the_field(
 
 def test_unknown_environment_lists_the_known_ones(synth: Callable[..., Synthesized]) -> None:
     with pytest.raises(ConfigError, match="have: prod, staging"):
-        synth("qa", cdk_json_context())
+        synth("qa", example_context())
 
 
 def test_the_vad_alarm_also_reaches_the_reaper(staging: Synthesized) -> None:

@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
-from app import build_app, cdk_json_context
+from app import build_app
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
 from livekit_fleet_remediation.config import load_environment
 from tests.dashboard_body import MetricIdentity, dashboard_json, graphed_metrics
+from tests.example_environments import example_context
 
 REPO = Path(__file__).resolve().parents[2]
 REGION = "ap-northeast-2"
@@ -115,7 +116,7 @@ def alarm_metrics(template: dict[str, Any]) -> list[tuple[str, MetricIdentity]]:
 def test_every_metric_the_dashboard_and_alarms_ask_for_is_emitted_with_that_identity(
     livekit_server: LocalLiveKit, tmp_path: Path
 ) -> None:
-    app, stack = build_app("staging", cdk_json_context(), str(tmp_path))
+    app, stack = build_app("staging", example_context(), str(tmp_path))
     app.synth()
     template = json.loads((tmp_path / f"{stack.stack_name}.template.json").read_text())
     emitted: set[MetricIdentity] = set()
@@ -129,7 +130,7 @@ def test_every_metric_the_dashboard_and_alarms_ask_for_is_emitted_with_that_iden
         if r["Type"] == "AWS::Logs::MetricFilter"
         for t in r["Properties"]["MetricTransformations"]
     }
-    config = load_environment(cdk_json_context(), "staging")
+    config = load_environment(example_context(), "staging")
     ecs = frozenset(
         {("ClusterName", config.agent_service.ecs_cluster), ("ServiceName", config.agent_service.ecs_service)}
     )

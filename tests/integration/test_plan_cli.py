@@ -24,9 +24,9 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
 
-from app import cdk_json_context
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
+from tests.example_environments import example_context
 from tools import plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def rooms(livekit_server: LocalLiveKit) -> Iterator[Callable[[list[str]], None]]
 
 
 def write_config(tmp_path: Path, livekit: LocalLiveKit, **staging: Any) -> Path:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     context["environments"]["staging"].update(
         {"region": "eu-west-1", "account": "123456789012", "livekit_url": livekit.http_url, **staging}
     )
@@ -94,7 +94,7 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
         "region_name": "eu-west-1",
         **{k.lower(): v for k, v in environment.items() if k.startswith("AWS_") and "KEY" in k},
     }
-    secret_name = cdk_json_context()["environments"]["staging"]["livekit_secret_name"]
+    secret_name = example_context()["environments"]["staging"]["livekit_secret_name"]
     boto3.client("secretsmanager", **aws).create_secret(
         Name=secret_name,
         SecretString=json.dumps({"api_key": livekit_server.api_key, "api_secret": livekit_server.api_secret}),
@@ -195,7 +195,7 @@ def test_the_drainer_plan_reads_the_service_and_its_deployed_ledger(
     livekit_env: LocalLiveKit, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = write_config(tmp_path, livekit_env)
-    service = cdk_json_context()["environments"]["staging"]["agent_services"][0]
+    service = example_context()["environments"]["staging"]["agent_services"][0]
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
     try:
         with mock_aws():

@@ -18,9 +18,9 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from app import cdk_json_context
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters import livekit_rooms
+from tests.example_environments import example_context
 from tools import plan
 
 pytestmark = pytest.mark.livekit
@@ -39,7 +39,7 @@ CREDENTIAL_VARIABLES = (
 
 
 def write_config(tmp_path: Path, livekit: LocalLiveKit) -> Path:
-    context = copy.deepcopy(cdk_json_context())
+    context = copy.deepcopy(example_context())
     context["environments"]["staging"].update(
         {
             "region": REGION,

@@ -49,7 +49,7 @@ EXPRESSIONS = {
 
 @pytest.fixture(scope="module")
 def incident() -> ReplayResult:
-    return replay(FIXTURE, "prod", REPO / "cdk.json")
+    return replay(FIXTURE, "prod", REPO / "examples" / "standalone" / "environments.json")
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

@@ -41,7 +41,7 @@ from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
 from devkit.eventbridge_events import alarm_state_change, schedule_event
-from devkit.lambda_artifact import REPO_ROOT, CloudAssembly, FunctionArtifact, synthesize
+from devkit.lambda_artifact import EXAMPLE_CONFIG, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
     RIE_FUNCTION_ACCOUNT,
@@ -139,7 +139,7 @@ class SmokeRun:
 
 
 def cdk_environment() -> dict[str, Any]:
-    environments = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["environments"]
+    environments = json.loads(EXAMPLE_CONFIG.read_text())["environments"]
     environment: dict[str, Any] = environments[ENV_NAME]
     return environment
 

@@ -29,13 +29,14 @@ import pytest
 from aws_cdk import assertions
 from moto import mock_aws
 
-from app import build_stacks, cdk_json_context
+from app import build_stacks
 from fleet_remediation import __version__
 from tests.aws_cli import AwsCli
+from tests.example_environments import example_context
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
-ENVIRONMENTS = sorted(cdk_json_context()["environments"])
+ENVIRONMENTS = sorted(example_context()["environments"])
 # The example company's names: fine in the example cdk.json, never in the docs.
 COMPANY_SPECIFIC = re.compile(r"/ppi/|\bppi[-/]|\blessons?\b|\bchild(ren)?\b|typecast|핑퐁", re.IGNORECASE)
 # The replay's --json document keeps the key its contract names: "lessons".
@@ -96,7 +97,7 @@ def option(words: list[str], name: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    _, built = build_stacks(None, cdk_json_context(), str(tmp_path_factory.mktemp("docs-cdk")))
+    _, built = build_stacks(None, example_context(), str(tmp_path_factory.mktemp("docs-cdk")))
     return {env: assertions.Template.from_stack(stack).to_json() for env, stack in built.items()}
 
 
@@ -224,7 +225,8 @@ def test_no_option_line_dangles_without_its_command(document: Path) -> None:
         f"{document.relative_to(REPO)}:{start}: {line}"
         for start, block in _code_blocks(document.read_text())
         for line in _logical_lines(block)
-        if line.startswith("--")
+        # A snippet include ("--8<-- FILE") is the site's, not a shell line.
+        if line.startswith("--") and not line.startswith("--8<--")
     ]
     assert dangling == []
 

@@ -107,6 +107,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     shutil.copytree(REPO / "docs", tmp_path / "docs")
     shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
     shutil.copy(REPO / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
     (tmp_path / "docs" / "development" / "broken.md").write_text("# Broken\n\nSee [nowhere](nowhere.md).\n")
     done = build(tmp_path, tmp_path / "site")
     assert done.returncode != 0

@@ -18,7 +18,7 @@ from tools.replay import ReplayResult, main, replay
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
-CDK_JSON = REPO / "cdk.json"
+CDK_JSON = REPO / "examples" / "standalone" / "environments.json"
 ACTIONS = {"delete-room", "cordon", "stop-task", "undo", "notify"}
 
 
@@ -153,7 +153,7 @@ def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
 
 
 def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert set(document) == {"alarms", "verdicts", "actions", "lessons"}
     for alarm in document["alarms"]:
@@ -180,9 +180,9 @@ def test_both_export_shapes_replay_the_same(tmp_path: Path, capsys: pytest.Captu
     document = tmp_path / "events.json"
     events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     document.write_text(json.dumps({"events": events, "searchedLogStreams": []}))
-    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     from_lines = capsys.readouterr().out
-    assert main(["--log", str(document), "--env", "prod", "--json"]) == 0
+    assert main(["--log", str(document), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     assert capsys.readouterr().out == from_lines
 
 
@@ -194,10 +194,10 @@ def test_a_json_array_and_pages_one_per_line_replay_like_the_document(
     array.write_text(json.dumps(events))
     half = len(events) // 2
     pages.write_text("\n".join(json.dumps({"events": page}) for page in (events[:half], events[half:])))
-    assert main(["--log", str(FIXTURE), "--env", "prod", "--json"]) == 0
+    assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     from_lines = capsys.readouterr().out
     for log in (array, pages):
-        assert main(["--log", str(log), "--env", "prod", "--json"]) == 0
+        assert main(["--log", str(log), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
         assert capsys.readouterr().out == from_lines
 
 
@@ -218,7 +218,7 @@ def test_unreadable_input_exits_2_with_one_line(
     log = tmp_path / "events.json"
     if content is not None:
         log.write_text(content)
-    assert main(["--log", str(log), "--env", "prod"]) == 2
+    assert main(["--log", str(log), "--config", str(CDK_JSON), "--env", "prod"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
@@ -228,7 +228,7 @@ def test_unreadable_input_exits_2_with_one_line(
 
 
 def test_an_unknown_environment_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--log", str(FIXTURE), "--env", "nowhere"]) == 2
+    assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "nowhere"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "environment 'nowhere' is not in cdk.json" in err
+    assert "environment 'nowhere' is not in the configuration" in err

@@ -45,13 +45,15 @@ class Detection(Construct):
         *,
         env_name: str,
         config: EnvironmentConfig,
+        agent_log_group: logs.ILogGroup | None = None,
     ) -> None:
+        """``agent_log_group``: the agents' log group by reference, else by its name in ``config``."""
         super().__init__(scope, construct_id)
         self.env_name = env_name
         detection: DetectionConfig = config.detection
         catalog = detection.catalog()
         self.namespace = detection.metric_namespace(env_name)
-        self.log_group = logs.LogGroup.from_log_group_name(
+        self.log_group = agent_log_group or logs.LogGroup.from_log_group_name(
             self, "AgentLogs", config.agent_service.agent_log_group
         )
         self._catalog = catalog

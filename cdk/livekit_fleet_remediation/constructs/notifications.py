@@ -39,13 +39,23 @@ from livekit_fleet_remediation.constructs.stack_key import StackKey, from_our
 
 class Notifications(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig, key: StackKey
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env_name: str,
+        config: EnvironmentConfig,
+        key: StackKey,
+        topic: sns.ITopic | None = None,
     ) -> None:
+        """``topic``: an existing topic by reference (the construct's prop), before ``topic_arn``."""
         super().__init__(scope, construct_id)
         targets = config.notifications
         self._key = key
-        if targets.topic_arn:
-            self.topic: sns.ITopic = sns.Topic.from_topic_arn(self, "ExistingTopic", targets.topic_arn)
+        if topic is not None:
+            self.topic: sns.ITopic = topic
+        elif targets.topic_arn:
+            self.topic = sns.Topic.from_topic_arn(self, "ExistingTopic", targets.topic_arn)
         else:
             self.topic = self._new_topic("Topic", f"LiveKit Fleet Remediation ({env_name})", env_name)
         for address in targets.emails:

@@ -26,19 +26,17 @@ from fleet_remediation.contract.naming import (
     lambda_function_name,
 )
 from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
+from livekit_fleet_remediation.assets import asset_roots
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
-from livekit_fleet_remediation.constructs.shared_layers import (
-    ASSET_EXCLUDES,
-    REPO_ROOT,
-    RUNTIME,
-    SharedLayers,
-)
+from livekit_fleet_remediation.constructs.shared_layers import ASSET_EXCLUDES, RUNTIME, SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 
-FUNCTIONS_DIR = REPO_ROOT / "functions"
+# How cdk-nag prints an ARN's start: CDK writes the partition as a token, or as a literal when the
+# feature flag @aws-cdk/core:enablePartitionLiterals is on.
+NAG_ARN_START = "/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):"
 
 
 def deployed_settings(
@@ -90,10 +88,11 @@ class RemediationFunction(Construct):
         memory_size: int = 256,
         reserved_concurrency: int | None = None,
         expected_invocations_per_hour: int | None = None,
-        functions_dir: Path = FUNCTIONS_DIR,
+        functions_dir: Path | None = None,
     ) -> None:
-        """``functions_dir``: where the function's folder is (``functions/``, or a team's own)."""
+        """``functions_dir``: where the function's folder is (the packaged functions, or a team's own)."""
         super().__init__(scope, construct_id)
+        functions_dir = functions_dir or asset_roots().functions
         if not (functions_dir / function.value / "handler.py").is_file():
             raise FileNotFoundError(f"{functions_dir}/{function.value}/handler.py does not exist")
         self.functions_dir = functions_dir
@@ -140,7 +139,7 @@ class RemediationFunction(Construct):
                     id="AwsSolutions-IAM5",
                     reason="logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK "
                     "adds to a log group ARN stands for that group's streams, which the query reads.",
-                    applies_to=[{"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"}],
+                    applies_to=[{"regex": f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$/g"}],
                 )
             ],
             apply_to_children=True,
@@ -210,7 +209,9 @@ class RemediationFunction(Construct):
             log_group_name=log_group_name,
             retention=_retention(retention_days),
             encryption_key=key.key,
-            removal_policy=RemovalPolicy.RETAIN,
+            # A fixed name (the functions' messages and the dashboard link to it) must go with the
+            # stack, or a deploy after a teardown collides with it; the drainer's ledger keeps the trail.
+            removal_policy=RemovalPolicy.DESTROY,
         )
 
     def _role(self, function_name: str) -> iam.Role:

@@ -1,16 +1,14 @@
 """The two Lambda layers: our shared code, and the third-party dependencies (built without Docker
-by `make layers`: pip installs manylinux wheels for the Lambda runtime into build/layers/deps)."""
+by `make layers`: pip installs manylinux wheels for the Lambda runtime into build/layers/deps; the
+wheel carries both prebuilt, see ``livekit_fleet_remediation.assets``)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-SHARED_LAYER_DIR = REPO_ROOT / "layers" / "shared"
-DEPENDENCY_LAYER_DIR = REPO_ROOT / "build" / "layers" / "deps"
+from livekit_fleet_remediation.assets import asset_roots
+
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 # Build stamps (make's .built) and bytecode are not code: they never ship.
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.built"]
@@ -19,14 +17,15 @@ ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.built"]
 class SharedLayers(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        if not (DEPENDENCY_LAYER_DIR / "python").is_dir():
+        roots = asset_roots()
+        if not (roots.dependency_layer / "python").is_dir():
             raise FileNotFoundError(
-                f"dependency layer not built: {DEPENDENCY_LAYER_DIR}/python is missing; run `make layers`"
+                f"dependency layer not built: {roots.dependency_layer}/python is missing; run `make layers`"
             )
         self.shared = lambda_.LayerVersion(
             self,
             "SharedCode",
-            code=lambda_.Code.from_asset(str(SHARED_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            code=lambda_.Code.from_asset(str(roots.shared_layer), exclude=ASSET_EXCLUDES),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.X86_64],
             description="LiveKit Fleet Remediation shared code (fleet_remediation package)",
@@ -34,7 +33,7 @@ class SharedLayers(Construct):
         self.dependencies = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=lambda_.Code.from_asset(str(DEPENDENCY_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            code=lambda_.Code.from_asset(str(roots.dependency_layer), exclude=ASSET_EXCLUDES),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.X86_64],
             description="Pinned third-party dependencies (requirements/runtime.lock, boto3 from the runtime)",

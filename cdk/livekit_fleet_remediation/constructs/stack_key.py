@@ -24,10 +24,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-# The key was the notification topics' key (Notifications/TopicKey) before it served the stack: a
-# deployed stack keeps the same key, and its topics need no new key.
-KEY_LOGICAL_ID = "NotificationsTopicKey847416DA"
-
 
 class StackKey(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env_name: str) -> None:
@@ -38,11 +34,10 @@ class StackKey(Construct):
             description=f"LiveKit Fleet Remediation {env_name}: notification topics, dead-letter queues "
             "and function logs",
             enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+            # What it encrypts (topics, queues, the functions' log groups) goes with the stack; KMS
+            # still waits out the pending window before it deletes the key.
+            removal_policy=RemovalPolicy.DESTROY,
         )
-        cfn_key = self.key.node.default_child
-        assert isinstance(cfn_key, kms.CfnKey)
-        cfn_key.override_logical_id(KEY_LOGICAL_ID)
         self._alarms_allowed = False
         self._rules_allowed = False
 

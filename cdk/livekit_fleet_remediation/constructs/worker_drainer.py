@@ -32,7 +32,11 @@ from livekit_fleet_remediation.constructs.detection import Detection
 from livekit_fleet_remediation.constructs.function_parts import schedule
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
-from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.constructs.remediation_function import (
+    NAG_ARN_START,
+    RemediationFunction,
+    deployed_settings,
+)
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from worker_drainer.adapters.ecs_tasks import (
@@ -211,8 +215,8 @@ class WorkerDrainer(Construct):
                     "on '*' (container-instance) with an ecs:cluster condition; GetQueryResults/StopQuery "
                     "support no resource; StartQuery is limited to the agents' log group and its streams.",
                     applies_to=[
-                        {"regex": "/^Resource::arn:<AWS::Partition>:ecs:.*:task/.*/\\*$/g"},
-                        {"regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:.*:\\*$/g"},
+                        {"regex": f"{NAG_ARN_START}ecs:.*:task/.*/\\*$/g"},
+                        {"regex": f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$/g"},
                     ],
                 )
             ],

@@ -1,0 +1,20 @@
+"""What the tests synthesize the standalone app with: the example company's environments
+(examples/standalone/environments.json, read explicitly: the app itself never defaults to them) and
+the feature flags the root cdk.json pins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app import pinned_context
+from livekit_fleet_remediation.config import context_from_file
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_CONFIG = REPO / "examples" / "standalone" / "environments.json"
+ROOT_CDK_JSON = REPO / "cdk.json"
+
+
+def example_context() -> dict[str, Any]:
+    """The pinned flags and the example ``environments``, as one CDK context."""
+    return {**pinned_context(ROOT_CDK_JSON), **context_from_file(EXAMPLE_CONFIG)}
