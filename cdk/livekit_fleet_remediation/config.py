@@ -143,6 +143,18 @@ class EnvironmentConfig(StrictModel):
         """Each service's name, cluster, service and log group (what the reaper is told)."""
         return tuple(service.identity for service in self.agent_services)
 
+    def for_service(self, service: AgentServiceConfig) -> EnvironmentConfig:
+        """One service's view of the environment: that service alone, with its own sections where
+        it has them (what its detection, responder and drainer are built from)."""
+        return self.model_copy(
+            update={
+                "agent_services": [service],
+                "detection": self.detection_of(service),
+                "tts_reach": self.tts_reach_of(service),
+                "drainer": self.drainer_of(service),
+            }
+        )
+
     def detection_of(self, service: AgentServiceConfig) -> DetectionConfig:
         return service.detection or self.detection
 

@@ -44,7 +44,7 @@ def _statements(synthesized: Synthesized) -> list[dict[str, Any]]:
     return [
         statement
         for logical_id, policy in policies.items()
-        if logical_id.startswith("WorkerDrainer")
+        if logical_id.startswith("ServiceagentsWorkerDrainer")
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
 
@@ -227,7 +227,7 @@ def test_the_ledger_table_is_the_only_table_and_grants_what_ledger_outbox_and_on
         "dynamodb:UpdateItem",
     ]
     (table,) = statement["Resource"]["Fn::GetAtt"][:1]
-    assert table.startswith("WorkerDrainerLedger")
+    assert table.startswith("ServiceagentsWorkerDrainerLedger")
 
 
 def test_vpc_configuration_attaches_the_function_and_its_eni_permissions(
