@@ -42,7 +42,8 @@ def test_three_custom_actions_named_and_attached_for_the_environment_only(prod: 
         ]
         assert f"--region {_region(prod)}" in action["Definition"]["CommandText"]
     undrain = actions["lkfr-prod-undrain"]["Definition"]["CommandText"]
-    assert "--function-name lkfr-prod-agents-worker-drainer" in undrain
+    # The message names its agent service: the button invokes that service's drainer.
+    assert "--function-name lkfr-prod-$agent_service-worker-drainer" in undrain
     assert '{"action":"undrain","task":"$undo_task","dry_run":false}' in undrain
 
 

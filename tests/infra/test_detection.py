@@ -34,7 +34,7 @@ def test_metric_filters_come_from_the_signal_definitions_without_dimensions(stag
     for properties in filters:
         assert properties["LogGroupName"] == "/ppi/livekit/staging/agent"
         (transformation,) = properties["MetricTransformations"]
-        assert transformation["MetricNamespace"] == "LiveKitAgents/staging"
+        assert transformation["MetricNamespace"] == "LiveKitAgents/staging/agents"
         # Metric cost must not grow with traffic: no per-job/room/worker dimensions.
         assert "Dimensions" not in transformation
     delay = next(
@@ -73,7 +73,7 @@ def window_metric(metric_id: str, metric_name: str, period: int) -> object:
         {
             "Id": metric_id,
             "MetricStat": {
-                "Metric": {"MetricName": metric_name, "Namespace": "LiveKitAgents/staging"},
+                "Metric": {"MetricName": metric_name, "Namespace": "LiveKitAgents/staging/agents"},
                 "Period": period,
                 "Stat": "Sum",
             },

@@ -142,8 +142,14 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
     }
     deployed = {
         "lkfr-staging-zombie-reaper": (ReaperSettings, staging.stack.remediation.zombie_reaper.settings),
-        "lkfr-staging-agents-worker-drainer": (DrainerSettings, staging.stack.remediation.worker_drainer.settings),
-        "lkfr-staging-agents-tts-reach-alarm": (TtsReachSettings, staging.stack.remediation.tts_reach.settings),
+        "lkfr-staging-agents-worker-drainer": (
+            DrainerSettings,
+            staging.stack.remediation.services["agents"].worker_drainer.settings,
+        ),
+        "lkfr-staging-agents-tts-reach-alarm": (
+            TtsReachSettings,
+            staging.stack.remediation.services["agents"].tts_reach.settings,
+        ),
     }
     for name, (model, at_synth) in deployed.items():
         tokens = {
@@ -169,5 +175,7 @@ def test_an_environment_lists_its_agent_services_and_a_0_1_layout_says_where_the
         load_environment(old, "staging")
     two = copy.deepcopy(context)
     two["environments"]["staging"]["agent_services"].append({**service, "name": "outbound"})
-    with pytest.raises(ConfigError, match="agent_services"):
+    assert [s.name for s in load_environment(two, "staging").agent_services] == ["agents", "outbound"]
+    two["environments"]["staging"]["agent_services"][1]["name"] = "agents"
+    with pytest.raises(ConfigError, match="agent service names must differ: agents used more than once"):
         load_environment(two, "staging")

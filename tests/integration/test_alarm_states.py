@@ -77,7 +77,9 @@ def _reap_on(state: str, server: LocalLiveKit) -> tuple[dict[str, Any], set[str]
             "livekit_secret_id": "injected",
             "reaper": {"policy": {"managed_room_pattern": f"^{rooms[0]}$", "max_age_minutes": 60}},
             # Whose VAD alarm the reaper takes.
-            "agent_services": [{"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}],
+            "agent_services": [
+                {"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}
+            ],
         }
     )
     credentials = LiveKitCredentials(api_key=server.api_key, api_secret=server.api_secret)

@@ -313,7 +313,9 @@ def reaper_world(livekit_server: LocalLiveKit, aws: None) -> World:
                 "policy": {"managed_room_pattern": "^lesson-corpus-.+$", "max_age_minutes": 60},
             },
             # Whose VAD alarm the reaper takes.
-            "agent_services": [{"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}],
+            "agent_services": [
+                {"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}
+            ],
         }
     )
     credentials = LiveKitCredentials.model_validate(

@@ -267,7 +267,9 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
     if mode == "dry-run":
         assert report["actions"] == []
         assert email["Subject"] == f"[it/agents] DRY RUN - would have cordoned task {bad[:8]}"
-        assert note["content"]["title"] == f":warning: [it/agents] DRY RUN — would have cordoned task {bad[:8]}"
+        assert (
+            note["content"]["title"] == f":warning: [it/agents] DRY RUN — would have cordoned task {bad[:8]}"
+        )
         assert "would act 1 · done 0" in text
         assert "livekit-drainer:exclude,value=true" in text
         assert STATE_TAG not in world.tags(bad)

@@ -246,7 +246,8 @@ def test_dry_run_tells_what_it_would_have_done_and_hands_nothing_over(lambda_con
         assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
-            "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
+            "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer "
+            "(4 sessions had no TTS audio)"
         )
         assert note["Message"].startswith("DRY RUN — would have sent worker b9238a5f to the drainer")
         assert note["MessageAttributes"]["severity"]["Value"] == "critical"
@@ -261,8 +262,9 @@ def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:
         assert report["summary"]["verdict"] == "concentrated"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
+            # SNS takes at most 100 characters: the subject is cut, the message says it all.
             "[prod/agents] remediation is off - 4 sessions had no TTS audio, mostly worker b9238a5f; "
-            "drainer not asked"
+            "drainer n..."
         )
         assert note["Message"].startswith(
             "remediation is off — 4 sessions had no TTS audio, mostly worker b9238a5f"
