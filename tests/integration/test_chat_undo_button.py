@@ -39,7 +39,7 @@ def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
 def custom_actions(env_name: str) -> list[dict[str, Any]]:
     app = cdk.App()
     stack = cdk.Stack(app, "ChatActionsOnly", env=cdk.Environment(account="123456789012", region=REGION))
-    ChatActions(stack, "ChatActions", env_name=env_name)
+    ChatActions(stack, "ChatActions", env_name=env_name, services=["agents"])
     found = assertions.Template.from_stack(stack).find_resources("AWS::Chatbot::CustomAction")
     return [resource["Properties"] for resource in found.values()]
 

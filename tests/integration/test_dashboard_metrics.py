@@ -23,7 +23,12 @@ import pytest
 from app import build_app
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
+from fleet_remediation.contract.naming import (
+    METRICS_NAMESPACE,
+    PER_SERVICE_FUNCTIONS,
+    FunctionName,
+    lambda_function_name,
+)
 from livekit_fleet_remediation.config import load_environment
 from tests.dashboard_body import MetricIdentity, dashboard_json, graphed_metrics
 from tests.example_environments import example_context
@@ -43,7 +48,9 @@ def deployed_environment(template: dict[str, Any], function: FunctionName) -> di
         r["Properties"]
         for r in resources.values()
         if r["Type"] == "AWS::Lambda::Function"
-        and r["Properties"].get("FunctionName") == lambda_function_name("staging", function)
+        # The example environments' one agent service, "agents", has its own responder and drainer.
+        and r["Properties"].get("FunctionName")
+        == lambda_function_name("staging", function, "agents" if function in PER_SERVICE_FUNCTIONS else None)
     ]
     variables: dict[str, str] = {}
     for name, value in properties["Environment"]["Variables"].items():
