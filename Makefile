@@ -11,7 +11,10 @@ LIVEKIT_SERVER_VERSION := v1.13.5
 LIVEKIT_SERVER := .tools/bin/livekit-server
 # The Lambda runtime (cdk/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
-DEPS_LAYER := build/layers/deps/python
+# The dependency layer, built for each processor a function may run on (lambda_architecture in each
+# environment, default arm64): build/layers/deps-<arch>/python.
+LAMBDA_ARCHITECTURES := arm64 x86_64
+DEPS_LAYERS := $(foreach arch,$(LAMBDA_ARCHITECTURES),build/layers/deps-$(arch)/python/.built)
 # The Lambda runtime provides these (boto3 and its dependencies): never in the dependency layer.
 RUNTIME_PROVIDED := boto3|botocore|s3transfer|jmespath|urllib3|python-dateutil|six
 # `make lambda-smoke`: AWS's Runtime Interface Emulator, and a local runtime (a Python with only boto3
@@ -57,17 +60,20 @@ node_modules/.bin/cdk: package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed
-	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) (manylinux wheels, no Docker)"
-	@rm -rf build/layers/deps && mkdir -p $(DEPS_LAYER)
+# One pattern for both: the architecture's manylinux wheels (aarch64 for arm64).
+build/layers/deps-%/python/.built: requirements/runtime.lock $(VENV)/.installed
+	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) on $* (manylinux wheels, no Docker)"
+	@rm -rf build/layers/deps-$* && mkdir -p build/layers/deps-$*/python
 	@# boto3 and its dependencies come with the Lambda runtime.
-	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer.txt
+	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer-$*.txt
 	@$(PIP) install --quiet --no-deps --only-binary=:all: --implementation cp \
-		--python-version $(LAMBDA_PYTHON) --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
-		--target $(DEPS_LAYER) -r build/layers/runtime-layer.txt
+		--python-version $(LAMBDA_PYTHON) \
+		--platform manylinux_2_28_$(if $(filter x86_64,$*),x86_64,aarch64) \
+		--platform manylinux2014_$(if $(filter x86_64,$*),x86_64,aarch64) \
+		--target build/layers/deps-$*/python -r build/layers/runtime-layer-$*.txt
 	@touch $@
 
-layers: $(DEPS_LAYER)/.built ## Build the third-party dependency layer (no Docker)
+layers: $(DEPS_LAYERS) ## Build the third-party dependency layer for arm64 and for x86_64 (no Docker)
 
 # The package tests install into fresh virtual environments offline (pip --no-index) from here.
 WHEELHOUSE := build/wheelhouse
@@ -87,12 +93,12 @@ DIST_SOURCES := pyproject.toml README.md LICENSE agent/pyproject.toml agent/READ
 		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
 
-dist/.built: $(DIST_SOURCES) $(DEPS_LAYER)/.built $(VENV)/.installed
+dist/.built: $(DIST_SOURCES) $(DEPS_LAYERS) $(VENV)/.installed
 	@echo "==> wheels and sdists into dist/ (hatchling, offline)"
 	@rm -rf $(DIST_ASSETS) dist && mkdir -p $(DIST_ASSETS)/functions $(DIST_ASSETS)/layers/shared
 	@cp -R $(FUNCTION_DIRS) $(DIST_ASSETS)/functions/
 	@cp -R layers/shared/python $(DIST_ASSETS)/layers/shared/
-	@cp -R build/layers/deps $(DIST_ASSETS)/layers/deps
+	@cp -R $(foreach arch,$(LAMBDA_ARCHITECTURES),build/layers/deps-$(arch)) $(DIST_ASSETS)/layers/
 	@find $(DIST_ASSETS) \( -name __pycache__ -o -name '*.pyc' -o -name .built \) -prune -exec rm -rf {} +
 	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist . >build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
 	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist agent >>build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
@@ -207,7 +213,7 @@ $(REDIS_SERVER):
 	@$(SUDO) apt-get install -y -qq redis-server >/dev/null 2>&1 || \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server >/dev/null)
 
-bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection
+bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k rooms beside a naive script and through 20 ms latency, cold imports, cold start under the Lambda emulator, drainer tick, kill-switch lag, TTS analysis, detection, cost
 	@$(PY) -m bench.reaper_scale --rooms 10000 --rooms 100000 --latency
 	@$(PY) -m bench.cold_imports
 	@$(PY) -m bench.lambda_cold_start
@@ -215,6 +221,9 @@ bench: setup lambda-runtime $(REDIS_SERVER) ## Benchmarks: reaper at 10k/100k ro
 	@$(PY) -m bench.kill_switch_lag
 	@$(PY) -m bench.tts_concentration
 	@$(PY) -m bench.detection $(if $(QUICK),--quick)
+	@$(PY) -m bench.cost --tasks 50 --responses-per-minute 2000
+	@$(PY) -m bench.cost --tasks 300 --responses-per-minute 12000
+	@$(PY) -m bench.cost --tasks 1000 --responses-per-minute 40000
 
 clean: ## Remove build output (keeps the venv and tools)
 	rm -rf build cdk.out .demo dist

@@ -26,7 +26,7 @@ act, but they are not pages. It prints:
 Times are the end of the minute whose evaluation changes the state; CloudWatch's own ingestion and
 evaluation delay (typically 1-3 minutes) comes on top, for the old and the new alarm alike.
 
-    PYTHONPATH=functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
+    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
 
 With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``bench._task_detection``:
 60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):

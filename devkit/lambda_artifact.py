@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devkit.installed import InstalledEnvironment
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The environments the smoke test and the cold-start bench synthesize (the app's default is yours).
 EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
@@ -145,18 +147,30 @@ def load_assembly(outdir: Path) -> CloudAssembly:
     return CloudAssembly(outdir, stack_name, json.loads(templates[0].read_text()), asset_dirs)
 
 
-def synthesize(env_name: str, outdir: Path, config: Path = EXAMPLE_CONFIG) -> CloudAssembly:
+def synthesize(
+    env_name: str, outdir: Path, config: Path = EXAMPLE_CONFIG, installed: InstalledEnvironment | None = None
+) -> CloudAssembly:
     """Synthesize ``env_name`` of ``config`` offline exactly as ``make synth`` does
-    (``LKFR_CONFIG=CONFIG python cdk/app.py ENV OUTDIR``)."""
+    (``LKFR_CONFIG=CONFIG python cdk/app.py ENV OUTDIR``); with ``installed``, as a team's standalone
+    app does from the installed wheel (``python -m livekit_fleet_remediation.standalone``, no checkout
+    on the path), so the functions' code and layers are the wheel's own."""
+    if installed is None:
+        command = [sys.executable, str(REPO_ROOT / "cdk" / "app.py")]
+        environ = dict(os.environ)
+    else:
+        command = [str(installed.python), "-m", "livekit_fleet_remediation.standalone"]
+        environ = installed.environ()
     done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "cdk" / "app.py"), env_name, str(outdir)],
+        [*command, env_name, str(outdir)],
         cwd=REPO_ROOT,
-        env={**os.environ, "LKFR_CONFIG": str(config)},
+        env={**environ, "LKFR_CONFIG": str(config)},
         capture_output=True,
         text=True,
         timeout=SYNTH_TIMEOUT_SECONDS,
         check=False,
     )
     if done.returncode != 0:
-        raise ArtifactError(f"cdk/app.py {env_name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        raise ArtifactError(
+            f"{' '.join(command)} {env_name} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+        )
     return load_assembly(outdir)

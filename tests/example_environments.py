@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app import pinned_context
 from livekit_fleet_remediation.config import context_from_file
+from livekit_fleet_remediation.standalone import pinned_context
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_CONFIG = REPO / "examples" / "standalone" / "environments.json"

@@ -36,7 +36,6 @@ from livekit_fleet_agent.load import (
 __version__ = "0.2.0"
 
 __all__ = [
-    "__version__",
     "DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS",
     "DRAINING_STATE",
     "FIRST_AUDIO_FRAME_TEXT",
@@ -47,5 +46,6 @@ __all__ = [
     "SignalEmitter",
     "SlowInferenceCounter",
     "TaskTagReader",
+    "__version__",
     "emit_detection_signals",
 ]

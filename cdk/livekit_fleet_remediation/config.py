@@ -27,7 +27,12 @@ from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
 from fleet_remediation.contract.naming import names_too_long
-from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import (
+    DrainerSection,
+    ReaperSection,
+    ScanBudgetSection,
+    TtsReachSection,
+)
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -122,11 +127,17 @@ class EnvironmentConfig(StrictModel):
     log_retention_days: int = Field(
         default=30, ge=1, le=3653, description="Retention of the functions' log groups."
     )
+    lambda_architecture: Literal["arm64", "x86_64"] = Field(
+        default="arm64",
+        description="The functions' processor (arm64: 20 % less per GB-second); the dependency layer "
+        "for it is in the wheel (`make layers` builds both in a checkout).",
+    )
     notifications: NotificationTargets = NotificationTargets()
     reaper: ReaperSection = ReaperSection()
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
     drainer: DrainerSection = DrainerSection()
+    scan_budget: ScanBudgetSection = ScanBudgetSection()
     disruption_window: DisruptionWindow | None = Field(
         default=None, description="When the reaper and the drainer may start new disruption (none: any time)."
     )

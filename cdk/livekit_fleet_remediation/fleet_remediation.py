@@ -18,6 +18,7 @@ from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemed
 from livekit_fleet_remediation.constructs.dashboard import FleetDashboard
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from livekit_fleet_remediation.constructs.zombie_reaper import ZombieReaper
@@ -75,7 +76,7 @@ class FleetRemediation(Construct):
         self.config = config = with_references(config, agent_services)
         self.name_prefix = name_prefix
         Tags.of(self).add(ENVIRONMENT_TAG, name_prefix)
-        self.layers = SharedLayers(self, "Layers")
+        self.layers = SharedLayers(self, "Layers", architecture=config.lambda_architecture)
         self.key = StackKey(self, "StackKey", env_name=name_prefix)
         self.notifications = Notifications(
             self, "Notifications", env_name=name_prefix, config=config, key=self.key, topic=notification_topic
@@ -93,6 +94,10 @@ class FleetRemediation(Construct):
         self.livekit_secret = secretsmanager.Secret.from_secret_name_v2(
             self, "LiveKitCredentials", config.livekit_secret_name
         )
+        # One scan budget for the environment: every service's looks count against one tally. Under
+        # the Detection scope, as the dashboard, so both keep their logical ids.
+        detection_scope = Construct(self, "Detection")
+        self.scan_tally = ScanBudgetTally(detection_scope, "ScanBudget")
         self._functions(name_prefix, config, {r.name: r.log_group for r in agent_services if r.log_group})
         self.dashboard = FleetDashboard(
             self,
@@ -103,7 +108,7 @@ class FleetRemediation(Construct):
             function_alarms=self.alarms,
             # The dashboard keeps its logical id from before agent services had their own detection,
             # so an update keeps it instead of replacing a same-named one.
-            dashboard_scope=Construct(self, "Detection"),
+            dashboard_scope=detection_scope,
         ).dashboard
 
     @property
@@ -136,6 +141,7 @@ class FleetRemediation(Construct):
                 reaper=self.zombie_reaper,
                 livekit_secret=self.livekit_secret,
                 agent_log_group=log_groups.get(service.name),
+                scan_tally=self.scan_tally,
             )
         self.functions: dict[str, lambda_.Function] = {
             function.function_name: function

@@ -16,8 +16,10 @@ from aws_cdk import Stack, Token
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from pydantic import ValidationError
 
 from fleet_remediation.contract.agent_services import AgentServiceConfig
+from fleet_remediation.contract.models import describe_validation_error
 from livekit_fleet_remediation.config import ENVIRONMENT_NAME_PATTERN, ConfigError, EnvironmentConfig
 
 
@@ -114,4 +116,7 @@ def _merged(service: AgentServiceConfig, reference: AgentServiceResources, where
         raise ConfigError(
             f"{where}.{field} is {configured!r}, but the referenced resource is named {referenced!r}"
         )
-    return service.model_copy(update=names)
+    try:
+        return AgentServiceConfig.model_validate({**service.model_dump(), **names})
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, prefix=f"{where}.")) from None

@@ -74,11 +74,16 @@ class FakeInsightsClient:
     rows; every value is a string and datetimes come in Insights' own format; a query string over
     10,000 characters or a time range that ends before it starts is an InvalidParameterException.
     ``responder(query, start, end)`` produces the rows (e.g. from exported log events).
+
+    Statistics as the service reports them on every GetQueryResults, running or complete:
+    ``bytesScanned`` grows by ``bytes_per_poll`` with each poll (cumulative, as a running query's
+    does), with ``recordsMatched`` and ``recordsScanned``. A stopped query scans no further.
     """
 
     responder: Callable[[str, datetime, datetime], list[dict[str, object]]]
     running_polls: int | None = 1
     final_status: str = "Complete"
+    bytes_per_poll: float = 0.0
     queries: dict[str, _Query] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
 
@@ -99,20 +104,27 @@ class FakeInsightsClient:
         query = self.queries.get(queryId)
         if query is None:
             raise _client_error("ResourceNotFoundException", "GetQueryResults", f"no query {queryId}")
-        query.polls += 1
         if query.stopped:
-            return {"status": "Cancelled", "results": []}
+            return {"status": "Cancelled", "results": [], "statistics": self._statistics(query, 0)}
+        query.polls += 1
         if query.polls == 1 and self.running_polls != 0:
-            return {"status": "Scheduled", "results": []}
+            return {"status": "Scheduled", "results": [], "statistics": self._statistics(query, 0)}
         if self.running_polls is None or 1 < query.polls <= self.running_polls + 1:
-            return {"status": "Running", "results": []}
+            return {"status": "Running", "results": [], "statistics": self._statistics(query, 0)}
         if self.final_status != "Complete":
             return {"status": self.final_status, "results": []}
         results = [
             [{"field": key, "value": insights_value(value)} for key, value in row.items()]
             for row in query.rows
         ]
-        return {"status": "Complete", "results": results, "statistics": {"recordsMatched": len(results)}}
+        return {"status": "Complete", "results": results, "statistics": self._statistics(query, len(results))}
+
+    def _statistics(self, query: _Query, matched: int) -> dict[str, float]:
+        return {
+            "recordsMatched": float(matched),
+            "recordsScanned": float(len(query.rows)),
+            "bytesScanned": query.polls * self.bytes_per_poll,
+        }
 
     def stop_query(self, *, queryId: str) -> dict[str, Any]:
         query = self.queries.get(queryId)

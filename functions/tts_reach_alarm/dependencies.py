@@ -13,6 +13,7 @@ from fleet_remediation.adapters.common_wiring import kill_switch_for, notifiers_
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard, OnceGuard
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, LogsInsights
 from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
+from fleet_remediation.adapters.scan_budget import budgeted
 from fleet_remediation.contract.naming import EVENT_BUS_NAME
 from fleet_remediation.contract.settings import TtsReachSettings, settings_from_environment
 from fleet_remediation.core.announce import ActionEventSink
@@ -47,7 +48,11 @@ class TtsReachDependencies(NotifyingDependencies):
             notifier=notifier,
             chat_notifier=chat_notifier,
             events=EventBridgePublisher(EVENT_BUS_NAME),
-            insights=CloudWatchLogsInsights(),
+            insights=budgeted(
+                CloudWatchLogsInsights(),
+                settings.scan_budget.bytes_per_hour,
+                settings.scan_budget_table_name,
+            ),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),
             alarm_states=CloudWatchAlarmStates(),
         )

@@ -107,3 +107,17 @@ def recheck_alpha(alpha: float, look: int) -> float:
     any number of looks, so all the re-checks together name a worker by chance with probability at
     most ``alpha``, as the ALARM's own analysis alone does (0.05: 0.030, 0.0076, 0.0034, ...)."""
     return alpha * 6 / (math.pi**2 * look**2)
+
+
+def recheck_due(minutes_open: float, every: int, max_every: int) -> bool:
+    """Whether the re-check tick ``minutes_open`` after the ALARM looks: the looks fall at ``every``
+    and ``2 * every`` minutes, then each gap twice the last up to ``max_every`` (2, 4, 8, 16, 32, 64,
+    96, ... for 2 and 32), and a tick looks when a look falls since the tick before it. A page that
+    stays in ALARM with the same verdict costs a few looks an hour instead of one every tick."""
+    if max_every <= every:
+        return True
+    point, gap = float(every), float(every)
+    while point <= minutes_open - every:
+        point += gap
+        gap = min(gap * 2, max_every)
+    return point <= minutes_open

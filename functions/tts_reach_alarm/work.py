@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fleet_remediation.adapters.scan_budget import LookPolicy, budget_refusal, looking, note_look_error
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.events import SuspectWorkerDetail
@@ -29,7 +30,7 @@ from fleet_remediation.core.report_model import Decision, Outcome
 from tts_reach_alarm.adapters.event_bus import put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.dependencies import TtsReachDependencies
-from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha
+from tts_reach_alarm.investigation import Findings, investigate, recheck_alpha, recheck_due
 from tts_reach_alarm.messages import incident_id
 from tts_reach_alarm.transition import Transition
 
@@ -70,17 +71,32 @@ def open_incident(run: ResponderRun) -> Settled | None:
         return Settled(f"{name} is {state}: no open incident")
     if run.report.trigger is not None:
         run.report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"
+    tts = run.deps.settings.tts_reach
+    minutes_open = (run.event.window.end - reading.since).total_seconds() / 60
+    if not recheck_due(minutes_open, tts.recheck_minutes, tts.recheck_max_minutes):
+        return Settled(f"{name} in ALARM for {minutes_open:.0f} min: re-checks back off, no look this tick")
     run.event = dataclasses.replace(run.event, change=reading.change(name))
     return None
 
 
 def read(run: ResponderRun) -> Look:
+    """The window's jobs. A re-check runs under the scan budget (skipped or stopped: no findings,
+    told in the report's skips); the ALARM's own analysis always runs."""
     if run.event.state == "OK":
         return Look(None)
     alpha = _alpha(run.event, run.deps.settings)
-    return Look(
-        investigate(run.event.window, run.deps.settings, run.deps.insights, run.deadline, alpha), alpha
-    )
+    policy = LookPolicy(priority=not run.event.recheck, problem=run.report.error)
+    try:
+        with looking(run.deps.insights, policy):
+            findings = investigate(
+                run.event.window, run.deps.settings, run.deps.insights, run.deadline, alpha
+            )
+    except RemediationError as exc:
+        if not budget_refusal(exc):
+            raise
+        note_look_error(run.report, exc)
+        return Look(None, alpha)
+    return Look(findings, alpha)
 
 
 def decide(run: ResponderRun, look: Look) -> SuspectWorkerDetail | None:

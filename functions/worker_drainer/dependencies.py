@@ -14,6 +14,7 @@ from fleet_remediation.adapters.idempotency import OnceGuard, RunEveryTime
 from fleet_remediation.adapters.livekit_rooms import RoomService, room_service_factory
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import Notifier, NotifyingDependencies
+from fleet_remediation.adapters.scan_budget import budgeted
 from fleet_remediation.contract.settings import DrainerSettings, settings_from_environment
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.announce import ActionEventSink
@@ -68,7 +69,11 @@ class DrainerDependencies(NotifyingDependencies):
             ),
             ledger=DynamoLedger(settings.ledger_table_name, settings.ecs_service),
             worker_logs=InsightsWorkerLogs(
-                CloudWatchLogsInsights(),
+                budgeted(
+                    CloudWatchLogsInsights(),
+                    settings.scan_budget.bytes_per_hour,
+                    settings.scan_budget_table_name,
+                ),
                 settings.agent_log_group,
                 SignalCatalog.from_settings(settings.signals),
             ),

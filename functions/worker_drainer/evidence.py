@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.core.errors import RemediationError
@@ -114,7 +115,7 @@ def _job_sightings(
     try:
         rows = deps.worker_logs.job_sightings(list(streams), since, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        report.error(exc)
+        note_look_error(report, exc)
         return None
     found: dict[str, list[JobSighting]] = {}
     for sighting in rows:
@@ -157,6 +158,6 @@ def read_tts_evidence(
     try:
         outcomes = deps.worker_logs.tts_outcomes(stream, since, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        report.error(exc)
+        note_look_error(report, exc)
         return None
     return TtsEvidence.from_outcomes(outcomes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from fleet_remediation.contract.naming import task_id_from_log_stream
 from fleet_remediation.contract.settings import DrainerSettings
@@ -41,7 +42,7 @@ def during_silent_task(
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
         running = [settings.log_stream_for(task.task_id) for task in deps.ecs.running_tasks()]
     except RemediationError as exc:
-        report.error(exc)
+        note_look_error(report, exc)
         return parsed
     found = tick_verdict(rows, reach, running)
     parsed.trigger.detail["task_reach"] = found.reason

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
+from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.message_model import p_value
@@ -151,7 +152,7 @@ def _assess(
     try:
         stats = deps.worker_logs.worker_stats(window_start, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        report.error(exc)
+        note_look_error(report, exc)
         return None
     streams = {deps.settings.log_stream_for(t.task_id): t.task_id for t in tasks}
     fleet = assess_fleet(stats, streams, [t.task_id for t in tasks], policy)

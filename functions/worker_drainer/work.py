@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from fleet_remediation.adapters.scan_budget import LookPolicy, looking
 from fleet_remediation.contract.drainer_steps import STARTING
 from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
-from fleet_remediation.core.report_model import Refusal
+from fleet_remediation.core.report_model import Refusal, TriggerKind
 from worker_drainer.accounting import record_metrics, record_plan, summarize
 from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.dependencies import DrainerDependencies
@@ -53,12 +54,16 @@ DrainerWork = Work[FleetRead, LadderPlan, Executed]
 
 
 def read(run: DrainerRun) -> FleetRead:
+    """The fleet. The scheduled tick's looks run under the scan budget; those a new ALARM or a
+    suspect worker triggers always run."""
     deps, settings = run.deps, run.deps.settings
     trigger = run.event.trigger
-    trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
-    trigger = during_silent_task(trigger, deps, run.report, run.deadline)
-    incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
-    snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
+    policy = LookPolicy(priority=trigger.trigger.kind is not TriggerKind.SCHEDULE, problem=run.report.error)
+    with looking(getattr(deps.worker_logs, "insights", None), policy):
+        trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
+        trigger = during_silent_task(trigger, deps, run.report, run.deadline)
+        incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
+        snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
     return FleetRead(trigger, incident, snapshot, calls)
 
 

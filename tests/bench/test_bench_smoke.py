@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from bench.tts_concentration import SHAPES
+from devkit.checkout import checkout_pythonpath
 from devkit.lambda_emulator import LOCAL_RUNTIME
 from devkit.traffic import FAILURE_FAMILIES, HEALTHY_FAMILIES
 
@@ -107,6 +108,15 @@ def check_detection_fleet(stdout: str) -> None:
     assert all({"tasks", "options", "rows"} <= set(row) for row in rows), rows[0]
 
 
+def check_cost(stdout: str) -> None:
+    (row,) = json_lines(stdout)
+    assert row["monthly_usd"] > 0
+    assert row["components"]["insights_functions"] > 0
+    incident = row["with_incident"]
+    assert incident["monthly_usd"] >= row["monthly_usd"]
+    assert incident["one_hour_without_backoff_insights_usd"] > 0
+
+
 SMOKES: dict[str, Smoke] = {
     "reaper_scale": Smoke(
         (
@@ -128,6 +138,9 @@ SMOKES: dict[str, Smoke] = {
         ("--repeat", "1", "--function", "zombie_reaper", "--json"), check_lambda_cold_start
     ),
     "drainer_tick": Smoke(("--tasks", "8", "--rounds", "1"), check_drainer_tick),
+    "cost": Smoke(
+        ("--tasks", "50", "--responses-per-minute", "2000", "--incident-hours", "0.5", "--json"), check_cost
+    ),
     "kill_switch_lag": Smoke(("--runs", "1", "--max-age", "0.5", "--step-ms", "10"), check_kill_switch_lag),
     "tts_concentration": Smoke(("--jobs", "200", "--cap", "1"), check_tts_concentration),
     "detection": Smoke(("--volumes", "35", "--days", "0.05", "--seeds", "1"), check_detection),
@@ -148,9 +161,7 @@ def running() -> Iterator[dict[str, subprocess.Popen[str]]]:
     """Every smoke started at once; each test waits for its own."""
     if not (LOCAL_RUNTIME / "bin" / "python").exists():
         pytest.fail(f"{LOCAL_RUNTIME} is missing: run `make lambda-runtime` (part of `make setup`)")
-    pythonpath = os.pathsep.join(
-        str(REPO_ROOT / p) for p in ("functions", "layers/shared/python", "cdk", ".")
-    )
+    pythonpath = checkout_pythonpath()
     env = {**os.environ, "PYTHONPATH": pythonpath}
     processes = {
         name: subprocess.Popen(

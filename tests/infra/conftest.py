@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_app
 from livekit_fleet_remediation.stack import FleetRemediationStack
+from livekit_fleet_remediation.standalone import build_app
 from tests.example_environments import example_context
 
 

@@ -4,9 +4,12 @@ the checks that fail synth naming the field, and the standalone stack as a thin 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -19,10 +22,10 @@ from aws_cdk import aws_sns as sns
 from livekit_fleet_remediation import AgentServiceResources, EnvironmentConfig, FleetRemediation
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from livekit_fleet_remediation.stack import KEY_LOGICAL_ID
-from tests.example_environments import example_context
+from tests.example_environments import REPO, example_context
 from tests.feature_flags import recommended_flags
 from tests.infra.conftest import Synthesized
-from tests.resource_names import retained_with_fixed_names
+from tests.resource_names import named_resources, retained_with_fixed_names
 
 ACCOUNT, REGION = "111111111111", "ap-northeast-2"
 CLUSTER, SERVICE = "ppi-livekit-staging", "ppi-livekit-agent"
@@ -95,6 +98,21 @@ def test_a_literal_reference_that_contradicts_the_config_fails_naming_the_field(
         FleetRemediation(stack, "Remediation", name_prefix="team", config=_config(), agent_services=[agents])
 
 
+def test_a_literal_reference_replacing_a_token_is_checked_like_the_config() -> None:
+    stack = _stack()
+    config = _config()
+    created = logs.LogGroup(stack, "Created").log_group_name
+    service = config.agent_service.model_copy(update={"agent_log_group": created})
+    config = config.model_copy(update={"agent_services": [service]})
+    agents = AgentServiceResources(
+        name="agents", log_group=logs.LogGroup.from_log_group_name(stack, "Logs", "/" + "x" * 600)
+    )
+    with pytest.raises(
+        ConfigError, match=r"agent_services\[0\]\.agent_log_group: String should have at most"
+    ):
+        FleetRemediation(stack, "Remediation", name_prefix="team", config=config, agent_services=[agents])
+
+
 def test_a_reference_must_name_an_agent_service_of_the_config() -> None:
     stack = _stack()
     with pytest.raises(ConfigError, match=r"no agent service named 'tutors' .*\(have: agents\)"):
@@ -162,6 +180,9 @@ def test_a_referenced_topic_that_contradicts_the_configs_fails() -> None:
 def test_the_standalone_stack_keeps_the_logical_ids_of_its_resources(staging: Synthesized) -> None:
     resources = staging.template.to_json()["Resources"]
     assert resources[KEY_LOGICAL_ID]["Type"] == "AWS::KMS::Key"
+    manifest = json.loads((staging.template_path.parent / "manifest.json").read_text())
+    stack_tags = manifest["artifacts"][staging.stack.stack_name]["properties"]["tags"]
+    assert stack_tags == {"livekit-fleet-remediation:environment": "staging"}
     functions = staging.template.find_resources("AWS::Lambda::Function")
     # The function constructs' ids start the functions' logical ids, as when the stack held them;
     # an agent service's own functions sit under its construct (Service-<name>).
@@ -170,6 +191,19 @@ def test_the_standalone_stack_keeps_the_logical_ids_of_its_resources(staging: Sy
         "ServiceagentsWorkerDrainer",
         "ZombieReaper",
     ]
+
+
+def test_two_instances_with_chat_channels_in_one_stack_name_nothing_alike() -> None:
+    stack = _stack()
+    prod = load_environment(example_context(), "prod").model_copy(
+        update={"account": ACCOUNT, "region": REGION}
+    )
+    assert prod.notifications.chat is not None
+    for prefix in ("blue", "green"):
+        FleetRemediation(stack, prefix, name_prefix=prefix, config=prod)
+    names = named_resources(assertions.Template.from_stack(stack).to_json())
+    assert [name for name, count in Counter(names.values()).items() if count > 1] == []
+    assert any(name.startswith("AWS::Chatbot::CustomAction lkfr-green-") for name in names.values())
 
 
 def test_nothing_the_standalone_stacks_retain_has_a_fixed_name(synth: Callable[..., Synthesized]) -> None:
@@ -197,3 +231,19 @@ def test_importing_the_package_does_not_load_the_cdk() -> None:
     code = "import sys, livekit_fleet_remediation as p; p.EnvironmentConfig; print('aws_cdk' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.strip().lower()) is False
+
+
+def test_the_standalone_app_without_a_configuration_file_says_what_to_pass(tmp_path: Path) -> None:
+    environment = {name: value for name, value in os.environ.items() if name != "LKFR_CONFIG"}
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cdk" / "app.py"), "staging", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "no configuration file environments.json" in done.stderr
+    assert "-c config=PATH" in done.stderr
+    assert "examples/standalone/environments.json shows the shape" in done.stderr

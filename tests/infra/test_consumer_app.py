@@ -15,7 +15,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
-from app import pinned_context
+from livekit_fleet_remediation.standalone import pinned_context
 from tests.example_environments import REPO, ROOT_CDK_JSON
 from tests.feature_flags import recommended_flags
 from tests.resource_names import named_resources, retained_with_fixed_names

@@ -235,6 +235,7 @@ def test_responder_function_environment_and_permissions(
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
+        SCAN_BUDGET_TABLE_NAME="scan-tally",
     )
     assert settings.alarm_name == "livekit-staging-agents-tts-reach"
     staging.template.has_resource_properties(

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_app
 from devkit.fakes.livekit import InMemoryRoomService, room
 from devkit.fixed_mode import FixedModeSwitch
 from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
@@ -19,6 +18,7 @@ from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.config import load_environment
 from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.standalone import build_app
 from tests.example_environments import example_context
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "fixtures" / "fourth_function"

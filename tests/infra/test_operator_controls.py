@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from app import build_stacks
 from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName, lambda_function_name
 from livekit_fleet_remediation.config import ConfigError
+from livekit_fleet_remediation.standalone import build_stacks
 from tests.dashboard_body import dashboard_json
 from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized

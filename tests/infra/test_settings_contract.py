@@ -58,8 +58,8 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         ),
         (
             "tts_reach",
-            {"timeout_seconds": 30, "query_timeout_seconds": 15},
-            r"environments\.staging\.tts_reach: Value error, a run needs up to 102 s "
+            {"timeout_seconds": 30, "query_timeout_seconds": 17},
+            r"environments\.staging\.tts_reach: Value error, a run needs up to 106 s "
             r".* timeout_seconds is 30",
         ),
     ],
@@ -100,6 +100,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
         functions["lkfr-staging-agents-worker-drainer"],
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         LEDGER_TABLE_NAME="ledger",
+        SCAN_BUDGET_TABLE_NAME="scan-tally",
     )
     drainer_query = stats_query(SignalCatalog.from_settings(drainer.signals).slow_vad)
     assert 'filter msg like "vad lagging behind"' in drainer_query
@@ -111,6 +112,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
+        SCAN_BUDGET_TABLE_NAME="scan-tally",
     )
     assert responder.detection.signals.slow_vad.text == "vad lagging behind"
     tts_override = {"field": "event", "text": "reply_began"}
@@ -126,6 +128,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
+        SCAN_BUDGET_TABLE_NAME="scan-tally",
     )
     assert 'event = "reply_began"' in job_outcomes_query(responder.detection.catalog())
 

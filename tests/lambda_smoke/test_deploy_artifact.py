@@ -1,6 +1,9 @@
 """The deploy artifact, run as Lambda runs it.
 
-The staging stack is synthesized offline exactly as `make synth` does it; each function's code asset,
+The staging stack is synthesized offline as a team's standalone app does it from the installed wheel
+(`python -m livekit_fleet_remediation.standalone` in a fresh venv outside the checkout's path), so the
+code and layers are the wheel's own (tests/packaging/test_wheels.py: file for file the checkout's);
+each function's code asset,
 its layers (in the template's order), its handler string and its environment come from that
 template. Each function runs under AWS's Lambda Runtime Interface Emulator with `awslambdaric` and
 is invoked over the Invoke API on 127.0.0.1 with a manual dry run, a schedule event and an alarm
@@ -41,6 +44,7 @@ from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
 from devkit.eventbridge_events import alarm_state_change, schedule_event
+from devkit.installed import InstalledEnvironment
 from devkit.lambda_artifact import EXAMPLE_CONFIG, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
     LOCAL_DEPS_LAYER,
@@ -59,6 +63,7 @@ from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import mode_parameter_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
+from livekit_fleet_remediation.config import load_config_file
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit
@@ -207,10 +212,13 @@ def _without_variable(function: FunctionArtifact, name: str) -> FunctionArtifact
 
 @pytest.fixture(scope="module")
 def smoke(
-    livekit_server: LocalLiveKit, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    livekit_server: LocalLiveKit,
+    remediation_installed: InstalledEnvironment,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> SmokeRun:
     workdir = tmp_path_factory.mktemp("lambda-smoke")
-    assembly = synthesize(ENV_NAME, workdir / "cdk.out")
+    assembly = synthesize(ENV_NAME, workdir / "cdk.out", installed=remediation_installed)
     functions = {function.package: function for function in assembly.functions()}
     assert sorted(functions) == sorted(FUNCTIONS)
     config = cdk_environment()
@@ -425,7 +433,8 @@ def test_the_shared_layer_holds_only_runtime_code(smoke: SmokeRun) -> None:
 
 
 def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun) -> None:
-    """Same distributions at the same versions; the synthesized one is built for Lambda's Python."""
+    """Same distributions at the same versions; the synthesized one is built for Lambda's Python on
+    the functions' architecture (the emulator runs the local, x86_64 one: it cannot run arm64)."""
     synthesized = smoke.dependency_layer / "python"
     assert _distributions(synthesized) == _distributions(LOCAL_DEPS_LAYER / "python")
     # boto3 and botocore come with the Lambda runtime (and the local runtime), never in the layer.
@@ -433,12 +442,14 @@ def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun)
     assert {f.runtime for f in smoke.functions.values()} == {"python3.14"}
     extensions = list(synthesized.rglob("*.so"))
     assert any("pydantic_core" in str(p) for p in extensions), "pydantic-core's extension is missing"
+    architecture = load_config_file(EXAMPLE_CONFIG, ENV_NAME).lambda_architecture
+    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[architecture]
     wrong = [
         p.name
         for p in extensions
-        if ".cpython-314-x86_64-linux-gnu." not in p.name and ".abi3." not in p.name
+        if f".cpython-314-{machine}-linux-gnu." not in p.name and ".abi3." not in p.name
     ]
-    assert wrong == [], f"extension modules not built for CPython 3.14 x86_64: {wrong}"
+    assert wrong == [], f"extension modules not built for CPython 3.14 {machine}: {wrong}"
     assert not list(synthesized.rglob("__pycache__"))
 
 

@@ -33,7 +33,8 @@ ASSET_SOURCES = {
     "functions/worker_drainer": REPO_ROOT / "functions" / "worker_drainer",
     "functions/tts_reach_alarm": REPO_ROOT / "functions" / "tts_reach_alarm",
     "layers/shared/python": REPO_ROOT / "layers" / "shared" / "python",
-    "layers/deps/python": REPO_ROOT / "build" / "layers" / "deps" / "python",
+    "layers/deps-arm64/python": REPO_ROOT / "build" / "layers" / "deps-arm64" / "python",
+    "layers/deps-x86_64/python": REPO_ROOT / "build" / "layers" / "deps-x86_64" / "python",
 }
 SKIPPED = {"__pycache__", ".built"}
 
@@ -165,7 +166,7 @@ def test_the_installed_package_finds_its_assets_without_loading_the_cdk(
         "import sys, livekit_fleet_remediation as p\n"
         "from livekit_fleet_remediation.assets import asset_roots\n"
         "roots = asset_roots()\n"
-        "print(p.__version__, 'aws_cdk' in sys.modules, roots.functions, roots.dependency_layer)\n"
+        "print(p.__version__, 'aws_cdk' in sys.modules, roots.functions, roots.dependency_layer('arm64'))\n"
     )
     done = remediation_installed.run(
         [str(remediation_installed.python), "-c", probe], cwd=tmp_path, timeout=60
@@ -176,3 +177,20 @@ def test_the_installed_package_finds_its_assets_without_loading_the_cdk(
     for folder in (Path(functions), Path(dependencies)):
         assert folder.is_relative_to(remediation_installed.root), folder
         assert folder.is_dir(), folder
+
+
+def test_from_the_repositorys_own_folder_the_installed_modules_are_still_the_wheels(
+    remediation_installed: InstalledEnvironment,
+) -> None:
+    """The emulator smoke synthesizes with the installed ``livekit_fleet_remediation.standalone`` from
+    the repository's folder (for its cdk.json flags): nothing there may shadow the wheel's packages."""
+    probe = (
+        "import livekit_fleet_remediation.standalone as s, fleet_remediation as f\n"
+        "print(s.__file__, f.__file__)\n"
+    )
+    done = remediation_installed.run(
+        [str(remediation_installed.python), "-c", probe], cwd=REPO_ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for module_file in done.stdout.split():
+        assert Path(module_file).is_relative_to(remediation_installed.root), module_file

@@ -30,8 +30,8 @@ import pytest
 from aws_cdk import assertions
 from moto import mock_aws
 
-from app import build_stacks
 from fleet_remediation import __version__
+from livekit_fleet_remediation.standalone import build_stacks
 from tests.aws_cli import AwsCli
 from tests.example_environments import example_context
 

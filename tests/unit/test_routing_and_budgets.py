@@ -104,20 +104,21 @@ def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
     with pytest.raises(ValidationError, match="a run needs up to 112 s"):
         TtsReachSection(timeout_seconds=111, query_timeout_seconds=20)
     assert TtsReachSection(timeout_seconds=112, query_timeout_seconds=20).timeout_seconds == 112
-    with pytest.raises(ValidationError, match="at least one Logs Insights call's and its stop's worst case"):
-        TtsReachSection(timeout_seconds=900, query_timeout_seconds=13)
-    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=14).query_timeout_seconds == 14
+    # The floor: the scan budget's three calls (0.75 s each), a Logs Insights call (12 s), its stop (2 s).
+    with pytest.raises(ValidationError, match="at least the scan budget's calls, one Logs Insights call's"):
+        TtsReachSection(timeout_seconds=900, query_timeout_seconds=16.2)
+    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=16.25).query_timeout_seconds == 16.25
 
 
 LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 170 s"):
-        DrainerSection(timeout_seconds=169, policy=LEASE)
-    with pytest.raises(ValidationError, match="at least one Logs"):
+    with pytest.raises(ValidationError, match="a run needs up to 178 s"):
+        DrainerSection(timeout_seconds=177, policy=LEASE)
+    with pytest.raises(ValidationError, match="at least the scan budget's calls, one Logs"):
         DrainerSection(insights_timeout_seconds=13.5)
-    assert DrainerSection(timeout_seconds=170, policy=LEASE).timeout_seconds == 170
+    assert DrainerSection(timeout_seconds=178, policy=LEASE).timeout_seconds == 178
 
 
 # --- Logs Insights inside its deadline ------------------------------------------------------------

@@ -20,6 +20,7 @@ from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.detection import Detection
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from livekit_fleet_remediation.constructs.tts_reach import TtsReachResponder
@@ -53,6 +54,7 @@ class AgentServiceRemediation(Construct):
         shared: FunctionInputs,
         reaper: ZombieReaper,
         livekit_secret: secretsmanager.ISecret,
+        scan_tally: ScanBudgetTally,
         agent_log_group: logs.ILogGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -65,6 +67,7 @@ class AgentServiceRemediation(Construct):
             env_name=env_name,
             service=service,
             detection=config.detection,
+            scan_tally=scan_tally,
             agent_log_group=agent_log_group,
         )
         # Both pages notify through CloudWatch itself, whatever state the functions are in.

@@ -34,6 +34,7 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.contract.signals import Signal, SignalCatalog
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
 
@@ -47,9 +48,11 @@ class Detection(Construct):
         env_name: str,
         service: AgentService,
         detection: DetectionConfig,
+        scan_tally: ScanBudgetTally,
         agent_log_group: logs.ILogGroup | None = None,
     ) -> None:
-        """``agent_log_group``: the agents' log group by reference, else by its name in ``service``."""
+        """``agent_log_group``: the agents' log group by reference, else by its name in ``service``.
+        ``scan_tally``: the environment's scan budget, which this service's looks count against."""
         super().__init__(scope, construct_id)
         self.env_name = env_name
         self.service = service.name
@@ -67,6 +70,7 @@ class Detection(Construct):
         self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
         self.vad_alarm = self._vad_page(detection.vad_alarm)
         self.tts_reach_alarm = self._tts_reach_page(detection.tts_reach_alarm)
+        self.scan_tally = scan_tally
 
     def _metric_filters(self, catalog: SignalCatalog) -> str | None:
         """One count per signal and the slow-VAD delay's value; returns the delay metric's name."""

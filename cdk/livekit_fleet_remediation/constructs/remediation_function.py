@@ -189,7 +189,7 @@ class RemediationFunction(Construct):
             function_name=lambda_function_name(settings.environment_name, function, self.service),
             description=description,
             runtime=RUNTIME,
-            architecture=lambda_.Architecture.X86_64,
+            architecture=layers.architecture,
             handler=f"{function.value}.handler.lambda_handler",
             code=_code(self.functions_dir, function.value),
             layers=layers.all,

@@ -38,6 +38,7 @@ class TtsReachResponder(Construct):
         super().__init__(scope, construct_id)
         # Once-keys: one per alarm transition and action, expiring after a day.
         self.idempotency_table = idempotency_table(self)
+        self.scan_budget_table_name = detection.scan_tally.table.table_name
         self.settings = self._settings(env_name, config, notifications, kill_switch)
         self.remediation = RemediationFunction(
             self,
@@ -57,6 +58,7 @@ class TtsReachResponder(Construct):
         self.function = self.remediation.function
         self.idempotency_table.grant_read_write_data(self.function)
         self.remediation.grant_logs_insights(detection.log_group)
+        detection.scan_tally.grant(self.function)
         self._grant_events_and_page_state(detection)
         self.route = detection.route_alarm(
             "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
@@ -81,6 +83,8 @@ class TtsReachResponder(Construct):
             ecs_cluster=config.agent_service.ecs_cluster,
             detection=config.detection,
             tts_reach=config.tts_reach,
+            scan_budget=config.scan_budget,
+            scan_budget_table_name=self.scan_budget_table_name,
         )
 
     def _grant_events_and_page_state(self, detection: Detection) -> None:

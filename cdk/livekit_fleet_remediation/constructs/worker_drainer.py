@@ -78,6 +78,7 @@ class WorkerDrainer(Construct):
         super().__init__(scope, construct_id)
         drainer = config.drainer
         self.ledger = self._ledger_table()
+        self.scan_budget_table_name = detection.scan_tally.table.table_name
         self.settings = self._settings(env_name, config, notifications, kill_switch)
         self.remediation = RemediationFunction(
             self,
@@ -97,6 +98,7 @@ class WorkerDrainer(Construct):
         self.function = self.remediation.function
         livekit_secret.grant_read(self.function)
         self._grant(config, detection)
+        detection.scan_tally.grant(self.function)
         if drainer.vpc is not None:
             self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
         self._rules(env_name, config.agent_service.name, drainer.schedule_minutes, detection)
@@ -138,6 +140,8 @@ class WorkerDrainer(Construct):
             ecs_service=config.agent_service.ecs_service,
             ledger_table_name=self.ledger.table_name,
             agent_log_group=config.agent_service.agent_log_group,
+            scan_budget=config.scan_budget,
+            scan_budget_table_name=self.scan_budget_table_name,
         )
 
     def _rules(self, env_name: str, service: str, schedule_minutes: int, detection: Detection) -> None:

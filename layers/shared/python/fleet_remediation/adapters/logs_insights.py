@@ -5,6 +5,9 @@ before the deadline, with one more kept for the StopQuery of a query that does n
 abandoned query keeps counting against the account's concurrency limit): however long the polls
 ran, the stop is sent.
 
+A look under the scan budget (``adapters/scan_budget.py``) passes ``max_bytes``: the query is stopped
+once its ``bytesScanned`` statistic (GetQueryResults reports it while the query runs) passes it.
+
 Rows come back as plain dicts (``{"@logStream": "...", "failed": "3"}``; Insights returns every
 value as a string) without the ``@ptr`` field.
 """
@@ -22,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import LOGS_INSIGHTS_CALL, LOGS_INSIGHTS_STOP
-from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, aws_api_errors
+from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError, RemediationError, aws_api_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_logs import CloudWatchLogsClient
@@ -30,6 +33,16 @@ if TYPE_CHECKING:
 Row = dict[str, str]
 DONE = "Complete"
 FAILED_STATUSES = frozenset({"Failed", "Cancelled", "Timeout", "Unknown"})
+
+
+class ScanStoppedError(RemediationError):
+    """A running look was stopped: its bytes scanned passed what the hour's scan budget had left."""
+
+    code = "ScanBudgetStopped"
+
+    def __init__(self, message: str, *, scanned: float, resource: str | None = None) -> None:
+        super().__init__(message, resource=resource)
+        self.scanned = scanned
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,13 @@ class CloudWatchLogsInsights:
         self._monotonic = monotonic
 
     def run_query(
-        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+        self,
+        log_group: str,
+        query: str,
+        start: datetime,
+        end: datetime,
+        deadline: float,
+        max_bytes: float | None = None,
     ) -> QueryResult:
         if self._monotonic() + self._call_seconds + self._stop_seconds > deadline:
             raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
@@ -101,24 +120,33 @@ class CloudWatchLogsInsights:
         )
         query_id = str(started["queryId"])
         try:
-            return self._results(log_group, query_id, deadline)
+            return self._results(log_group, query_id, deadline, max_bytes)
         except (DeadlineExceededError, AwsApiError) as exc:
             if not _ended(exc):
                 self._stop(query_id)
             raise
 
-    def _results(self, log_group: str, query_id: str, deadline: float) -> QueryResult:
+    def _results(
+        self, log_group: str, query_id: str, deadline: float, max_bytes: float | None
+    ) -> QueryResult:
         """Polls until the query completes; one call's time is always left for its stop."""
         while True:
             response: Any = self._call(
                 "GetQueryResults", log_group, lambda: self._client.get_query_results(queryId=query_id)
             )
             status = response.get("status")
+            statistics = {k: float(v) for k, v in response.get("statistics", {}).items()}
             if status == DONE:
-                return QueryResult(
-                    query_id=query_id,
-                    rows=rows_from_results(response.get("results", [])),
-                    statistics={k: float(v) for k, v in response.get("statistics", {}).items()},
+                rows = rows_from_results(response.get("results", []))
+                return QueryResult(query_id=query_id, rows=rows, statistics=statistics)
+            scanned = statistics.get("bytesScanned", 0.0)
+            if max_bytes is not None and scanned > max_bytes:
+                self._stop(query_id)
+                raise ScanStoppedError(
+                    f"scan budget: Logs Insights query {query_id} stopped at {scanned / 1e9:.2f} GB "
+                    f"scanned, the budget had {max_bytes / 1e9:.2f} GB left this hour",
+                    scanned=scanned,
+                    resource=log_group,
                 )
             if status in FAILED_STATUSES:
                 raise AwsApiError(

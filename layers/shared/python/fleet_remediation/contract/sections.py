@@ -49,9 +49,21 @@ class TtsReachSection(StrictModel):
         le=60,
         description="Re-check the open incident this often while the TTS page stays in ALARM (0: never).",
     )
+    recheck_max_minutes: int = Field(
+        default=32,
+        ge=0,
+        le=240,
+        description="Re-checks back off while the page stays in ALARM: each gap twice the last, up to "
+        "this (recheck_minutes: no back-off). The ALARM's own look is never delayed.",
+    )
 
     @model_validator(mode="after")
     def _timeouts_in_order(self) -> TtsReachSection:
+        if self.recheck_minutes and self.recheck_max_minutes < self.recheck_minutes:
+            raise ValueError(
+                f"recheck_max_minutes ({self.recheck_max_minutes}) must be at least recheck_minutes "
+                f"({self.recheck_minutes})"
+            )
         _query_can_start("query_timeout_seconds", self.query_timeout_seconds)
         _run_fits(
             budgets.tts_reach_seconds_needed(self.query_timeout_seconds),
@@ -61,6 +73,28 @@ class TtsReachSection(StrictModel):
             "notification with their once-only records, the report",
         )
         return self
+
+
+class ScanBudgetSection(StrictModel):
+    """``environments.<env>.scan_budget``: the ceiling on what the functions' Logs Insights looks at
+    the agents' logs scan in one clock hour, shared by the responder and the drainer (one tally).
+
+    A look is estimated before it starts (the log group's IncomingBytes over its window) and skipped
+    when it would pass what is left; a running look is stopped when its bytes scanned do. A look
+    triggered by a new ALARM (the responder's ALARM analysis, the drainer on the VAD ALARM or a
+    suspect worker) is never skipped nor stopped; it is counted. The dashboard's queries are not
+    the functions' and fall outside it."""
+
+    gb_per_hour: float = Field(
+        default=10.0,
+        ge=0,
+        le=100_000,
+        description="GB scanned per clock hour by the functions (0: no ceiling).",
+    )
+
+    @property
+    def bytes_per_hour(self) -> float | None:
+        return self.gb_per_hour * 1e9 if self.gb_per_hour else None
 
 
 class DrainerVpcConfig(StrictModel):
@@ -108,7 +142,7 @@ class DrainerSection(StrictModel):
         default=5.0, gt=0, le=30, description="Read timeout of one ECS API attempt."
     )
     insights_timeout_seconds: float = Field(
-        default=15.0, gt=0, le=120, description="Per Logs Insights query."
+        default=17.0, gt=0, le=120, description="Per Logs Insights query."
     )
     agent_log_stream_prefix: str = Field(
         default="agent", min_length=1, description="awslogs-stream-prefix of the agent container."
@@ -156,8 +190,8 @@ def _query_can_start(field: str, seconds: float) -> None:
     call = budgets.LOGS_INSIGHTS_QUERY_FLOOR_SECONDS
     if seconds < call:
         raise ValueError(
-            f"{field} ({seconds:g}) must be at least one Logs Insights call's and its stop's worst case "
-            f"({call:g} s), or no query could ever start"
+            f"{field} ({seconds:g}) must be at least the scan budget's calls, one Logs Insights call's "
+            f"and its stop's worst case ({call:g} s), or no query could ever start"
         )
 
 

@@ -29,7 +29,12 @@ from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmS
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.errors import ConfigurationError
 from fleet_remediation.contract.models import describe_validation_error
-from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.contract.sections import (
+    DrainerSection,
+    ReaperSection,
+    ScanBudgetSection,
+    TtsReachSection,
+)
 from fleet_remediation.contract.signals import SignalSettings
 
 
@@ -149,6 +154,10 @@ class TtsReachSettings(ServiceFunctionSettings):
     ecs_cluster: str | None = Field(default=None, min_length=1, description="For the suspect task's link.")
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
+    scan_budget: ScanBudgetSection = ScanBudgetSection()
+    scan_budget_table_name: str | None = Field(
+        default=None, min_length=1, description="The hourly scan tally (none: looks are not budgeted)."
+    )
 
     @property
     def timeout_seconds(self) -> float:
@@ -172,6 +181,10 @@ class DrainerSettings(LiveKitSettings, ServiceFunctionSettings):
     ecs_service: str = Field(min_length=1)
     ledger_table_name: str = Field(min_length=1)
     agent_log_group: str = Field(min_length=1)
+    scan_budget: ScanBudgetSection = ScanBudgetSection()
+    scan_budget_table_name: str | None = Field(
+        default=None, min_length=1, description="The hourly scan tally (none: looks are not budgeted)."
+    )
 
     @property
     def timeout_seconds(self) -> float:

@@ -7,12 +7,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.errors import KillSwitchError, RemediationError
 from fleet_remediation.core.kill_switch import ModeSwitch, resolve_mode
-from fleet_remediation.core.observability import emit, logger, metrics
+from fleet_remediation.core.observability import count_field, emit, logger, metrics
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
 
@@ -46,9 +44,7 @@ def run_reported(
         logger.info("remediation report detail", extra={"report_detail": {"part": part, "items": items}})
     logger.info("remediation report", extra={"report": payload})
     for record in report.errors:
-        metrics.add_metric(
-            name=metric_definitions.error_metric_name(record.code), unit=MetricUnit.Count, value=1
-        )
+        count_field(metric_definitions.error_metric_name(record.code), 1)
     emit(metric_definitions.INVOCATION_FAILED, int(report.status == "failed"))
     if unexpected is not None:
         raise unexpected

@@ -48,5 +48,17 @@ def capture_lambda_handler(handler: HandlerT) -> HandlerT:
 
 
 def emit(metric: MetricDefinition, value: float) -> None:
-    """Add one datapoint of a defined metric (``contract.metrics``): the only way functions emit."""
-    metrics.add_metric(name=metric.name, unit=MetricUnit(metric.unit), value=value)
+    """Add one datapoint of a defined metric (``contract.metrics``): the only way functions emit.
+    A count that is no series goes into the same EMF record as a plain field; a sparse one's zero
+    is not published."""
+    if metric.sparse and not value:
+        return
+    if metric.series:
+        metrics.add_metric(name=metric.name, unit=MetricUnit(metric.unit), value=value)
+    else:
+        count_field(metric.name, value)
+
+
+def count_field(name: str, value: float) -> None:
+    """Add ``value`` to a count kept as a plain field of the invocation's EMF record."""
+    metrics.add_metadata(key=name, value=metrics.metadata_set.get(name, 0) + value)

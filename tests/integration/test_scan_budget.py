@@ -1,0 +1,187 @@
+"""The Logs Insights scan budget through the responder's handler: the hour's tally in a DynamoDB table
+and the agent log group's IncomingBytes in CloudWatch (both moto), the real ``CloudWatchLogsInsights``
+adapter polling ``FakeInsightsClient`` (a named strict fake: moto has no Logs Insights engine and no
+query statistics) that reports ``bytesScanned`` as the service does while a query runs.
+
+A re-check whose estimate passes what is left is skipped, a running one is stopped when its bytes
+scanned pass it, and the look a new ALARM triggers goes ahead over a spent budget; each is told in
+the one report, none fails the invocation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from devkit.fakes.aws_faults import Ambiguous, TookEffect
+from devkit.fakes.logs_insights import FakeInsightsClient
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.adapters.scan_budget import (
+    BudgetedInsights,
+    CloudWatchIncomingBytes,
+    DynamoDBScanTally,
+    ScanBudget,
+)
+from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
+from tests.integration.test_tts_reach_alarm import (
+    ALARM_AT,
+    REGION,
+    T0,
+    Aws,
+    _with_page,
+    alarm_event,
+    make_aws,
+    recheck_event,
+)
+from tts_reach_alarm.handler import lambda_handler
+
+GB = 1e9
+CEILING = 10 * GB
+HOUR = T0.strftime("%Y-%m-%dT%H")
+TALLY_TABLE = "scan-tally"
+
+
+def job_rows(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+    """Four failed sessions on one worker and fifteen healthy elsewhere; their rooms when asked."""
+    bad = "agent/ppi-livekit-agent/b9238a5f30f04c3a9207df1601ba88bf"
+    if "room_id" in query:
+        return [{"job_id": f"AJ_fail{i}", "room": f"room-{i}", "room_id": f"RM_{i}"} for i in range(4)]
+    failed = [
+        {"job_id": f"AJ_fail{i}", "@logStream": bad, "responses": 3, "first_frames": 0} for i in range(4)
+    ]
+    healthy = [
+        {
+            "job_id": f"AJ_ok{i}",
+            "@logStream": f"agent/ppi-livekit-agent/{i:032x}",
+            "responses": 5,
+            "first_frames": 5,
+        }
+        for i in range(15)
+    ]
+    return [*failed, *healthy]
+
+
+@dataclass
+class Budgeted:
+    aws: Aws
+    client: FakeInsightsClient
+
+    def spend(self, scanned: float) -> None:
+        DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)).add(HOUR, scanned)
+
+    def spent(self) -> float:
+        return DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)).spent(HOUR)
+
+    def incoming(self, total: float) -> None:
+        """What the agent log group took in over the re-check's window, per CloudWatch."""
+        boto3.client("cloudwatch", region_name=REGION).put_metric_data(
+            Namespace="AWS/Logs",
+            MetricData=[
+                {
+                    "MetricName": "IncomingBytes",
+                    "Dimensions": [{"Name": "LogGroupName", "Value": self.aws.deps.settings.agent_log_group}],
+                    "Timestamp": T0 - timedelta(minutes=10),
+                    "Value": total,
+                    "Unit": "Bytes",
+                }
+            ],
+        )
+
+
+@pytest.fixture
+def budgeted() -> Iterator[Budgeted]:
+    with mock_aws():
+        aws = make_aws()
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=TALLY_TABLE,
+            KeySchema=[{"AttributeName": "hour", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "hour", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client = FakeInsightsClient(job_rows, running_polls=4, bytes_per_poll=0.05 * GB)
+        budget = ScanBudget(
+            CEILING,
+            DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)),
+            CloudWatchIncomingBytes(boto3.client("cloudwatch", region_name=REGION)),
+            clock=lambda: T0,
+        )
+        insights = CloudWatchLogsInsights(client, poll_interval_seconds=0.001)  # type: ignore[arg-type]
+        aws.deps.insights = BudgetedInsights(insights, budget)
+        _with_page(aws, "ALARM")
+        yield Budgeted(aws, client)
+
+
+def _skips(report: dict[str, Any]) -> list[str]:
+    """The looks the budget skipped or stopped, as the report lists them."""
+    return [
+        c["reason"]
+        for c in report["candidates"]
+        if c["decision"] == "skip" and c["reason"].startswith("scan budget")
+    ]
+
+
+def test_the_budget_skips_a_recheck_its_estimate_would_pass(budgeted: Budgeted, lambda_context: Any) -> None:
+    budgeted.spend(9.5 * GB)
+    budgeted.incoming(1.0 * GB)
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert budgeted.client.started == [], "a skipped re-check starts no query"
+    (skip,) = _skips(report)
+    assert "1.00 GB would pass the 0.50 GB left this hour of 10 GB" in skip
+    assert budgeted.spent() == 9.5 * GB
+    assert budgeted.aws.drain(budgeted.aws.sns_queue) == []
+
+
+def test_the_budget_stops_a_running_recheck_and_counts_what_it_scanned(
+    budgeted: Budgeted, lambda_context: Any
+) -> None:
+    budgeted.spend(9.88 * GB)  # 0.12 GB left; no IncomingBytes yet: the estimate cannot hold it back
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    (query_id,) = budgeted.client.queries
+    assert budgeted.client.queries[query_id].stopped, "StopQuery was sent"
+    (skip,) = _skips(report)
+    assert "stopped at 0.15 GB scanned" in skip
+    # What it scanned before the stop counts: three polls of 0.05 GB.
+    assert budgeted.spent() == pytest.approx(9.88 * GB + 0.15 * GB)
+
+
+def test_the_look_a_new_alarm_triggers_goes_ahead_over_a_spent_budget(
+    budgeted: Budgeted, lambda_context: Any
+) -> None:
+    budgeted.spend(CEILING + GB)
+    budgeted.incoming(5.0 * GB)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert _skips(report) == []
+    assert report["summary"]["verdict"] == "concentrated"
+    assert len(budgeted.client.started) == 2, "the window's jobs, then the failing jobs' rooms"
+    # Both looks ran to their end (scheduled, four polls running, complete: 0.05 GB a poll) and count.
+    assert budgeted.spent() == pytest.approx(CEILING + GB + 2 * 0.30 * GB)
+    assert ALARM_AT.strftime("%Y-%m-%dT%H") == HOUR
+
+
+@pytest.mark.parametrize("fault_kind", list(Ambiguous), ids=[f.name.lower() for f in Ambiguous])
+def test_a_tally_add_that_may_have_landed_is_never_sent_again(
+    budgeted: Budgeted, lambda_context: Any, fault_kind: Ambiguous
+) -> None:
+    """The first look's ADD takes effect, then its attempt ends ambiguously (a 5xx, a reset with
+    throttled retries, a hang): it is not sent again, the look's rows still count, and the report
+    says the tally write failed; the second look's ADD goes through. Counted once each."""
+    client = aws_client(SCAN_TALLY_CALL, region_name=REGION)
+    faulted = TookEffect(client, "dynamodb.UpdateItem", fault_kind)
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    insights.budget.tally = DynamoDBScanTally(TALLY_TABLE, client)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["summary"]["verdict"] == "concentrated"
+    assert faulted.took_effect == 1
+    (error,) = report["errors"]
+    assert "UpdateItem (scan tally)" in error["message"]
+    assert budgeted.spent() == pytest.approx(2 * 0.30 * GB)
