@@ -80,6 +80,17 @@ def test_each_service_has_its_own_responder_and_drainer_and_the_reaper_is_shared
         assert variables["MODE_PARAMETER_NAME"] == f"/livekit-fleet-remediation/{PREFIX}/mode"
         # Reserved concurrency per service: one service's burst cannot starve the other's drainer.
         assert drainer["ReservedConcurrentExecutions"] == 2
+    # One scan budget for the environment: every service's responder and drainer count into one tally.
+    tallies = {
+        json.dumps(
+            _function(template, f"lkfr-{PREFIX}-{service}-{slug}")[1]["Environment"]["Variables"][
+                "SCAN_BUDGET_TABLE_NAME"
+            ]
+        )
+        for service in SERVICES
+        for slug in ("tts-reach-alarm", "worker-drainer")
+    }
+    assert len(tallies) == 1
     _, reaper = _function(template, f"lkfr-{PREFIX}-zombie-reaper")
     watched = json.loads(reaper["Environment"]["Variables"]["AGENT_SERVICES"])
     assert [service["name"] for service in watched] == list(SERVICES)
