@@ -82,15 +82,7 @@ class FleetRemediation(Construct):
             self, "Notifications", env_name=name_prefix, config=config, key=self.key, topic=notification_topic
         )
         self.topic = self.notifications.topic
-        self.kill_switch = KillSwitch(self, "KillSwitch", env_name=name_prefix, initial_mode=config.mode)
-        self.mode_parameter_name = self.kill_switch.parameter_name
-        self.function_mode_parameter_names = {
-            function: self.kill_switch.function_parameter_name(function) for function in FunctionName
-        }
-        self.service_mode_parameter_names = {
-            service.name: self.kill_switch.service_parameter_name(service.name)
-            for service in config.agent_services
-        }
+        self._kill_switch(name_prefix, config)
         self.livekit_secret = secretsmanager.Secret.from_secret_name_v2(
             self, "LiveKitCredentials", config.livekit_secret_name
         )
@@ -110,6 +102,18 @@ class FleetRemediation(Construct):
             # so an update keeps it instead of replacing a same-named one.
             dashboard_scope=detection_scope,
         ).dashboard
+
+    def _kill_switch(self, name_prefix: str, config: EnvironmentConfig) -> None:
+        """The environment's switch, and under it one per function and one per agent service."""
+        self.kill_switch = KillSwitch(self, "KillSwitch", env_name=name_prefix, initial_mode=config.mode)
+        self.mode_parameter_name = self.kill_switch.parameter_name
+        self.function_mode_parameter_names = {
+            function: self.kill_switch.function_parameter_name(function) for function in FunctionName
+        }
+        self.service_mode_parameter_names = {
+            service.name: self.kill_switch.service_parameter_name(service.name)
+            for service in config.agent_services
+        }
 
     @property
     def alarms(self) -> list[cloudwatch.Alarm]:

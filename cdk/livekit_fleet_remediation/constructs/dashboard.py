@@ -107,7 +107,10 @@ class FleetDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
                 title="Remediation timeline: reports that acted, failed or notified (newest first)",
-                log_group_names=_function_log_groups(env_name, [service.name for service in services]),
+                log_group_names=[
+                    function_log_group_name(env_name, function, service)
+                    for function, service in _functions_of([service.name for service in services])
+                ],
                 query_string=remediation_timeline_query(),
                 view=cloudwatch.LogQueryVisualizationType.TABLE,
                 width=24,
@@ -200,12 +203,6 @@ class FleetDashboard(Construct):
     def _reaper_and_health(self, services: Sequence[str]) -> None:
         env = self.env_name
         m = metric_definitions
-        reaper = FunctionName.ZOMBIE_REAPER
-        # Each function's series: the reaper's, and each service's responder's and drainer's.
-        emitters = [
-            (reaper, None),
-            *((f, s) for s in services for f in (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)),
-        ]
 
         def health(definition: MetricDefinition, what: str) -> list[cloudwatch.Metric]:
             return [
@@ -216,7 +213,7 @@ class FleetDashboard(Construct):
                     f"{service + ' ' if service else ''}{function.value} {what}",
                     service,
                 )
-                for function, service in emitters
+                for function, service in _functions_of(services)
                 if function in definition.functions
             ]
 
@@ -291,13 +288,7 @@ class FleetDashboard(Construct):
         )
 
 
-def _function_log_groups(env_name: str, services: Sequence[str]) -> list[str]:
-    """Every function's log group: the reaper's and each service's responder's and drainer's."""
-    return [
-        function_log_group_name(env_name, FunctionName.ZOMBIE_REAPER),
-        *(
-            function_log_group_name(env_name, function, service)
-            for service in services
-            for function in (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
-        ),
-    ]
+def _functions_of(services: Sequence[str]) -> list[tuple[FunctionName, str | None]]:
+    """Every function's copy: the reaper, and each agent service's responder and drainer."""
+    per_service = (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
+    return [(FunctionName.ZOMBIE_REAPER, None), *((f, s) for s in services for f in per_service)]

@@ -34,6 +34,7 @@ from fleet_remediation.contract.settings import (
 from livekit_fleet_remediation.assets import asset_roots
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
+from livekit_fleet_remediation.constructs.function_parts import log_retention
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
 from livekit_fleet_remediation.constructs.shared_layers import ASSET_EXCLUDES, RUNTIME, SharedLayers
@@ -220,7 +221,7 @@ class RemediationFunction(Construct):
             self,
             "Logs",
             log_group_name=log_group_name,
-            retention=_retention(retention_days),
+            retention=log_retention(retention_days),
             encryption_key=key.key,
             # A fixed name (the functions' messages and the dashboard link to it) must go with the
             # stack, or a deploy after a teardown collides with it; the drainer's ledger keeps the trail.
@@ -284,25 +285,3 @@ def _code(functions_dir: Path, function_dir: str) -> lambda_.Code:
     others = _other_function_dirs(functions_dir, function_dir)
     excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
     return lambda_.Code.from_asset(str(functions_dir), exclude=excluded)
-
-
-_RETENTION_BY_DAYS = {
-    1: logs.RetentionDays.ONE_DAY,
-    3: logs.RetentionDays.THREE_DAYS,
-    5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS,
-    90: logs.RetentionDays.THREE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    731: logs.RetentionDays.TWO_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
-
-
-def _retention(days: int) -> logs.RetentionDays:
-    """CloudWatch accepts only some retention periods: the smallest listed one >= ``days``."""
-    return next(value for step, value in sorted(_RETENTION_BY_DAYS.items()) if step >= days)

@@ -161,6 +161,10 @@ def names_too_long(environment: str, service: str) -> list[str]:
             (function_alarm_name(environment, function, longest_alarm_kind, service), ALARM_NAME_MAX)
             for function in sorted(PER_SERVICE_FUNCTIONS)
         ),
+        *(
+            (function_log_group_name(environment, function, service), LOG_GROUP_NAME_MAX)
+            for function in sorted(PER_SERVICE_FUNCTIONS)
+        ),
         (alarm_part_name(vad_alarm_name(environment, service), "hold"), ALARM_NAME_MAX),
         (alarm_part_name(tts_reach_alarm_name(environment, service), "hold"), ALARM_NAME_MAX),
         (service_mode_parameter_name(environment, service), SSM_PARAMETER_NAME_MAX),
