@@ -41,6 +41,11 @@ MOTO_ACCOUNT = "123456789012"
 pytestmark = pytest.mark.livekit
 
 
+def _service(function: FunctionName) -> str | None:
+    """The example environments' one agent service, for the functions it has its own copy of."""
+    return "agents" if function in PER_SERVICE_FUNCTIONS else None
+
+
 def deployed_environment(template: dict[str, Any], function: FunctionName) -> dict[str, str]:
     """The function's deployed variables, each CloudFormation reference replaced by the name of a
     resource the capture script creates in moto."""
@@ -51,7 +56,7 @@ def deployed_environment(template: dict[str, Any], function: FunctionName) -> di
         if r["Type"] == "AWS::Lambda::Function"
         # The example environments' one agent service, "agents", has its own responder and drainer.
         and r["Properties"].get("FunctionName")
-        == lambda_function_name("staging", function, "agents" if function in PER_SERVICE_FUNCTIONS else None)
+        == lambda_function_name("staging", function, _service(function))
     ]
     variables: dict[str, str] = {}
     for name, value in properties["Environment"]["Variables"].items():
@@ -145,7 +150,7 @@ def test_every_metric_the_dashboard_and_alarms_ask_for_is_emitted_with_that_iden
     # A sparse count is published only when not zero, which the capture runs need not reach: its
     # identity is its definition's, the one the handlers emit it through.
     sparse = {
-        MetricIdentity(d.namespace, d.name, frozenset(d.dimensions("staging", f).items()))
+        MetricIdentity(d.namespace, d.name, frozenset(d.dimensions("staging", f, _service(f)).items()))
         for d in metric_definitions.definitions()
         if d.sparse
         for f in d.functions
