@@ -202,7 +202,7 @@ docs: $(VENV)/.installed ## Build the docs site into build/site (MkDocs, strict:
 
 plan: $(VENV)/.installed ## Dry-run plan against the live LiveKit/AWS (FUNCTION=reaper|drainer ENV=<name> [CONFIG=...])
 	$(need-env)
-	@$(PY) -m tools.plan $(FUNCTION) --env $(ENV) --config $(CONFIG)
+	@$(PY) -m livekit_fleet_remediation.cli plan $(FUNCTION) --env $(ENV) --config $(CONFIG)
 
 # The reaper benchmark keeps fleets above 20,000 rooms in livekit-server's Redis room store.
 REDIS_SERVER := /usr/bin/redis-server

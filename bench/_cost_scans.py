@@ -1,4 +1,4 @@
-"""What the functions read and write, from the replay (``tools.replay``: the functions' own code over
+"""What the functions read and write, from the replay (``lkfr replay``: the functions' own code over
 simulated traffic, ``devkit.traffic``), for the cost model.
 
 Each Logs Insights look the functions make in the replay is recorded with its time range (a look
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from devkit.log_export import read_events
 from devkit.traffic import Failure, FailureKind, Scenario, TrafficSimulation, export, scenario
 from fleet_remediation.contract.naming import FunctionName
 from livekit_fleet_remediation.config import EnvironmentConfig
-from tools.replay import Replay
+from livekit_fleet_remediation.offline.log_export import read_events
+from livekit_fleet_remediation.offline.replay import Replay
 
 # The replay's simulated fleet: the detection benchmark's 35-responses-a-minute size.
 REPLAY_VOLUME = 35.0
@@ -116,7 +116,7 @@ def replay_usage(chosen: Scenario, env_name: str, config: EnvironmentConfig) -> 
     usage = Usage(minutes=chosen.minutes)
     engine = _MeteredReplay(usage, events, env_name, config)
     engine.run()
-    usage.notifications = len(engine.sent)
+    usage.notifications = len(engine.world.sent)
     return usage, LogVolume(message_bytes / max(responses, 1))
 
 

@@ -27,8 +27,6 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 import aiohttp  # noqa: F401
 import livekit.api  # noqa: F401
 
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import DEV_API_KEY, DEV_API_SECRET
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.contract.budgets import reaper_seconds_needed
@@ -37,6 +35,8 @@ from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

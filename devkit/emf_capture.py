@@ -31,14 +31,14 @@ from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms
 from devkit.livekit_local import LocalLiveKit
-from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.naming import FunctionName, tts_reach_alarm_name
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import NotificationLostError
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
+from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 
 # Rooms created now look this old to the reaper.
 CLOCK_AHEAD = timedelta(hours=3)

@@ -40,7 +40,7 @@ compact tuples; ``export()`` writes them as ``aws logs filter-log-events`` does 
 line), formatting each line with livekit-agents' own ``JsonFormatter``.
 
     python -m devkit.traffic --family tts-dead-worker --volume 35 --hours 4 --seed 3 --out events.jsonl
-    python -m tools.backtest --log events.jsonl --env prod
+    lkfr backtest --log events.jsonl --env prod --config environments.json
 """
 
 from __future__ import annotations

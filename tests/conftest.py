@@ -19,9 +19,9 @@ os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
 from devkit.installed import InstalledEnvironment, built_wheels, install
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.core.observability import metrics
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 
 
 @pytest.fixture(scope="session")

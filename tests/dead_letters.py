@@ -1,4 +1,4 @@
-"""A deployed function as ``tools.redrive`` reads it, on moto: its timeout, its dead-letter queue and
+"""A deployed function as ``lkfr redrive`` reads it, on moto: its timeout, its dead-letter queue and
 its log group.
 
 moto accepts ``DeadLetterConfig`` on CreateFunction and drops it, so ``with_dead_letter_config`` (a

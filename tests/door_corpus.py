@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from devkit.eventbridge_events import alarm_state_change, schedule_event
 from devkit.fakes.drainer_world import suspect_event
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.events import (
@@ -31,6 +30,7 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.contract.sections import TtsReachSection
+from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change, schedule_event
 
 ENV = "it"
 SERVICE = DEFAULT_AGENT_SERVICE

@@ -7,11 +7,14 @@
    live lessons stay. LiveKit cannot backdate a room, so the demo moves the reaper's injected clock
    forward instead (the same clock the decision function always receives); every LiveKit call is
    real. Each notification prints as it would arrive: the e-mail's text, the chat as Slack shows it.
-2. The replay of the incident log (``tools.replay``): alarms, verdicts, actions and the lessons the
+2. The replay of the incident log (``lkfr replay``): alarms, verdicts, actions and the lessons the
    remediation would have spared, with the example prod environment's settings
    (examples/standalone/environments.json).
 3. The worker drainer against a local ECS stand-in (moto) with a real agents worker on the real
    livekit-server (``tools.demo_drainer``): attribute, reap first, cordon, drain, stop.
+4. What did they do? ``lkfr audit`` reads the reaper's and the drainer's reports back from their log
+   groups and the drainer's ledger, on moto, where the demo's functions stand deployed
+   (``devkit.moto_deployment``).
 
 One livekit-server serves all three parts; the names are the demo's own (environment ``demo``).
 """
@@ -33,9 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from devkit.eventbridge_events import schedule_event
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
+from devkit import moto_deployment
 from devkit.livekit_clients import (
     BackgroundLoop,
     Participant,
@@ -45,15 +46,20 @@ from devkit.livekit_clients import (
 )
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
+from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.cli import audit
+from livekit_fleet_remediation.cli.replay import render_text, replay
+from livekit_fleet_remediation.cli.replay_page import render_page
+from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from tools import demo_drainer
 from tools.demo_output import box, print_report, quiet_expected_noise
 from tools.message_preview import chat_text, email_text
-from tools.replay import render_text, replay
-from tools.replay_page import render_page
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 
@@ -137,7 +143,8 @@ def scheduled(deps: ReaperDependencies) -> dict[str, Any]:
 
 def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencies) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
-    report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
+    with moto_deployment.logged(DEMO_ENV, FunctionName.ZOMBIE_REAPER):
+        report: dict[str, Any] = handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps)
     print_report(report)
     (OUTPUT_DIR / f"report-{number}.json").write_text(json.dumps(report, indent=2))
     return report
@@ -146,6 +153,23 @@ def step(number: int, title: str, event: dict[str, Any], deps: ReaperDependencie
 def main() -> None:
     quiet_expected_noise()
     OUTPUT_DIR.mkdir(exist_ok=True)
+    with demo_drainer.moto_account():
+        moto_deployment.deploy(DEMO_ENV, demo_drainer.LEDGER_TABLE)
+        story()
+        audit_story()
+
+
+def audit_story() -> None:
+    command = ["--env", DEMO_ENV, "--hours", "3", "--region", local_region()]
+    print(f"\n=== 11. What did they do? lkfr audit {' '.join(command)}")
+    audit.main(command)
+    print(
+        "\nIn your own account, the same view (read-only): lkfr audit --env NAME --hours 24 "
+        "--config environments.json  (add --json for a document)"
+    )
+
+
+def story() -> None:
     print("Starting livekit-server (dev mode, 127.0.0.1) ...")
     with LocalLiveKit(log_path=OUTPUT_DIR / "livekit-server.log") as server:
         print(f"  {server.http_url}  (log: {OUTPUT_DIR}/livekit-server.log)")
@@ -220,7 +244,7 @@ def replay_incident() -> None:
     page = OUTPUT_DIR / "incident.html"
     page.write_text(render_page(result), encoding="utf-8")
     render_text(result, sys.stdout)
-    print(f"  (the incident page: {page}; python -m tools.replay --help)")
+    print(f"  (the incident page: {page}; lkfr replay --help)")
 
 
 if __name__ == "__main__":

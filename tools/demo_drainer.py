@@ -17,7 +17,8 @@ import dataclasses
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from livekit import api
 from devkit.fakes.agent_worker import RunningAgentWorker
 from devkit.fakes.drainer_world import (
     CHAT_TOPIC,
+    TABLE,
     TOPIC,
     DrainerWorld,
     alarm_event,
@@ -35,8 +37,9 @@ from devkit.fakes.drainer_world import (
 )
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
+from devkit.moto_deployment import logged
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
-from fleet_remediation.contract.naming import vad_alarm_name
+from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
 from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from tools.demo_output import print_delivered, print_report
@@ -47,6 +50,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 ZOMBIE_AGE_MINUTES = 150
 WAIT_SECONDS = 10.0
 DEMO_ENV = "demo"
+LEDGER_TABLE = TABLE
 
 
 @dataclasses.dataclass
@@ -92,7 +96,8 @@ def _step(
     number: str, title: str, world: DrainerWorld, event: dict[str, Any], output: Path
 ) -> dict[str, Any]:
     print(f"\n=== {number}. {title}")
-    report = world.invoke(event)
+    with logged(DEMO_ENV, FunctionName.WORKER_DRAINER):
+        report = world.invoke(event)
     print_report(report)
     print_delivered(world.received(TOPIC), world.received(CHAT_TOPIC))
     (output / f"drainer-report-{number}.json").write_text(json.dumps(report, indent=2))
@@ -108,8 +113,9 @@ def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool
         raise RuntimeError(f"the agents worker did not reach: {what} (it says {worker.worker_info()})")
 
 
-def run(server: LocalLiveKit, output: Path, first_step: int) -> None:
-    """The drainer story on ``server``; moto and the agents worker are started and ended here."""
+@contextmanager
+def moto_account() -> Iterator[None]:
+    """The demo's AWS account: moto in-process, for the drainer's part and the audit's."""
     from moto import mock_aws
     from moto.moto_api import state_manager
 
@@ -117,10 +123,15 @@ def run(server: LocalLiveKit, output: Path, first_step: int) -> None:
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
     try:
         with mock_aws():
-            world = demo_world(build_world(server, datetime.now(UTC) + timedelta(hours=2), tasks=4))
-            _story(world, server, output, first_step)
+            yield
     finally:
         state_manager.unset_transition("ecs::task")
+
+
+def run(server: LocalLiveKit, output: Path, first_step: int) -> None:
+    """The drainer story on ``server``, inside ``moto_account``; the agents worker starts and ends here."""
+    world = demo_world(build_world(server, datetime.now(UTC) + timedelta(hours=2), tasks=4))
+    _story(world, server, output, first_step)
 
 
 def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: int) -> None:

@@ -8,8 +8,8 @@ import logging
 import warnings
 from typing import Any
 
+from livekit_fleet_remediation.cli.render import render_report
 from tools.message_preview import chat_text, email_text
-from tools.render import render_report
 
 
 class _Expected(logging.Filter):

@@ -20,10 +20,7 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
-from devkit.log_export import LogEvent
-from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.adapters.notifier import SnsNotifier
@@ -32,6 +29,9 @@ from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAI
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import SsmModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
+from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer import handler
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from worker_drainer.adapters.ledger import DynamoLedger

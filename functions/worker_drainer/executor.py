@@ -152,6 +152,7 @@ class DrainerExecutor:
             "planned_because": step.reason,
             "task_arn": step.task_arn,
             "outcome": result.outcome.value if result else "intended",
+            "incident": self.incident_id,
         }
         if result is not None:
             entry["reason"] = result.reason

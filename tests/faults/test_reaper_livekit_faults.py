@@ -24,8 +24,6 @@ import pytest
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
 from devkit.fault_proxy import Fault, FaultProxy
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import BackgroundLoop, Participant, create_rooms, wait_for_participants
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import (
@@ -39,6 +37,8 @@ from fleet_remediation.contract.budgets import PUBLISH_BUDGET_SECONDS
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
 from fleet_remediation.domain.room_warnings import read_warning
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.faults.table import FaultRecorder
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies

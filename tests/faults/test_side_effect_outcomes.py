@@ -31,7 +31,6 @@ import pytest
 from devkit.fakes.aws_faults import Ambiguous, TookEffect
 from devkit.fakes.drainer_world import TABLE, DrainerWorld, alarm_event, moto_world, schedule_event
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.aws_clients import SIDE_EFFECTS, aws_client
@@ -42,6 +41,7 @@ from fleet_remediation.contract.action_events import ActionEvent, ActionKind, ev
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from fleet_remediation.core.announce import announce
 from fleet_remediation.core.report import ReportBuilder
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.faults.table import FaultRecorder
 from tests.faults.test_reaper_livekit_faults import AMBIGUOUS, DELETE_FAULTS
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, put_at_most_once

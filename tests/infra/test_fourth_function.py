@@ -12,12 +12,12 @@ import pytest
 from aws_cdk import assertions
 
 from devkit.fakes.livekit import InMemoryRoomService, room
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.config import load_environment
 from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from livekit_fleet_remediation.standalone import build_app
 from tests.example_environments import example_context
 

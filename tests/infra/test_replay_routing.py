@@ -15,8 +15,8 @@ from fleet_remediation.contract.naming import (
     lambda_function_name,
 )
 from livekit_fleet_remediation.config import load_environment
+from livekit_fleet_remediation.offline.replay_model import Rule, stack_rules
 from tests.example_environments import example_context
-from tools.replay import Rule, stack_rules
 
 
 def _logical_id(reference: Any) -> str:

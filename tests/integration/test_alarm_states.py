@@ -22,11 +22,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from devkit.eventbridge_events import alarm_state_change
 from devkit.fakes.drainer_world import DrainerWorld, alarm_event, moto_world
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
@@ -39,6 +36,9 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.settings import ReaperSettings, TtsReachSettings
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.service import TtsReachDependencies

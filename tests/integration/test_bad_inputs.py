@@ -29,8 +29,6 @@ from moto.moto_api import state_manager
 
 from devkit.fakes.drainer_world import DrainerWorld, build_world
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
@@ -45,6 +43,8 @@ from fleet_remediation.contract.naming import (
 from fleet_remediation.contract.settings import ReaperSettings, TtsReachSettings
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.bad_input_tally import tally
 from tests.door_corpus import Forged, forged
 from tts_reach_alarm import handler as tts_handler

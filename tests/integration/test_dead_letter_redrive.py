@@ -1,5 +1,5 @@
 """Dead letters re-run end to end: an event parked in the reaper's DLQ (SQS on moto, attributes as
-Lambda and EventBridge write them) is re-run by ``tools.redrive`` through the reaper's own handler
+Lambda and EventBridge write them) is re-run by ``lkfr redrive`` through the reaper's own handler
 against a real livekit-server, and the message is gone only after that run returned an ok report.
 
 The function's configuration is a moto Lambda function with a stand-in for its ``DeadLetterConfig``
@@ -7,7 +7,7 @@ The function's configuration is a moto Lambda function with a stand-in for its `
 the handler in this process and hands its report back as JSON, as Lambda's Invoke would. The last
 test runs the steps of
 ``docs/runbooks/dead-letters.md`` as written: ``aws`` lines through ``AwsCli`` (botocore with the
-CLI's option names, ``--query`` and ``--output text``) on moto, ``python -m tools.redrive`` lines
+CLI's option names, ``--query`` and ``--output text``) on moto, ``lkfr redrive`` lines
 through the tool's ``main``."""
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
+from livekit_fleet_remediation.cli import redrive
+from livekit_fleet_remediation.cli.invoke import InvokeResult
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.aws_cli import AwsCli
 from tests.dead_letters import deployed_function, with_dead_letter_config
-from tools import redrive
-from tools.redrive import InvokeResult
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 
@@ -243,8 +243,8 @@ def test_the_dead_letters_runbook_runs_as_written(livekit_server: LocalLiveKit, 
             line = line.replace(placeholder, value)
         assert not re.search(r"<[a-z ]+>", line), f"{step}: no value for a placeholder yet"
         words = shlex.split(line)
-        if words[:3] == ["python", "-m", "tools.redrive"]:
-            status = world.redrive(words[3:], reaper_in_process(TWO_HOURS))
+        if words[:2] == ["lkfr", "redrive"]:
+            status = world.redrive(words[2:], reaper_in_process(TWO_HOURS))
             assert status == 0, world.printed
             continue
         assert words[0] == "aws", step

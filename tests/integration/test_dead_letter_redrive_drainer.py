@@ -1,5 +1,5 @@
 """Dead letters of the worker drainer, end to end: a parked VAD alarm event (an EventBridge rule's
-undeliverable target) is re-run by ``tools.redrive`` as the drainer's ``plan`` through the drainer's
+undeliverable target) is re-run by ``lkfr redrive`` as the drainer's ``plan`` through the drainer's
 own handler, in the drainer's test world (moto ECS with its task-protection and managed-tags fakes,
 a real livekit-server), and the message is gone once the plan's report came back ok. A plan never
 acts: the degraded task it would cordon stays untouched, and the drainer's own tick does the work."""
@@ -18,9 +18,9 @@ from moto.moto_api import state_manager
 
 from devkit.fakes.drainer_world import DrainerWorld, alarm_event, build_world
 from devkit.livekit_local import LocalLiveKit
+from livekit_fleet_remediation.cli import redrive
+from livekit_fleet_remediation.cli.invoke import InvokeResult
 from tests.dead_letters import deployed_function, with_dead_letter_config
-from tools import redrive
-from tools.redrive import InvokeResult
 from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit

@@ -1,6 +1,8 @@
 """``make demo`` tells today's story: run as a person runs it (a subprocess), it deletes the zombie
 room on the real livekit-server after its grace, prints notifications as they arrive (no Python
-reprs, no ``\\n`` escapes), uses the demo's own names, and writes nothing to stderr."""
+reprs, no ``\\n`` escapes), uses the demo's own names, writes nothing to stderr, and ends with
+``lkfr audit`` showing what the reaper and the drainer did, read back from their log groups and the
+drainer's ledger."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit.checkout import checkout_pythonpath
+
 pytestmark = pytest.mark.livekit
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,9 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_demo_deletes_the_zombie_room_and_prints_only_what_a_person_reads(tmp_path: Path) -> None:
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            str(REPO / part) for part in ("functions", "layers/shared/python", "cdk", "")
-        ),
+        "PYTHONPATH": checkout_pythonpath(),
     }
     done = subprocess.run(
         [sys.executable, "-m", "tools.demo"],
@@ -47,3 +49,12 @@ def test_the_demo_deletes_the_zombie_room_and_prints_only_what_a_person_reads(tm
     assert "[it]" not in out
     assert re.search(r"\bit-drainer", out) is None
     assert "worker_drainer [demo]" in out
+    audit = out[out.index("=== 11.") :]
+    assert "lkfr audit --env demo --hours 3" in audit
+    assert "zombie_reaper   acted     delete-room test-aria-newpp01_up_wjv1" in audit
+    assert "zombie_reaper   would-act warn test-aria-newpp01_up_wjv1" in audit
+    drainer = re.findall(r"worker_drainer  acted     (reap|cordon|stop) (\S+)", audit)
+    assert [step for step, _ in drainer] == ["stop", "cordon", "reap"]  # newest first
+    assert len({task for _, task in drainer}) == 1
+    assert audit.count("from report+ledger") == 3
+    assert "lkfr audit --env NAME --hours 24 --config environments.json" in audit

@@ -38,14 +38,14 @@ from devkit.fakes.drainer_world import (
     schedule_event,
 )
 from devkit.fakes.sns_faults import SnsThrottling
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
-from devkit.offline_insights import OfflineLogsInsights
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.kill_switch import SsmModeSwitch
+from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from tests.message_samples import save_sample
 from tts_reach_alarm import handler as responder_handler

@@ -14,7 +14,6 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from devkit.fakes.livekit import InMemoryRoomService, room
-from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.adapters.common_wiring import kill_switch_for
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name, mode_parameter_name
@@ -29,6 +28,7 @@ from fleet_remediation.core.kill_switch import (
     still_enforcing,
 )
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

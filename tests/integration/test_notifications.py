@@ -29,8 +29,6 @@ from livekit import api
 from moto import mock_aws
 
 from devkit.fakes.sns_faults import SnsThrottling
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
@@ -44,6 +42,8 @@ from fleet_remediation.core import messages
 from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from tests.message_samples import save_sample
 from zombie_reaper import handler as reaper_handler

@@ -1,4 +1,4 @@
-"""``python -m tools.plan``: a dry-run plan against the real livekit-server and moto.
+"""``lkfr plan``: a dry-run plan against the real livekit-server and moto.
 
 The subprocess test runs the CLI as a person would, against moto's server mode (the LiveKit key
 read from the Secrets Manager secret cdk.json names, through ``AWS_ENDPOINT_URL``); the others call
@@ -24,10 +24,11 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
 
+from devkit.checkout import checkout_pythonpath
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
+from livekit_fleet_remediation.cli import plan
 from tests.example_environments import example_context
-from tools import plan
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.livekit
@@ -82,9 +83,7 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
     config = write_config(tmp_path, livekit_server)
     environment = {
         "PATH": os.environ["PATH"],
-        "PYTHONPATH": os.pathsep.join(
-            str(REPO / part) for part in ("functions", "layers/shared/python", "cdk", "")
-        ),
+        "PYTHONPATH": checkout_pythonpath(),
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_ENDPOINT_URL": moto_server,
@@ -105,7 +104,17 @@ def test_the_cli_plans_the_reaper_with_the_key_from_secrets_manager(
     rooms(["lesson-plan-cli", "test-plan-cli", "lobby"])
 
     done = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "reaper", "--env", "staging", "--config", str(config)],
+        [
+            sys.executable,
+            "-m",
+            "livekit_fleet_remediation.cli",
+            "plan",
+            "reaper",
+            "--env",
+            "staging",
+            "--config",
+            str(config),
+        ],
         env=environment,
         capture_output=True,
         text=True,

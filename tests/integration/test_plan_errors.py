@@ -1,4 +1,4 @@
-"""``tools.plan`` errors that say what to fix, each with its exact message: no AWS credentials,
+"""``lkfr plan`` errors that say what to fix, each with its exact message: no AWS credentials,
 invalid or expired ones, valid ones without the permission, a missing secret (botocore's own
 credential chain, a botocore Stubber, and moto); a LiveKit key whose secret does not match the
 real livekit-server's; ``ws://``/``wss://`` LIVEKIT_URLs; a bad LIVEKIT_URL named as the
@@ -20,8 +20,8 @@ from moto import mock_aws
 
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters import livekit_rooms
+from livekit_fleet_remediation.cli import plan
 from tests.example_environments import example_context
-from tools import plan
 
 pytestmark = pytest.mark.livekit
 SECRET = "ppi/livekit/staging/api-credentials"

@@ -12,9 +12,9 @@ import pytest
 from moto import mock_aws
 
 from devkit.fakes.ecs_fakes import EcsRollingDeployment
-from devkit.lambda_context import LOCAL_ACCOUNT, local_region
 from fleet_remediation.adapters.deployments import EcsDeploymentWatch
 from fleet_remediation.contract.agent_services import AgentService
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, local_region
 from tests.unit.test_reaper_service import NOW, invoke, make_deps, old_and_new
 
 SERVICE = AgentService(name="agents", ecs_cluster="agents", ecs_service="agent-svc", agent_log_group="/g")

@@ -1,4 +1,4 @@
-"""The incident page (``tools.replay --html``) in a real headless Chromium (Debian's package), driven
+"""The incident page (``lkfr replay --html``) in a real headless Chromium (Debian's package), driven
 over the DevTools protocol: it must load with no console error, no exception and no network request,
 and draw every series and marker the replay produced. The screenshot is kept under build/."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from devkit.headless_chromium import load_page
-from tools.replay import ReplayResult, replay
-from tools.replay_page import page_data, render_page
+from livekit_fleet_remediation.cli.replay import replay
+from livekit_fleet_remediation.cli.replay_page import page_data, render_page
+from livekit_fleet_remediation.offline.replay_model import ReplayResult
 
 pytestmark = pytest.mark.chromium
 

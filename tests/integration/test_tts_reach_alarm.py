@@ -16,11 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from devkit.eventbridge_events import schedule_event
 from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
-from devkit.replay_world import SimulatedAlarmStates
 from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
@@ -31,6 +27,10 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
+from livekit_fleet_remediation.offline.replay_stores import SimulatedAlarmStates
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.handler import lambda_handler

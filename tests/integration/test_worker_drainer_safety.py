@@ -30,14 +30,14 @@ from devkit.fakes.drainer_world import (
     suspect_event,
 )
 from devkit.fault_proxy import Fault, FaultProxy
-from devkit.fixed_mode import FixedModeSwitch
 from devkit.livekit_local import LocalLiveKit, free_port
-from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, KillSwitchError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.capacity_keeper import CapacityKeeper

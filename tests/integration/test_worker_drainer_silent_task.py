@@ -17,7 +17,7 @@ from devkit.fakes.drainer_world import (
     tts_record,
 )
 from devkit.livekit_local import LocalLiveKit
-from devkit.log_export import LogEvent
+from livekit_fleet_remediation.offline.log_export import LogEvent
 from worker_drainer.silent_task import PER_TASK_REACH
 from worker_drainer.tags import STATE_TAG
 

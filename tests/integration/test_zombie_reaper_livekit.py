@@ -15,7 +15,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_clients import (
     BackgroundLoop,
     Participant,
@@ -27,6 +26,7 @@ from devkit.livekit_clients import (
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.domain.room_warnings import WARNING_TOPIC
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

@@ -43,7 +43,6 @@ from livekit import api
 from moto.server import ThreadedMotoServer
 
 from devkit.aws_standins import AwsStandIns
-from devkit.eventbridge_events import alarm_state_change, schedule_event
 from devkit.installed import InstalledEnvironment
 from devkit.lambda_artifact import EXAMPLE_CONFIG, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
@@ -64,6 +63,7 @@ from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import mode_parameter_name
 from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
 from livekit_fleet_remediation.config import load_config_file
+from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change, schedule_event
 from tests.lambda_smoke.conftest import SMOKE_ROWS, SMOKE_TITLE
 
 pytestmark = pytest.mark.livekit

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from bench.detection import legacy_tts_reach
-from devkit.log_export import LogEvent, read_events
 from fleet_remediation.contract.alarm_math import evaluate_alarm
 from fleet_remediation.contract.detection import DetectionConfig
+from livekit_fleet_remediation.cli.backtest import load_detection, render
+from livekit_fleet_remediation.offline.backtest import bucket, run_backtest
+from livekit_fleet_remediation.offline.log_export import LogEvent, read_events
 from tools import make_incident_fixture
-from tools.backtest import bucket, load_detection, render, run_backtest
 from tts_reach_alarm.analysis import Verdict
 
 REPO = Path(__file__).resolve().parents[2]

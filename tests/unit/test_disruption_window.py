@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from devkit.fakes.livekit import InMemoryRoomService
-from devkit.lambda_context import LOCAL_ACCOUNT, local_region
 from fleet_remediation.contract.disruption_window import DisruptionWindow, Weekday, outside_window
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, local_region
 from tests.unit.test_reaper_service import NOW, invoke, make_deps, old_and_new
 
 WORKDAYS = (Weekday.MON, Weekday.TUE, Weekday.WED, Weekday.THU, Weekday.FRI)

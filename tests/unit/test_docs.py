@@ -327,3 +327,35 @@ REPO_PATH = re.compile(
 def test_every_repository_path_the_docs_name_exists(document: Path) -> None:
     missing = [path for path in REPO_PATH.findall(document.read_text()) if not (REPO / path).exists()]
     assert missing == []
+
+
+LKFR_COMMANDS = commands("lkfr")
+
+
+def test_the_docs_show_every_console_command() -> None:
+    from livekit_fleet_remediation.cli.main import COMMANDS
+
+    assert {c.words[1] for c in LKFR_COMMANDS} == set(COMMANDS)
+
+
+def _without_optional(words: list[str]) -> list[str]:
+    """A synopsis's ``[--json]`` and ``[--max N]`` are optional: left out of the parse."""
+    kept, depth = [], 0
+    for word in words:
+        depth += word.count("[")
+        if depth == 0:
+            kept.append(word)
+        depth -= word.count("]")
+    return kept
+
+
+@pytest.mark.parametrize("command", LKFR_COMMANDS, ids=lambda c: f"{c.where} {c.words[1]}")
+def test_every_console_command_the_docs_show_parses(command: Command) -> None:
+    """Each ``lkfr ...`` line, placeholders filled, is accepted by that command's own parser."""
+    from livekit_fleet_remediation.cli.main import COMMANDS
+
+    assert command.words[1] in COMMANDS, f"{command.where}: no command {command.words[1]}"
+    module = importlib.import_module(COMMANDS[command.words[1]])
+    words = [w.replace("<env>", ENVIRONMENTS[0]).replace("<task-id>", "2789d238") for w in command.words]
+    args = module.parser().parse_args(_without_optional(words[2:]))
+    assert "<" not in " ".join(str(v) for v in vars(args).values()), f"{command.where}: {command.text}"

@@ -11,9 +11,6 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
-from devkit.replay_world import SimulatedOnceGuard
 from fleet_remediation import __version__
 from fleet_remediation.contract.action_events import ActionEvent, action_event_schema
 from fleet_remediation.contract.events import EventAges
@@ -23,6 +20,9 @@ from fleet_remediation.core.handler import lambda_handler_for
 from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Work
 from fleet_remediation.core.report_model import Mode, Outcome, Refusal
 from fleet_remediation.core.routing import ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
+from livekit_fleet_remediation.offline.replay_stores import SimulatedOnceGuard
 
 NOW = datetime(2026, 9, 15, 17, 37, tzinfo=UTC)
 

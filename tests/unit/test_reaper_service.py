@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from devkit.fakes.livekit import InMemoryRoomService, room
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.contract.agent_services import AgentService
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 

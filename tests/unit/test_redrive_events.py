@@ -1,4 +1,4 @@
-"""tools.redrive: which manual invoke re-runs each parked event, and how an invoke's outcome is read.
+"""lkfr redrive: which manual invoke re-runs each parked event, and how an invoke's outcome is read.
 
 The derived events are parsed by each function's own manual-event model, so a derivation the
 function would refuse fails here."""
@@ -13,7 +13,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from fleet_remediation.contract.naming import FunctionName
-from tools.redrive import derive, function_kind, lambda_invoker
+from livekit_fleet_remediation.cli.invoke import lambda_invoker
+from livekit_fleet_remediation.cli.redrive import derive, function_kind
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
 from zombie_reaper.service import ReaperManualEvent

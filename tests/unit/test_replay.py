@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.cli.replay import main, replay
+from livekit_fleet_remediation.offline.replay_model import ReplayResult
 from tools import make_incident_fixture
-from tools.replay import ReplayResult, main, replay
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"

@@ -7,18 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devkit.log_export import LogEvent
-from devkit.replay_world import (
-    SimulatedClock,
-    SimulatedEcsService,
-    SimulatedLedger,
-    SimulatedLiveKit,
-    SimulatedRoomService,
-    SimulatedWorkerProbe,
-    jobs_from_events,
-)
 from fleet_remediation.adapters.livekit_rooms import NOT_FOUND
 from fleet_remediation.core.errors import ConcurrentActionError, LiveKitApiError
+from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.replay_ecs import SimulatedEcsService, SimulatedWorkerProbe
+from livekit_fleet_remediation.offline.replay_stores import SimulatedLedger
+from livekit_fleet_remediation.offline.replay_world import (
+    SimulatedClock,
+    SimulatedLiveKit,
+    SimulatedRoomService,
+    jobs_from_events,
+)
 from worker_drainer.adapters.ledger import CapacityDebt, Phase
 from worker_drainer.tags import SINCE_TAG
 

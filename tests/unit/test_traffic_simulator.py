@@ -12,7 +12,6 @@ from collections import defaultdict
 
 import pytest
 
-from devkit.log_export import read_events
 from devkit.traffic import (
     FIRST_FRAME,
     JOB_REQUEST,
@@ -30,7 +29,8 @@ from devkit.traffic import (
     scenario,
 )
 from fleet_remediation.contract.signals import SignalCatalog
-from tools.backtest import bucket
+from livekit_fleet_remediation.offline.backtest import bucket
+from livekit_fleet_remediation.offline.log_export import read_events
 
 STREAM = re.compile(r"^agent/livekit-agent/[0-9a-f]{32}$")
 

@@ -14,7 +14,6 @@ import pytest
 from moto import mock_aws
 
 from devkit.aws_endpoints import AwsEndpoint, Behaviour
-from devkit.eventbridge_events import door_on_arrival
 from devkit.fakes.drainer_world import (
     FUNCTION_ARN,
     alarm_event,
@@ -29,6 +28,7 @@ from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.core import incidents
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
+from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
 from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.events import route_drainer_event
 from worker_drainer.incidents import trigger_incident

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from devkit.log_export import read_events
-from devkit.offline_worker_logs import OfflineWorkerLogs
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.signals import SignalCatalog
+from livekit_fleet_remediation.offline.log_export import read_events
+from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer.adapters.worker_logs import SlowVadStats
 from worker_drainer.attribution import Pattern, assess_fleet, classify
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devkit.eventbridge_events import door_on_arrival
 from devkit.fakes.drainer_world import FUNCTION_ARN, offline_settings, schedule_event
 from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Trigger, TriggerKind
+from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
 from worker_drainer import tags
 from worker_drainer.accounting import record_plan
 from worker_drainer.adapters.ecs_model import EcsTask, TaskProtection

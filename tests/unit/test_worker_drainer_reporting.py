@@ -12,7 +12,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from devkit.eventbridge_events import door_on_arrival
 from devkit.fakes.drainer_world import (
     CONTAINER,
     FUNCTION_ARN,
@@ -27,6 +26,7 @@ from fleet_remediation.core import messages
 from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome, Trigger, TriggerKind
+from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import DrainerTrigger, route_drainer_event

@@ -3,7 +3,7 @@ and TTS-reach alarms, EventBridge routes from alarm state changes to functions, 
 rows of the fleet dashboard.
 
 Everything derives from ``DetectionConfig`` (the service's ``detection`` section, else the
-environment's), the same model ``tools/backtest.py`` evaluates, so a backtest replays these alarms.
+environment's), the same model ``lkfr backtest`` evaluates, so a backtest replays these alarms.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ neither in the future beyond the clock skew nor older than the route's age. The 
 (``core.routing``) check their payloads on top.
 
 Without a function ARN (a local run given no context) the account and region are unknown and every
-EventBridge event is refused: the door fails closed. ``devkit.lambda_context.LocalLambdaContext``
-carries the ARN of a configured account and region for local runs.
+EventBridge event is refused: the door fails closed. ``LocalLambdaContext``
+(``livekit_fleet_remediation.offline.lambda_context``) carries the ARN of a configured account and
+region for local runs.
 """
 
 from __future__ import annotations

@@ -62,6 +62,13 @@ class Undo(BaseModel):
     label: str
     command: str
     button: dict[str, str] | None = None
+    # The same with the console commands installed (``lkfr undo ...``): shorter to type.
+    short: str | None = None
+
+    def lines(self) -> str:
+        """The e-mail's form: the label, the command, and its short form when there is one."""
+        short = f"\n  or: {self.short}" if self.short else ""
+        return f"{self.label}:\n  {self.command}{short}"
 
 
 class Counts(BaseModel):

@@ -95,7 +95,7 @@ def render_email(note: Notification) -> tuple[str, str]:
         if items:
             lines.extend(["", title, *(f"- {item}" for item in _listed(items))])
 
-    section("UNDO", [f"{undo.label}:\n  {undo.command}" for undo in note.undo])
+    section("UNDO", [undo.lines() for undo in note.undo])
     section("WHY", note.why)
     lines.extend(["", "OUTCOME", note.counts.line()])
     section("DETAILS", note.details)
@@ -150,7 +150,10 @@ def _chat_context(note: Notification) -> dict[str, str]:
 
 def render_chat(note: Notification) -> dict[str, Any]:
     """The Amazon Q Developer in chat applications custom notification (schema version 1.0)."""
-    next_steps = [f"{undo.label}: `{undo.command}`" for undo in note.undo]
+    next_steps = [
+        f"{undo.label}: `{undo.command}`" + (f" (or `{undo.short}`)" if undo.short else "")
+        for undo in note.undo
+    ]
     next_steps += [_chat_link(link) for link in note.links if link.label.startswith("Runbook")]
     return {
         "version": "1.0",
@@ -258,8 +261,11 @@ def drainer_undo(
     label: str, environment: str, service: str, action: str, task_id: str, region: str | None = None
 ) -> Undo:
     """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line and the chat button."""
+    drain = " --drain" if action == "drain" else ""
     return Undo(
         label=label,
         command=drainer_invoke_command(environment, service, action, task_id, region),
         button=chat_actions.drainer_button(action, task_id, service),
+        short=f"lkfr undo --env {environment} --service {service} --task {task_id}{drain}"
+        f"{_region_option(region)}",
     )

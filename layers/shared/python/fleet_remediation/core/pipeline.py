@@ -198,6 +198,7 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         else:
             note = self._recorded(run)
         incident = spec.incident_of(note) if note is not None else None
+        report.incident = incident
         events = action_events(report, incident, self.clock_of(deps)())
         announce(report, events, getattr(deps, "action_events", None), getattr(deps, "once", None))
         if note is not None:

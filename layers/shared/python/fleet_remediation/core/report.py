@@ -74,6 +74,7 @@ class ReportBuilder:
         self.environment: str | None = None
         # A service's responder or drainer names its agent service (None: the environment's function).
         self.agent_service: str | None = None
+        self.incident: str | None = None
         self.version = __version__
         # Decisions not to act that an operator must know (each becomes an action event).
         self.refusals: list[Refusal] = []
@@ -227,6 +228,7 @@ class ReportBuilder:
             environment=self.environment,
             agent_service=self.agent_service,
             invocation_id=self.invocation_id,
+            incident=self.incident,
             trigger=trigger,
             mode=self.mode,
             status=self.status(),

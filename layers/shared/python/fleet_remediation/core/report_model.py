@@ -102,6 +102,8 @@ class Report(BaseModel):
     environment: str | None
     agent_service: str | None = None
     invocation_id: str | None
+    # The incident the run's message belongs to (``core.incidents``): what ``lkfr audit`` groups by.
+    incident: str | None = None
     trigger: Trigger | None
     mode: Mode | None
     status: str

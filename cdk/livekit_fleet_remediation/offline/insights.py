@@ -14,11 +14,11 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from devkit.log_export import LogEvent
 from fleet_remediation.adapters.logs_insights import QueryResult, Row
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.domain.job_outcomes import JobOutcomeCounter
+from livekit_fleet_remediation.offline.log_export import LogEvent
 from tts_reach_alarm.analysis import MAX_JOBS, job_outcomes_query, job_rooms_query
 
 _QUOTED = re.compile(r'"([^"]*)"')

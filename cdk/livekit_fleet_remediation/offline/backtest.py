@@ -1,14 +1,5 @@
-"""Backtest the detection alarms on exported agent log events.
-
-    .venv/bin/python -m tools.backtest --log tests/fixtures/incident-2026-09-15.jsonl --env prod
-
-Reads events as ``aws logs filter-log-events`` writes them (one JSON event per line, or the
-``{"events": [...]}`` document), evaluates the signals minute by minute with the same definitions
-the metric filters use, applies the alarms exactly as the CDK stack defines them (one model,
-``DetectionConfig``, from the environment's ``detection`` section of cdk.json), and prints a
-minute-by-minute table, when each alarm would have fired, the detection latency counted from the
-first failing lesson, how many lessons would still have failed, and what the TTS-reach responder
-would have concluded at that moment.
+"""The detection alarms evaluated over exported agent log events, minute by minute, as the stack
+defines them (one model, ``DetectionConfig``): the engine of ``lkfr backtest`` and of the replay's alarms.
 
 Alarm timing is the end of the breaching minute; CloudWatch adds its own ingestion and evaluation
 delay (typically one to three minutes), which the figures do not include.
@@ -16,32 +7,22 @@ delay (typically one to three minutes), which the figures do not include.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import TextIO
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-for _path in (REPO_ROOT / "layers" / "shared" / "python", REPO_ROOT / "functions"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-from devkit.log_export import LogEvent, UnreadableLogError, load_events  # noqa: E402
-from devkit.offline_insights import OfflineLogsInsights  # noqa: E402
-from fleet_remediation.contract.alarm_math import MinuteCounts, evaluate_alarm  # noqa: E402
-from fleet_remediation.contract.detection import DetectionConfig  # noqa: E402
-from fleet_remediation.contract.events import TimeWindow  # noqa: E402
-from fleet_remediation.contract.settings import TtsReachSettings  # noqa: E402
-from fleet_remediation.contract.signals import SignalCatalog  # noqa: E402
-from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter  # noqa: E402
-from tts_reach_alarm.analysis import Concentration  # noqa: E402
-from tts_reach_alarm.investigation import investigate  # noqa: E402
-from tts_reach_alarm.transition import analysis_window_minutes  # noqa: E402
+from fleet_remediation.contract.alarm_math import MinuteCounts, evaluate_alarm
+from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.events import TimeWindow
+from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
+from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
+from livekit_fleet_remediation.offline.log_export import LogEvent
+from tts_reach_alarm.analysis import Concentration
+from tts_reach_alarm.investigation import investigate
+from tts_reach_alarm.transition import analysis_window_minutes
 
 MINUTE = timedelta(minutes=1)
 
@@ -213,95 +194,3 @@ def run_backtest(events: Sequence[LogEvent], config: DetectionConfig) -> Backtes
         if t.alarm == "tts_reach" and t.state == "ALARM"
     ]
     return result
-
-
-def load_detection(config_path: Path, env: str) -> DetectionConfig:
-    document = json.loads(config_path.read_text())
-    context = document.get("context", document)
-    environments = context.get("environments", {})
-    if env not in environments:
-        raise SystemExit(
-            f"environment {env!r} not in {config_path} (have: {', '.join(sorted(environments))})"
-        )
-    return DetectionConfig.model_validate(environments[env].get("detection", {}))
-
-
-def _transitions(result: BacktestResult, alarm: str) -> list[str]:
-    return [f"{t.at:%H:%M} {t.state}" for t in result.transitions() if t.alarm == alarm]
-
-
-def render(result: BacktestResult, config: DetectionConfig, out: TextIO) -> None:
-    tts = config.tts_reach_alarm
-    out.write(
-        f"VAD alarm: {config.vad_alarm.describe()}\n"
-        f"TTS reach alarm: {tts.describe()} (evaluated every minute)\n\n"
-    )
-    window = f"{tts.window_minutes}-min window"
-    out.write(f"minute  vad_n  max_delay  vad  VAD    resp  frames  timeouts  {window}  TTS\n")
-    rows = zip(
-        result.minutes,
-        result.vad_breaching,
-        result.vad_alarm,
-        result.tts_breaching,
-        result.tts_alarm,
-        strict=True,
-    )
-    for minute, vad_breach, vad_state, tts_breach, tts_state in rows:
-        if not (minute.vad_warnings or minute.responses or vad_state or tts_state):
-            continue
-        delay = "-" if minute.vad_max_delay is None else f"{minute.vad_max_delay:.1f}"
-        out.write(
-            f"{minute.start:%H:%M}   {minute.vad_warnings:>4}  {delay:>9}  "
-            f"{'X' if vad_breach else '.':>3}  {'ALARM' if vad_state else 'ok':<5}  "
-            f"{minute.responses:>4}  {minute.first_frames:>6}  {minute.first_audio_timeouts:>8}  "
-            f"{'breaching' if tts_breach else '.':>13}  {'ALARM' if tts_state else 'ok'}\n"
-        )
-    failing = result.failing_lessons
-    first_failure = failing[0].started if failing else None
-    out.write(f"\nsessions: {len(result.lessons)} jobs, {len(failing)} failing (responses, no first audio)\n")
-    if first_failure:
-        out.write(f"first failing session started {first_failure:%H:%M:%S}\n")
-    for name, alarm, states in (
-        ("VAD", "vad", result.vad_alarm),
-        ("TTS reach", "tts_reach", result.tts_alarm),
-    ):
-        fired = result.first_alarm(states)
-        out.write(f"\n{name} alarm transitions: {', '.join(_transitions(result, alarm)) or 'never fired'}\n")
-        if fired is None:
-            continue
-        if first_failure is not None:
-            latency = (fired - first_failure).total_seconds() / 60
-            out.write(
-                f"{name} alarm fires {fired:%H:%M}: {latency:+.1f} min from the first failing session; "
-                f"{result.failed_before(fired)} of {len(failing)} failing sessions had started by then\n"
-            )
-    if result.verdicts:
-        out.write(
-            f"\ntts_reach_alarm at each ALARM ({analysis_window_minutes(config)} min window, "
-            "its Logs Insights queries answered offline):\n"
-        )
-    for at, verdict in result.verdicts:
-        top = verdict.top
-        suspect = f"; suspect stream {top.log_stream}" if verdict.concentrated and top else ""
-        out.write(f"  {at:%H:%M} {verdict.reason}{suspect}\n")
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
-    parser.add_argument("--env", required=True, help="environment name in cdk.json")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "environments.json")
-    args = parser.parse_args(argv)
-    config = load_detection(args.config, args.env)
-    try:
-        events = load_events(args.log)
-    except UnreadableLogError as exc:
-        sys.stderr.write(f"backtest: error: {exc}\n")
-        raise SystemExit(2) from None
-    render(run_backtest(events, config), config, sys.stdout)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""A picture of an incident: the replay (``tools.replay --html out.html``) as one self-contained HTML
+"""A picture of an incident: the replay (``lkfr replay --html out.html``) as one self-contained HTML
 page — TTS reach, slow-VAD warnings per worker, the alarms' states, the functions' actions and the
 failed lessons on one time axis. No network: the data, the script and the drawing (SVG) are inline.
 
@@ -10,44 +10,16 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devkit.log_export import LogEvent
 from fleet_remediation.contract.naming import task_id_from_log_stream
-from fleet_remediation.contract.signals import SignalCatalog
 
 if TYPE_CHECKING:
-    from tools.replay import ReplayResult
+    from livekit_fleet_remediation.offline.replay_model import ReplayResult
 
 MINUTE_MS = 60_000
-
-
-def minute_series(
-    events: Sequence[LogEvent], catalog: SignalCatalog, start: datetime, minutes: int
-) -> dict[str, Any]:
-    """Per minute from ``start``: responses started, first audio frames, and slow-VAD warnings per log
-    stream (only streams that logged any)."""
-    responses, frames = [0] * minutes, [0] * minutes
-    vad: dict[str, list[int]] = {}
-    for event in events:
-        index = int((event.at - start).total_seconds() // 60)
-        if not 0 <= index < minutes:
-            continue
-        responses[index] += catalog.response_started.matches(event.record)
-        frames[index] += catalog.first_audio_frame.matches(event.record)
-        if catalog.slow_vad.matches(event.record):
-            vad.setdefault(event.stream, [0] * minutes)[index] += 1
-    ranked = sorted(vad.items(), key=lambda item: -sum(item[1]))
-    return {
-        "start": _ms(start),
-        "minutes": minutes,
-        "responses": responses,
-        "frames": frames,
-        "vad": [{"worker": task_id_from_log_stream(stream), "counts": counts} for stream, counts in ranked],
-    }
 
 
 def _ms(moment: datetime) -> int:

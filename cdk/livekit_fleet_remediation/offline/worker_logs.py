@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from devkit.log_export import LogEvent
 from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
+from livekit_fleet_remediation.offline.log_export import LogEvent
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
 from worker_drainer.task_reach import TaskReach
 

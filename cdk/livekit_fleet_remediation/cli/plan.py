@@ -1,18 +1,19 @@
 """What the reaper or the drainer would do right now, against the live LiveKit and AWS, from a laptop.
 
-    python -m tools.plan reaper|drainer --env NAME [--json] [--config cdk.json] [--ledger-table NAME]
+    lkfr plan reaper|drainer --env NAME [--json] [--config FILE] [--region R] [--ledger-table NAME]
 
 Always a dry run: the kill switch is fixed at ``dry-run`` (the SSM switch is never read, so it can
 never say ``enforce``), the event is a manual dry run, and nothing is published. It runs the
-function's own handler with its settings built from cdk.json, exactly as the stack builds them, and
-prints the report through the same renderer as ``tools/render.py`` (``--json``: the raw report),
-followed by the notification the function would send.
+function's own handler with its settings built from the environments file, exactly as the stack
+builds them, and prints the report through the same renderer as ``cli/render.py`` (``--json``: the
+raw report), followed by the notification the function would send.
 
-LiveKit (``tools/plan_livekit.py``): ``LIVEKIT_URL`` (``wss://``, ``ws://``, ``https://`` or
-``http://``), ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back to
-cdk.json's ``livekit_url``); otherwise the key comes from the Secrets Manager secret named in
-cdk.json. AWS: the usual credential chain; the region defaults to the environment's. The drainer
-also needs its ledger table: ``--ledger-table``, or read from the deployed drainer's configuration.
+LiveKit (``cli/plan_livekit.py``): ``LIVEKIT_URL`` (``wss://``, ``ws://``, ``https://`` or
+``http://``), ``LIVEKIT_API_KEY`` and ``LIVEKIT_API_SECRET`` when set (the URL falls back to the
+environment's ``livekit_url``); otherwise the key comes from the Secrets Manager secret it names
+(``livekit_secret_name``). AWS: the usual credential chain; the region is ``--region``, else the
+environment's. The drainer also needs its ledger table: ``--ledger-table``, or read from the
+deployed drainer's configuration.
 
 Exit status: 0 when the plan ran (whatever it found), 1 on a typed failure (the error on one line on
 stderr), 2 on bad arguments.
@@ -31,8 +32,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from devkit.fixed_mode import FixedModeSwitch
-from devkit.lambda_context import LocalLambdaContext
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.contract.budgets import LAMBDA_CONFIGURATION_READ
@@ -54,19 +53,29 @@ from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from fleet_remediation.core.messages import REPORT_LINK_LABEL
 from fleet_remediation.core.observability import logger
 from fleet_remediation.core.report_model import Mode
-from livekit_fleet_remediation.config import (
-    ConfigError,
-    EnvironmentConfig,
-    environment_names,
-    load_environment,
+from livekit_fleet_remediation.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    InvalidConfig,
+    UsageError,
+    add_common,
+    load_config,
+    use_region,
 )
-from tools.plan_livekit import PlanFailed, credentials_source, livekit_url, rooms_factory
-from tools.render import render_report
+from livekit_fleet_remediation.cli.plan_livekit import (
+    PlanFailed,
+    credentials_source,
+    livekit_url,
+    rooms_factory,
+)
+from livekit_fleet_remediation.cli.render import render_report
+from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = {"reaper": FunctionName.ZOMBIE_REAPER, "drainer": FunctionName.WORKER_DRAINER}
 NOT_PUBLISHED = "plan: nothing is published"
-EXIT_PLANNED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class HeldNotifier:
@@ -187,26 +196,13 @@ def plan_drainer(
     return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
 
 
-def load_config(path: Path, env: str) -> EnvironmentConfig:
+def load_plan_config(path: Path | None, env: str) -> EnvironmentConfig:
+    """An environment that does not validate is a typed failure (exit 1), as the handler's own
+    ConfigurationError would be."""
     try:
-        document = json.loads(path.read_text())
-        context = document.get("context", document)
-    except (OSError, ValueError, AttributeError) as exc:
-        raise UsageError(f"cannot read the context of {path}: {exc}") from exc
-    try:
-        known = environment_names(context)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from exc
-    if env not in known:
-        raise UsageError(f"environment {env!r} is not in {path} (have: {', '.join(known)})")
-    try:
-        return load_environment(context, env)
-    except ConfigError as exc:
+        return load_config(path, env)
+    except InvalidConfig as exc:
         raise PlanFailed(ConfigurationError.code, str(exc)) from exc
-
-
-class UsageError(Exception):
-    pass
 
 
 @contextmanager
@@ -251,26 +247,30 @@ def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig) ->
     return line
 
 
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="lkfr plan", description=__doc__.split("\n\n")[0])
+    found.add_argument("function", choices=sorted(FUNCTIONS))
+    add_common(found)
+    found.add_argument("--json", action="store_true", help="print the raw report")
+    found.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("function", choices=sorted(FUNCTIONS))
-    parser.add_argument("--env", required=True, help="environment name in cdk.json")
-    parser.add_argument("--json", action="store_true", help="print the raw report")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "environments.json")
-    parser.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")
-    args = parser.parse_args(argv)
+    command = parser()
+    args = command.parse_args(argv)
     notifier = HeldNotifier()
     try:
-        config = load_config(args.config, args.env)
-        os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
+        config = load_plan_config(args.config, args.env)
+        use_region(args.region, config)
         with quiet():
             if args.function == "reaper":
                 report = plan_reaper(args.env, config, notifier)
             else:
                 report = plan_drainer(args.env, config, notifier, args.ledger_table)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        command.print_usage(sys.stderr)
+        print(f"{command.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except PlanFailed as exc:
         print(f"plan failed: {exc}", file=sys.stderr)
@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if report["status"] == "failed":
         print(failure_line(report, args.env, config), file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_PLANNED
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Re-run the events parked in a function's dead-letter queue, then delete each one it re-ran.
 
-    python -m tools.redrive --function lkfr-<env>-zombie-reaper [--apply] [--enforce] [--max N]
+    lkfr redrive --function lkfr-<env>-zombie-reaper [--apply] [--enforce] [--max N]
 
 A function's DLQ holds two kinds of parked events: Lambda's failed asynchronous deliveries (attribute
 ``ErrorCode``) and events an EventBridge rule could not deliver (attribute ``ERROR_CODE``). SQS's
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import AwsCallBudget
@@ -44,26 +44,12 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
+from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, Invoker, invoke_budget, lambda_invoker
 
-# The invoke waits for the function's own timeout plus this margin; SQS hides the message meanwhile.
-INVOKE_MARGIN_SECONDS = 30
 # The queue's calls and the function's configuration read, from the budgeted factory.
 QUEUE_CALL = AwsCallBudget("sqs", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
 FUNCTION_READ = AwsCallBudget("lambda", connect_timeout_seconds=2, read_timeout_seconds=10, attempts=3)
 MAX_VISIBILITY_SECONDS = 12 * 3600
-
-
-@dataclass(frozen=True)
-class InvokeResult:
-    """A report came back (``report``), or the invoke failed before running (``error``), or its
-    reply was lost and whether the function ran is unknown (``unknown``)."""
-
-    report: dict[str, Any] | None = None
-    error: str | None = None
-    unknown: bool = False
-
-
-Invoker = Callable[[dict[str, Any]], InvokeResult]
 
 
 def function_kind(function_name: str) -> FunctionName:
@@ -112,30 +98,6 @@ def _describe(event: dict[str, Any]) -> str:
     if event.get("detail-type") == SUSPECT_WORKER_DETAIL_TYPE:
         return f"suspect worker {str(detail.get('task_id'))[:64]}"
     return f"schedule tick at {event.get('time')}"
-
-
-def lambda_invoker(client: Any, function_name: str) -> Invoker:
-    """A synchronous invoke, one attempt: a retried invoke could run the function twice."""
-
-    def invoke(event: dict[str, Any]) -> InvokeResult:
-        try:
-            reply = client.invoke(
-                FunctionName=function_name, InvocationType="RequestResponse", Payload=json.dumps(event)
-            )
-        except (EndpointConnectionError, ConnectTimeoutError) as exc:
-            return InvokeResult(error=f"not sent: {exc}")
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            return InvokeResult(error=str(exc), unknown=status >= 500)
-        except BotoCoreError as exc:
-            return InvokeResult(error=f"reply lost: {exc}", unknown=True)
-        body = reply["Payload"].read()
-        if reply.get("FunctionError"):
-            return InvokeResult(error=f"{reply['FunctionError']}: {body[:200]!r}")
-        report = json.loads(body) if body else None
-        return InvokeResult(report=report if isinstance(report, dict) else None, error=None)
-
-    return invoke
 
 
 @dataclass
@@ -244,19 +206,24 @@ def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple
     return str(url), int(configuration.get("Timeout", 900))
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.redrive", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
-    parser.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
+    found.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
+    found.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
+    found.add_argument(
         "--enforce", action="store_true", help='re-run with "dry_run": false (switch permitting)'
     )
-    parser.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
-    parser.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
-    parser.add_argument("--region", help="AWS region (default: the credential chain's)")
-    args = parser.parse_args(argv)
+    found.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
+    found.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
+    found.add_argument("--region", help="AWS region (default: the credential chain's)")
+    return found
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    command = parser()
+    args = command.parse_args(argv)
     if args.max < 1:
-        parser.error("--max must be at least 1")
+        command.error("--max must be at least 1")
     return args
 
 
@@ -276,12 +243,8 @@ def main(
     except (ValueError, ClientError, BotoCoreError) as exc:
         print(f"redrive: {exc}", file=sys.stderr)
         return 2
-    # One attempt that waits out the function: a lost reply is never invoked again.
-    wait = AwsCallBudget(
-        "lambda", connect_timeout_seconds=2, read_timeout_seconds=timeout + INVOKE_MARGIN_SECONDS, attempts=1
-    )
     invoke = invoker or lambda_invoker(
-        aws_client(wait, session=session, region_name=args.region), args.function
+        aws_client(invoke_budget(timeout), session=session, region_name=args.region), args.function
     )
     visibility = min(timeout + 2 * INVOKE_MARGIN_SECONDS, MAX_VISIBILITY_SECONDS)
     listing = "" if args.apply else " (listing only: add --apply)"

@@ -15,14 +15,12 @@ from fleet_remediation.adapters.livekit_rooms import (
 )
 from fleet_remediation.contract.settings import LiveKitSettings
 from fleet_remediation.core.errors import ConfigurationError
+from livekit_fleet_remediation.cli.common import CommandFailed
 from livekit_fleet_remediation.config import EnvironmentConfig
 
 
-class PlanFailed(Exception):
+class PlanFailed(CommandFailed):
     """A typed failure before the handler ran (configuration, credentials, a missing resource)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
 
 
 # LiveKit's clients take ws:// and wss:// URLs; its server API answers the same host over HTTP.
