@@ -356,6 +356,8 @@ def test_every_console_command_the_docs_show_parses(command: Command) -> None:
 
     assert command.words[1] in COMMANDS, f"{command.where}: no command {command.words[1]}"
     module = importlib.import_module(COMMANDS[command.words[1]])
-    words = [w.replace("<env>", ENVIRONMENTS[0]).replace("<task-id>", "2789d238") for w in command.words]
+    words = [
+        expand(w.replace("<env>", ENVIRONMENTS[0]))[0].replace("<task-id>", "2789d238") for w in command.words
+    ]
     args = module.parser().parse_args(_without_optional(words[2:]))
     assert "<" not in " ".join(str(v) for v in vars(args).values()), f"{command.where}: {command.text}"
