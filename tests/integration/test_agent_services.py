@@ -27,7 +27,6 @@ from devkit.fakes.drainer_world import (
     moto_world,
     suspect_event,
 )
-from devkit.lambda_context import LocalLambdaContext
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.naming import (
     FunctionName,
@@ -36,6 +35,7 @@ from fleet_remediation.contract.naming import (
     service_mode_parameter_name,
 )
 from fleet_remediation.core.kill_switch import SsmModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from worker_drainer import handler
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
 from worker_drainer.adapters.ledger import DynamoLedger
