@@ -136,6 +136,14 @@ class Replay:
             )
 
     # --- running ----------------------------------------------------------------------------------------
+    def _alarm_names(self) -> dict[str, str]:
+        """The replayed service's pages, by the backtest's name for each."""
+        service = self.config.agent_service.name
+        return {
+            "vad": vad_alarm_name(self.env_name, service),
+            "tts_reach": tts_reach_alarm_name(self.env_name, service),
+        }
+
     def run(self) -> ReplayResult:
         backtest = run_backtest(self.events, self.config.detection)
         transitions = backtest.transitions()
@@ -143,11 +151,7 @@ class Replay:
         minutes = len(backtest.minutes)
         started, reported = time.monotonic(), time.monotonic()
         previous = {"vad": "OK", "tts_reach": "OK"}
-        service = self.config.agent_service.name
-        names = {
-            "vad": vad_alarm_name(self.env_name, service),
-            "tts_reach": tts_reach_alarm_name(self.env_name, service),
-        }
+        names = self._alarm_names()
         with _function_logs_quiet():
             for index in range(1, minutes + 1):
                 now = first + index * MINUTE

@@ -50,8 +50,7 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
     the stores the stack would create named as simulations."""
     path = f"environments.{env_name}."
     # The replay covers the environment's first agent service, with its own sections where it has them.
-    config = config.for_service(config.agent_service)
-    service = config.agent_service.name
+    config, service = config.for_service(config.agent_service), config.agent_service.name
     common = {
         "environment_name": env_name,
         "mode_parameter_name": mode_parameter_name(env_name),
