@@ -42,5 +42,7 @@ _.SUN
 _.customization_resource_arns
 # Python calls a module's __getattr__ for a missing name (the package's lazy exports, cdk/.../__init__.py).
 _.__getattr__
-# FleetRemediation's public attribute for a team's own app: the functions' own kill-switch names.
+# FleetRemediation's public attributes for a team's own app: the functions' and the agent services'
+# own kill-switch names.
 _.function_mode_parameter_names
+_.service_mode_parameter_names

@@ -170,7 +170,7 @@ def capture_tts_reach() -> None:
         insights=insights,
         clock=lambda: datetime(2026, 9, 15, 18, 15, tzinfo=UTC),
     )
-    alarm = tts_reach_alarm_name(os.environ["ENVIRONMENT_NAME"])
+    alarm = tts_reach_alarm_name(os.environ["ENVIRONMENT_NAME"], os.environ["AGENT_SERVICE"])
     _invoke(handler, _alarm_event(alarm, "2026-09-15T17:41:00.000+0000"), deps)
     lost = dataclasses.replace(deps, notifier=_missing_topic())
     _invoke(handler, _alarm_event(alarm, "2026-09-15T18:11:00.000+0000"), lost)

@@ -20,7 +20,8 @@ from typing import Any
 
 import boto3
 
-from fleet_remediation.contract.naming import FunctionName, lambda_function_name
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName, lambda_function_name
 from fleet_remediation.core.observability import logger
 
 ROLE_POLICY = '{"Version": "2012-10-17", "Statement": []}'
@@ -34,12 +35,17 @@ def _package() -> bytes:
     return buffer.getvalue()
 
 
+def _service(function: FunctionName) -> str | None:
+    """The demo's one agent service, for the functions it has its own copy of."""
+    return DEFAULT_AGENT_SERVICE if function in PER_SERVICE_FUNCTIONS else None
+
+
 def deploy(env: str, ledger_table: str) -> None:
     """Create the environment's three functions (the drainer naming its ledger) and their log groups."""
     role = boto3.client("iam").create_role(RoleName=f"lkfr-{env}-demo", AssumeRolePolicyDocument=ROLE_POLICY)
     lambda_client, logs = boto3.client("lambda"), boto3.client("logs")
     for function in FunctionName:
-        name = lambda_function_name(env, function)
+        name = lambda_function_name(env, function, _service(function))
         variables = {"ENVIRONMENT_NAME": env}
         if function is FunctionName.WORKER_DRAINER:
             variables["LEDGER_TABLE_NAME"] = ledger_table
@@ -72,7 +78,8 @@ class LogGroupSink(logging.Handler):
 @contextmanager
 def logged(env: str, function: FunctionName) -> Iterator[None]:
     """Run one invocation with its log lines going into ``function``'s log group."""
-    sink = LogGroupSink(boto3.client("logs"), f"/aws/lambda/{lambda_function_name(env, function)}")
+    name = lambda_function_name(env, function, _service(function))
+    sink = LogGroupSink(boto3.client("logs"), f"/aws/lambda/{name}")
     functions_logger = logging.getLogger(logger.name)
     # The functions log their reports at INFO; the terminal keeps showing what it showed before.
     level, terminal = functions_logger.level, logger.registered_handler.level

@@ -33,9 +33,14 @@ def _resolve(value: Any, resources: dict[str, Any]) -> str:
     raise ValueError(f"cannot resolve {value}")
 
 
-def dashboard_json(template: dict[str, Any]) -> dict[str, Any]:
+def dashboard_json(template: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The template's dashboard (the one named ``name`` when the template holds several)."""
     resources = template["Resources"]
-    (dashboard,) = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    (dashboard,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Dashboard" and name in (None, r["Properties"]["DashboardName"])
+    ]
     return dict(json.loads(_resolve(dashboard["Properties"]["DashboardBody"], resources)))
 
 

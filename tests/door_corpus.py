@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from devkit.fakes.drainer_world import suspect_event
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.events import (
     DRAINER_EVENT_AGES,
     EVENT_CLOCK_SKEW_SECONDS,
@@ -32,12 +33,14 @@ from fleet_remediation.contract.sections import TtsReachSection
 from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change, schedule_event
 
 ENV = "it"
+SERVICE = DEFAULT_AGENT_SERVICE
 ACCOUNT, REGION = "123456789012", "eu-west-1"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:lkfr-{ENV}-function"
 FOREIGN_ACCOUNT, FOREIGN_REGION = "999999999999", "us-east-1"
 TASK = "b9238a5f30f04c3a9207df1601ba88bf"
 SKEW = timedelta(seconds=EVENT_CLOCK_SKEW_SECONDS)
 INVALID, UNTRUSTED, UNKNOWN_ALARM = "InvalidEvent", "UntrustedEvent", "UnknownAlarm"
+OTHER_SERVICE = "OtherAgentService"
 
 Event = dict[str, Any]
 Builder = Callable[[datetime], Event]
@@ -103,15 +106,15 @@ RESPONDER_AGES = responder_event_ages(TtsReachSection().recheck_minutes)
 ROUTES: dict[str, list[Route]] = {
     "zombie_reaper": [
         schedule_route("zombie_reaper", REAPER_EVENT_AGES),
-        alarm_route("zombie_reaper", vad_alarm_name(ENV), REAPER_EVENT_AGES),
+        alarm_route("zombie_reaper", vad_alarm_name(ENV, SERVICE), REAPER_EVENT_AGES),
     ],
     "worker_drainer": [
         schedule_route("worker_drainer", DRAINER_EVENT_AGES),
-        alarm_route("worker_drainer", vad_alarm_name(ENV), DRAINER_EVENT_AGES),
+        alarm_route("worker_drainer", vad_alarm_name(ENV, SERVICE), DRAINER_EVENT_AGES),
         suspect_route("worker_drainer", DRAINER_EVENT_AGES),
     ],
     "tts_reach_alarm": [
-        alarm_route("tts_reach_alarm", tts_reach_alarm_name(ENV), RESPONDER_AGES),
+        alarm_route("tts_reach_alarm", tts_reach_alarm_name(ENV, SERVICE), RESPONDER_AGES),
         schedule_route("tts_reach_alarm", RESPONDER_AGES),
     ],
 }
@@ -276,7 +279,8 @@ def suspect_cases(route: Route) -> list[Forged]:
         ("oversize incident id", _set("detail.incident_id", "i" * 513), INVALID),
         # Not what our responder sends.
         ("another environment", _set("detail.environment", "prod"), UNTRUSTED),
-        ("another alarm", _set("detail.alarm_name", vad_alarm_name(ENV)), UNTRUSTED),
+        ("another agent service", _set("detail.agent_service", "outbound"), OTHER_SERVICE),
+        ("another alarm", _set("detail.alarm_name", vad_alarm_name(ENV, SERVICE)), UNTRUSTED),
         ("p-value at alpha", _set("detail.p_value", 0.05), UNTRUSTED),
         ("not an ECS task id", _set("detail.task_id", "not-a-task"), UNTRUSTED),
         ("another task's stream", _set("detail.log_stream", "agent/x/" + TASK), UNTRUSTED),

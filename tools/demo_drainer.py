@@ -38,6 +38,7 @@ from devkit.fakes.drainer_world import (
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
 from devkit.moto_deployment import logged
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
 from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
@@ -68,7 +69,7 @@ def demo_world(world: DrainerWorld) -> DemoWorld:
 
 def vad_alarm(world: DrainerWorld) -> dict[str, Any]:
     """The VAD alarm's ALARM at the world's clock (the door refuses stale events)."""
-    return alarm_event(name=vad_alarm_name(DEMO_ENV), at=world.now)
+    return alarm_event(name=vad_alarm_name(DEMO_ENV, DEFAULT_AGENT_SERVICE), at=world.now)
 
 
 def reconcile_tick(world: DrainerWorld) -> dict[str, Any]:

@@ -16,10 +16,17 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, ValidationError, model_validator
 
-from fleet_remediation.contract.agent_services import MAX_AGENT_SERVICES, AgentService, refuse_moved_keys
+from fleet_remediation.contract.agent_services import (
+    MAX_AGENT_SERVICES,
+    AgentService,
+    AgentServiceConfig,
+    distinct_names,
+    refuse_moved_keys,
+)
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
+from fleet_remediation.contract.naming import names_too_long
 from fleet_remediation.contract.sections import (
     DrainerSection,
     ReaperSection,
@@ -103,10 +110,11 @@ class EnvironmentConfig(StrictModel):
         default=None, pattern=r"^\d{12}$", description="Target AWS account (none: the CLI's credentials)."
     )
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="Target AWS region.")
-    agent_services: list[AgentService] = Field(
+    agent_services: list[AgentServiceConfig] = Field(
         min_length=1,
         max_length=MAX_AGENT_SERVICES,
-        description="The agent services this deployment covers (one per environment for now).",
+        description="The agent services this deployment covers: each gets its own detection, responder "
+        "and drainer; the reaper, the kill switch, the topic and the dashboard are shared.",
     )
     livekit_url: AnyHttpUrl = Field(description="LiveKit server API URL (https://...).")
     livekit_secret_name: str = Field(
@@ -137,9 +145,40 @@ class EnvironmentConfig(StrictModel):
     _moved_keys = model_validator(mode="before")(refuse_moved_keys)
 
     @property
-    def agent_service(self) -> AgentService:
-        """The one agent service an environment covers today."""
+    def agent_service(self) -> AgentServiceConfig:
+        """The first agent service: the one the operator tools (plan, replay) look at."""
         return self.agent_services[0]
+
+    @property
+    def service_identities(self) -> tuple[AgentService, ...]:
+        """Each service's name, cluster, service and log group (what the reaper is told)."""
+        return tuple(service.identity for service in self.agent_services)
+
+    def for_service(self, service: AgentServiceConfig) -> EnvironmentConfig:
+        """One service's view of the environment: that service alone, with its own sections where
+        it has them (what its detection, responder and drainer are built from)."""
+        return self.model_copy(
+            update={
+                "agent_services": [service],
+                "detection": self.detection_of(service),
+                "tts_reach": self.tts_reach_of(service),
+                "drainer": self.drainer_of(service),
+            }
+        )
+
+    def detection_of(self, service: AgentServiceConfig) -> DetectionConfig:
+        return service.detection or self.detection
+
+    def tts_reach_of(self, service: AgentServiceConfig) -> TtsReachSection:
+        return service.tts_reach or self.tts_reach
+
+    def drainer_of(self, service: AgentServiceConfig) -> DrainerSection:
+        return service.drainer or self.drainer
+
+    @model_validator(mode="after")
+    def _services_are_distinct(self) -> EnvironmentConfig:
+        distinct_names(self.agent_services)
+        return self
 
     @model_validator(mode="after")
     def _existing_topics_are_ours(self) -> EnvironmentConfig:
@@ -166,6 +205,18 @@ def environment_names(context: dict[str, Any] | None) -> list[str]:
     return sorted(environments)
 
 
+def check_name_lengths(env_name: str, config: EnvironmentConfig, path: str) -> None:
+    """Each service's resources carry the environment's and the service's names: say which to
+    shorten when a name would pass an AWS limit (a Lambda function name is at most 64 characters)."""
+    for index, service in enumerate(config.agent_services):
+        too_long = names_too_long(env_name, service.name)
+        if too_long:
+            raise ConfigError(
+                f"{path}agent_services[{index}].name: {', '.join(too_long)}: shorten the agent service's "
+                f"name {service.name!r} or the environment's {env_name!r}"
+            )
+
+
 def load_environment(context: dict[str, Any] | None, name: str | None) -> EnvironmentConfig:
     """Pick and validate one environment from the ``environments`` context key."""
     known = environment_names(context)
@@ -177,11 +228,13 @@ def load_environment(context: dict[str, Any] | None, name: str | None) -> Enviro
     if not re.fullmatch(ENVIRONMENT_NAME_PATTERN, name):
         raise ConfigError(f"environments.{name}: name must match {ENVIRONMENT_NAME_PATTERN}")
     try:
-        return EnvironmentConfig.model_validate(environments[name])
+        config = EnvironmentConfig.model_validate(environments[name])
     except ValidationError as exc:
         raise ConfigError(
             "invalid configuration: " + describe_validation_error(exc, prefix=f"environments.{name}.")
         ) from None
+    check_name_lengths(name, config, f"environments.{name}.")
+    return config
 
 
 def context_from_file(path: Path) -> dict[str, Any]:

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
 
 from aws_cdk import Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.config import EnvironmentConfig, check_name_lengths
+from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemediation, FunctionInputs
 from livekit_fleet_remediation.constructs.dashboard import FleetDashboard
-from livekit_fleet_remediation.constructs.detection import Detection
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
-from livekit_fleet_remediation.constructs.tts_reach import TtsReachResponder
-from livekit_fleet_remediation.constructs.worker_drainer import WorkerDrainer
 from livekit_fleet_remediation.constructs.zombie_reaper import ZombieReaper
 from livekit_fleet_remediation.references import (
     AgentServiceResources,
@@ -34,38 +33,29 @@ from livekit_fleet_remediation.references import (
 ENVIRONMENT_TAG = "livekit-fleet-remediation:environment"
 
 
-class FunctionInputs(TypedDict):
-    """What every function construct takes from ``FleetRemediation``."""
-
-    env_name: str
-    config: EnvironmentConfig
-    layers: SharedLayers
-    notifications: Notifications
-    kill_switch: KillSwitch
-    key: StackKey
-
-
 class FleetRemediation(Construct):
-    """The zombie reaper, the TTS-reach responder, the worker drainer, detection (metric filters,
-    alarms, rules), the kill switch, notifications and the fleet dashboard, in the enclosing stack.
+    """The zombie reaper, the kill switch, notifications and the fleet dashboard, and for each agent
+    service its own detection (metric filters, pages, rules), TTS-reach responder and worker
+    drainer, in the enclosing stack.
 
     Props:
 
     * ``name_prefix``: this instance's short name (``ENVIRONMENT_NAME_PATTERN``); every resource name
       the construct creates starts from it (``lkfr-<prefix>-zombie-reaper``,
-      ``/livekit-fleet-remediation/<prefix>/mode``, ...), so instances with different prefixes share
-      a stack, an account and a region. The functions know it as their environment name.
+      ``lkfr-<prefix>-<service>-worker-drainer``, ``/livekit-fleet-remediation/<prefix>/mode``, ...),
+      so instances with different prefixes share a stack, an account and a region. The functions
+      know it as their environment name.
     * ``config``: the settings (``EnvironmentConfig``, the model the functions read at cold start).
       ``config.account`` and ``config.region`` must match the stack's where both are concrete.
     * ``agent_services``: ``AgentServiceResources`` per agent service, keyed by the ``name`` of its
       ``config.agent_services`` entry; referenced names (literal or tokens) replace the config's.
     * ``notification_topic``: an existing SNS topic to publish to instead of creating one.
 
-    Public attributes: ``functions`` (by ``FunctionName``), ``zombie_reaper``, ``tts_reach``,
-    ``worker_drainer`` (each with ``.function`` and ``.remediation.alarms``), ``topic``,
-    ``mode_parameter_name`` and ``function_mode_parameter_names`` (the kill switch's SSM names),
-    ``vad_alarm`` and ``tts_reach_alarm`` (the pages), ``alarms`` (the functions' own),
-    ``dashboard`` (``cloudwatch.Dashboard``), ``config`` (with the references' names filled in).
+    Public attributes: ``zombie_reaper``; ``services`` (by agent service name: ``detection`` with
+    its ``vad_alarm`` and ``tts_reach_alarm`` pages, ``tts_reach``, ``worker_drainer``); ``functions``
+    (by Lambda function name); ``topic``; ``mode_parameter_name``, ``function_mode_parameter_names``
+    and ``service_mode_parameter_names`` (the kill switch's SSM names); ``alarms`` (the functions'
+    own); ``dashboard`` (``cloudwatch.Dashboard``); ``config`` (with the references' names filled in).
     """
 
     def __init__(
@@ -80,6 +70,7 @@ class FleetRemediation(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         check_name_prefix(name_prefix)
+        check_name_lengths(name_prefix, config, "")
         check_stack_environment(Stack.of(self), config)
         check_topic(config, notification_topic)
         self.config = config = with_references(config, agent_services)
@@ -91,42 +82,51 @@ class FleetRemediation(Construct):
             self, "Notifications", env_name=name_prefix, config=config, key=self.key, topic=notification_topic
         )
         self.topic = self.notifications.topic
-        self.kill_switch = KillSwitch(self, "KillSwitch", env_name=name_prefix, initial_mode=config.mode)
-        self.mode_parameter_name = self.kill_switch.parameter_name
-        self.function_mode_parameter_names = {
-            function: self.kill_switch.function_parameter_name(function) for function in FunctionName
-        }
+        self._kill_switch(name_prefix, config)
         self.livekit_secret = secretsmanager.Secret.from_secret_name_v2(
             self, "LiveKitCredentials", config.livekit_secret_name
         )
-        # The agent service covered today, whose log group detection reads (by reference if given).
-        covered = config.agent_service.name
-        log_group = next((r.log_group for r in agent_services if r.name == covered), None)
-        self.detection = Detection(
-            self, "Detection", env_name=name_prefix, config=config, agent_log_group=log_group
-        )
-        self._functions(name_prefix, config)
+        # One scan budget for the environment: every service's looks count against one tally. Under
+        # the Detection scope, as the dashboard, so both keep their logical ids.
+        detection_scope = Construct(self, "Detection")
+        self.scan_tally = ScanBudgetTally(detection_scope, "ScanBudget")
+        self._functions(name_prefix, config, {r.name: r.log_group for r in agent_services if r.log_group})
         self.dashboard = FleetDashboard(
             self,
             "FleetDashboard",
             env_name=name_prefix,
             config=config,
-            detection=self.detection,
+            services=list(self.services.values()),
             function_alarms=self.alarms,
+            # The dashboard keeps its logical id from before agent services had their own detection,
+            # so an update keeps it instead of replacing a same-named one.
+            dashboard_scope=detection_scope,
         ).dashboard
+
+    def _kill_switch(self, name_prefix: str, config: EnvironmentConfig) -> None:
+        """The environment's switch, and under it one per function and one per agent service."""
+        self.kill_switch = KillSwitch(self, "KillSwitch", env_name=name_prefix, initial_mode=config.mode)
+        self.mode_parameter_name = self.kill_switch.parameter_name
+        self.function_mode_parameter_names = {
+            function: self.kill_switch.function_parameter_name(function) for function in FunctionName
+        }
+        self.service_mode_parameter_names = {
+            service.name: self.kill_switch.service_parameter_name(service.name)
+            for service in config.agent_services
+        }
 
     @property
     def alarms(self) -> list[cloudwatch.Alarm]:
         """The functions' alarms on themselves (errors, throttles, dead letters, a stopped schedule)."""
         return [
-            alarm
-            for function in (self.zombie_reaper, self.tts_reach, self.worker_drainer)
-            for alarm in function.remediation.alarms
+            *self.zombie_reaper.remediation.alarms,
+            *(alarm for service in self.services.values() for alarm in service.alarms),
         ]
 
-    def _functions(self, env_name: str, config: EnvironmentConfig) -> None:
-        """The three functions and the routes from detection to them, in the order they depend."""
-        detection = self.detection
+    def _functions(
+        self, env_name: str, config: EnvironmentConfig, log_groups: dict[str, logs.ILogGroup]
+    ) -> None:
+        """The reaper, then each agent service's detection, responder and drainer."""
         shared = FunctionInputs(
             env_name=env_name,
             config=config,
@@ -136,24 +136,22 @@ class FleetRemediation(Construct):
             key=self.key,
         )
         self.zombie_reaper = ZombieReaper(self, "ZombieReaper", **shared, livekit_secret=self.livekit_secret)
-        # Both pages notify through CloudWatch itself, whatever state the functions are in.
-        self.vad_alarm = detection.vad_alarm
-        self.tts_reach_alarm = detection.tts_reach_alarm
-        self.notifications.notify_on_state_changes(self.vad_alarm)
-        self.notifications.notify_on_state_changes(self.tts_reach_alarm)
-        detection.route_alarm(
-            "VadAlarmToReaper",
-            self.vad_alarm,
-            self.zombie_reaper.function,
-            self.zombie_reaper.remediation.dlq,
-            states=("ALARM",),
-        )
-        self.tts_reach = TtsReachResponder(self, "TtsReach", **shared, detection=detection)
-        self.worker_drainer = WorkerDrainer(
-            self, "WorkerDrainer", **shared, livekit_secret=self.livekit_secret, detection=detection
-        )
-        self.functions: dict[FunctionName, lambda_.Function] = {
-            FunctionName.ZOMBIE_REAPER: self.zombie_reaper.function,
-            FunctionName.TTS_REACH_ALARM: self.tts_reach.function,
-            FunctionName.WORKER_DRAINER: self.worker_drainer.function,
+        self.services: dict[str, AgentServiceRemediation] = {}
+        for service in config.agent_services:
+            self.services[service.name] = AgentServiceRemediation(
+                self,
+                f"Service-{service.name}",
+                shared={**shared, "config": config.for_service(service)},
+                reaper=self.zombie_reaper,
+                livekit_secret=self.livekit_secret,
+                agent_log_group=log_groups.get(service.name),
+                scan_tally=self.scan_tally,
+            )
+        self.functions: dict[str, lambda_.Function] = {
+            function.function_name: function
+            for function in (
+                self.zombie_reaper.function,
+                *(s.tts_reach.function for s in self.services.values()),
+                *(s.worker_drainer.function for s in self.services.values()),
+            )
         }

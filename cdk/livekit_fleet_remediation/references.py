@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from pydantic import ValidationError
 
-from fleet_remediation.contract.agent_services import AgentService
+from fleet_remediation.contract.agent_services import AgentServiceConfig
 from fleet_remediation.contract.models import describe_validation_error
 from livekit_fleet_remediation.config import ENVIRONMENT_NAME_PATTERN, ConfigError, EnvironmentConfig
 
@@ -33,12 +33,12 @@ class AgentServiceResources:
     service: ecs.IService | None = None
     log_group: logs.ILogGroup | None = None
 
-    def agent_service(self) -> AgentService:
+    def agent_service(self) -> AgentServiceConfig:
         """The ``config.agent_services`` entry these references describe, for a config written in
         code (every reference given)."""
         if self.cluster is None or self.service is None or self.log_group is None:
             raise ConfigError(f"agent service {self.name!r}: cluster, service and log_group are all needed")
-        return AgentService(
+        return AgentServiceConfig(
             name=self.name,
             ecs_cluster=self.cluster.cluster_name,
             ecs_service=self.service.service_name,
@@ -107,7 +107,7 @@ def with_references(
     return config.model_copy(update={"agent_services": services})
 
 
-def _merged(service: AgentService, reference: AgentServiceResources, where: str) -> AgentService:
+def _merged(service: AgentServiceConfig, reference: AgentServiceResources, where: str) -> AgentServiceConfig:
     names = reference.names()
     for field, referenced in names.items():
         configured = getattr(service, field)
@@ -117,6 +117,6 @@ def _merged(service: AgentService, reference: AgentServiceResources, where: str)
             f"{where}.{field} is {configured!r}, but the referenced resource is named {referenced!r}"
         )
     try:
-        return AgentService.model_validate({**service.model_dump(), **names})
+        return AgentServiceConfig.model_validate({**service.model_dump(), **names})
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, prefix=f"{where}.")) from None

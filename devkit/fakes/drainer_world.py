@@ -24,7 +24,8 @@ from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
 from fleet_remediation.adapters.notifier import SnsNotifier
-from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.kill_switch import SsmModeSwitch
@@ -47,7 +48,7 @@ TABLE = "it-drainer-ledger"
 TOPIC = "it-notifications"
 CHAT_TOPIC = "it-chat"
 # moto's account and region: the function's own ARN says where "ours" is.
-FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-it-worker-drainer"
+FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-it-agents-worker-drainer"
 
 
 def offline_settings(environment: str, **drainer: Any) -> DrainerSettings:
@@ -306,7 +307,7 @@ def _alarm_time(at: datetime) -> str:
 
 
 def alarm_event(
-    state: str = "ALARM", name: str = "livekit-it-vad-slow-inference", at: datetime = ALARM_AT
+    state: str = "ALARM", name: str = "livekit-it-agents-vad-slow-inference", at: datetime = ALARM_AT
 ) -> dict[str, Any]:
     """The VAD alarm's state change at ``at`` (a world's ``now``: the door refuses stale events)."""
     return {
@@ -408,10 +409,10 @@ def _subscribe_queue(topic: str) -> None:
     boto3.client("sns").subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
 
 
-def suspect_event(task_id: str, window_end: datetime) -> dict[str, Any]:
-    """The event tts_reach_alarm puts on EventBridge when failing lessons concentrate on one worker
-    (its window ends at ``window_end``, e.g. the world's clock: the drainer refuses stale ones), as
-    a responder that predates incident ids sent it (no ``incident_id``)."""
+def suspect_event(task_id: str, window_end: datetime, service: str = DEFAULT_AGENT_SERVICE) -> dict[str, Any]:
+    """The event ``service``'s tts_reach_alarm puts on EventBridge when failing lessons concentrate
+    on one worker (its window ends at ``window_end``, e.g. the world's clock: the drainer refuses
+    stale ones), without an ``incident_id`` (the drainer then derives one)."""
     start = window_end - timedelta(minutes=32)
     return {
         "version": "0",
@@ -424,9 +425,10 @@ def suspect_event(task_id: str, window_end: datetime) -> dict[str, Any]:
         "resources": [],
         "detail": {
             "environment": "it",
+            "agent_service": service,
             "log_stream": stream_of(task_id),
             "task_id": task_id,
-            "alarm_name": "livekit-it-tts-reach",
+            "alarm_name": tts_reach_alarm_name("it", service),
             "p_value": 0.000258,
             "window": {"start": start.isoformat(), "end": window_end.isoformat()},
             "evidence": {"failed_jobs_on_worker": 4, "jobs_on_worker": 4},

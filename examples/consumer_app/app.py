@@ -1,5 +1,8 @@
-"""A team's own CDK app with LiveKit Fleet Remediation inside its stack: one instance per agent
-service, each on existing resources by reference. `cdk synth` here, with the packages installed."""
+"""A team's own CDK app with LiveKit Fleet Remediation inside its stack, on existing resources by
+reference: the "calls" instance covers two agent services (inbound and outbound calls, each its own
+ECS service and log group, each with its own detection, responder and drainer, one reaper, kill
+switch and dashboard between them); the "tutor" instance, beside it in the same stack, covers one.
+`cdk synth` here, with the packages installed."""
 
 from typing import Any
 
@@ -11,29 +14,44 @@ from cdk_nag import AwsSolutionsChecks
 from livekit_fleet_remediation import AgentServiceResources, EnvironmentConfig, FleetRemediation
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"
+# Each instance's name prefix and the agent services it covers.
+INSTANCES = {"calls": ("inbound", "outbound"), "tutor": ("agents",)}
+
+
+def _services(stack: cdk.Stack, cluster: ecs.ICluster, prefix: str) -> list[AgentServiceResources]:
+    """Each agent service of ``prefix`` by reference: its ECS service and its agents' log group."""
+    return [
+        AgentServiceResources(
+            name=name,
+            cluster=cluster,
+            service=ecs.FargateService.from_fargate_service_attributes(
+                stack, f"{prefix}-{name}-service", cluster=cluster, service_name=f"{prefix}-{name}-agent"
+            ),
+            log_group=logs.LogGroup.from_log_group_name(
+                stack, f"{prefix}-{name}-logs", f"/agents/{prefix}/{name}"
+            ),
+        )
+        for name in INSTANCES[prefix]
+    ]
 
 
 def build(outdir: str | None = None, context: dict[str, Any] | None = None) -> cdk.App:
     app = cdk.App(outdir=outdir, context=context)
     stack = cdk.Stack(app, "VoiceAgents", env=cdk.Environment(account=ACCOUNT, region=REGION))
     cluster = ecs.Cluster.from_cluster_arn(stack, "Agents", f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/agents")
-    for prefix in ("tutor", "support"):
-        service = ecs.FargateService.from_fargate_service_attributes(
-            stack, f"{prefix}-service", cluster=cluster, service_name=f"{prefix}-agent"
-        )
-        log_group = logs.LogGroup.from_log_group_name(stack, f"{prefix}-logs", f"/agents/{prefix}")
-        agents = AgentServiceResources(name="agents", cluster=cluster, service=service, log_group=log_group)
+    for prefix in INSTANCES:
+        services = _services(stack, cluster, prefix)
         config = EnvironmentConfig(
             account=ACCOUNT,
             region=REGION,
-            agent_services=[agents.agent_service()],
+            agent_services=[service.agent_service() for service in services],
             livekit_url=f"https://livekit.{prefix}.example.com",
             livekit_secret_name=f"livekit/{prefix}/api-credentials",
             runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
             notifications={"emails": [f"oncall-{prefix}@example.com"]},
         )
         FleetRemediation(
-            stack, f"Remediation-{prefix}", name_prefix=prefix, config=config, agent_services=[agents]
+            stack, f"Remediation-{prefix}", name_prefix=prefix, config=config, agent_services=services
         )
     cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app

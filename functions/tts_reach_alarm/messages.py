@@ -51,6 +51,7 @@ def links(
         runbook=settings.runbook(FUNCTION),
         invocation_id=None,
         around=window.end,
+        agent_service=settings.agent_service,
     )[1:]  # the runbook is already first
     return found
 
@@ -153,6 +154,7 @@ def _undo(settings: TtsReachSettings, suspect: SuspectWorkerDetail | None) -> li
     keep_off = messages.drainer_undo(
         f"Keep the drainer off worker {suspect.task_id} (undrain it)",
         settings.environment_name,
+        settings.agent_service,
         "undrain",
         suspect.task_id,
         settings.aws_region,
@@ -172,6 +174,7 @@ def compose_alarm_notification(
     return messages.Notification(
         environment=settings.environment_name,
         function=FUNCTION,
+        agent_service=settings.agent_service,
         incident_id=incident_id(transition, settings),
         severity=messages.Severity.CRITICAL,
         mode=report.mode,
@@ -196,6 +199,7 @@ def compose_resolved_notification(
     return messages.Notification(
         environment=settings.environment_name,
         function=FUNCTION,
+        agent_service=settings.agent_service,
         incident_id=incident_id(transition, settings),
         severity=messages.Severity.INFO,
         mode=report.mode,

@@ -107,6 +107,7 @@ def decide(run: ResponderRun, look: Look) -> SuspectWorkerDetail | None:
     on_worker = [job for job in findings.failing if job.log_stream == c.top.log_stream]
     return SuspectWorkerDetail(
         environment=settings.environment_name,
+        agent_service=settings.agent_service,
         log_stream=c.top.log_stream,
         task_id=task_id_from_log_stream(c.top.log_stream),
         alarm_name=settings.alarm_name,

@@ -10,7 +10,6 @@ under the incident that ALARM transition opened."""
 from __future__ import annotations
 
 from fleet_remediation.adapters.alarm_state import AlarmStates
-from fleet_remediation.contract.naming import vad_alarm_name
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
@@ -20,13 +19,13 @@ ALARM = "ALARM"
 
 
 def during_vad_alarm(
-    parsed: DrainerTrigger, states: AlarmStates, environment: str, report: ReportBuilder
+    parsed: DrainerTrigger, states: AlarmStates, alarm_name: str, report: ReportBuilder
 ) -> DrainerTrigger:
     """``parsed`` allowed to start ladders when it is a scheduled tick and the VAD alarm is in ALARM.
     An unreadable state is a report error and leaves the tick as it was (advance only)."""
     if parsed.trigger.kind is not TriggerKind.SCHEDULE:
         return parsed
-    name = vad_alarm_name(environment)
+    name = alarm_name
     try:
         reading = states.current(name)
     except RemediationError as exc:

@@ -67,11 +67,12 @@ class DrainerTrigger:
 
 
 def drainer_router(settings: DrainerSettings) -> Router[DrainerManualEvent]:
-    """A suspect-worker event must be what our own responder sends (``core.suspect_route``)."""
-    environment = settings.environment_name
+    """A suspect-worker event must be what our own service's responder sends (``core.suspect_route``)."""
+    environment, service = settings.environment_name, settings.agent_service
     expect = SuspectExpectations(
         environment=environment,
-        alarm_name=tts_reach_alarm_name(environment),
+        agent_service=service,
+        alarm_name=tts_reach_alarm_name(environment, service),
         alpha=settings.tts_reach_alarm.concentration_alpha,
         log_stream_for=settings.log_stream_for,
     )
@@ -79,7 +80,7 @@ def drainer_router(settings: DrainerSettings) -> Router[DrainerManualEvent]:
         "the worker drainer",
         [
             ScheduleRoute(),
-            AlarmRoute({vad_alarm_name(environment)}),
+            AlarmRoute({vad_alarm_name(environment, service)}),
             SuspectWorkerRoute(expect),
             ManualRoute(DrainerManualEvent),
         ],

@@ -24,7 +24,7 @@ from worker_drainer.tags import incident_tag_value
 FUNCTION = FunctionName.WORKER_DRAINER
 
 
-def trigger_incident(parsed: DrainerTrigger, environment: str, now: datetime) -> str:
+def trigger_incident(parsed: DrainerTrigger, environment: str, service: str, now: datetime) -> str:
     """The incident the event itself names (or, for the schedule and manual runs, a new one)."""
     suspect, alarm = parsed.suspect, parsed.alarm
     if suspect is not None:
@@ -36,7 +36,7 @@ def trigger_incident(parsed: DrainerTrigger, environment: str, now: datetime) ->
     else:
         scheduled = parsed.trigger.detail.get("time")
         moment = datetime.fromisoformat(scheduled) if parsed.manual is None and scheduled else now
-        found = incidents.run_incident_id(environment, FUNCTION, moment)
+        found = incidents.run_incident_id(environment, FUNCTION, moment, service)
     return incident_tag_value(found)
 
 

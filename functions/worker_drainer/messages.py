@@ -122,7 +122,9 @@ def severity(lines: list[Line]) -> messages.Severity:
     return messages.Severity.INFO
 
 
-def undo_steps(lines: list[Line], environment: str, region: str | None = None) -> list[messages.Undo]:
+def undo_steps(
+    lines: list[Line], environment: str, service: str, region: str | None = None
+) -> list[messages.Undo]:
     found: dict[str, messages.Undo] = {}
     for line in lines:
         step, task = _step(line), line.task_id
@@ -130,10 +132,12 @@ def undo_steps(lines: list[Line], environment: str, region: str | None = None) -
             continue
         if line.section in ("done", "unknown") and step in MARKING:
             label = f"End the drain of task {task} (undrain; the operator's cooldown follows)"
-            found.setdefault(label, messages.drainer_undo(label, environment, "undrain", task, region))
+            found.setdefault(
+                label, messages.drainer_undo(label, environment, service, "undrain", task, region)
+            )
         elif line.section == "done" and step is Step.UNDO:
             label = f"Drain task {task} again by hand (it stays drained until undrain)"
-            found.setdefault(label, messages.drainer_undo(label, environment, "drain", task, region))
+            found.setdefault(label, messages.drainer_undo(label, environment, service, "drain", task, region))
         elif line.section == "would" and step in MARKING and line.step is not None:
             label = f"Keep the drainer off task {task} for good"
             found.setdefault(label, messages.Undo(label=label, command=exclude_command(line.step.task_arn)))
@@ -187,6 +191,7 @@ def _links(lines: list[Line], report: ReportBuilder, context: MessageContext) ->
         runbook=settings.runbook(FUNCTION),
         invocation_id=report.invocation_id,
         around=report.started_at,
+        agent_service=settings.agent_service,
     )
     links = general[:1]  # the runbook first
     if region is not None:
@@ -207,6 +212,7 @@ def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -
     return messages.Notification(
         environment=env,
         function=FUNCTION,
+        agent_service=context.settings.agent_service,
         incident_id=context.incident_id,
         severity=severity(lines),
         mode=report.mode,
@@ -216,7 +222,7 @@ def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -
         details=[line.text for line in lines if line.section not in ("error", "fleet")],
         counts=counts.model_copy(update={"refused": counts.refused + refused}),
         errors=[line.text for line in lines if line.section == "error"],
-        undo=undo_steps(lines, env, context.region),
+        undo=undo_steps(lines, env, context.settings.agent_service, context.region),
         links=_links(lines, report, context),
         resources=[step.task_arn for step in _tasks(lines)],
         invocation_id=report.invocation_id,

@@ -61,7 +61,9 @@ def compose(run: DrainerRun, work: DrainerWork) -> DrainerNote | None:
     if fleet is not None:
         trigger, incident = fleet.trigger, fleet.incident
     else:
-        incident = trigger_incident(trigger, settings.environment_name, run.deps.clock())
+        incident = trigger_incident(
+            trigger, settings.environment_name, settings.agent_service, run.deps.clock()
+        )
     plan = work.plan or NOTHING_PLANNED
     snapshot = fleet.snapshot if fleet else None
     thread = message_incident(trigger, incident, plan, snapshot)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from fleet_remediation.contract.naming import task_id_from_log_stream
+from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
@@ -48,14 +49,15 @@ def during_silent_task(
     if found.fleet_wide or not found.suspects:
         return parsed
     top = found.suspects[0]
-    suspect = _suspect(top, settings.environment_name, TimeWindow(start=start, end=now))
+    suspect = _suspect(top, settings, TimeWindow(start=start, end=now))
     parsed.trigger.detail["silent_task"] = suspect.task_id
     return DrainerTrigger(parsed.trigger, True, suspect=suspect)
 
 
-def _suspect(verdict: TaskVerdict, environment: str, window: TimeWindow) -> SuspectWorkerDetail:
+def _suspect(verdict: TaskVerdict, settings: DrainerSettings, window: TimeWindow) -> SuspectWorkerDetail:
     return SuspectWorkerDetail(
-        environment=environment,
+        environment=settings.environment_name,
+        agent_service=settings.agent_service,
         log_stream=verdict.log_stream,
         task_id=task_id_from_log_stream(verdict.log_stream),
         alarm_name=PER_TASK_REACH,

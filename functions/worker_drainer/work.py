@@ -60,9 +60,9 @@ def read(run: DrainerRun) -> FleetRead:
     trigger = run.event.trigger
     policy = LookPolicy(priority=trigger.trigger.kind is not TriggerKind.SCHEDULE, problem=run.report.error)
     with looking(getattr(deps.worker_logs, "insights", None), policy):
-        trigger = during_vad_alarm(trigger, deps.alarm_states, settings.environment_name, run.report)
+        trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
         trigger = during_silent_task(trigger, deps, run.report, run.deadline)
-        incident = trigger_incident(trigger, settings.environment_name, deps.clock())
+        incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
         snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
     return FleetRead(trigger, incident, snapshot, calls)
 

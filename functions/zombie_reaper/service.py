@@ -4,6 +4,7 @@ same event replays the first attempt's results (``replays_retries``): only the d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -22,19 +23,20 @@ from zombie_reaper.messages import compose, compose_failure
 from zombie_reaper.work import NOTHING_REAPED, ReaperEvent, ReaperManualEvent, ReaperRun, ReaperWork
 
 
-def reaper_router(environment_name: str) -> Router[ReaperManualEvent]:
-    """The schedule, the VAD alarm (a starving worker is often a zombie's doing), or a manual invoke."""
-    return Router(
-        "the reaper",
-        [ScheduleRoute(), AlarmRoute({vad_alarm_name(environment_name)}), ManualRoute(ReaperManualEvent)],
-    )
+def reaper_router(environment_name: str, services: Iterable[str]) -> Router[ReaperManualEvent]:
+    """The schedule, any agent service's VAD alarm (a starving worker is often a zombie's doing;
+    rooms are LiveKit-wide, so any service's alarm is the reaper's), or a manual invoke."""
+    alarms = {vad_alarm_name(environment_name, service) for service in services}
+    return Router("the reaper", [ScheduleRoute(), AlarmRoute(alarms), ManualRoute(ReaperManualEvent)])
 
 
 Deps = ReaperDependencies
 
 
 def route(event: Any, deps: Deps, door: Door) -> Routed[Any]:
-    return reaper_router(deps.settings.environment_name).route(event, door)
+    settings = deps.settings
+    services = (service.name for service in settings.agent_services)
+    return reaper_router(settings.environment_name, services).route(event, door)
 
 
 def begin(routed: Routed[Any], deps: Deps, context: LambdaContext | None) -> ReaperEvent | Settled:

@@ -86,9 +86,10 @@ def _suspect() -> SuspectWorkerDetail:
     now = datetime.now(UTC)
     return SuspectWorkerDetail(
         environment="faults",
+        agent_service="agents",
         log_stream="agent/agent/abc",
         task_id="abc",
-        alarm_name="livekit-faults-tts-reach",
+        alarm_name="livekit-faults-agents-tts-reach",
         p_value=0.001,
         window=TimeWindow(start=now - timedelta(minutes=30), end=now),
     )

@@ -261,6 +261,7 @@ def _suspect() -> SuspectWorkerDetail:
     now = datetime.now(UTC)
     return SuspectWorkerDetail(
         environment="faults",
+        agent_service="agents",
         log_stream="agent/agent/0123456789abcdef",
         task_id="0123456789abcdef",
         alarm_name="faults-tts-reach",

@@ -43,7 +43,8 @@ def _event(detail_type: str) -> dict[str, Any]:
         "time": "2026-09-15T17:36:00Z",
         "region": "ap-northeast-2",
         "resources": [],
-        "detail": json.loads(detail.model_dump_json()),
+        # A suspect-worker event names the agent service whose drainer takes it.
+        "detail": {**json.loads(detail.model_dump_json()), "agent_service": "agents"},
     }
 
 

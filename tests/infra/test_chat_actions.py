@@ -42,7 +42,8 @@ def test_three_custom_actions_named_and_attached_for_the_environment_only(prod: 
         ]
         assert f"--region {_region(prod)}" in action["Definition"]["CommandText"]
     undrain = actions["lkfr-prod-undrain"]["Definition"]["CommandText"]
-    assert "--function-name lkfr-prod-worker-drainer" in undrain
+    # The message names its agent service: the button invokes that service's drainer.
+    assert "--function-name lkfr-prod-$agent_service-worker-drainer" in undrain
     assert '{"action":"undrain","task":"$undo_task","dry_run":false}' in undrain
 
 
@@ -62,7 +63,7 @@ def test_the_channel_guardrail_and_role_allow_only_the_undo_commands(prod: Synth
     policy = policies[guardrail["Ref"]]
     allowed = _statements(policy)
     assert [action for action, _ in allowed] == ["lambda:InvokeFunction", "ssm:PutParameter"]
-    assert "function:lkfr-prod-worker-drainer" in allowed[0][1]
+    assert "function:lkfr-prod-agents-worker-drainer" in allowed[0][1]
     for slug in ("zombie-reaper", "tts-reach-alarm", "worker-drainer"):
         assert f"parameter/livekit-fleet-remediation/prod/{slug}/mode" in allowed[1][1]
     assert "*" not in allowed[0][1] + allowed[1][1]

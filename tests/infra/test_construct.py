@@ -66,7 +66,7 @@ def test_tokens_from_the_same_app_reach_detection_and_the_functions() -> None:
     )
     template = assertions.Template.from_stack(stack)
     (log_group_id,) = template.find_resources("AWS::Logs::LogGroup", {"Properties": {"RetentionInDays": 30}})
-    drainer = _function(template, "worker-drainer")
+    drainer = _function(template, "agents-worker-drainer")
     assert drainer["ECS_SERVICE"] == {"Ref": "AgentServiceName"}
     assert drainer["AGENT_LOG_GROUP"] == {"Ref": log_group_id}
     assert drainer["ECS_CLUSTER"] == CLUSTER
@@ -184,10 +184,11 @@ def test_the_standalone_stack_keeps_the_logical_ids_of_its_resources(staging: Sy
     stack_tags = manifest["artifacts"][staging.stack.stack_name]["properties"]["tags"]
     assert stack_tags == {"livekit-fleet-remediation:environment": "staging"}
     functions = staging.template.find_resources("AWS::Lambda::Function")
-    # The function constructs' ids start the functions' logical ids, as when the stack held them.
+    # The function constructs' ids start the functions' logical ids, as when the stack held them;
+    # an agent service's own functions sit under its construct (Service-<name>).
     assert sorted(logical_id.split("Function")[0] for logical_id in functions) == [
-        "TtsReachResponder",
-        "WorkerDrainer",
+        "ServiceagentsTtsReachResponder",
+        "ServiceagentsWorkerDrainer",
         "ZombieReaper",
     ]
 

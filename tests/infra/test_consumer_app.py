@@ -1,6 +1,7 @@
-"""examples/consumer_app: a team's own CDK app with two ``FleetRemediation`` instances in one stack,
-on existing resources by reference. It synthesizes cdk-nag clean under the feature flags its cdk.json
-pins and under those a fresh `cdk init` writes, and the two instances name nothing alike."""
+"""examples/consumer_app: a team's own CDK app with two ``FleetRemediation`` instances in one stack
+(one covering two agent services), on existing resources by reference. It synthesizes cdk-nag
+clean under the feature flags its cdk.json pins and under those a fresh `cdk init` writes, and the
+two instances name nothing alike."""
 
 from __future__ import annotations
 
@@ -67,17 +68,22 @@ def test_two_instances_name_nothing_alike(consumer: cdk.Stack) -> None:
     assert len(names) > 60
     doubled = [name for name, count in Counter(names.values()).items() if count > 1]
     assert doubled == []
-    for prefix in ("tutor", "support"):
+    for prefix in ("calls", "tutor"):
         assert f"AWS::Lambda::Function lkfr-{prefix}-zombie-reaper" in names.values()
         assert f"AWS::SSM::Parameter /livekit-fleet-remediation/{prefix}/mode" in names.values()
-    # Metric filters write to a namespace per instance: the two never add to each other's metrics.
+    # Metric filters write to a namespace per instance and agent service ("calls" covers two): none
+    # adds to another's metrics.
     namespaces = {
         transformation["MetricNamespace"]
         for resource in template["Resources"].values()
         if resource["Type"] == "AWS::Logs::MetricFilter"
         for transformation in resource["Properties"]["MetricTransformations"]
     }
-    assert len(namespaces) == 2
+    assert namespaces == {
+        "LiveKitAgents/calls/inbound",
+        "LiveKitAgents/calls/outbound",
+        "LiveKitAgents/tutor/agents",
+    }
 
 
 def test_nothing_retained_has_a_fixed_name(consumer: cdk.Stack) -> None:

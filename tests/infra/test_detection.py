@@ -34,7 +34,7 @@ def test_metric_filters_come_from_the_signal_definitions_without_dimensions(stag
     for properties in filters:
         assert properties["LogGroupName"] == "/ppi/livekit/staging/agent"
         (transformation,) = properties["MetricTransformations"]
-        assert transformation["MetricNamespace"] == "LiveKitAgents/staging"
+        assert transformation["MetricNamespace"] == "LiveKitAgents/staging/agents"
         # Metric cost must not grow with traffic: no per-job/room/worker dimensions.
         assert "Dimensions" not in transformation
     delay = next(
@@ -55,7 +55,7 @@ def tts_alarm(synthesized: Synthesized, env_name: str = "staging", window_minute
     return next(
         r["Properties"]
         for r in resources(synthesized, "AWS::CloudWatch::Alarm").values()
-        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach-{window_minutes}min"
+        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-agents-tts-reach-{window_minutes}min"
     )
 
 
@@ -64,7 +64,7 @@ def tts_page(synthesized: Synthesized, env_name: str = "staging") -> dict:
     return next(
         r["Properties"]
         for r in resources(synthesized, "AWS::CloudWatch::CompositeAlarm").values()
-        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-tts-reach"
+        if r["Properties"]["AlarmName"] == f"livekit-{env_name}-agents-tts-reach"
     )
 
 
@@ -73,7 +73,7 @@ def window_metric(metric_id: str, metric_name: str, period: int) -> object:
         {
             "Id": metric_id,
             "MetricStat": {
-                "Metric": {"MetricName": metric_name, "Namespace": "LiveKitAgents/staging"},
+                "Metric": {"MetricName": metric_name, "Namespace": "LiveKitAgents/staging/agents"},
                 "Period": period,
                 "Stat": "Sum",
             },
@@ -88,7 +88,7 @@ def test_tts_reach_alarm_is_windowed_metric_math_over_the_three_tts_metrics(stag
     staging.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
-            "AlarmName": "livekit-staging-tts-reach-5min",
+            "AlarmName": "livekit-staging-agents-tts-reach-5min",
             "ComparisonOperator": "GreaterThanOrEqualToThreshold",
             "Threshold": 1,
             "EvaluationPeriods": 1,
@@ -135,10 +135,10 @@ def test_alarm_expressions_are_the_ones_the_offline_evaluators_replay(staging: S
         if "Metrics" in alarm
     }
     for window in detection.tts_reach_alarm.alarm().children:
-        name = f"livekit-staging-tts-reach-{window.period_minutes}min"
+        name = f"livekit-staging-agents-tts-reach-{window.period_minutes}min"
         assert expressions[name] == window.expression.render()
     for part in detection.vad_alarm.alarm().children:
-        name = f"livekit-staging-vad-slow-inference-{part.label}"
+        name = f"livekit-staging-agents-vad-slow-inference-{part.label}"
         assert expressions[name] == part.expression.render()
 
 
@@ -162,7 +162,7 @@ def test_vad_page_is_any_of_3_of_5_and_6_of_30_breaching_minutes(staging: Synthe
         staging.template.has_resource_properties(
             "AWS::CloudWatch::Alarm",
             {
-                "AlarmName": f"livekit-staging-vad-slow-inference-{datapoints}of{evaluation}min",
+                "AlarmName": f"livekit-staging-agents-vad-slow-inference-{datapoints}of{evaluation}min",
                 "ComparisonOperator": "GreaterThanOrEqualToThreshold",
                 "Threshold": 1,
                 "EvaluationPeriods": evaluation,
@@ -180,7 +180,7 @@ def test_vad_page_is_any_of_3_of_5_and_6_of_30_breaching_minutes(staging: Synthe
     page = next(
         r["Properties"]
         for r in resources(staging, "AWS::CloudWatch::CompositeAlarm").values()
-        if r["Properties"]["AlarmName"] == "livekit-staging-vad-slow-inference"
+        if r["Properties"]["AlarmName"] == "livekit-staging-agents-vad-slow-inference"
     )
     assert page["AlarmActions"] == page["OKActions"]
     assert "Vad3of5minAlarm" in json.dumps(page["AlarmRule"])
@@ -224,7 +224,7 @@ def test_responder_function_environment_and_permissions(
     responder = next(
         f["Properties"]
         for f in functions.values()
-        if f["Properties"].get("FunctionName") == "lkfr-staging-tts-reach-alarm"
+        if f["Properties"].get("FunctionName") == "lkfr-staging-agents-tts-reach-alarm"
     )
     variables = responder["Environment"]["Variables"]
     assert responder["Handler"] == "tts_reach_alarm.handler.lambda_handler"
@@ -237,7 +237,7 @@ def test_responder_function_environment_and_permissions(
         IDEMPOTENCY_TABLE_NAME="idempotency",
         SCAN_BUDGET_TABLE_NAME="scan-tally",
     )
-    assert settings.alarm_name == "livekit-staging-tts-reach"
+    assert settings.alarm_name == "livekit-staging-agents-tts-reach"
     staging.template.has_resource_properties(
         "AWS::CloudWatch::CompositeAlarm", {"AlarmName": settings.alarm_name}
     )

@@ -26,17 +26,18 @@ from fleet_remediation.contract.sections import TtsReachSection
 from tests.infra.conftest import Synthesized
 
 ENV = "staging"
+SERVICE = "agents"
 
 
 def _door_ages(functions: dict[str, Any]) -> dict[str, EventAges]:
     """The ages each function's door uses, with the responder's re-check period as deployed."""
-    responder = functions[lambda_function_name(ENV, FunctionName.TTS_REACH_ALARM)]
+    responder = functions[lambda_function_name(ENV, FunctionName.TTS_REACH_ALARM, SERVICE)]
     variables = responder["Properties"]["Environment"]["Variables"]
     recheck = TtsReachSection.model_validate(json.loads(variables.get("TTS_REACH", "{}"))).recheck_minutes
     return {
         lambda_function_name(ENV, FunctionName.ZOMBIE_REAPER): REAPER_EVENT_AGES,
-        lambda_function_name(ENV, FunctionName.WORKER_DRAINER): DRAINER_EVENT_AGES,
-        lambda_function_name(ENV, FunctionName.TTS_REACH_ALARM): responder_event_ages(recheck),
+        lambda_function_name(ENV, FunctionName.WORKER_DRAINER, SERVICE): DRAINER_EVENT_AGES,
+        lambda_function_name(ENV, FunctionName.TTS_REACH_ALARM, SERVICE): responder_event_ages(recheck),
     }
 
 

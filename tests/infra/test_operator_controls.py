@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName, lambda_function_name
 from livekit_fleet_remediation.config import ConfigError
 from livekit_fleet_remediation.standalone import build_stacks
 from tests.dashboard_body import dashboard_json
@@ -155,17 +155,27 @@ def test_invalid_delivery_options_fail_at_synth_naming_the_field(
 
 
 def test_each_function_has_its_own_switch_under_the_environments(staging: Synthesized) -> None:
+    service_switch = "/livekit-fleet-remediation/staging/services/agents/mode"
     for function in FunctionName:
         name = f"/livekit-fleet-remediation/staging/{function.slug}/mode"
+        per_service = function in PER_SERVICE_FUNCTIONS
         staging.template.has_resource_properties(
             "AWS::SSM::Parameter",
             {"Name": name, "Value": "enforce", "AllowedPattern": "^(enforce|dry-run|off)$"},
         )
         (function_resource,) = staging.template.find_resources(
-            "AWS::Lambda::Function", {"Properties": {"FunctionName": f"lkfr-staging-{function.slug}"}}
+            "AWS::Lambda::Function",
+            {
+                "Properties": {
+                    "FunctionName": lambda_function_name(
+                        "staging", function, "agents" if per_service else None
+                    )
+                }
+            },
         ).values()
         variables = function_resource["Properties"]["Environment"]["Variables"]
         assert variables["FUNCTION_MODE_PARAMETER_NAME"] == name
+        assert variables.get("SERVICE_MODE_PARAMETER_NAME") == (service_switch if per_service else None)
         assert variables["MODE_PARAMETER_NAME"] == "/livekit-fleet-remediation/staging/mode"
     names = {
         logical_id: resource["Properties"]["Name"]
@@ -173,8 +183,8 @@ def test_each_function_has_its_own_switch_under_the_environments(staging: Synthe
     }
     construct = {
         FunctionName.ZOMBIE_REAPER: "ZombieReaper",
-        FunctionName.TTS_REACH_ALARM: "TtsReach",
-        FunctionName.WORKER_DRAINER: "WorkerDrainer",
+        FunctionName.TTS_REACH_ALARM: "ServiceagentsTtsReach",
+        FunctionName.WORKER_DRAINER: "ServiceagentsWorkerDrainer",
     }
     policies = staging.template.find_resources("AWS::IAM::Policy")
     for function, prefix in construct.items():
@@ -190,6 +200,7 @@ def test_each_function_has_its_own_switch_under_the_environments(staging: Synthe
         assert read == {
             "/livekit-fleet-remediation/staging/mode",
             f"/livekit-fleet-remediation/staging/{function.slug}/mode",
+            *([service_switch] if function in PER_SERVICE_FUNCTIONS else []),
         }
 
 

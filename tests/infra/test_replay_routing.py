@@ -9,6 +9,7 @@ from typing import Any
 
 from fleet_remediation.contract.naming import (
     EVENT_SOURCE,
+    PER_SERVICE_FUNCTIONS,
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
     lambda_function_name,
@@ -29,7 +30,11 @@ def _rules_in(template: dict[str, Any], env_name: str) -> set[Rule]:
         for logical, resource in resources.items()
         if resource["Type"] == "AWS::Lambda::Function"
     }
-    by_name = {lambda_function_name(env_name, f): f for f in FunctionName}
+    # The example environments cover one agent service, "agents".
+    by_name = {
+        lambda_function_name(env_name, f, "agents" if f in PER_SERVICE_FUNCTIONS else None): f
+        for f in FunctionName
+    }
     found: set[Rule] = set()
     for resource in resources.values():
         if resource["Type"] != "AWS::Events::Rule":
@@ -45,7 +50,7 @@ def _rules_in(template: dict[str, Any], env_name: str) -> set[Rule]:
             pattern = properties["EventPattern"]
             if pattern["source"] == [EVENT_SOURCE]:
                 assert pattern["detail-type"] == [SUSPECT_WORKER_DETAIL_TYPE]
-                assert pattern["detail"] == {"environment": [env_name]}
+                assert pattern["detail"] == {"environment": [env_name], "agent_service": ["agents"]}
                 found.add(Rule(function, suspect_worker=True))
                 continue
             (alarm,) = pattern["resources"]

@@ -15,6 +15,6 @@ def test_every_function_reserves_its_concurrency(staging: Synthesized) -> None:
     }
     assert reserved == {
         "lkfr-staging-zombie-reaper": 1,
-        "lkfr-staging-worker-drainer": 2,
-        "lkfr-staging-tts-reach-alarm": 2,
+        "lkfr-staging-agents-worker-drainer": 2,
+        "lkfr-staging-agents-tts-reach-alarm": 2,
     }

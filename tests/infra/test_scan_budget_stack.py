@@ -34,7 +34,8 @@ def test_the_responder_and_the_drainer_share_one_tally_and_may_read_the_estimate
         "AttributeName": "expires_at",
         "Enabled": True,
     }
-    for name in ("lkfr-staging-tts-reach-alarm", "lkfr-staging-worker-drainer"):
+    # The example environments' one agent service, "agents"; every service's functions share the tally.
+    for name in ("lkfr-staging-agents-tts-reach-alarm", "lkfr-staging-agents-worker-drainer"):
         statements = _policies_of(staging, name)
         on_tally = [s for s in statements if tally in json.dumps(s["Resource"])]
         assert [sorted(s["Action"]) for s in on_tally] == [["dynamodb:GetItem", "dynamodb:UpdateItem"]], name

@@ -97,7 +97,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
     }
     drainer = cold_start(
         DrainerSettings,
-        functions["lkfr-staging-worker-drainer"],
+        functions["lkfr-staging-agents-worker-drainer"],
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         LEDGER_TABLE_NAME="ledger",
         SCAN_BUDGET_TABLE_NAME="scan-tally",
@@ -108,7 +108,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
 
     responder = cold_start(
         TtsReachSettings,
-        functions["lkfr-staging-tts-reach-alarm"],
+        functions["lkfr-staging-agents-tts-reach-alarm"],
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
@@ -124,7 +124,7 @@ def test_a_signal_override_reaches_the_alarm_the_responder_and_the_drainer(
     }
     responder = cold_start(
         TtsReachSettings,
-        functions["lkfr-staging-tts-reach-alarm"],
+        functions["lkfr-staging-agents-tts-reach-alarm"],
         AWS_REGION="ap-northeast-2",
         NOTIFICATION_TOPIC_ARN="arn:aws:sns:ap-northeast-2:111111111111:t",
         IDEMPOTENCY_TABLE_NAME="idempotency",
@@ -145,8 +145,14 @@ def test_each_function_reads_back_exactly_what_synth_deployed(
     }
     deployed = {
         "lkfr-staging-zombie-reaper": (ReaperSettings, staging.stack.remediation.zombie_reaper.settings),
-        "lkfr-staging-worker-drainer": (DrainerSettings, staging.stack.remediation.worker_drainer.settings),
-        "lkfr-staging-tts-reach-alarm": (TtsReachSettings, staging.stack.remediation.tts_reach.settings),
+        "lkfr-staging-agents-worker-drainer": (
+            DrainerSettings,
+            staging.stack.remediation.services["agents"].worker_drainer.settings,
+        ),
+        "lkfr-staging-agents-tts-reach-alarm": (
+            TtsReachSettings,
+            staging.stack.remediation.services["agents"].tts_reach.settings,
+        ),
     }
     for name, (model, at_synth) in deployed.items():
         tokens = {
@@ -172,5 +178,7 @@ def test_an_environment_lists_its_agent_services_and_a_0_1_layout_says_where_the
         load_environment(old, "staging")
     two = copy.deepcopy(context)
     two["environments"]["staging"]["agent_services"].append({**service, "name": "outbound"})
-    with pytest.raises(ConfigError, match="agent_services"):
+    assert [s.name for s in load_environment(two, "staging").agent_services] == ["agents", "outbound"]
+    two["environments"]["staging"]["agent_services"][1]["name"] = "agents"
+    with pytest.raises(ConfigError, match="agent service names must differ: agents used more than once"):
         load_environment(two, "staging")

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from fleet_remediation.contract.naming import FunctionName, function_log_group_name
+from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName, function_log_group_name
 from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized
 
@@ -57,10 +57,15 @@ def test_every_queue_is_encrypted_with_the_stack_key(staging: Synthesized) -> No
         assert queue["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [_key_id(staging), "Arn"]}
 
 
+def _service(function: FunctionName) -> str | None:
+    """The example environments' one agent service, for the functions each service has its own of."""
+    return "agents" if function in PER_SERVICE_FUNCTIONS else None
+
+
 def test_every_function_log_group_is_encrypted_with_the_stack_key(staging: Synthesized) -> None:
     groups = {g["Properties"]["LogGroupName"]: g for g in _resources(staging, "AWS::Logs::LogGroup").values()}
     for function in FunctionName:
-        group = groups[function_log_group_name("staging", function)]
+        group = groups[function_log_group_name("staging", function, _service(function))]
         assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [_key_id(staging), "Arn"]}
 
 
@@ -70,7 +75,9 @@ def test_cloudwatch_logs_may_use_the_key_only_for_our_function_log_groups(stagin
         _text(s["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"]) for s in statements
     )
     expected = sorted(
-        f":logs:{REGION}:{ACCOUNT}:log-group:{function_log_group_name('staging', function)}"
+        ":logs:{}:{}:log-group:{}".format(
+            REGION, ACCOUNT, function_log_group_name("staging", function, _service(function))
+        )
         for function in FunctionName
     )
     assert len(named) == len(expected)
@@ -130,8 +137,8 @@ def test_the_functions_roles_may_use_the_key_for_their_dlq_without_a_stack_topic
             if logical_id.startswith(
                 {
                     "zombie_reaper": "ZombieReaper",
-                    "tts_reach_alarm": "TtsReachResponder",
-                    "worker_drainer": "WorkerDrainer",
+                    "tts_reach_alarm": "ServiceagentsTtsReachResponder",
+                    "worker_drainer": "ServiceagentsWorkerDrainer",
                 }[function.value]
             )
         ]

@@ -29,7 +29,7 @@ from worker_drainer.tags import COOLDOWN_TAG, STATE_TAGS, WRITTEN_TAGS, Cause, c
 
 Match = assertions.Match
 ALL_TASK_ACTIONS = (*ECS_TASK_READ_ACTIONS, *ECS_TASK_CHANGE_ACTIONS, *ECS_TASK_TAG_ACTIONS)
-FUNCTION_NAME = "lkfr-staging-worker-drainer"
+FUNCTION_NAME = "lkfr-staging-agents-worker-drainer"
 
 
 def _drainer_function(synthesized: Synthesized) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def _statements(synthesized: Synthesized) -> list[dict[str, Any]]:
     return [
         statement
         for logical_id, policy in policies.items()
-        if logical_id.startswith("WorkerDrainer")
+        if logical_id.startswith("ServiceagentsWorkerDrainer")
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
 
@@ -234,7 +234,7 @@ def test_the_ledger_table_is_the_only_table_and_grants_what_ledger_outbox_and_on
         "dynamodb:UpdateItem",
     ]
     (table,) = statement["Resource"]["Fn::GetAtt"][:1]
-    assert table.startswith("WorkerDrainerLedger")
+    assert table.startswith("ServiceagentsWorkerDrainerLedger")
 
 
 def test_vpc_configuration_attaches_the_function_and_its_eni_permissions(

@@ -76,6 +76,10 @@ def _reap_on(state: str, server: LocalLiveKit) -> tuple[dict[str, Any], set[str]
             "livekit_url": server.http_url,
             "livekit_secret_id": "injected",
             "reaper": {"policy": {"managed_room_pattern": f"^{rooms[0]}$", "max_age_minutes": 60}},
+            # Whose VAD alarm the reaper takes.
+            "agent_services": [
+                {"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}
+            ],
         }
     )
     credentials = LiveKitCredentials(api_key=server.api_key, api_secret=server.api_secret)
@@ -88,7 +92,9 @@ def _reap_on(state: str, server: LocalLiveKit) -> tuple[dict[str, Any], set[str]
         room_service_factory=lambda: LiveKitRoomService(server.http_url, credentials, 2.0),
         clock=lambda: now,
     )
-    event = alarm_state_change(vad_alarm_name(ENV), account=ACCOUNT, region=REGION, state=state, now=now)
+    event = alarm_state_change(
+        vad_alarm_name(ENV, "agents"), account=ACCOUNT, region=REGION, state=state, now=now
+    )
     report = dict(reaper_handler.lambda_handler(event, LocalLambdaContext(), dependencies=deps))
     left = set(rooms) & asyncio.run(room_names(server))
     return report, left, notifier
@@ -174,7 +180,7 @@ class Responder:
     def on(self, state: str) -> dict[str, Any]:
         now = self.deps.clock()
         event = alarm_state_change(
-            tts_reach_alarm_name(ENV), account=ACCOUNT, region=REGION, state=state, now=now
+            tts_reach_alarm_name(ENV, "agents"), account=ACCOUNT, region=REGION, state=state, now=now
         )
         return dict(tts_handler.lambda_handler(event, LocalLambdaContext(), dependencies=self.deps))
 

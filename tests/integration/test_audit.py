@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 
 from devkit import moto_deployment
-from fleet_remediation.contract.naming import FunctionName, lambda_function_name
+from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName, lambda_function_name
 from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome
@@ -88,7 +88,12 @@ def test_the_reports_and_the_ledger_make_one_timeline(
         {"action": "cordon", "planned_because": "degraded", "outcome": "intended", "incident": f"{ENV}.vad"},
     )
     document = audit_json(capsys)
-    assert document["functions"][FunctionName.WORKER_DRAINER.value]["ledger_table"] == TABLE
+    assert (
+        document["functions"][lambda_function_name(ENV, FunctionName.WORKER_DRAINER, "agents")][
+            "ledger_table"
+        ]
+        == TABLE
+    )
     steps = [(e["function"], e["kind"], e["action"], e["target"], e["source"]) for e in document["entries"]]
     assert steps == [
         ("worker_drainer", "unknown", "cordon", TASK, "ledger"),
@@ -150,10 +155,15 @@ def test_the_log_group_comes_from_the_functions_logging_config(
         logStreamName="s",
         logEvents=[{"timestamp": stamp, "message": json.dumps(line)}],
     )
-    groups = {lambda_function_name(ENV, f): f"/generated/{f.slug}" for f in FunctionName} | {name: generated}
+    groups = {
+        lambda_function_name(ENV, f, "agents" if f in PER_SERVICE_FUNCTIONS else None): f"/generated/{f.slug}"
+        for f in FunctionName
+    } | {name: generated}
     clients = Clients(REGION, LambdaWithLoggingConfig(groups), logs, boto3.client("dynamodb"))
     document = audit_json(capsys, clients=clients)
-    assert document["functions"]["zombie_reaper"]["log_group"] == generated
+    assert (
+        document["functions"][lambda_function_name(ENV, FunctionName.ZOMBIE_REAPER)]["log_group"] == generated
+    )
     assert [(e["invocation"], e["action"]) for e in document["entries"]] == [("inv-1", "delete-room")]
 
 

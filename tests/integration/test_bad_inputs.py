@@ -180,7 +180,7 @@ def generic_corpus(own_alarm: str, other_alarm: str) -> list[BadInput]:
     ]
 
 
-REAPER_ALARM, TTS_ALARM = vad_alarm_name(ENV), tts_reach_alarm_name(ENV)
+REAPER_ALARM, TTS_ALARM = vad_alarm_name(ENV, "agents"), tts_reach_alarm_name(ENV, "agents")
 
 REAPER_CORPUS = [
     *generic_corpus(REAPER_ALARM, TTS_ALARM),
@@ -312,6 +312,10 @@ def reaper_world(livekit_server: LocalLiveKit, aws: None) -> World:
                 "livekit_request_timeout_seconds": 2,
                 "policy": {"managed_room_pattern": "^lesson-corpus-.+$", "max_age_minutes": 60},
             },
+            # Whose VAD alarm the reaper takes.
+            "agent_services": [
+                {"ecs_cluster": "agents", "ecs_service": "agents", "agent_log_group": "/agents"}
+            ],
         }
     )
     credentials = LiveKitCredentials.model_validate(

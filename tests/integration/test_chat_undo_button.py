@@ -39,7 +39,7 @@ def world(livekit_server: LocalLiveKit) -> Iterator[DrainerWorld]:
 def custom_actions(env_name: str) -> list[dict[str, Any]]:
     app = cdk.App()
     stack = cdk.Stack(app, "ChatActionsOnly", env=cdk.Environment(account="123456789012", region=REGION))
-    ChatActions(stack, "ChatActions", env_name=env_name)
+    ChatActions(stack, "ChatActions", env_name=env_name, services=["agents"])
     found = assertions.Template.from_stack(stack).find_resources("AWS::Chatbot::CustomAction")
     return [resource["Properties"] for resource in found.values()]
 
@@ -97,7 +97,7 @@ def test_the_undrain_button_invokes_what_the_undo_command_does_and_undrains_the_
     )
     button_function, button_payload = invocation(lambda_buttons[0])
     undo_function, undo_payload = invocation(undo_line)
-    assert button_function == undo_function == "lkfr-it-worker-drainer"
+    assert button_function == undo_function == "lkfr-it-agents-worker-drainer"
     assert button_payload == undo_payload == {"action": "undrain", "task": task, "dry_run": False}
 
     report = world.invoke(button_payload)

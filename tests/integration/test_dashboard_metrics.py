@@ -23,7 +23,12 @@ import pytest
 from devkit.checkout import checkout_pythonpath
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName, lambda_function_name
+from fleet_remediation.contract.naming import (
+    METRICS_NAMESPACE,
+    PER_SERVICE_FUNCTIONS,
+    FunctionName,
+    lambda_function_name,
+)
 from livekit_fleet_remediation.config import load_environment
 from livekit_fleet_remediation.standalone import build_app
 from tests.dashboard_body import MetricIdentity, dashboard_json, graphed_metrics
@@ -36,6 +41,11 @@ MOTO_ACCOUNT = "123456789012"
 pytestmark = pytest.mark.livekit
 
 
+def _service(function: FunctionName) -> str | None:
+    """The example environments' one agent service, for the functions it has its own copy of."""
+    return "agents" if function in PER_SERVICE_FUNCTIONS else None
+
+
 def deployed_environment(template: dict[str, Any], function: FunctionName) -> dict[str, str]:
     """The function's deployed variables, each CloudFormation reference replaced by the name of a
     resource the capture script creates in moto."""
@@ -44,7 +54,9 @@ def deployed_environment(template: dict[str, Any], function: FunctionName) -> di
         r["Properties"]
         for r in resources.values()
         if r["Type"] == "AWS::Lambda::Function"
-        and r["Properties"].get("FunctionName") == lambda_function_name("staging", function)
+        # The example environments' one agent service, "agents", has its own responder and drainer.
+        and r["Properties"].get("FunctionName")
+        == lambda_function_name("staging", function, _service(function))
     ]
     variables: dict[str, str] = {}
     for name, value in properties["Environment"]["Variables"].items():
@@ -138,7 +150,7 @@ def test_every_metric_the_dashboard_and_alarms_ask_for_is_emitted_with_that_iden
     # A sparse count is published only when not zero, which the capture runs need not reach: its
     # identity is its definition's, the one the handlers emit it through.
     sparse = {
-        MetricIdentity(d.namespace, d.name, frozenset(d.dimensions("staging", f).items()))
+        MetricIdentity(d.namespace, d.name, frozenset(d.dimensions("staging", f, _service(f)).items()))
         for d in metric_definitions.definitions()
         if d.sparse
         for f in d.functions

@@ -183,7 +183,7 @@ def test_a_re_run_that_fails_keeps_the_message(world: World, monkeypatch: pytest
         **SCHEDULE_EVENT,
         "detail-type": "CloudWatch Alarm State Change",
         "source": "aws.cloudwatch",
-        "detail": {"alarmName": f"livekit-{ENV}-vad-slow-inference", "state": {"value": "ALARM"}},
+        "detail": {"alarmName": f"livekit-{ENV}-agents-vad-slow-inference", "state": {"value": "ALARM"}},
     }
     rule_failure = {
         "ERROR_CODE": {"DataType": "String", "StringValue": "SDK_CLIENT_ERROR"},
@@ -197,7 +197,7 @@ def test_a_re_run_that_fails_keeps_the_message(world: World, monkeypatch: pytest
 
     assert status == 1
     assert "eventbridge rule (SDK_CLIENT_ERROR)" in world.printed[1]
-    assert "kept: alarm livekit-it-vad-slow-inference ALARM" in world.printed[1]
+    assert "kept: alarm livekit-it-agents-vad-slow-inference ALARM" in world.printed[1]
     assert "report status failed" in world.printed[1]
     assert world.printed[-1] == "redrive: 1 parked, 0 re-run and deleted, 1 kept"
     assert world.parked() == (0, 1)

@@ -25,7 +25,7 @@ from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 
-FUNCTION = "lkfr-it-worker-drainer"
+FUNCTION = "lkfr-it-agents-worker-drainer"
 RULE_FAILURE = {
     "ERROR_CODE": {"DataType": "String", "StringValue": "SDK_CLIENT_ERROR"},
     "ERROR_MESSAGE": {"DataType": "String", "StringValue": "Rate exceeded"},
@@ -68,7 +68,7 @@ def test_a_parked_alarm_is_re_run_as_a_plan_and_then_gone(world: DrainerWorld) -
 
     assert status == 0, printed
     assert "eventbridge rule (SDK_CLIENT_ERROR)" in printed[1]
-    assert "alarm livekit-it-vad-slow-inference ALARM" in printed[1]
+    assert "alarm livekit-it-agents-vad-slow-inference ALARM" in printed[1]
     assert printed[1].endswith("ok; deleted")
     (plan,) = reports
     assert plan["mode"] == "dry-run"

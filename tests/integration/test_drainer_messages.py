@@ -57,7 +57,7 @@ from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
 RESPONDER_ONCE = "it-responder-once"
-TTS_ALARM = "livekit-it-tts-reach"
+TTS_ALARM = "livekit-it-agents-tts-reach"
 
 
 @pytest.fixture
@@ -194,10 +194,10 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
 
     emails, chats = delivered(world)
     assert [e["Subject"] for e in emails] == [
-        f"[it] 4 sessions had no TTS audio, mostly worker {bad[:8]}; sent to the drainer",
-        f"[it] worker drainer cordoned task {bad[:8]}",
-        f"[it] worker drainer stopped task {bad[:8]}",
-        f"[it] TTS reach resolved: {TTS_ALARM} is OK",
+        f"[it/agents] 4 sessions had no TTS audio, mostly worker {bad[:8]}; sent to the drainer",
+        f"[it/agents] worker drainer cordoned task {bad[:8]}",
+        f"[it/agents] worker drainer stopped task {bad[:8]}",
+        f"[it/agents] TTS reach resolved: {TTS_ALARM} is OK",
     ]
     assert len(chats) == 4
     assert {incident_of(message) for message in emails + chats} == {incident}
@@ -215,7 +215,7 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     room = f"lesson-zombie-{uuid.uuid4().hex[:6]}"
     world.job_request(bad, "AJ_zombie", room, asyncio.run(_room(world.livekit, room)), minutes_ago=150)
     world.slow(bad, count=240, minutes=25)
-    opened = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
+    opened = f"it.livekit-it-agents-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
     steps = [world.invoke(alarm_event(at=world.now))]  # the first rung: its over-age room is deleted
     assert world.tags(bad)[INCIDENT_TAG] == opened
     world.now += timedelta(minutes=5)
@@ -236,15 +236,15 @@ def test_a_vad_ladder_threads_under_its_alarm_and_a_hand_drain_under_its_own(wor
     drained = world.invoke({"action": "drain", "task": by_hand, "dry_run": False})
     assert [(a["action"], a["outcome"]) for a in drained["actions"]] == [("cordon", "done")]
     own = world.tags(by_hand)[INCIDENT_TAG]
-    assert own.startswith("it.worker-drainer.")  # a run of its own, not the alarm's incident
+    assert own.startswith("it.agents-worker-drainer.")  # a run of its own, not the alarm's incident
     world.invoke({"action": "undrain", "task": by_hand, "dry_run": False})
     assert INCIDENT_TAG not in world.tags(by_hand)  # removed with the other marks
     emails, chats = delivered(world)
     save_sample("drainer-hand-drain", emails[0], chats[0])
     save_sample("drainer-undrain", emails[1], chats[1])
     assert [(e["Subject"], incident_of(e)) for e in emails] == [
-        (f"[it] worker drainer cordoned task {by_hand[:8]}", own),
-        (f"[it] worker drainer un-drained task {by_hand[:8]}", own),
+        (f"[it/agents] worker drainer cordoned task {by_hand[:8]}", own),
+        (f"[it/agents] worker drainer un-drained task {by_hand[:8]}", own),
     ]
 
 
@@ -257,23 +257,25 @@ def test_drainer_message_samples_in_both_renderings(world: DrainerWorld, mode: s
     ((email,), (chat,)) = delivered(world)
     save_sample(f"drainer-{mode}", email, chat)
     text, note = email["Message"], json.loads(chat["Message"])
-    incident = f"it.livekit-it-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
+    incident = f"it.livekit-it-agents-vad-slow-inference.{world.now:%Y%m%dT%H%M%SZ}"
     assert incident_of(email) == note["metadata"]["threadId"] == incident
     assert email["MessageAttributes"]["severity"]["Value"] == "warning"
     assert email["MessageAttributes"]["notification_kind"]["Value"] == "worker_drainer"
     assert f"cordon {bad}: degraded: resident: 239 warnings" in text
     assert f"/ecs/v2/clusters/agents/tasks/{bad}/configuration?region=eu-west-1" in text
-    assert "#alarmsV2:alarm/livekit-it-vad-slow-inference" in text
+    assert "#alarmsV2:alarm/livekit-it-agents-vad-slow-inference" in text
     if mode == "dry-run":
         assert report["actions"] == []
-        assert email["Subject"] == f"[it] DRY RUN - would have cordoned task {bad[:8]}"
-        assert note["content"]["title"] == f":warning: [it] DRY RUN — would have cordoned task {bad[:8]}"
+        assert email["Subject"] == f"[it/agents] DRY RUN - would have cordoned task {bad[:8]}"
+        assert (
+            note["content"]["title"] == f":warning: [it/agents] DRY RUN — would have cordoned task {bad[:8]}"
+        )
         assert "would act 1 · done 0" in text
         assert "livekit-drainer:exclude,value=true" in text
         assert STATE_TAG not in world.tags(bad)
     else:
         assert [(a["action"], a["outcome"]) for a in report["actions"]] == [("cordon", "done")]
-        assert email["Subject"] == f"[it] worker drainer cordoned task {bad[:8]}"
+        assert email["Subject"] == f"[it/agents] worker drainer cordoned task {bad[:8]}"
         assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in text
         undrain = next(step for step in note["content"]["nextSteps"] if "undrain" in step)
         assert "--cli-binary-format raw-in-base64-out" in undrain
@@ -321,7 +323,7 @@ def test_a_lost_message_fails_the_run_and_its_retry_delivers_it_without_acting_a
     assert world.desired_count() == desired + 1
     assert [e["action"] for e in world.audit(bad)] == ["cordon"]
     emails, chats = delivered(world)
-    assert [e["Subject"] for e in emails] == [f"[it] worker drainer cordoned task {bad[:8]}"]
+    assert [e["Subject"] for e in emails] == [f"[it/agents] worker drainer cordoned task {bad[:8]}"]
     assert chats == []  # its once-key replays: the chat copy is not sent twice
     # A later retry finds the outbox empty.
     again = LocalLambdaContext()

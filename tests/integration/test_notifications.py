@@ -299,7 +299,7 @@ BAD_STREAM = "agent/agent-container/b9238a5f30f04c3a9207df1601ba88bf"
 
 
 def tts_alarm_event(state: str, timestamp: str, previous: tuple[str, str]) -> dict[str, Any]:
-    alarm = "livekit-prod-tts-reach"
+    alarm = "livekit-prod-agents-tts-reach"
     return {
         "version": "0",
         "id": "c4c1c1c9-6542-e61b-6ef0-8c4d36933a92",
@@ -403,7 +403,7 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_resolution(topics: Topics,
     save_sample(f"tts-alarm-{mode.value}", text_note, chat_note)
     chat = json.loads(chat_note["Message"])
     jsonschema.validate(chat, CHAT_NOTIFICATION_SCHEMA)
-    incident = "prod.livekit-prod-tts-reach.20260915T174100Z"
+    incident = "prod.livekit-prod-agents-tts-reach.20260915T174100Z"
     assert chat["metadata"]["threadId"] == incident_line(text_note["Message"]) == incident
     assert text_note["MessageAttributes"]["severity"]["Value"] == "critical"
     assert "undrain" in text_note["Message"]

@@ -263,7 +263,7 @@ def test_the_drainer_plan_without_a_deployed_stack_says_what_it_needs(
             == 1
         )
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("plan failed: ConfigurationError: cannot read lkfr-staging-worker-drainer")
+    assert line.startswith("plan failed: ConfigurationError: cannot read lkfr-staging-agents-worker-drainer")
     assert "--ledger-table" in line
 
 
@@ -272,7 +272,7 @@ def deploy_drainer_config(ledger_table: str) -> None:
     iam = boto3.client("iam", region_name="eu-west-1")
     role = iam.create_role(RoleName="drainer", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     boto3.client("lambda", region_name="eu-west-1").create_function(
-        FunctionName="lkfr-staging-worker-drainer",
+        FunctionName="lkfr-staging-agents-worker-drainer",
         Runtime="python3.12",
         Role=role,
         Handler="worker_drainer.handler.lambda_handler",

@@ -240,7 +240,8 @@ def test_the_drainer_plan_without_credentials_says_so_not_that_the_stack_is_miss
     config = write_config(tmp_path, livekit_server)
     assert plan.main(["drainer", "--env", "staging", "--config", str(config)]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "plan failed: ConfigurationError: cannot read lkfr-staging-worker-drainer's configuration: no AWS "
+        "plan failed: ConfigurationError: cannot read lkfr-staging-agents-worker-drainer's configuration: "
+        "no AWS "
         "credentials found: sign in (aws sso login --profile NAME, then export AWS_PROFILE=NAME) or set "
         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then run again"
     )

@@ -38,7 +38,7 @@ from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
 from tts_reach_alarm.transition import parse_transition
 
 REGION = "eu-west-1"
-ALARM = tts_reach_alarm_name("prod")
+ALARM = tts_reach_alarm_name("prod", "agents")
 BAD = "agent/ppi-livekit-agent/b9238a5f30f04c3a9207df1601ba88bf"
 ALARM_AT = datetime(2026, 9, 15, 17, 41, tzinfo=UTC)
 T0 = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
@@ -174,12 +174,12 @@ def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambd
     assert len(notes) == 1
     body = notes[0]["Message"]
     assert notes[0]["Subject"] == (
-        "[prod] 4 sessions had no TTS audio, mostly worker b9238a5f; sent to the drainer"
+        "[prod/agents] 4 sessions had no TTS audio, mostly worker b9238a5f; sent to the drainer"
     )
     assert "They concentrate on worker task b9238a5f30f04c3a9207df1601ba88bf" in body
     assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
     assert "https://runbooks.example.com/repo/docs/runbooks/tts-reach.md" in body
-    assert "#alarmsV2:alarm/livekit-prod-tts-reach" in body
+    assert "#alarmsV2:alarm/livekit-prod-agents-tts-reach" in body
     assert "#logsV2:logs-insights$3FqueryDetail" in body
     assert "#dashboards/dashboard/livekit-prod-fleet" in body
     suspects = aws.drain(aws.events_queue)
@@ -246,7 +246,8 @@ def test_dry_run_tells_what_it_would_have_done_and_hands_nothing_over(lambda_con
         assert report["summary"]["would_emit"]["task_id"] == "b9238a5f30f04c3a9207df1601ba88bf"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
-            "[prod] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
+            "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer "
+            "(4 sessions had no TTS audio)"
         )
         assert note["Message"].startswith("DRY RUN — would have sent worker b9238a5f to the drainer")
         assert note["MessageAttributes"]["severity"]["Value"] == "critical"
@@ -261,8 +262,9 @@ def test_with_the_switch_off_the_analysis_is_still_told(lambda_context) -> None:
         assert report["summary"]["verdict"] == "concentrated"
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"] == (
-            "[prod] remediation is off - 4 sessions had no TTS audio, mostly worker b9238a5f; "
-            "drainer not asked"
+            # SNS takes at most 100 characters: the subject is cut, the message says it all.
+            "[prod/agents] remediation is off - 4 sessions had no TTS audio, mostly worker b9238a5f; "
+            "drainer n..."
         )
         assert note["Message"].startswith(
             "remediation is off — 4 sessions had no TTS audio, mostly worker b9238a5f"
@@ -442,7 +444,9 @@ def test_a_manual_analysis_in_enforce_sends_its_event_every_time_it_is_asked(
 
 # --- the scheduled re-check while the page stays in ALARM --------------------------------------------
 def recheck_event() -> dict[str, Any]:
-    return schedule_event("lkfr-prod-tts-reach-alarm-recheck", account="123456789012", region=REGION, now=T0)
+    return schedule_event(
+        "lkfr-prod-agents-tts-reach-alarm-recheck", account="123456789012", region=REGION, now=T0
+    )
 
 
 def _with_page(aws: Aws, state: str | None) -> SimulatedAlarmStates:

@@ -262,7 +262,7 @@ def test_fleet_wide_slowness_notifies_and_drains_nothing(world: DrainerWorld) ->
     # One message, on each channel: the e-mail text and the chat JSON.
     assert len(report["notifications"]) == 2
     (email,), (chat,) = world.received(TOPIC), world.received(CHAT_TOPIC)
-    assert email["Subject"] == "[it] worker drainer drained nothing: slow inference is fleet-wide"
+    assert email["Subject"] == "[it/agents] worker drainer drained nothing: slow inference is fleet-wide"
     save_sample("drainer-fleet-wide", email, chat)
 
 
@@ -319,7 +319,7 @@ def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world:
     report = world.invoke(suspect_event(suspect, world.now))
     assert report["trigger"]["kind"] == "suspect-worker"
     candidate = next(c for c in report["candidates"] if c["resource"] == suspect)
-    assert "suspect worker (livekit-it-tts-reach" in candidate["reason"]
+    assert "suspect worker (livekit-it-agents-tts-reach" in candidate["reason"]
     assert _actions(report) == [(suspect, "cordon", "done")]
     assert world.tags(suspect)[STATE_TAG] == "draining"
 

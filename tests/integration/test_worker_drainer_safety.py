@@ -162,7 +162,7 @@ def test_forged_or_stale_events_are_refused_with_no_side_effect(world: DrainerWo
     ours = f"arn:aws:ecs:eu-west-1:123456789012:task/{CLUSTER}/{target}"
     events = {
         "another environment": forged(environment="staging"),
-        "any alarm name": forged(alarm_name="livekit-it-vad-slow-inference"),
+        "any alarm name": forged(alarm_name="livekit-it-agents-vad-slow-inference"),
         "p = 0.9": forged(p_value=0.9),
         "a 2020 window": forged(window={"start": "2020-01-01T00:00:00Z", "end": "2020-01-01T00:30:00Z"}),
         "a stream of another task": forged(log_stream=stream_of(world.task_ids[2])),
@@ -251,11 +251,11 @@ def test_a_partial_run_says_what_failed_and_what_is_unknown(world: DrainerWorld)
     report = world.invoke(alarm_event(at=world.now))
     assert report["status"] == "partial"
     ((subject, message),) = world.notifications()
-    assert subject == f"[it] PARTIAL: worker drainer cordoned task {bad[:8]}"
+    assert subject == f"[it/agents] PARTIAL: worker drainer cordoned task {bad[:8]}"
     assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in message
     assert "LiveKitUnavailable" in message
     assert "rooms unknown" in message
-    assert "--function-name lkfr-it-worker-drainer" in message
+    assert "--function-name lkfr-it-agents-worker-drainer" in message
     assert f'"action":"undrain","task":"{bad}"' in message
 
 
@@ -267,7 +267,7 @@ def test_a_dry_run_notifies_what_it_would_have_done_once(world: DrainerWorld) ->
     first = world.invoke(alarm_event(at=world.now))
     assert first["actions"] == []
     ((subject, message),) = world.notifications()
-    assert subject == f"[it] DRY RUN - would have cordoned task {bad[:8]}"
+    assert subject == f"[it/agents] DRY RUN - would have cordoned task {bad[:8]}"
     assert message.startswith(f"DRY RUN — would have cordoned task {bad[:8]}")
     assert f"would cordon {bad}" in message
     world.invoke(
@@ -289,7 +289,7 @@ def test_a_guardrail_refusal_is_told(world: DrainerWorld) -> None:
     assert _candidate(report, second)["reason"].startswith("skip: guardrail")
     ((subject, message),) = world.notifications()
     refusal = "guardrail: 1 draining, at most 1 at once"
-    assert subject == f"[it] worker drainer skipped task {second[:8]}: {refusal}"
+    assert subject == f"[it/agents] worker drainer skipped task {second[:8]}: {refusal}"
     assert "refused 1" in message
 
 

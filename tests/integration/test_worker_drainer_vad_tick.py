@@ -24,7 +24,7 @@ from devkit.livekit_local import LocalLiveKit
 from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
-VAD_ALARM = "livekit-it-vad-slow-inference"
+VAD_ALARM = "livekit-it-agents-vad-slow-inference"
 
 
 @pytest.fixture

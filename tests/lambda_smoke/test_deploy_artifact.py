@@ -88,9 +88,9 @@ MANUAL_PAYLOADS: dict[str, dict[str, Any]] = {
 STRICTER_MAX_AGE_SECONDS = MIN_MANUAL_MAX_AGE_SECONDS
 # The alarm whose state changes each function handles (the template's EventBridge rules must agree).
 HANDLED_ALARMS = {
-    "zombie_reaper": f"livekit-{ENV_NAME}-vad-slow-inference",
-    "worker_drainer": f"livekit-{ENV_NAME}-vad-slow-inference",
-    "tts_reach_alarm": f"livekit-{ENV_NAME}-tts-reach",
+    "zombie_reaper": f"livekit-{ENV_NAME}-agents-vad-slow-inference",
+    "worker_drainer": f"livekit-{ENV_NAME}-agents-vad-slow-inference",
+    "tts_reach_alarm": f"livekit-{ENV_NAME}-agents-tts-reach",
 }
 
 

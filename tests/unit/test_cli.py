@@ -139,7 +139,7 @@ def test_undo_sends_the_drainers_manual_event_and_prints_its_report(
         (InvokeResult(error="reply lost: read timeout", unknown=True), "undo failed: OutcomeUnknown: "),
         (
             InvokeResult(error="not sent: connect timeout"),
-            "undo failed: InvokeError: lkfr-prod-worker-drainer",
+            "undo failed: InvokeError: lkfr-prod-agents-worker-drainer",
         ),
         (InvokeResult(report=drainer_report("failed", "failed")), "undo failed: EcsApiError: UntagResource"),
     ],
@@ -155,7 +155,7 @@ def test_undo_that_did_not_happen_or_may_have_exits_1(
 
 @pytest.mark.parametrize("action", ["undrain", "drain"])
 def test_the_messages_short_undo_sends_the_same_event_as_their_aws_line(action: str) -> None:
-    line = messages.drainer_undo("End the drain", "prod", action, "2789d238", "eu-west-1")
+    line = messages.drainer_undo("End the drain", "prod", "outbound", action, "2789d238", "eu-west-1")
     assert line.short is not None
     words = shlex.split(line.short)
     assert words[:2] == ["lkfr", "undo"]
@@ -165,6 +165,9 @@ def test_the_messages_short_undo_sends_the_same_event_as_their_aws_line(action: 
     assert undo.manual_event(args.task, args.drain, args.dry_run) == sent
     assert args.region == "eu-west-1"
     assert args.env == "prod"
+    # The short line asks the same service's drainer as the aws line.
+    assert args.service == "outbound"
+    assert command[command.index("--function-name") + 1] == "lkfr-prod-outbound-worker-drainer"
 
 
 def test_the_configuration_is_the_flag_then_lkfr_config_then_the_file_here(

@@ -3,7 +3,8 @@ deploys, and no page or docstring points at a file outside the repository.
 
 Every ``aws …`` command (in a code block, continuation lines joined, or in inline code) must name a
 real AWS CLI operation (from botocore's service models); SSM parameter names and Lambda function
-names must exist in the synthesized stacks (``<env>`` stands for each environment in cdk.json);
+names must exist in the synthesized stacks (``<env>`` stands for each example environment,
+``<service>`` for their agent service);
 ``lambda invoke`` must carry ``--cli-binary-format raw-in-base64-out``, exactly one ``--payload``
 with valid JSON and an output file; ``cdk`` commands must name stacks the app has; ``aws ssm``
 commands run on moto against the stacks' parameters; ``make`` commands name Makefile targets and
@@ -110,8 +111,14 @@ def resource_names(stacks: dict[str, dict[str, Any]], kind: str, field: str) -> 
     }
 
 
+# The example environments' one agent service, for names written with ``<service>``.
+EXAMPLE_SERVICE = "agents"
+
+
 def expand(value: str) -> list[str]:
-    """A name with ``<env>`` in it, for every environment; other placeholders stay."""
+    """A name with ``<env>`` in it, for every environment (``<service>``: the example environments'
+    agent service); other placeholders stay."""
+    value = value.replace("<service>", EXAMPLE_SERVICE)
     return [value.replace("<env>", env) for env in ENVIRONMENTS] if "<env>" in value else [value]
 
 
@@ -349,7 +356,9 @@ def test_every_console_command_the_docs_show_parses(command: Command) -> None:
 
     assert command.words[1] in COMMANDS, f"{command.where}: no command {command.words[1]}"
     module = importlib.import_module(COMMANDS[command.words[1]])
-    words = [w.replace("<env>", ENVIRONMENTS[0]).replace("<task-id>", "2789d238") for w in command.words]
+    words = [
+        expand(w.replace("<env>", ENVIRONMENTS[0]))[0].replace("<task-id>", "2789d238") for w in command.words
+    ]
     args = module.parser().parse_args(_without_optional(words[2:]))
     assert "<" not in " ".join(str(v) for v in vars(args).values()), f"{command.where}: {command.text}"
 

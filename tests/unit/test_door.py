@@ -20,7 +20,17 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door, UntrustedEventError
 from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.routing import Router
-from tests.door_corpus import ENV, FUNCTION_ARN, RESPONDER_AGES, ROUTES, Forged, Route, forged, schedule_route
+from tests.door_corpus import (
+    ENV,
+    FUNCTION_ARN,
+    RESPONDER_AGES,
+    ROUTES,
+    SERVICE,
+    Forged,
+    Route,
+    forged,
+    schedule_route,
+)
 from tts_reach_alarm.transition import responder_router
 from worker_drainer.events import drainer_router
 from zombie_reaper.service import reaper_router
@@ -39,7 +49,7 @@ RESPONDER_SETTINGS = TtsReachSettings.model_validate(
     }
 )
 ROUTERS: dict[str, tuple[Router[Any], EventAges]] = {
-    "zombie_reaper": (reaper_router(ENV), REAPER_EVENT_AGES),
+    "zombie_reaper": (reaper_router(ENV, [SERVICE]), REAPER_EVENT_AGES),
     "worker_drainer": (
         drainer_router(
             offline_settings(ENV, agent_log_stream_prefix=STREAM_PREFIX, agent_container_name=CONTAINER)

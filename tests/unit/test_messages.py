@@ -128,7 +128,7 @@ def test_the_schema_refuses_content_without_a_description() -> None:
 def change(state: str, at: str, previous: str, previous_at: str) -> AlarmStateChange:
     return AlarmStateChange.model_validate(
         {
-            "alarmName": "livekit-prod-tts-reach",
+            "alarmName": "livekit-prod-agents-tts-reach",
             "state": {"value": state, "timestamp": at},
             "previousState": {"value": previous, "timestamp": previous_at},
         }
@@ -139,7 +139,7 @@ def test_an_alarm_and_its_resolution_are_one_incident() -> None:
     opened = change("ALARM", "2026-09-15T17:41:00.000+0000", "OK", "2026-09-15T16:00:00.000+0000")
     closed = change("OK", "2026-09-15T18:20:00.000+0000", "ALARM", "2026-09-15T17:41:00.000+0000")
     incident = incidents.transition_incident_id("prod", opened)
-    assert incident == "prod.livekit-prod-tts-reach.20260915T174100Z"
+    assert incident == "prod.livekit-prod-agents-tts-reach.20260915T174100Z"
     assert incidents.transition_incident_id("prod", closed) == incident
     later = change("ALARM", "2026-09-15T19:00:00.000+0000", "OK", "2026-09-15T18:20:00.000+0000")
     assert incidents.transition_incident_id("prod", later) != incident
@@ -207,12 +207,14 @@ def test_severity_and_run_status_are_said_apart() -> None:
 
 def test_the_undo_buttons_read_their_values_from_the_additional_context() -> None:
     undo = [
-        messages.drainer_undo("End the drain", "prod", "undrain", "2789d238", "eu-west-1"),
+        messages.drainer_undo("End the drain", "prod", "outbound", "undrain", "2789d238", "eu-west-1"),
         messages.stop_function_undo("prod", FunctionName.WORKER_DRAINER, "eu-west-1"),
     ]
     context = messages.render_chat(notification(undo=undo))["metadata"]["additionalContext"]
     assert context["undo_action"] == "undrain"
     assert context["undo_task"] == "2789d238"
+    assert context["agent_service"] == "outbound"
+    assert "--function-name lkfr-prod-outbound-worker-drainer" in undo[0].command
     assert context["switch_function"] == "worker-drainer"
     assert all(isinstance(value, str) for value in context.values())
     assert "--region eu-west-1" in undo[0].command

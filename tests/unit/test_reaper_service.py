@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from devkit.fakes.livekit import InMemoryRoomService, room
+from fleet_remediation.contract.agent_services import AgentService
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.contract.sections import ReaperSection
 from fleet_remediation.contract.settings import ReaperSettings
@@ -18,6 +19,8 @@ from zombie_reaper import handler
 from zombie_reaper.dependencies import ReaperDependencies
 
 NOW = datetime(2026, 9, 15, 18, 0, tzinfo=UTC)
+# Whose VAD alarm the reaper takes.
+AGENT_SERVICE = AgentService(ecs_cluster="agents", ecs_service="agents", agent_log_group="/agents")
 SCHEDULE_EVENT = {
     "version": "0",
     "id": "e-1",
@@ -53,6 +56,7 @@ def make_deps(
             livekit_url="http://127.0.0.1:7880",
             livekit_secret_id="unit/livekit",
             reaper=ReaperSection(policy=ReaperPolicy(**policy)),
+            agent_services=[AGENT_SERVICE],
         )
     )
     deps = ReaperDependencies(
@@ -301,9 +305,9 @@ def alarm_event(name: str, state: str = "ALARM") -> dict[str, Any]:
 def test_the_vad_alarm_triggers_a_reap() -> None:
     rooms = old_and_new()
     deps, _ = make_deps(rooms)
-    report = invoke(alarm_event("livekit-unit-vad-slow-inference"), deps)
+    report = invoke(alarm_event("livekit-unit-agents-vad-slow-inference"), deps)
     assert report["trigger"]["kind"] == "alarm"
-    assert report["trigger"]["source"] == "livekit-unit-vad-slow-inference"
+    assert report["trigger"]["source"] == "livekit-unit-agents-vad-slow-inference"
     assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [("lesson-zombie", "done")]
 
 
@@ -316,7 +320,7 @@ def test_an_unknown_alarm_is_a_typed_error_and_reaps_nothing() -> None:
 
 
 def test_a_malformed_alarm_event_is_a_typed_error() -> None:
-    event = alarm_event("livekit-unit-vad-slow-inference")
+    event = alarm_event("livekit-unit-agents-vad-slow-inference")
     del event["detail"]["state"]
     report = invoke(event, make_deps(old_and_new())[0])
     assert [e["code"] for e in report["errors"]] == ["InvalidEvent"]

@@ -67,13 +67,15 @@ def test_a_parked_schedule_tick_becomes_a_manual_event_the_function_accepts(
 
 
 def test_the_reaper_re_runs_a_parked_alarm_as_a_manual_run() -> None:
-    event, what = derive(FunctionName.ZOMBIE_REAPER, alarm("livekit-it-vad-slow-inference", "ALARM"), True)
+    event, what = derive(
+        FunctionName.ZOMBIE_REAPER, alarm("livekit-it-agents-vad-slow-inference", "ALARM"), True
+    )
     assert event == {"dry_run": False}
-    assert what == "alarm livekit-it-vad-slow-inference ALARM at 2026-09-15T17:37:59.000+0000"
+    assert what == "alarm livekit-it-agents-vad-slow-inference ALARM at 2026-09-15T17:37:59.000+0000"
 
 
 def test_the_responder_analyses_the_window_ending_when_the_parked_alarm_fired() -> None:
-    event, _ = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-tts-reach", "ALARM"), False)
+    event, _ = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-agents-tts-reach", "ALARM"), False)
     assert event == {"dry_run": True, "window_end": "2026-09-15T17:37:59.000+0000"}
     parsed = TtsReachManualEvent.model_validate(event)
     assert parsed.window_end is not None
@@ -81,7 +83,7 @@ def test_the_responder_analyses_the_window_ending_when_the_parked_alarm_fired() 
 
 
 def test_an_ok_transition_has_no_manual_re_run() -> None:
-    event, what = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-tts-reach", "OK"), True)
+    event, what = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-agents-tts-reach", "OK"), True)
     assert event is None
     assert "OK transition" in what
 
@@ -121,7 +123,7 @@ def test_what_is_not_an_event_of_ours_is_not_re_run(parked: Any) -> None:
 
 
 def test_the_function_kind_comes_from_the_stack_s_function_name() -> None:
-    assert function_kind("lkfr-prod-worker-drainer") is FunctionName.WORKER_DRAINER
+    assert function_kind("lkfr-prod-agents-worker-drainer") is FunctionName.WORKER_DRAINER
     with pytest.raises(ValueError, match="not one of this stack's functions"):
         function_kind("billing-worker")
 

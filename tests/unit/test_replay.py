@@ -120,11 +120,11 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
     by_trigger: dict[str, set[str]] = defaultdict(set)
     for invocation in incident.invocations:
         by_trigger[invocation.trigger].add(invocation.function)
-    assert by_trigger["livekit-prod-vad-slow-inference ALARM"] == {"zombie_reaper", "worker_drainer"}
-    assert "livekit-prod-vad-slow-inference OK" not in by_trigger
-    assert by_trigger["livekit-prod-tts-reach ALARM"] == {"tts_reach_alarm"}
+    assert by_trigger["livekit-prod-agents-vad-slow-inference ALARM"] == {"zombie_reaper", "worker_drainer"}
+    assert "livekit-prod-agents-vad-slow-inference OK" not in by_trigger
+    assert by_trigger["livekit-prod-agents-tts-reach ALARM"] == {"tts_reach_alarm"}
     # The TTS page holds past the end of the log (its 30-minute window still holds the failures).
-    assert "livekit-prod-tts-reach OK" not in by_trigger
+    assert "livekit-prod-agents-tts-reach OK" not in by_trigger
     assert by_trigger["suspect-worker event"] == {"worker_drainer"}
     assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer", "tts_reach_alarm"}
     reaper_ticks = [

@@ -35,7 +35,7 @@ from worker_drainer.incidents import trigger_incident
 from worker_drainer.tags import incident_tag_value
 
 ENV = "it"
-VAD_ALARM = "livekit-it-vad-slow-inference"
+VAD_ALARM = "livekit-it-agents-vad-slow-inference"
 SETTINGS = offline_settings(ENV)
 
 
@@ -58,7 +58,7 @@ def _tick(client: Any) -> tuple[Any, ReportBuilder]:
     report = ReportBuilder("worker_drainer", "inv")
     parsed = routed(schedule_event())
     report.trigger = parsed.trigger
-    return during_vad_alarm(parsed, CloudWatchAlarmStates(client), ENV, report), report
+    return during_vad_alarm(parsed, CloudWatchAlarmStates(client), VAD_ALARM, report), report
 
 
 def test_a_tick_during_the_vad_alarm_starts_ladders_under_that_alarms_incident(cloudwatch: Any) -> None:
@@ -73,7 +73,7 @@ def test_a_tick_during_the_vad_alarm_starts_ladders_under_that_alarms_incident(c
     assert parsed.alarm.alarm_name == VAD_ALARM
     # The same incident id as the ALARM transition's own run: the messages share one thread.
     expected = incident_tag_value(incidents.alarm_incident_id(ENV, VAD_ALARM, since))
-    assert trigger_incident(parsed, ENV, since) == expected
+    assert trigger_incident(parsed, ENV, "agents", since) == expected
     assert report.errors == []
 
 

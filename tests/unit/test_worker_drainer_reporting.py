@@ -40,7 +40,7 @@ from worker_drainer.validation import ServiceIdentity
 TASK = "2789d2380f1c4e0c8a4f0b3b6c2d1e0f"
 TASK_ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"
 IDENTITY = ServiceIdentity.of("agents", "arn:aws:lambda:eu-west-1:123456789012:function:f")
-INCIDENT = "prod.livekit-prod-vad-slow-inference.20260915T174000Z"
+INCIDENT = "prod.livekit-prod-agents-vad-slow-inference.20260915T174000Z"
 CORDON = PlannedStep(
     TASK,
     TASK_ARN,
@@ -51,7 +51,7 @@ CORDON = PlannedStep(
 )
 PLAN = LadderPlan((CORDON,), 3, 1)
 SETTINGS = offline_settings("prod")
-CONTEXT = MessageContext(SETTINGS, IDENTITY, INCIDENT, "livekit-prod-vad-slow-inference")
+CONTEXT = MessageContext(SETTINGS, IDENTITY, INCIDENT, "livekit-prod-agents-vad-slow-inference")
 # The drainer world's environment: its alarms, and its tasks' log streams.
 IT_SETTINGS = offline_settings("it", agent_log_stream_prefix=STREAM_PREFIX, agent_container_name=CONTAINER)
 
@@ -59,7 +59,7 @@ IT_SETTINGS = offline_settings("it", agent_log_stream_prefix=STREAM_PREFIX, agen
 def report(mode: Mode) -> ReportBuilder:
     built = ReportBuilder("worker_drainer", "inv-1")
     built.mode = mode
-    built.trigger = Trigger(kind=TriggerKind.ALARM, source="livekit-prod-vad-slow-inference")
+    built.trigger = Trigger(kind=TriggerKind.ALARM, source="livekit-prod-agents-vad-slow-inference")
     return built
 
 
@@ -73,7 +73,7 @@ def test_a_partial_run_is_never_summarized_as_success() -> None:
     built.action(TASK, "cordon", Outcome.DONE, "cordoned (protection was on; desired count 4 -> 5)")
     note = note_of(built)
     subject, body = messages.render_email(note)
-    assert subject == "[prod] PARTIAL: worker drainer cordoned task 2789d238"
+    assert subject == "[prod/agents] PARTIAL: worker drainer cordoned task 2789d238"
     assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0 · errors 1" in body
     assert note.severity is messages.Severity.WARNING
     assert "LiveKitUnavailable: cannot reach LiveKit" in body
@@ -88,7 +88,7 @@ def test_failed_and_unknown_steps_are_counted_apart() -> None:
     built.action("t2", "stop", Outcome.UNKNOWN, lost.message, lost)
     subject, body = messages.render_email(note_of(built))
     assert subject.startswith(
-        "[prod] PARTIAL: worker drainer cordon of task 2789d238 failed; stop of task t2 unknown"
+        "[prod/agents] PARTIAL: worker drainer cordon of task 2789d238 failed; stop of task t2 unknown"
     )
     assert "failed 1 · unknown 1" in body
     assert f"cordon {TASK}: failed — ECS UpdateService failed: ThrottlingException [AwsApiError]" in body
@@ -101,13 +101,13 @@ def test_each_action_says_why_how_to_undo_and_where_to_look() -> None:
     note = note_of(built)
     assert f"cordon {TASK}: degraded: resident: 240 warnings over 25.0 min" in "\n".join(note.why)
     undrain = next(undo for undo in note.undo if "undrain" in undo.label)
-    assert "--function-name lkfr-prod-worker-drainer" in undrain.command
+    assert "--function-name lkfr-prod-agents-worker-drainer" in undrain.command
     assert "--cli-binary-format raw-in-base64-out" in undrain.command
     payload = json.loads(re.search(r"--payload '([^']*)'", undrain.command).group(1))  # type: ignore[union-attr]
     assert payload == {"action": "undrain", "task": TASK, "dry_run": False}
     _, body = messages.render_email(note)
     assert f"https://eu-west-1.console.aws.amazon.com/ecs/v2/clusters/agents/tasks/{TASK}/" in body
-    assert "#alarmsV2:alarm/livekit-prod-vad-slow-inference" in body
+    assert "#alarmsV2:alarm/livekit-prod-agents-vad-slow-inference" in body
     assert "Runbook: https://runbooks.example.com/repo/" in body
     assert note.resources == [TASK_ARN]
 
@@ -117,7 +117,7 @@ def test_a_dry_run_tells_what_it_would_have_done() -> None:
     built.candidate(TASK, Decision.WOULD_ACT, "cordon: degraded")
     note = note_of(built)
     subject, body = messages.render_email(note)
-    assert subject == "[prod] DRY RUN - would have cordoned task 2789d238"
+    assert subject == "[prod/agents] DRY RUN - would have cordoned task 2789d238"
     assert body.startswith("DRY RUN — would have cordoned task 2789d238")
     assert "would act 1 · done 0" in body
     assert "undrain" not in body  # nothing was done, nothing to undo
@@ -177,20 +177,20 @@ def routed(event: dict[str, Any]) -> DrainerTrigger:
 
 def test_each_trigger_names_its_incident() -> None:
     def incident(event: dict[str, Any]) -> str:
-        return trigger_incident(routed(event), "it", NOW)
+        return trigger_incident(routed(event), "it", "agents", NOW)
 
-    opened = "it.livekit-it-vad-slow-inference.20260915T174000Z"
+    opened = "it.livekit-it-agents-vad-slow-inference.20260915T174000Z"
     assert incident(alarm_event()) == opened
     resolved = alarm_event("OK")
     resolved["detail"]["previousState"] = {"value": "ALARM", "timestamp": "2026-09-15T17:40:00.000+0000"}  # type: ignore[index]
     assert incident(resolved) == opened  # an OK belongs to the ALARM it ends
-    assert incident(schedule_event()) == "it.worker-drainer.20260915T174100Z"
-    assert incident({"action": "drain", "task": TASK}) == "it.worker-drainer.20260915T174500Z"
+    assert incident(schedule_event()) == "it.agents-worker-drainer.20260915T174100Z"
+    assert incident({"action": "drain", "task": TASK}) == "it.agents-worker-drainer.20260915T174500Z"
     carried = suspect_event(TASK, NOW)
-    carried["detail"]["incident_id"] = "it.livekit-it-tts-reach.20260915T174100Z"  # type: ignore[index]
-    assert incident(carried) == "it.livekit-it-tts-reach.20260915T174100Z"
+    carried["detail"]["incident_id"] = "it.livekit-it-agents-tts-reach.20260915T174100Z"  # type: ignore[index]
+    assert incident(carried) == "it.livekit-it-agents-tts-reach.20260915T174100Z"
     # An older responder's event without one: the same id its alarm and window name, every time.
-    assert incident(suspect_event(TASK, NOW)) == "it.livekit-it-tts-reach.20260915T174500Z"
+    assert incident(suspect_event(TASK, NOW)) == "it.livekit-it-agents-tts-reach.20260915T174500Z"
 
 
 def test_a_schedule_run_threads_under_the_incident_that_started_the_ladder() -> None:
@@ -198,7 +198,7 @@ def test_a_schedule_run_threads_under_the_incident_that_started_the_ladder() -> 
     stop = PlannedStep(TASK, TASK_ARN, Step.STOP, "drained: no active jobs", State.DRAINING)
     task = EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc", {INCIDENT_TAG: INCIDENT})
     snapshot = Snapshot(NOW, [task], None)
-    run = "it.worker-drainer.20260915T174100Z"
+    run = "it.agents-worker-drainer.20260915T174100Z"
     assert message_incident(parsed, run, LadderPlan((stop,), 3, 1), snapshot) == INCIDENT
     unmarked = Snapshot(NOW, [EcsTask(TASK_ARN, "RUNNING", "RUNNING", "service:agent-svc")], None)
     assert message_incident(parsed, run, LadderPlan((stop,), 3, 1), unmarked) == run

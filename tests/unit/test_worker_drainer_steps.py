@@ -93,7 +93,7 @@ def test_each_step_reads_in_a_message_as_its_row_says(row: StepRow) -> None:
     assert headline([would])[1] == f"{row.done_form} task {TASK[:8]}"
     assert (severity([would]) is messages.Severity.WARNING) is row.takes_out
     done = Line("done", "done", row.step.value, TASK, step=planned(row.step), outcome=Outcome.DONE)
-    undrain = [u for u in undo_steps([done], "prod") if u.label.startswith("End the drain")]
+    undrain = [u for u in undo_steps([done], "prod", "agents") if u.label.startswith("End the drain")]
     assert bool(undrain) is row.marks
 
 

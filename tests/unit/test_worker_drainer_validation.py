@@ -17,7 +17,7 @@ from fleet_remediation.contract.events import (
 )
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import InvalidEventError, RemediationError
-from fleet_remediation.core.suspect_route import SuspectExpectations, check_suspect
+from fleet_remediation.core.suspect_route import OtherServiceEventError, SuspectExpectations, check_suspect
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import route_drainer_event
 from worker_drainer.validation import (
@@ -29,7 +29,7 @@ from worker_drainer.validation import (
 )
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
-FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer"
+FUNCTION_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-agents-worker-drainer"
 DOOR = Door.for_invocation(FUNCTION_ARN, NOW, DRAINER_EVENT_AGES)
 SKEW = timedelta(seconds=EVENT_CLOCK_SKEW_SECONDS)
 # The oldest window end let in: the route's age, and the clock skew on top.
@@ -39,7 +39,8 @@ TASK = "0123456789abcdef0123456789abcdef"
 ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"
 EXPECT = SuspectExpectations(
     environment="prod",
-    alarm_name="livekit-prod-tts-reach",
+    agent_service="agents",
+    alarm_name="livekit-prod-agents-tts-reach",
     alpha=0.05,
     log_stream_for=lambda task_id: f"agent/agent-svc/{task_id}",
 )
@@ -48,9 +49,10 @@ EXPECT = SuspectExpectations(
 def detail(**changes: Any) -> SuspectWorkerDetail:
     values: dict[str, Any] = {
         "environment": "prod",
+        "agent_service": "agents",
         "log_stream": f"agent/agent-svc/{TASK}",
         "task_id": TASK,
-        "alarm_name": "livekit-prod-tts-reach",
+        "alarm_name": "livekit-prod-agents-tts-reach",
         "p_value": 0.00026,
         "window": {"start": NOW - timedelta(minutes=32), "end": NOW - timedelta(minutes=1)},
     }
@@ -65,10 +67,14 @@ def test_our_fresh_event_passes() -> None:
 FORGED_OR_STALE: dict[str, tuple[dict[str, Any], str]] = {
     "another environment": ({"environment": "staging"}, "environment 'staging' is not ours ('prod')"),
     "any other alarm": (
-        {"alarm_name": "livekit-prod-vad-slow-inference"},
-        "alarm 'livekit-prod-vad-slow-inference' is not our TTS-reach alarm ('livekit-prod-tts-reach')",
+        {"alarm_name": "livekit-prod-agents-vad-slow-inference"},
+        "alarm 'livekit-prod-agents-vad-slow-inference' is not our TTS-reach alarm "
+        "('livekit-prod-agents-tts-reach')",
     ),
-    "an alarm of another environment": ({"alarm_name": "livekit-staging-tts-reach"}, "is not our TTS-reach"),
+    "an alarm of another environment": (
+        {"alarm_name": "livekit-staging-agents-tts-reach"},
+        "is not our TTS-reach",
+    ),
     "p = 0.9": ({"p_value": 0.9}, "p=0.9 is not below alpha 0.05"),
     "p exactly alpha": ({"p_value": 0.05}, "p=0.05 is not below alpha 0.05"),
     "p = 1": ({"p_value": 1.0}, "p=1 is not below alpha"),
@@ -129,6 +135,17 @@ def test_a_forged_or_stale_suspect_event_is_refused_saying_why(changes: dict[str
     assert why in refused.value.message
 
 
+def test_another_agent_services_suspect_is_refused_with_its_own_code_before_any_other_check() -> None:
+    # Even an event that is otherwise another service's own (its alarm, a stale window) is refused
+    # as another service's: the code says which mistake it is.
+    foreign = detail(agent_service="outbound", alarm_name="livekit-prod-outbound-tts-reach", p_value=0.9)
+    with pytest.raises(OtherServiceEventError) as refused:
+        check_suspect(foreign, EXPECT, DOOR)
+    assert refused.value.code == "OtherAgentService"
+    assert refused.value.resource == TASK
+    assert "names agent service 'outbound', this drainer serves 'agents'" in refused.value.message
+
+
 def test_a_window_ending_exactly_at_either_freshness_limit_is_accepted() -> None:
     start = OLDEST_END - timedelta(minutes=30)
     check_suspect(detail(window={"start": start, "end": OLDEST_END}), EXPECT, DOOR)
@@ -173,9 +190,10 @@ MALFORMED_DETAILS = {
 def test_a_malformed_suspect_event_is_a_typed_error(changes: dict[str, Any]) -> None:
     values: dict[str, Any] = {
         "environment": "prod",
+        "agent_service": "agents",
         "log_stream": f"agent/agent-svc/{TASK}",
         "task_id": TASK,
-        "alarm_name": "livekit-prod-tts-reach",
+        "alarm_name": "livekit-prod-agents-tts-reach",
         "p_value": 0.001,
         "window": {"start": "2026-09-15T17:10:00Z", "end": "2026-09-15T17:44:00Z"},
     }
@@ -246,7 +264,9 @@ def test_a_malformed_manual_payload_is_a_typed_error(event: dict[str, Any]) -> N
     assert len(refused.value.message) < 2_000
 
 
-OURS = ServiceIdentity.of("agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer")
+OURS = ServiceIdentity.of(
+    "agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-agents-worker-drainer"
+)
 RUNNING = [EcsTask(ARN, "RUNNING", "RUNNING", "service:agent-svc")]
 FOREIGN_ARNS = {
     "another account": ARN.replace("123456789012", "999999999999"),
@@ -281,7 +301,7 @@ def test_a_reference_that_is_neither_an_id_nor_an_arn_says_so() -> None:
 
 def test_our_account_and_region_come_from_the_functions_own_arn() -> None:
     built = ServiceIdentity.of(
-        "agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-worker-drainer"
+        "agents", "arn:aws:lambda:eu-west-1:123456789012:function:lkfr-prod-agents-worker-drainer"
     )
     assert built == ServiceIdentity("agents", "123456789012", "eu-west-1")
     assert ServiceIdentity.of("agents", None) == ServiceIdentity("agents")

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName
 from livekit_fleet_remediation.cli.audit_sources import (
     Clients,
     Deployed,
@@ -55,14 +56,29 @@ def parser() -> argparse.ArgumentParser:
     add_common(found)
     found.add_argument("--hours", type=float, required=True, help="how far back (hours)")
     found.add_argument("--json", action="store_true", help="one JSON document instead of the timeline")
+    found.add_argument(
+        "--service",
+        action="append",
+        help="an agent service whose responder and drainer to read "
+        f"(repeat it; default: {DEFAULT_AGENT_SERVICE})",
+    )
     return found
 
 
 def read(
-    env: str, since: datetime, clients: Clients, progress: Progress
+    env: str,
+    since: datetime,
+    clients: Clients,
+    progress: Progress,
+    services: Sequence[str] = (DEFAULT_AGENT_SERVICE,),
 ) -> tuple[list[Deployed], list[Entry]]:
-    """The deployed functions and the steps they took since ``since``."""
-    functions = [deployed(env, function, clients.lambda_) for function in FunctionName]
+    """The deployed functions (the reaper, and each service's responder and drainer) and the steps
+    they took since ``since``."""
+    per_service = [f for f in FunctionName if f in PER_SERVICE_FUNCTIONS]
+    functions = [
+        deployed(env, FunctionName.ZOMBIE_REAPER, clients.lambda_),
+        *(deployed(env, f, clients.lambda_, service) for service in services for f in per_service),
+    ]
     found = [d for d in functions if d.log_group is not None]
     if not found:
         names = ", ".join(d.name for d in functions)
@@ -106,7 +122,8 @@ def main(argv: Sequence[str] | None = None, clients: Clients | None = None) -> i
     progress = Progress(lambda line: print(line, file=sys.stderr))
     try:
         region = region_for(args.config, args.env, args.region)
-        functions, entries = read(args.env, since, clients or Clients.budgeted(region), progress)
+        services = args.service or [DEFAULT_AGENT_SERVICE]
+        functions, entries = read(args.env, since, clients or Clients.budgeted(region), progress, services)
     except (UsageError, InvalidConfig) as exc:
         print(f"lkfr audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -118,8 +135,7 @@ def main(argv: Sequence[str] | None = None, clients: Clients | None = None) -> i
             "environment": args.env,
             "since": since.isoformat().replace("+00:00", "Z"),
             "functions": {
-                d.function.value: {"log_group": d.log_group, "ledger_table": d.ledger_table}
-                for d in functions
+                d.name: {"log_group": d.log_group, "ledger_table": d.ledger_table} for d in functions
             },
             "entries": [entry.document() for entry in entries],
         }

@@ -61,10 +61,11 @@ def failed(exc: ClientError | BotoCoreError, action: str, resource: str) -> Comm
     return CommandFailed("AwsApiError", f"{action} {resource}: {hint or exc}")
 
 
-def deployed(env: str, function: FunctionName, lambda_client: Any) -> Deployed:
+def deployed(env: str, function: FunctionName, lambda_client: Any, service: str | None = None) -> Deployed:
     """The function's log group (its LoggingConfig, else Lambda's default group) and ledger table
-    (its environment), from its configuration: the construct may give either a generated name."""
-    name = lambda_function_name(env, function)
+    (its environment), from its configuration: the construct may give either a generated name.
+    ``service``: the agent service of a service's responder or drainer."""
+    name = lambda_function_name(env, function, service)
     try:
         found = lambda_client.get_function_configuration(FunctionName=name)
     except ClientError as exc:

@@ -118,7 +118,9 @@ def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> 
     from zombie_reaper import handler
     from zombie_reaper.dependencies import ReaperDependencies
 
-    reaper = settings(ReaperSettings, env, config, reaper=config.reaper)
+    reaper = settings(
+        ReaperSettings, env, config, reaper=config.reaper, agent_services=config.service_identities
+    )
     deps = ReaperDependencies(
         settings=reaper,
         mode_switch=FixedModeSwitch(Mode.DRY_RUN),
@@ -128,8 +130,8 @@ def plan_reaper(env: str, config: EnvironmentConfig, notifier: HeldNotifier) -> 
     return dict(handler.lambda_handler({"dry_run": True}, LocalLambdaContext(), dependencies=deps))
 
 
-def deployed_ledger_table(env: str) -> str:
-    name = lambda_function_name(env, FunctionName.WORKER_DRAINER)
+def deployed_ledger_table(env: str, service: str) -> str:
+    name = lambda_function_name(env, FunctionName.WORKER_DRAINER, service)
     try:
         found = aws_client(LAMBDA_CONFIGURATION_READ).get_function_configuration(FunctionName=name)
     except (ClientError, BotoCoreError) as exc:
@@ -157,17 +159,20 @@ def plan_drainer(
     from worker_drainer.adapters.worker_logs import InsightsWorkerLogs
     from worker_drainer.dependencies import DrainerDependencies
 
+    # The plan covers the environment's first agent service.
+    service = config.agent_service
     drainer = settings(
         DrainerSettings,
         env,
         config,
         reaper=config.reaper,
-        drainer=config.drainer,
-        signals=config.detection.signals,
-        ecs_cluster=config.agent_service.ecs_cluster,
-        ecs_service=config.agent_service.ecs_service,
-        ledger_table_name=ledger_table or deployed_ledger_table(env),
-        agent_log_group=config.agent_service.agent_log_group,
+        drainer=config.drainer_of(service),
+        signals=config.detection_of(service).signals,
+        agent_service=service.name,
+        ecs_cluster=service.ecs_cluster,
+        ecs_service=service.ecs_service,
+        ledger_table_name=ledger_table or deployed_ledger_table(env, service.name),
+        agent_log_group=service.agent_log_group,
     )
     deps = DrainerDependencies(
         settings=drainer,

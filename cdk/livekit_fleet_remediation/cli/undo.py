@@ -25,6 +25,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.budgets import LAMBDA_CONFIGURATION_READ
 from fleet_remediation.contract.naming import FunctionName, lambda_function_name
 from fleet_remediation.core.error_hints import credentials_hint
@@ -48,6 +49,11 @@ def parser() -> argparse.ArgumentParser:
     )
     add_common(found)
     found.add_argument("--task", required=True, help="the ECS task's id or ARN")
+    found.add_argument(
+        "--service",
+        default=DEFAULT_AGENT_SERVICE,
+        help=f"the agent service whose drainer to ask (default: {DEFAULT_AGENT_SERVICE})",
+    )
     found.add_argument("--drain", action="store_true", help="drain the task again (undo an undrain)")
     found.add_argument("--dry-run", action="store_true", help="only ask the drainer what it would do")
     return found
@@ -86,7 +92,7 @@ def undo(event: dict[str, Any], invoke: Invoker, name: str) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, invoker: Invoker | None = None) -> int:
     args = parser().parse_args(argv)
-    name = lambda_function_name(args.env, FunctionName.WORKER_DRAINER)
+    name = lambda_function_name(args.env, FunctionName.WORKER_DRAINER, args.service)
     try:
         region = region_for(args.config, args.env, args.region)
         if invoker is None:

@@ -9,6 +9,8 @@ attached only to that environment's custom notifications.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_chatbot as chatbot
 from aws_cdk import aws_iam as iam
@@ -19,8 +21,12 @@ from fleet_remediation.core import chat_actions
 
 
 class ChatActions(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, env_name: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, env_name: str, services: Sequence[str]
+    ) -> None:
+        """``services``: the agent services whose drainers the buttons may invoke."""
         super().__init__(scope, construct_id)
+        self.services = list(services)
         stack = Stack.of(self)
         self.actions = [
             self._custom_action(action, env_name)
@@ -42,12 +48,15 @@ class ChatActions(Construct):
 
     def statements(self, env_name: str) -> list[iam.PolicyStatement]:
         stack = Stack.of(self)
-        drainer = stack.format_arn(
-            service="lambda",
-            resource="function",
-            resource_name=lambda_function_name(env_name, FunctionName.WORKER_DRAINER),
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        drainers = [
+            stack.format_arn(
+                service="lambda",
+                resource="function",
+                resource_name=lambda_function_name(env_name, FunctionName.WORKER_DRAINER, service),
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for service in self.services
+        ]
         switches = [
             stack.format_arn(
                 service="ssm",
@@ -57,7 +66,7 @@ class ChatActions(Construct):
             for function in FunctionName
         ]
         return [
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[drainer]),
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=drainers),
             iam.PolicyStatement(actions=["ssm:PutParameter"], resources=switches),
         ]
 

@@ -1,6 +1,7 @@
-"""The fleet dashboard, top to bottom: every alarm's state and the kill switch; the agents' signals
-(``Detection.add_fleet_widgets``); per-worker VAD rate and TTS reach over time; what each function
-did; ECS running vs desired tasks; a timeline of the functions' reports.
+"""The fleet dashboard, top to bottom: every alarm's state and the kill switch; what the reaper did
+and the functions' health; then, per agent service under a heading naming it, its signals
+(``Detection.add_fleet_widgets``), per-worker VAD rate and TTS reach over time, what its responder
+and drainer did and its ECS running vs desired tasks; last, a timeline of every function's reports.
 
 Every graph of the functions' own metrics takes its identity (namespace, name, dimension set) from
 ``fleet_remediation.contract.metrics``, the definitions the functions emit through.
@@ -25,22 +26,28 @@ from fleet_remediation.contract.naming import (
     function_mode_parameter_name,
     mode_parameter_name,
     runbook_url,
+    service_mode_parameter_name,
 )
 from livekit_fleet_remediation.config import EnvironmentConfig
-from livekit_fleet_remediation.constructs.detection import Detection
+from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemediation
 
 FIVE_MINUTES = Duration.minutes(5)
 INVESTIGATION_RUNBOOK = "docs/runbooks/worker-investigation.md"
 
 
 def remediation_metric(
-    definition: MetricDefinition, environment: str, function: FunctionName | None = None, label: str = ""
+    definition: MetricDefinition,
+    environment: str,
+    function: FunctionName | None = None,
+    label: str = "",
+    service: str | None = None,
 ) -> cloudwatch.Metric:
-    """A graph of one of the functions' EMF metrics, with exactly the dimensions it is emitted with."""
+    """A graph of one of the functions' EMF metrics, with exactly the dimensions it is emitted with
+    (``service``: the agent service of a service's responder or drainer)."""
     return cloudwatch.Metric(
         namespace=definition.namespace,
         metric_name=definition.name,
-        dimensions_map=definition.dimensions(environment, function),
+        dimensions_map=definition.dimensions(environment, function, service),
         statistic="Sum",
         period=FIVE_MINUTES,
         label=label or definition.name,
@@ -53,7 +60,8 @@ def remediation_timeline_query() -> str:
         [
             'filter message = "remediation report" and (ispresent(report.actions.0.action) '
             "or ispresent(report.errors.0.code) or ispresent(report.notifications.0))",
-            "fields @timestamp, report.function as function, report.mode as mode, report.status as status, "
+            "fields @timestamp, report.function as function, report.agent_service as agent_service, "
+            "report.mode as mode, report.status as status, "
             "report.trigger.kind as trigger, report.actions.0.action as action, "
             "report.actions.0.resource as resource, report.actions.0.outcome as outcome, "
             "report.errors.0.code as error, report.invocation_id as invocation",
@@ -71,36 +79,38 @@ class FleetDashboard(Construct):
         *,
         env_name: str,
         config: EnvironmentConfig,
-        detection: Detection,
+        services: Sequence[AgentServiceRemediation],
         function_alarms: Sequence[cloudwatch.IAlarm],
+        dashboard_scope: Construct | None = None,
     ) -> None:
+        """``dashboard_scope``: where the dashboard itself is (its logical id), else here."""
         super().__init__(scope, construct_id)
         self.env_name = env_name
-        # Scoped under Detection, where it used to be built: the same logical id, so an update keeps
-        # the dashboard instead of creating a same-named one and then deleting it.
         self.dashboard = cloudwatch.Dashboard(
-            detection,
+            dashboard_scope or self,
             "Dashboard",
             dashboard_name=dashboard_name(env_name),
             default_interval=Duration.hours(3),
         )
         self.dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
-                title="Alarms: detection and the remediation functions' health",
-                alarms=[detection.tts_reach_alarm, detection.vad_alarm, *function_alarms],
+                title="Alarms: each agent service's pages and the remediation functions' health",
+                alarms=[*(page for service in services for page in service.pages), *function_alarms],
                 width=15,
                 height=7,
             ),
             cloudwatch.TextWidget(markdown=self._kill_switch_and_runbooks(config), width=9, height=7),
         )
-        detection.add_fleet_widgets(self.dashboard, config.agent_service.agent_log_group)
-        self._per_worker_over_time(config)
-        self._remediation()
-        self._drainer_and_fleet(config)
+        self._reaper_and_health([service.name for service in services])
+        for service in services:
+            self._service_rows(service, service.view)
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
                 title="Remediation timeline: reports that acted, failed or notified (newest first)",
-                log_group_names=[function_log_group_name(env_name, function) for function in FunctionName],
+                log_group_names=[
+                    function_log_group_name(env_name, function, service)
+                    for function, service in _functions_of([service.name for service in services])
+                ],
                 query_string=remediation_timeline_query(),
                 view=cloudwatch.LogQueryVisualizationType.TABLE,
                 width=24,
@@ -108,10 +118,26 @@ class FleetDashboard(Construct):
             )
         )
 
+    def _service_rows(self, service: AgentServiceRemediation, view: EnvironmentConfig) -> None:
+        """One agent service's rows, under a heading naming it."""
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"## Agent service `{service.name}` "
+                f"({view.agent_service.ecs_cluster}/{view.agent_service.ecs_service})",
+                width=24,
+                height=1,
+            )
+        )
+        service.detection.add_fleet_widgets(self.dashboard, view.agent_service.agent_log_group)
+        self._per_worker_over_time(view)
+        self._responder(service.name)
+        self._drainer_and_fleet(view)
+
     def _kill_switch_and_runbooks(self, config: EnvironmentConfig) -> str:
         env = self.env_name
         ceiling = mode_parameter_name(env)
         own = [function_mode_parameter_name(env, function) for function in FunctionName]
+        per_service = [service_mode_parameter_name(env, service.name) for service in config.agent_services]
         runbooks = {
             "zombie reaper": RUNBOOKS[FunctionName.ZOMBIE_REAPER],
             "TTS reach": RUNBOOKS[FunctionName.TTS_REACH_ALARM],
@@ -127,6 +153,7 @@ class FleetDashboard(Construct):
                 "### Kill switch",
                 f"Environment (the ceiling): `{ceiling}`",
                 "Each function's own (the stricter wins): " + ", ".join(f"`{name}`" for name in own),
+                "Each agent service's own: " + ", ".join(f"`{name}`" for name in per_service),
                 "",
                 f"Read: `aws ssm get-parameters --names {ceiling} {' '.join(own)} "
                 "--query 'Parameters[].[Name,Value]' --output text`",
@@ -139,9 +166,9 @@ class FleetDashboard(Construct):
             ]
         )
 
-    def _per_worker_over_time(self, config: EnvironmentConfig) -> None:
-        agent_log_group = config.agent_service.agent_log_group
-        catalog = config.detection.catalog()
+    def _per_worker_over_time(self, view: EnvironmentConfig) -> None:
+        service = view.agent_service
+        catalog = view.detection.catalog()
         started, frame = catalog.response_started, catalog.first_audio_frame
         reach = "\n| ".join(
             [
@@ -154,8 +181,8 @@ class FleetDashboard(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
-                title="Slow VAD warnings per minute, per worker",
-                log_group_names=[agent_log_group],
+                title=f"{service.name}: slow VAD warnings per minute, per worker",
+                log_group_names=[service.agent_log_group],
                 query_string=catalog.slow_vad.insights_query(
                     "stats count(*) as warnings by bin(1m), @logStream"
                 ),
@@ -164,8 +191,8 @@ class FleetDashboard(Construct):
                 height=7,
             ),
             cloudwatch.LogQueryWidget(
-                title="TTS reach per worker (first frames / responses, 5 min)",
-                log_group_names=[agent_log_group],
+                title=f"{service.name}: TTS reach per worker (first frames / responses, 5 min)",
+                log_group_names=[service.agent_log_group],
                 query_string=reach,
                 view=cloudwatch.LogQueryVisualizationType.LINE,
                 width=12,
@@ -173,9 +200,23 @@ class FleetDashboard(Construct):
             ),
         )
 
-    def _remediation(self) -> None:
+    def _reaper_and_health(self, services: Sequence[str]) -> None:
         env = self.env_name
         m = metric_definitions
+
+        def health(definition: MetricDefinition, what: str) -> list[cloudwatch.Metric]:
+            return [
+                remediation_metric(
+                    definition,
+                    env,
+                    function,
+                    f"{service + ' ' if service else ''}{function.value} {what}",
+                    service,
+                )
+                for function, service in _functions_of(services)
+                if function in definition.functions
+            ]
+
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Zombie reaper: rooms",
@@ -185,37 +226,34 @@ class FleetDashboard(Construct):
                     remediation_metric(m.ROOMS_TRIMMED_BY_CAP, env),
                     remediation_metric(m.ROOMS_OVER_AGE, env),
                 ],
-                width=8,
-            ),
-            cloudwatch.GraphWidget(
-                title="TTS responder: silent jobs and suspect workers",
-                left=[
-                    remediation_metric(m.TTS_REACH_FAILING_JOBS, env),
-                    remediation_metric(m.TTS_REACH_SUSPECT_WORKERS, env),
-                ],
-                width=8,
+                width=12,
             ),
             cloudwatch.GraphWidget(
                 title="Function health: failed reports, notifications lost",
-                left=[
-                    remediation_metric(m.INVOCATION_FAILED, env, function, f"{function.value} failed")
-                    for function in m.INVOCATION_FAILED.functions
-                ]
-                + [
-                    remediation_metric(m.NOTIFICATIONS_LOST, env, function, f"{function.value} lost")
-                    for function in m.NOTIFICATIONS_LOST.functions
-                ],
-                width=8,
+                left=health(m.INVOCATION_FAILED, "failed") + health(m.NOTIFICATIONS_LOST, "lost"),
+                width=12,
             ),
         )
 
-    def _drainer_and_fleet(self, config: EnvironmentConfig) -> None:
+    def _responder(self, service: str) -> None:
         env = self.env_name
         m = metric_definitions
-        ecs = {
-            "ClusterName": config.agent_service.ecs_cluster,
-            "ServiceName": config.agent_service.ecs_service,
-        }
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title=f"{service}: TTS responder: silent jobs and suspect workers",
+                left=[
+                    remediation_metric(m.TTS_REACH_FAILING_JOBS, env, service=service),
+                    remediation_metric(m.TTS_REACH_SUSPECT_WORKERS, env, service=service),
+                ],
+                width=24,
+            ),
+        )
+
+    def _drainer_and_fleet(self, view: EnvironmentConfig) -> None:
+        env = self.env_name
+        m = metric_definitions
+        service = view.agent_service
+        ecs = {"ClusterName": service.ecs_cluster, "ServiceName": service.ecs_service}
 
         def container_insights(name: str) -> cloudwatch.Metric:
             return cloudwatch.Metric(
@@ -226,18 +264,21 @@ class FleetDashboard(Construct):
                 period=Duration.minutes(1),
             )
 
+        def drainer(definition: MetricDefinition) -> cloudwatch.Metric:
+            return remediation_metric(definition, env, service=service.name)
+
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="Worker drainer: draining tasks and steps done",
+                title=f"{service.name}: worker drainer: draining tasks and steps done",
                 left=[
-                    remediation_metric(m.DRAINER_TASKS_DRAINING, env),
-                    *(remediation_metric(m.DRAINER_STEP_DONE[step], env) for step in m.DRAINER_STEPS),
-                    remediation_metric(m.DRAINER_GUARDRAIL_REFUSALS, env),
+                    drainer(m.DRAINER_TASKS_DRAINING),
+                    *(drainer(m.DRAINER_STEP_DONE[step]) for step in m.DRAINER_STEPS),
+                    drainer(m.DRAINER_GUARDRAIL_REFUSALS),
                 ],
                 width=12,
             ),
             cloudwatch.GraphWidget(
-                title="ECS agent tasks: running vs desired (Container Insights)",
+                title=f"{service.name}: ECS agent tasks: running vs desired (Container Insights)",
                 left=[
                     container_insights(m.ECS_RUNNING_TASK_COUNT),
                     container_insights(m.ECS_DESIRED_TASK_COUNT),
@@ -245,3 +286,9 @@ class FleetDashboard(Construct):
                 width=12,
             ),
         )
+
+
+def _functions_of(services: Sequence[str]) -> list[tuple[FunctionName, str | None]]:
+    """Every function's copy: the reaper, and each agent service's responder and drainer."""
+    per_service = (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
+    return [(FunctionName.ZOMBIE_REAPER, None), *((f, s) for s in services for f in per_service)]

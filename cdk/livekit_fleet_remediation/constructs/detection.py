@@ -1,8 +1,9 @@
-"""Detection from the logs the agents already write: metric filters, the VAD and TTS-reach alarms,
-EventBridge routes from alarm state changes to functions, and the fleet dashboard.
+"""Detection of one agent service from the logs its agents already write: metric filters, the VAD
+and TTS-reach alarms, EventBridge routes from alarm state changes to functions, and the service's
+rows of the fleet dashboard.
 
-Everything derives from ``DetectionConfig`` (the environment's ``detection`` section), the same
-model ``lkfr backtest`` evaluates, so a backtest replays exactly these alarms.
+Everything derives from ``DetectionConfig`` (the service's ``detection`` section, else the
+environment's), the same model ``lkfr backtest`` evaluates, so a backtest replays these alarms.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from fleet_remediation.contract.agent_services import AgentService
 from fleet_remediation.contract.alarm_math import PERIOD_SECONDS, AlarmDefinition, AnyOf
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings, VadAlarmSettings
 from fleet_remediation.contract.events import ALARM_EVENT_MAX_AGE_SECONDS
@@ -32,7 +34,6 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.contract.signals import Signal, SignalCatalog
-from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 
 PERIOD = Duration.seconds(PERIOD_SECONDS)
@@ -45,17 +46,20 @@ class Detection(Construct):
         construct_id: str,
         *,
         env_name: str,
-        config: EnvironmentConfig,
+        service: AgentService,
+        detection: DetectionConfig,
+        scan_tally: ScanBudgetTally,
         agent_log_group: logs.ILogGroup | None = None,
     ) -> None:
-        """``agent_log_group``: the agents' log group by reference, else by its name in ``config``."""
+        """``agent_log_group``: the agents' log group by reference, else by its name in ``service``.
+        ``scan_tally``: the environment's scan budget, which this service's looks count against."""
         super().__init__(scope, construct_id)
         self.env_name = env_name
-        detection: DetectionConfig = config.detection
+        self.service = service.name
         catalog = detection.catalog()
-        self.namespace = detection.metric_namespace(env_name)
+        self.namespace = detection.metric_namespace(env_name, service.name)
         self.log_group = agent_log_group or logs.LogGroup.from_log_group_name(
-            self, "AgentLogs", config.agent_service.agent_log_group
+            self, "AgentLogs", service.agent_log_group
         )
         self._catalog = catalog
         delay_metric = self._metric_filters(catalog)
@@ -66,8 +70,7 @@ class Detection(Construct):
         self.first_audio_timeouts = self._metric(catalog.first_audio_timeout.metric_name, "Sum")
         self.vad_alarm = self._vad_page(detection.vad_alarm)
         self.tts_reach_alarm = self._tts_reach_page(detection.tts_reach_alarm)
-        # What the functions' looks at these logs scanned this hour (their scan budget).
-        self.scan_tally = ScanBudgetTally(self, "ScanBudget")
+        self.scan_tally = scan_tally
 
     def _metric_filters(self, catalog: SignalCatalog) -> str | None:
         """One count per signal and the slow-VAD delay's value; returns the delay metric's name."""
@@ -90,7 +93,7 @@ class Detection(Construct):
         )
         return self._page(
             "Vad",
-            vad_alarm_name(self.env_name),
+            vad_alarm_name(self.env_name, self.service),
             vad.alarm(),
             [self.vad_breach] * len(vad.alarm().children),
             f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
@@ -108,7 +111,7 @@ class Detection(Construct):
         self.tts_breach = breaches[0]  # the fast window, on the dashboard
         return self._page(
             "TtsReach",
-            tts_reach_alarm_name(self.env_name),
+            tts_reach_alarm_name(self.env_name, self.service),
             tts.alarm(),
             breaches,
             f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
@@ -151,7 +154,7 @@ class Detection(Construct):
             self,
             f"{metric_name}Filter",
             log_group=self.log_group,
-            filter_name=metric_filter_name(self.env_name, metric_name),
+            filter_name=metric_filter_name(self.env_name, self.service, metric_name),
             filter_pattern=logs.FilterPattern.literal(pattern),
             metric_namespace=self.namespace,
             metric_name=metric_name,
@@ -230,24 +233,25 @@ class Detection(Construct):
         )
 
     def add_fleet_widgets(self, dashboard: cloudwatch.Dashboard, agent_log_group: str) -> None:
-        """The agents' signals on the fleet dashboard (``FleetDashboard`` lays out the rest)."""
+        """The service's signals on the fleet dashboard (``FleetDashboard`` lays out the rest)."""
         self.dashboard = dashboard
+        named = self.service
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="TTS reach alarm condition (1 = breaching window)",
+                title=f"{named}: TTS reach alarm condition (1 = breaching window)",
                 left=[self.tts_breach],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1.1),
                 width=12,
             ),
             cloudwatch.GraphWidget(
-                title="Responses, first audio frames and first-audio timeouts per minute",
+                title=f"{named}: responses, first audio frames and first-audio timeouts per minute",
                 left=[self.responses, self.first_frames, self.first_audio_timeouts],
                 width=12,
             ),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="VAD slower than realtime: warnings/min and max delay (s)",
+                title=f"{named}: VAD slower than realtime: warnings/min and max delay (s)",
                 left=[self.vad_warnings],
                 right=[self.vad_max_delay],
                 width=24,
@@ -269,14 +273,14 @@ class Detection(Construct):
         )
         return [
             cloudwatch.LogQueryWidget(
-                title="TTS reach per worker (log stream = ECS task)",
+                title=f"{self.service}: TTS reach per worker (log stream = ECS task)",
                 log_group_names=[agent_log_group],
                 query_string=per_worker_reach,
                 width=12,
                 height=8,
             ),
             cloudwatch.LogQueryWidget(
-                title="Slow VAD inference per worker",
+                title=f"{self.service}: slow VAD inference per worker",
                 log_group_names=[agent_log_group],
                 query_string=catalog.slow_vad.insights_query(
                     f"stats count(*) as warnings, max({catalog.slow_vad.value_field}) as max_delay "

@@ -1,5 +1,5 @@
-"""Parts that more than one function construct adds, each built in one place: the once-only table
-and a schedule."""
+"""Parts that more than one function construct adds, each built in one place: the once-only table,
+a schedule and a log group's retention."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 
@@ -37,3 +38,25 @@ def schedule(
         schedule=events.Schedule.rate(Duration.minutes(minutes)),
         targets=[target],
     )
+
+
+_RETENTION_BY_DAYS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def log_retention(days: int) -> logs.RetentionDays:
+    """CloudWatch accepts only some retention periods: the smallest listed one >= ``days``."""
+    return next(value for step, value in sorted(_RETENTION_BY_DAYS.items()) if step >= days)

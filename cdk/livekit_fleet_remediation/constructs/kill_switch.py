@@ -1,5 +1,6 @@
 """The kill switch: the environment's SSM parameter (enforce / dry-run / off) and, under it, one
-per function. A function's effective mode is the stricter of its own and the environment's."""
+per function and one per agent service. A function's effective mode is the strictest of those it
+reads: the environment's, its own and, for a service's responder or drainer, the service's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fleet_remediation.contract.naming import (
     FunctionName,
     function_mode_parameter_name,
     mode_parameter_name,
+    service_mode_parameter_name,
 )
 
 ALLOWED_PATTERN = "^(enforce|dry-run|off)$"
@@ -39,6 +41,7 @@ class KillSwitch(Construct):
         self.function_parameters: dict[str, ssm.StringParameter] = {}
         for function in FunctionName:
             self.function_parameter(function)
+        self.service_parameters: dict[str, ssm.StringParameter] = {}
 
     def function_parameter(self, function: FunctionId) -> ssm.StringParameter:
         """A function's own switch, made the first time a function asks for it."""
@@ -56,7 +59,26 @@ class KillSwitch(Construct):
     def function_parameter_name(self, function: FunctionId) -> str:
         return function_mode_parameter_name(self.env_name, function)
 
-    def grant_read(self, function: FunctionId, grantee: iam.IGrantable) -> None:
-        """Both switches a function reads."""
+    def service_parameter(self, service: str) -> ssm.StringParameter:
+        """An agent service's own switch (its responder and drainer read it), made when first asked."""
+        if service not in self.service_parameters:
+            self.service_parameters[service] = ssm.StringParameter(
+                self,
+                f"Service-{service}-Mode",
+                parameter_name=service_mode_parameter_name(self.env_name, service),
+                string_value="enforce",
+                allowed_pattern=ALLOWED_PATTERN,
+                description=f"Agent service {service}'s own mode under {self.parameter_name} "
+                "(the stricter wins)",
+            )
+        return self.service_parameters[service]
+
+    def service_parameter_name(self, service: str) -> str:
+        return service_mode_parameter_name(self.env_name, service)
+
+    def grant_read(self, function: FunctionId, grantee: iam.IGrantable, service: str | None = None) -> None:
+        """The switches a function reads: the environment's, its own, and its agent service's."""
         self.parameter.grant_read(grantee)
         self.function_parameter(function).grant_read(grantee)
+        if service is not None:
+            self.service_parameter(service).grant_read(grantee)

@@ -74,10 +74,10 @@ class Notifications(Construct):
             )
         self.chat_topic: sns.ITopic | None = None
         if targets.chat is not None:
-            self._chat(targets.chat, env_name)
+            self._chat(targets.chat, env_name, [service.name for service in config.agent_services])
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
 
-    def _chat(self, chat: ChatNotifications, env_name: str) -> None:
+    def _chat(self, chat: ChatNotifications, env_name: str, services: list[str]) -> None:
         if chat.topic_arn:
             self.chat_topic = sns.Topic.from_topic_arn(self, "ExistingChatTopic", chat.topic_arn)
         else:
@@ -86,7 +86,7 @@ class Notifications(Construct):
             )
         if chat.slack is not None:
             # The channel runs the messages' undo buttons and nothing else.
-            actions = ChatActions(self, "ChatActions", env_name=env_name)
+            actions = ChatActions(self, "ChatActions", env_name=env_name, services=services)
             self.slack = chatbot.SlackChannelConfiguration(
                 self,
                 "Slack",

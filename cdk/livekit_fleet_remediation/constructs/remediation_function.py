@@ -25,10 +25,16 @@ from fleet_remediation.contract.naming import (
     function_log_group_name,
     lambda_function_name,
 )
-from fleet_remediation.contract.settings import FunctionSettings, SettingsT, settings_for_deployment
+from fleet_remediation.contract.settings import (
+    FunctionSettings,
+    ServiceFunctionSettings,
+    SettingsT,
+    settings_for_deployment,
+)
 from livekit_fleet_remediation.assets import asset_roots
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
+from livekit_fleet_remediation.constructs.function_parts import log_retention
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
 from livekit_fleet_remediation.constructs.shared_layers import ASSET_EXCLUDES, RUNTIME, SharedLayers
@@ -46,11 +52,13 @@ def deployed_settings(
     config: EnvironmentConfig,
     notifications: Notifications,
     kill_switch: KillSwitch,
+    service: str | None = None,
     **values: object,
 ) -> SettingsT:
     """The function's own settings model, built at synth: what the stack deploys is what the function
-    validates at cold start. A problem names the field under ``environments.<env>.``."""
-    common = {
+    validates at cold start. A problem names the field under ``environments.<env>.``. ``service``:
+    the agent service a service's responder or drainer serves (its name and its kill switch)."""
+    common: dict[str, object] = {
         "environment_name": env_name,
         "mode_parameter_name": kill_switch.parameter_name,
         "function_mode_parameter_name": kill_switch.function_parameter_name(model.function),
@@ -60,6 +68,9 @@ def deployed_settings(
         # Lambda sets AWS_REGION itself (never deployed): the synth-time model says what it will read.
         "aws_region": config.region,
     }
+    if service is not None:
+        common["agent_service"] = service
+        common["service_mode_parameter_name"] = kill_switch.service_parameter_name(service)
     return settings_for_deployment(model, {**common, **values}, f"environments.{env_name}.")
 
 
@@ -97,18 +108,20 @@ class RemediationFunction(Construct):
             raise FileNotFoundError(f"{functions_dir}/{function.value}/handler.py does not exist")
         self.functions_dir = functions_dir
         env_name = settings.environment_name
+        # A service's responder or drainer: its name carries the agent service's.
+        self.service = settings.agent_service if isinstance(settings, ServiceFunctionSettings) else None
         self.log_group = self._log_group(key, env_name, function, log_retention_days)
-        self.role = self._role(lambda_function_name(env_name, function))
+        self.role = self._role(lambda_function_name(env_name, function, self.service))
         self.dlq = self._dead_letter_queue(key)
         self.function = self._lambda_function(
             function, settings, description, layers, memory_size, reserved_concurrency
         )
         notifications.grant_publish(self.function)
-        kill_switch.grant_read(function, self.function)
+        kill_switch.grant_read(function, self.function, self.service)
         self._grant_action_events()
         self._suppress_unscoped_service_actions()
         self.alarms = self_monitoring(
-            self, self.function, self.dlq, env_name, function, expected_invocations_per_hour
+            self, self.function, self.dlq, (env_name, function, self.service), expected_invocations_per_hour
         )
         for alarm in self.alarms:
             notifications.notify_on_state_changes(alarm)
@@ -174,7 +187,7 @@ class RemediationFunction(Construct):
         return lambda_.Function(
             self,
             "Function",
-            function_name=lambda_function_name(settings.environment_name, function),
+            function_name=lambda_function_name(settings.environment_name, function, self.service),
             description=description,
             runtime=RUNTIME,
             architecture=layers.architecture,
@@ -201,13 +214,14 @@ class RemediationFunction(Construct):
     def _log_group(
         self, key: StackKey, env_name: str, function: FunctionId, retention_days: int
     ) -> logs.LogGroup:
-        log_group_name = function_log_group_name(env_name, function)
-        key.allow_log_group(f"{_camel(function.value)}Logs", log_group_name)
+        log_group_name = function_log_group_name(env_name, function, self.service)
+        owner = f"{self.service}-{function.value}" if self.service else function.value
+        key.allow_log_group(f"{_camel(owner.replace('-', '_'))}Logs", log_group_name)
         return logs.LogGroup(
             self,
             "Logs",
             log_group_name=log_group_name,
-            retention=_retention(retention_days),
+            retention=log_retention(retention_days),
             encryption_key=key.key,
             # A fixed name (the functions' messages and the dashboard link to it) must go with the
             # stack, or a deploy after a teardown collides with it; the drainer's ledger keeps the trail.
@@ -271,25 +285,3 @@ def _code(functions_dir: Path, function_dir: str) -> lambda_.Code:
     others = _other_function_dirs(functions_dir, function_dir)
     excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
     return lambda_.Code.from_asset(str(functions_dir), exclude=excluded)
-
-
-_RETENTION_BY_DAYS = {
-    1: logs.RetentionDays.ONE_DAY,
-    3: logs.RetentionDays.THREE_DAYS,
-    5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS,
-    90: logs.RetentionDays.THREE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    731: logs.RetentionDays.TWO_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
-
-
-def _retention(days: int) -> logs.RetentionDays:
-    """CloudWatch accepts only some retention periods: the smallest listed one >= ``days``."""
-    return next(value for step, value in sorted(_RETENTION_BY_DAYS.items()) if step >= days)

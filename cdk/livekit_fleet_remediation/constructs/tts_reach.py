@@ -1,4 +1,5 @@
-"""The TTS-reach responder function, its idempotency table, and the route from the TTS-reach alarm."""
+"""One agent service's TTS-reach responder: its function, idempotency table, and the route from the
+service's TTS-reach alarm. ``config`` is the service's view (``EnvironmentConfig.for_service``)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,9 @@ class TtsReachResponder(Construct):
         self.route = detection.route_alarm(
             "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
         )
-        self.recheck = self._recheck(env_name, config.tts_reach.recheck_minutes)
+        self.recheck = self._recheck(
+            f"{env_name}/{config.agent_service.name}", config.tts_reach.recheck_minutes
+        )
 
     def _settings(
         self, env_name: str, config: EnvironmentConfig, notifications: Notifications, kill_switch: KillSwitch
@@ -73,6 +76,7 @@ class TtsReachResponder(Construct):
             config=config,
             notifications=notifications,
             kill_switch=kill_switch,
+            service=config.agent_service.name,
             aws_region=Stack.of(self).region,
             agent_log_group=config.agent_service.agent_log_group,
             idempotency_table_name=self.idempotency_table.table_name,
@@ -102,14 +106,14 @@ class TtsReachResponder(Construct):
             )
         )
 
-    def _recheck(self, env_name: str, minutes: int) -> events.Rule | None:
+    def _recheck(self, whose: str, minutes: int) -> events.Rule | None:
         if not minutes:
             return None
         return schedule(
             self,
             "Recheck",
             minutes=minutes,
-            description=f"Re-check an open TTS incident every {minutes} min ({env_name})",
+            description=f"Re-check an open TTS incident every {minutes} min ({whose})",
             # A missed tick is replaced by the next one.
             target=self.remediation.target(
                 retry_attempts=0,

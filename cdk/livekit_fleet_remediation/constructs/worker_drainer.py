@@ -1,5 +1,7 @@
-"""The worker drainer: its function, ledger table, reconcile schedule, the VAD-alarm and
-suspect-worker rules, and IAM scoped to the agents' cluster tasks and service."""
+"""One agent service's worker drainer: its function, ledger table, reconcile schedule, the VAD-alarm
+and suspect-worker rules, and IAM scoped to that service's cluster tasks and service.
+
+``config`` is the service's view of the environment (``EnvironmentConfig.for_service``)."""
 
 from __future__ import annotations
 
@@ -99,7 +101,7 @@ class WorkerDrainer(Construct):
         detection.scan_tally.grant(self.function)
         if drainer.vpc is not None:
             self._attach_to_vpc(drainer.vpc.subnet_ids, drainer.vpc.security_group_ids)
-        self._rules(env_name, drainer.schedule_minutes, detection)
+        self._rules(env_name, config.agent_service.name, drainer.schedule_minutes, detection)
 
     def _ledger_table(self) -> dynamodb.Table:
         return dynamodb.Table(
@@ -126,6 +128,7 @@ class WorkerDrainer(Construct):
             config=config,
             notifications=notifications,
             kill_switch=kill_switch,
+            service=config.agent_service.name,
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
             disruption_window=config.disruption_window,
@@ -141,13 +144,14 @@ class WorkerDrainer(Construct):
             scan_budget_table_name=self.scan_budget_table_name,
         )
 
-    def _rules(self, env_name: str, schedule_minutes: int, detection: Detection) -> None:
-        """The reconcile tick, the VAD alarm's ALARM and the responder's suspect-worker events."""
+    def _rules(self, env_name: str, service: str, schedule_minutes: int, detection: Detection) -> None:
+        """The reconcile tick, the service's VAD alarm's ALARM and its responder's suspect-worker
+        events (another service's never match: the drainer's door refuses them too)."""
         schedule(
             self,
             "Reconcile",
             minutes=schedule_minutes,
-            description=f"Advance the drainer's ladders every {schedule_minutes} min ({env_name})",
+            description=f"Advance the drainer's ladders every {schedule_minutes} min ({env_name}/{service})",
             target=self.remediation.target(
                 retry_attempts=2, max_event_age_seconds=DRAINER_EVENT_AGES.schedule_seconds
             ),
@@ -158,11 +162,11 @@ class WorkerDrainer(Construct):
         events.Rule(
             self,
             "SuspectWorker",
-            description=f"Suspect workers from tts_reach_alarm to the worker drainer ({env_name})",
+            description=f"Suspect workers from tts_reach_alarm to the worker drainer ({env_name}/{service})",
             event_pattern=events.EventPattern(
                 source=[EVENT_SOURCE],
                 detail_type=[SUSPECT_WORKER_DETAIL_TYPE],
-                detail={"environment": [env_name]},
+                detail={"environment": [env_name], "agent_service": [service]},
             ),
             # The drainer refuses a suspect-worker event older than this: no use delivering it later.
             targets=[

@@ -93,7 +93,7 @@ class ZombieReaper(Construct):
             livekit_url=config.livekit_url,
             livekit_secret_id=config.livekit_secret_name,
             disruption_window=config.disruption_window,
-            agent_services=tuple(config.agent_services),
+            agent_services=config.service_identities,
             reaper=config.reaper,
             idempotency_table_name=self.idempotency_table.table_name,
         )

@@ -97,7 +97,8 @@ class Replay:
         if not events:
             raise UnreadableInput(f"{log_name or 'the log'} holds no JSON log events")
         self.events = list(events)
-        self.env_name, self.config, self.mode = env_name, config, mode
+        # The replay covers the environment's first agent service (its own sections where it has them).
+        self.env_name, self.config, self.mode = env_name, config.for_service(config.agent_service), mode
         self.progress = progress
         self.rules = stack_rules(env_name, config)
         self.region, self.account = config.region, config.account or SIMULATED_ACCOUNT
@@ -135,6 +136,14 @@ class Replay:
             )
 
     # --- running ----------------------------------------------------------------------------------------
+    def _alarm_names(self) -> dict[str, str]:
+        """The replayed service's pages, by the backtest's name for each."""
+        service = self.config.agent_service.name
+        return {
+            "vad": vad_alarm_name(self.env_name, service),
+            "tts_reach": tts_reach_alarm_name(self.env_name, service),
+        }
+
     def run(self) -> ReplayResult:
         backtest = run_backtest(self.events, self.config.detection)
         transitions = backtest.transitions()
@@ -142,7 +151,7 @@ class Replay:
         minutes = len(backtest.minutes)
         started, reported = time.monotonic(), time.monotonic()
         previous = {"vad": "OK", "tts_reach": "OK"}
-        names = {"vad": vad_alarm_name(self.env_name), "tts_reach": tts_reach_alarm_name(self.env_name)}
+        names = self._alarm_names()
         with _function_logs_quiet():
             for index in range(1, minutes + 1):
                 now = first + index * MINUTE

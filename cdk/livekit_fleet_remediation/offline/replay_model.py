@@ -47,7 +47,10 @@ class Rule:
 
 
 def stack_rules(env_name: str, config: EnvironmentConfig) -> tuple[Rule, ...]:
-    vad, tts = vad_alarm_name(env_name), tts_reach_alarm_name(env_name)
+    # The replay covers the environment's first agent service.
+    config = config.for_service(config.agent_service)
+    service = config.agent_service.name
+    vad, tts = vad_alarm_name(env_name, service), tts_reach_alarm_name(env_name, service)
     return (
         Rule(FunctionName.ZOMBIE_REAPER, schedule_minutes=config.reaper.schedule_minutes),
         Rule(FunctionName.ZOMBIE_REAPER, alarm=vad, states=("ALARM",)),

@@ -49,6 +49,8 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
     """Each function's settings model built from the environment as the stack builds it at synth, with
     the stores the stack would create named as simulations."""
     path = f"environments.{env_name}."
+    # The replay covers the environment's first agent service, with its own sections where it has them.
+    config, service = config.for_service(config.agent_service), config.agent_service.name
     common = {
         "environment_name": env_name,
         "mode_parameter_name": mode_parameter_name(env_name),
@@ -58,13 +60,16 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
     livekit = {"livekit_url": config.livekit_url, "livekit_secret_id": config.livekit_secret_name}
     return {
         FunctionName.ZOMBIE_REAPER: settings_for_deployment(
-            ReaperSettings, {**common, **livekit, "reaper": config.reaper}, path
+            ReaperSettings,
+            {**common, **livekit, "reaper": config.reaper, "agent_services": config.service_identities},
+            path,
         ),
         FunctionName.TTS_REACH_ALARM: settings_for_deployment(
             TtsReachSettings,
             {
                 **common,
                 "aws_region": config.region,
+                "agent_service": service,
                 "agent_log_group": config.agent_service.agent_log_group,
                 "idempotency_table_name": SIMULATED_STORE,
                 "detection": config.detection,
@@ -81,6 +86,7 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
                 "drainer": config.drainer,
                 "signals": config.detection.signals,
                 "tts_reach_alarm": config.detection.tts_reach_alarm,
+                "agent_service": service,
                 "ecs_cluster": config.agent_service.ecs_cluster,
                 "ecs_service": config.agent_service.ecs_service,
                 "ledger_table_name": SIMULATED_STORE,

@@ -1,12 +1,13 @@
-"""What every function's cold start wires the same way: its kill switch (the environment's and its
-own, through the deadline-bound SSM client) and its notification topics (e-mail, optional chat)."""
+"""What every function's cold start wires the same way: its kill switch (the environment's, its own
+and, for a service's function, the service's, through the deadline-bound SSM client) and its
+notification topics (e-mail, optional chat)."""
 
 from __future__ import annotations
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.notifier import Notifier, SnsNotifier
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ
-from fleet_remediation.contract.settings import FunctionSettings
+from fleet_remediation.contract.settings import FunctionSettings, ServiceFunctionSettings
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 
 
@@ -15,6 +16,9 @@ def kill_switch_for(settings: FunctionSettings) -> SsmModeSwitch:
         settings.mode_parameter_name,
         settings.function_mode_parameter_name,
         client=aws_client(KILL_SWITCH_READ),
+        service_parameter_name=(
+            settings.service_mode_parameter_name if isinstance(settings, ServiceFunctionSettings) else None
+        ),
     )
 
 

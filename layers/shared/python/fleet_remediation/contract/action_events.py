@@ -41,6 +41,9 @@ class ActionEvent(BaseModel):
     id: str = Field(min_length=16, max_length=64, description="The same for the same fact: drop duplicates.")
     environment: str = Field(max_length=64)
     function: str = Field(max_length=64)
+    agent_service: str | None = Field(
+        default=None, max_length=24, description="The agent service of a service's responder or drainer."
+    )
     version: str = Field(max_length=32, description="The release that acted.")
     invocation_id: str | None = Field(max_length=128)
     incident_id: str | None = Field(default=None, max_length=256)

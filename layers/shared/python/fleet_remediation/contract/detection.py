@@ -267,12 +267,13 @@ class DetectionConfig(StrictModel):
         default=DEFAULT_NAMESPACE_PREFIX,
         pattern=r"^[A-Za-z0-9_./#:-]+$",
         max_length=200,
-        description="The agents' metrics go to the namespace <prefix>/<environment>.",
+        description="The agents' metrics go to the namespace <prefix>/<environment>/<agent service>.",
     )
 
-    def metric_namespace(self, environment_name: str) -> str:
-        """Metric filters cannot attach a static dimension, so each environment gets its namespace."""
-        return f"{self.metric_namespace_prefix}/{environment_name}"
+    def metric_namespace(self, environment_name: str, service: str) -> str:
+        """Metric filters cannot attach a static dimension, so each environment's agent service gets
+        its namespace."""
+        return f"{self.metric_namespace_prefix}/{environment_name}/{service}"
 
     def catalog(self) -> SignalCatalog:
         return SignalCatalog.from_settings(self.signals)

@@ -65,6 +65,10 @@ class SuspectWorkerDetail(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     environment: str = Field(max_length=32)
+    agent_service: str = Field(
+        max_length=24,
+        description="The agent service whose responder names the worker; only its drainer acts.",
+    )
     log_stream: str = Field(
         min_length=1, max_length=512, description="awslogs stream, e.g. agent/<container>/<task id>."
     )

@@ -7,7 +7,8 @@ exactly: a graph asking for ``{service}`` never shows a metric emitted with
 ``{environment, service}``.
 
 Dimensions: Powertools Metrics adds ``service`` (``POWERTOOLS_SERVICE_NAME``, the function's folder
-name) and ``core.invocation.run_reported`` adds ``environment``; nothing else adds any.
+name) and ``core.invocation.run_reported`` adds ``environment`` and, for an agent service's own
+responder and drainer, ``agent_service``; nothing else adds any.
 
 A metric series costs $0.30 a month (``bench.cost``), so only what an alarm or the dashboard reads is
 a series; every other count (``series=False``) rides in the same EMF record as a plain field,
@@ -25,6 +26,7 @@ from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionId, Fun
 
 ENVIRONMENT_DIMENSION = "environment"
 SERVICE_DIMENSION = "service"
+AGENT_SERVICE_DIMENSION = "agent_service"
 
 
 @dataclass(frozen=True)
@@ -42,15 +44,21 @@ class MetricDefinition:
     # Published only when not zero (graphed as a sum, where a missing datapoint reads as none).
     sparse: bool = False
 
-    def dimensions(self, environment: str, function: FunctionId | None = None) -> dict[str, str]:
-        """The exact dimension set of the series ``function`` emits (the only emitter by default)."""
+    def dimensions(
+        self, environment: str, function: FunctionId | None = None, agent_service: str | None = None
+    ) -> dict[str, str]:
+        """The exact dimension set of the series ``function`` emits (the only emitter by default),
+        for one agent service's copy of it when ``agent_service`` is given."""
         if function is None:
             if len(self.functions) != 1:
                 raise ValueError(f"{self.name} is emitted by several functions: say which one")
             function = self.functions[0]
         if not self.every_function and function not in self.functions:
             raise ValueError(f"{function.value} does not emit {self.name}")
-        return {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: function.value}
+        dimensions = {ENVIRONMENT_DIMENSION: environment, SERVICE_DIMENSION: function.value}
+        if agent_service:
+            dimensions[AGENT_SERVICE_DIMENSION] = agent_service
+        return dimensions
 
 
 _REAPER = (FunctionName.ZOMBIE_REAPER,)

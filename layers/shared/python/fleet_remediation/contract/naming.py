@@ -15,6 +15,8 @@ MODE_PARAMETER_ROOT = "/livekit-fleet-remediation"
 # SNS message attributes every notification carries (subscription filter policies match on them).
 SEVERITY_ATTRIBUTE = "severity"
 INCIDENT_ATTRIBUTE = "incident_id"
+# On the messages of a service's responder and drainer: a team's subscription can take one service's.
+AGENT_SERVICE_ATTRIBUTE = "agent_service"
 # Present on the functions' own messages, absent on CloudWatch's alarm notifications: a pager
 # subscribed with ``{"notification_kind": [{"exists": false}]}`` gets one page per alarm transition.
 NOTIFICATION_KIND_ATTRIBUTE = "notification_kind"
@@ -71,41 +73,66 @@ RUNBOOKS = {
 VAD_RUNBOOK = "docs/runbooks/vad-slow-inference.md"
 
 
+# The functions each agent service gets its own of; the reaper is the environment's.
+PER_SERVICE_FUNCTIONS = frozenset({FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER})
+# AWS's limits on the names the per-service resources get.
+LAMBDA_FUNCTION_NAME_MAX = 64
+ALARM_NAME_MAX = 255
+LOG_GROUP_NAME_MAX = 512
+SSM_PARAMETER_NAME_MAX = 1011
+
+
 def stack_name(environment: str) -> str:
     return f"LiveKitFleetRemediation-{environment}"
 
 
-def lambda_function_name(environment: str, function: FunctionId) -> str:
-    return f"{PRODUCT_PREFIX}-{environment}-{function.slug}"
+def _scope(environment: str, function: FunctionId, service: str | None) -> str:
+    """``<env>`` for the environment's functions, ``<env>-<service>`` for a service's own."""
+    per_service = function.value in PER_SERVICE_FUNCTIONS
+    if per_service and not service:
+        raise ValueError(f"{function.value} runs per agent service: name the service")
+    if service and not per_service:
+        raise ValueError(f"{function.value} is the environment's, not a service's")
+    return f"{environment}-{service}" if service else environment
+
+
+def lambda_function_name(environment: str, function: FunctionId, service: str | None = None) -> str:
+    return f"{PRODUCT_PREFIX}-{_scope(environment, function, service)}-{function.slug}"
 
 
 def mode_parameter_name(environment: str) -> str:
-    """The environment's kill switch (SSM); a function's own switch sits under it."""
+    """The environment's kill switch (SSM); a function's and a service's own switches sit under it."""
     return f"{MODE_PARAMETER_ROOT}/{environment}/mode"
 
 
 def function_mode_parameter_name(environment: str, function: FunctionId) -> str:
-    """A function's own kill switch, under the environment's (which stays the ceiling)."""
+    """A function's own kill switch, under the environment's (which stays the ceiling); one for all
+    agent services' copies of the function."""
     return f"{MODE_PARAMETER_ROOT}/{environment}/{function.slug}/mode"
 
 
-def function_alarm_name(environment: str, function: FunctionId, kind: str) -> str:
+def service_mode_parameter_name(environment: str, service: str) -> str:
+    """An agent service's own kill switch, under the environment's: its responder and drainer read it."""
+    return f"{MODE_PARAMETER_ROOT}/{environment}/services/{service}/mode"
+
+
+def function_alarm_name(environment: str, function: FunctionId, kind: str, service: str | None = None) -> str:
     """A self-monitoring alarm of one function (``kind``: errors, throttles, dlq, ...)."""
-    return f"{lambda_function_name(environment, function)}-{kind}"
+    return f"{lambda_function_name(environment, function, service)}-{kind}"
 
 
-def function_log_group_name(environment: str, function: FunctionId) -> str:
-    return f"/aws/lambda/{lambda_function_name(environment, function)}"
+def function_log_group_name(environment: str, function: FunctionId, service: str | None = None) -> str:
+    return f"/aws/lambda/{lambda_function_name(environment, function, service)}"
 
 
-def vad_alarm_name(environment: str) -> str:
-    """The composite alarm that pages and that the reaper and the drainer handle."""
-    return f"livekit-{environment}-vad-slow-inference"
+def vad_alarm_name(environment: str, service: str) -> str:
+    """A service's composite alarm that pages and that the reaper and its drainer handle."""
+    return f"livekit-{environment}-{service}-vad-slow-inference"
 
 
-def tts_reach_alarm_name(environment: str) -> str:
-    """The composite alarm that pages and that the responder handles."""
-    return f"livekit-{environment}-tts-reach"
+def tts_reach_alarm_name(environment: str, service: str) -> str:
+    """A service's composite alarm that pages and that its responder handles."""
+    return f"livekit-{environment}-{service}-tts-reach"
 
 
 def alarm_part_name(page_name: str, label: str) -> str:
@@ -117,8 +144,32 @@ def dashboard_name(environment: str) -> str:
     return f"livekit-{environment}-fleet"
 
 
-def metric_filter_name(environment: str, metric_name: str) -> str:
-    return f"{PRODUCT_PREFIX}-{environment}-{metric_name}"
+def metric_filter_name(environment: str, service: str, metric_name: str) -> str:
+    return f"{PRODUCT_PREFIX}-{environment}-{service}-{metric_name}"
+
+
+def names_too_long(environment: str, service: str) -> list[str]:
+    """The per-service names (functions, their log groups and alarms, the pages, the switch) over
+    AWS's limits, each said with its length and limit; empty when all fit."""
+    longest_alarm_kind = "schedule-stopped"
+    names = [
+        *(
+            (lambda_function_name(environment, function, service), LAMBDA_FUNCTION_NAME_MAX)
+            for function in sorted(PER_SERVICE_FUNCTIONS)
+        ),
+        *(
+            (function_alarm_name(environment, function, longest_alarm_kind, service), ALARM_NAME_MAX)
+            for function in sorted(PER_SERVICE_FUNCTIONS)
+        ),
+        *(
+            (function_log_group_name(environment, function, service), LOG_GROUP_NAME_MAX)
+            for function in sorted(PER_SERVICE_FUNCTIONS)
+        ),
+        (alarm_part_name(vad_alarm_name(environment, service), "hold"), ALARM_NAME_MAX),
+        (alarm_part_name(tts_reach_alarm_name(environment, service), "hold"), ALARM_NAME_MAX),
+        (service_mode_parameter_name(environment, service), SSM_PARAMETER_NAME_MAX),
+    ]
+    return [f"{name} ({len(name)} > {limit})" for name, limit in names if len(name) > limit]
 
 
 def log_stream_for(task_id: str, prefix: str, container: str) -> str:

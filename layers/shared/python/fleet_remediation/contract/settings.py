@@ -20,7 +20,11 @@ from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fleet_remediation.contract import naming
-from fleet_remediation.contract.agent_services import AgentService
+from fleet_remediation.contract.agent_services import (
+    AGENT_SERVICE_NAME_PATTERN,
+    DEFAULT_AGENT_SERVICE,
+    AgentService,
+)
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.errors import ConfigurationError
@@ -107,7 +111,9 @@ class ReaperSettings(LiveKitSettings):
 
     reaper: ReaperSection
     agent_services: tuple[AgentService, ...] = Field(
-        default=(), description="Whose deployments hold new deletions (none: no deployment hold)."
+        default=(),
+        description="Whose deployments hold new deletions, and whose VAD alarms start a run (none: no "
+        "deployment hold, no alarm).",
     )
     idempotency_table_name: str | None = Field(
         default=None,
@@ -120,7 +126,26 @@ class ReaperSettings(LiveKitSettings):
         return self.reaper.timeout_seconds
 
 
-class TtsReachSettings(FunctionSettings):
+class ServiceFunctionSettings(FunctionSettings):
+    """What a function of one agent service reads beyond the common: which service, and its switch."""
+
+    agent_service: str = Field(
+        default=DEFAULT_AGENT_SERVICE,
+        pattern=AGENT_SERVICE_NAME_PATTERN,
+        description="The agent service this copy of the function serves.",
+    )
+    service_mode_parameter_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The agent service's own kill switch, under the environment's.",
+    )
+
+    @property
+    def function_name(self) -> str:
+        return naming.lambda_function_name(self.environment_name, self.function, self.agent_service)
+
+
+class TtsReachSettings(ServiceFunctionSettings):
     function: ClassVar[naming.FunctionName] = naming.FunctionName.TTS_REACH_ALARM
 
     aws_region: str = Field(min_length=1, description="Set by Lambda; used for console links.")
@@ -140,10 +165,10 @@ class TtsReachSettings(FunctionSettings):
 
     @property
     def alarm_name(self) -> str:
-        return naming.tts_reach_alarm_name(self.environment_name)
+        return naming.tts_reach_alarm_name(self.environment_name, self.agent_service)
 
 
-class DrainerSettings(LiveKitSettings):
+class DrainerSettings(LiveKitSettings, ServiceFunctionSettings):
     function: ClassVar[naming.FunctionName] = naming.FunctionName.WORKER_DRAINER
 
     reaper: ReaperSection
@@ -164,6 +189,10 @@ class DrainerSettings(LiveKitSettings):
     @property
     def timeout_seconds(self) -> float:
         return self.drainer.timeout_seconds
+
+    @property
+    def vad_alarm_name(self) -> str:
+        return naming.vad_alarm_name(self.environment_name, self.agent_service)
 
     @property
     def agent_container_name(self) -> str:

@@ -53,6 +53,7 @@ def action_events(report: ReportBuilder, incident_id: str | None, now: datetime)
             id=event_id(report.function, report.invocation_id, kind.value, resource, action, outcome),
             environment=report.environment or "unknown",
             function=report.function,
+            agent_service=report.agent_service,
             version=report.version,
             invocation_id=report.invocation_id,
             incident_id=incident_id,

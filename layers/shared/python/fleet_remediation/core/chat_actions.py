@@ -23,6 +23,8 @@ from fleet_remediation.contract.naming import (
 # The notification type Amazon Q gives custom notifications (``"source": "custom"``).
 NOTIFICATION_TYPE = "Custom"
 CONTEXT_ENVIRONMENT = "environment"
+# The drainer a button invokes is the message's agent service's.
+CONTEXT_AGENT_SERVICE = "agent_service"
 CONTEXT_UNDO_ACTION = "undo_action"
 CONTEXT_UNDO_TASK = "undo_task"
 CONTEXT_SWITCH = "switch_function"
@@ -57,15 +59,18 @@ def _variables(*names: str) -> dict[str, str]:
 
 
 def drainer_action(environment: str, region: str, action: str) -> ChatAction:
-    function = lambda_function_name(environment, FunctionName.WORKER_DRAINER)
+    """One action for every agent service: the message names its service, the command its drainer
+    (the channel's guardrail allows only this environment's drainers)."""
+    function = lambda_function_name(environment, FunctionName.WORKER_DRAINER, "$" + CONTEXT_AGENT_SERVICE)
     payload = drainer_payload(action, "$" + CONTEXT_UNDO_TASK)
     return ChatAction(
         key=action,
         button_text=f"{action.capitalize()} the task",
         command=f"aws lambda invoke --function-name {function} --region {region} --payload '{payload}'",
-        variables=_variables(CONTEXT_UNDO_ACTION, CONTEXT_UNDO_TASK),
+        variables=_variables(CONTEXT_AGENT_SERVICE, CONTEXT_UNDO_ACTION, CONTEXT_UNDO_TASK),
         criteria=[
             (CONTEXT_ENVIRONMENT, "EQUALS", environment),
+            (CONTEXT_AGENT_SERVICE, "HAS_VALUE", None),
             (CONTEXT_UNDO_ACTION, "EQUALS", action),
             (CONTEXT_UNDO_TASK, "HAS_VALUE", None),
         ],
@@ -94,8 +99,8 @@ def chat_actions(environment: str, region: str) -> list[ChatAction]:
     ]
 
 
-def drainer_button(action: str, task: str) -> dict[str, str]:
-    return {CONTEXT_UNDO_ACTION: action, CONTEXT_UNDO_TASK: task}
+def drainer_button(action: str, task: str, service: str) -> dict[str, str]:
+    return {CONTEXT_UNDO_ACTION: action, CONTEXT_UNDO_TASK: task, CONTEXT_AGENT_SERVICE: service}
 
 
 def switch_button(function: FunctionName) -> dict[str, str]:

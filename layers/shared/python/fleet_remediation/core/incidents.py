@@ -30,10 +30,13 @@ def transition_incident_id(environment: str, change: AlarmStateChange) -> str:
     return alarm_incident_id(environment, change.alarm_name, opened)
 
 
-def run_incident_id(environment: str, function: FunctionName, moment: datetime) -> str:
+def run_incident_id(
+    environment: str, function: FunctionName, moment: datetime, service: str | None = None
+) -> str:
     """An incident no alarm opened: a scheduled run (``moment`` = the schedule event's time, the
-    same on Lambda's retries of it) or a manual one."""
-    return f"{environment}.{function.slug}.{_stamp(moment)}"
+    same on Lambda's retries of it) or a manual one; a service's function's runs are its own."""
+    runner = f"{service}-{function.slug}" if service else function.slug
+    return f"{environment}.{runner}.{_stamp(moment)}"
 
 
 def subject_incident_id(environment: str, function: FunctionName, topic: str, items: Iterable[str]) -> str:

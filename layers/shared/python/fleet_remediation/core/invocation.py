@@ -26,6 +26,9 @@ def run_reported(
     builder.environment = os.environ.get("ENVIRONMENT_NAME")
     if builder.environment:
         metrics.add_dimension(name=metric_definitions.ENVIRONMENT_DIMENSION, value=builder.environment)
+    builder.agent_service = os.environ.get("AGENT_SERVICE")
+    if builder.agent_service:
+        metrics.add_dimension(name=metric_definitions.AGENT_SERVICE_DIMENSION, value=builder.agent_service)
     unexpected: Exception | None = None
     try:
         body(builder)

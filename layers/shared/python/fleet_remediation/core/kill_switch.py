@@ -1,11 +1,13 @@
-"""The kill switch: the environment's SSM parameter and, under it, one parameter per function.
+"""The kill switch: the environment's SSM parameter and, under it, one parameter per function and
+one per agent service.
 
-The effective mode is the stricter of the two (``off`` < ``dry-run`` < ``enforce``): the
-environment's switch is the ceiling, a function's own switch can only lower it. The stack creates
-each function's switch as ``enforce``, so by default the environment's switch governs.
+The effective mode is the strictest of those a function reads (``off`` < ``dry-run`` <
+``enforce``): the environment's switch is the ceiling, a function's or a service's own switch can
+only lower it. A service's responder and drainer read all three; the reaper, the environment's and
+its own. The stack creates the lower switches as ``enforce``, so by default the environment's governs.
 
 Functions re-read the switch right before every destructive step; a read is cached for at most
-``KILL_SWITCH_MAX_AGE_SECONDS``, so a change reaches a running invocation within that time (both
+``KILL_SWITCH_MAX_AGE_SECONDS``, so a change reaches a running invocation within that time (all
 parameters come back in one GetParameters call).
 """
 
@@ -37,8 +39,8 @@ def strictest(*modes: Mode) -> Mode:
 
 
 class SsmModeSwitch:
-    """Reads the environment's switch and, when named, the function's own, in one call, over
-    ``client`` (built from ``KILL_SWITCH_READ`` by ``adapters.common_wiring.kill_switch_for``)."""
+    """Reads the environment's switch and, when named, the function's and the service's own, in one
+    call, over ``client`` (built from ``KILL_SWITCH_READ`` by ``adapters.common_wiring.kill_switch_for``)."""
 
     def __init__(
         self,
@@ -46,11 +48,12 @@ class SsmModeSwitch:
         function_parameter_name: str | None = None,
         *,
         client: SSMClient,
+        service_parameter_name: str | None = None,
         max_age_seconds: float = KILL_SWITCH_MAX_AGE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.parameter_name = parameter_name
-        self.function_parameter_name = function_parameter_name
+        self.lower_parameter_names = [n for n in (function_parameter_name, service_parameter_name) if n]
         self.max_age_seconds = max_age_seconds
         self._client = client
         self._clock = clock
@@ -73,9 +76,7 @@ class SsmModeSwitch:
         return None
 
     def _read_parameters(self) -> Mode:
-        names = [self.parameter_name]
-        if self.function_parameter_name:
-            names.append(self.function_parameter_name)
+        names = [self.parameter_name, *self.lower_parameter_names]
         self.reads += 1
         try:
             response = self._client.get_parameters(Names=names)
@@ -89,10 +90,8 @@ class SsmModeSwitch:
                 f"kill switch {self.parameter_name} does not exist", resource=self.parameter_name
             )
         modes = [parse_mode(values[self.parameter_name], self.parameter_name)]
-        # A stack deployed before per-function switches has none: the environment's switch governs.
-        if self.function_parameter_name in values:
-            name = self.function_parameter_name
-            modes.append(parse_mode(values[name], name))
+        # A stack deployed before the lower switches has none: the environment's switch governs.
+        modes += [parse_mode(values[name], name) for name in self.lower_parameter_names if name in values]
         return strictest(*modes)
 
 

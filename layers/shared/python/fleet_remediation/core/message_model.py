@@ -144,6 +144,9 @@ def mode_headline(mode: Mode | None, *, acted: str, would: str, off: str | None 
 class Notification(BaseModel):
     environment: str
     function: FunctionName
+    agent_service: str | None = Field(
+        default=None, description="The agent service a service's responder or drainer speaks for."
+    )
     incident_id: str = Field(min_length=1, max_length=256)
     severity: Severity
     mode: Mode | None
@@ -181,16 +184,22 @@ class Notification(BaseModel):
     def mode_name(self) -> str:
         return self.mode.value if self.mode else "unknown"
 
+    @property
+    def scope(self) -> str:
+        """Whose message it is: the environment, and the agent service when it is one service's."""
+        return f"{self.environment}/{self.agent_service}" if self.agent_service else self.environment
+
     def summary_line(self) -> str:
         """How urgent the situation is and how the run went, in words that cannot contradict:
         the severity is the situation's, the run's status is said as what happened to the run."""
+        service = f" · agent service {self.agent_service}" if self.agent_service else ""
         return (
             f"{self.severity.value.upper()} · {RUN_STATUS_WORDS[self.status]} · mode {self.mode_name} · "
-            f"{self.environment} · {self.function.value}"
+            f"{self.environment} · {self.function.value}{service}"
         )
 
     def subject(self) -> str:
-        return ascii_subject(f"[{self.environment}] {self.status_tag}{self.headline}")
+        return ascii_subject(f"[{self.scope}] {self.status_tag}{self.headline}")
 
 
 # The typography messages use, spelled out for the ASCII-only subject (en dash, multiplication sign).

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fleet_remediation.contract.naming import (
+    AGENT_SERVICE_ATTRIBUTE,
     INCIDENT_ATTRIBUTE,
     NOTIFICATION_KIND_ATTRIBUTE,
     SEVERITY_ATTRIBUTE,
@@ -139,6 +140,8 @@ def _chat_context(note: Notification) -> dict[str, str]:
         "status": note.status,
         "invocation_id": note.invocation_id or "",
     }
+    if note.agent_service:
+        context[chat_actions.CONTEXT_AGENT_SERVICE] = note.agent_service
     for undo in note.undo:
         for key, value in (undo.button or {}).items():
             context.setdefault(key, value)
@@ -158,11 +161,12 @@ def render_chat(note: Notification) -> dict[str, Any]:
         "id": f"{note.incident_id}/{note.function.value}/{note.invocation_id or 'local'}",
         "content": {
             "textType": "client-markdown",
-            "title": f"{_CHAT_ICON[note.severity]} [{note.environment}] {note.status_tag}{note.headline}",
+            "title": f"{_CHAT_ICON[note.severity]} [{note.scope}] {note.status_tag}{note.headline}",
             "description": _chat_description(note),
             "nextSteps": next_steps,
             "keywords": [
                 note.environment,
+                *([note.agent_service] if note.agent_service else []),
                 note.function.value,
                 note.severity.value,
                 note.mode_name,
@@ -183,7 +187,7 @@ def render_chat(note: Notification) -> dict[str, Any]:
 def message_attributes(note: Notification) -> dict[str, str]:
     """SNS message attributes: subscription filter policies route on these (CloudWatch's own alarm
     notifications carry none, see ``NOTIFICATION_KIND_ATTRIBUTE``)."""
-    return {
+    attributes = {
         "environment": note.environment,
         SEVERITY_ATTRIBUTE: note.severity.value,
         INCIDENT_ATTRIBUTE: note.incident_id,
@@ -191,6 +195,9 @@ def message_attributes(note: Notification) -> dict[str, str]:
         "mode": note.mode_name,
         "status": note.status,
     }
+    if note.agent_service:
+        attributes[AGENT_SERVICE_ATTRIBUTE] = note.agent_service
+    return attributes
 
 
 def report_query(invocation_id: str) -> str:
@@ -209,6 +216,7 @@ def function_links(
     runbook: str,
     invocation_id: str | None,
     around: datetime,
+    agent_service: str | None = None,
 ) -> list[Link]:
     """Runbook, dashboard and this run's report in Logs Insights (console links need the region)."""
     links = [Link(label="Runbook", url=runbook)]
@@ -216,7 +224,7 @@ def function_links(
         links.append(Link(label="Dashboard", url=dashboard_link(region, dashboard_name(environment))))
         if invocation_id:
             window = timedelta(minutes=15)
-            log_group = function_log_group_name(environment, function)
+            log_group = function_log_group_name(environment, function, agent_service)
             query = report_query(invocation_id)
             url = logs_insights_link(region, [log_group], query, around - window, around + window)
             links.append(Link(label=REPORT_LINK_LABEL, url=url))
@@ -237,22 +245,27 @@ def stop_function_undo(environment: str, function: FunctionName, region: str | N
     )
 
 
-def drainer_invoke_command(environment: str, action: str, task_id: str, region: str | None = None) -> str:
-    """The CLI line (AWS CLI v2) that asks the environment's drainer to ``drain`` or ``undrain`` one task."""
+def drainer_invoke_command(
+    environment: str, service: str, action: str, task_id: str, region: str | None = None
+) -> str:
+    """The CLI line (AWS CLI v2) that asks the service's drainer to ``drain`` or ``undrain`` one task."""
     payload = chat_actions.drainer_payload(action, task_id)
     return (
         f"aws lambda invoke{_region_option(region)} "
-        f"--function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER)} "
+        f"--function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER, service)} "
         f"--cli-binary-format raw-in-base64-out --payload '{payload}' /dev/stdout"
     )
 
 
-def drainer_undo(label: str, environment: str, action: str, task_id: str, region: str | None = None) -> Undo:
-    """Ask the drainer to ``drain`` or ``undrain`` one task: the CLI line and the chat button."""
+def drainer_undo(
+    label: str, environment: str, service: str, action: str, task_id: str, region: str | None = None
+) -> Undo:
+    """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line and the chat button."""
     drain = " --drain" if action == "drain" else ""
     return Undo(
         label=label,
-        command=drainer_invoke_command(environment, action, task_id, region),
-        button=chat_actions.drainer_button(action, task_id),
-        short=f"lkfr undo --env {environment} --task {task_id}{drain}{_region_option(region)}",
+        command=drainer_invoke_command(environment, service, action, task_id, region),
+        button=chat_actions.drainer_button(action, task_id, service),
+        short=f"lkfr undo --env {environment} --service {service} --task {task_id}{drain}"
+        f"{_region_option(region)}",
     )

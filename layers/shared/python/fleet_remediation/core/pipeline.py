@@ -92,6 +92,11 @@ def _settings_environment(deps: Any) -> str:
     return str(deps.settings.environment_name)
 
 
+def _settings_agent_service(deps: Any) -> str | None:
+    service = getattr(deps.settings, "agent_service", None)
+    return service if isinstance(service, str) else None
+
+
 def _never_settled(run: Run[Any, Any]) -> Settled | None:
     return None
 
@@ -141,6 +146,8 @@ class FunctionSpec(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
     refusals: Callable[[Run[DepsT, EventT], Work[SnapT, PlanT, DoneT]], list[Refusal]] = _no_refusals
     incident_of: Callable[[NoteT], str | None] = _incident_of_note
     environment: Callable[[DepsT], str] = _settings_environment
+    # The agent service a service's function serves (None for the environment's functions).
+    agent_service: Callable[[DepsT], str | None] = _settings_agent_service
     detection: bool = False
     replays_retries: bool = False
     note_type: type[Any] = object
@@ -164,6 +171,7 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         started = time.monotonic()
         spec = self.spec
         report.environment = spec.environment(deps)
+        report.agent_service = spec.agent_service(deps)
         arn = context.invoked_function_arn if context is not None else None
         door = Door.for_invocation(arn, self.clock_of(deps)(), spec.event_ages(deps))
         routed = spec.route(event, deps, door)

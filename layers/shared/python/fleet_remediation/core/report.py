@@ -72,6 +72,8 @@ class ReportBuilder:
         self.started_at = started_at or datetime.now(UTC)
         self.full_detail = full_detail
         self.environment: str | None = None
+        # A service's responder or drainer names its agent service (None: the environment's function).
+        self.agent_service: str | None = None
         self.incident: str | None = None
         self.version = __version__
         # Decisions not to act that an operator must know (each becomes an action event).
@@ -224,6 +226,7 @@ class ReportBuilder:
             function=self.function,
             version=self.version,
             environment=self.environment,
+            agent_service=self.agent_service,
             invocation_id=self.invocation_id,
             incident=self.incident,
             trigger=trigger,

@@ -100,6 +100,7 @@ class Report(BaseModel):
     # The release that wrote it (``fleet_remediation.__version__``).
     version: str
     environment: str | None
+    agent_service: str | None = None
     invocation_id: str | None
     # The incident the run's message belongs to (``core.incidents``): what ``lkfr audit`` groups by.
     incident: str | None = None

@@ -1,10 +1,11 @@
 """The suspect-worker route: the event our TTS responder puts on the bus, checked at the door.
 
 Anyone allowed ``events:PutEvents`` on the bus can send one, so beyond the envelope (our source,
-account and region, a fresh time, no resources) its detail must be what our own responder would
-send: our environment, our TTS-reach alarm, a time-zoned window that ended recently, a p-value
-below the configured alpha, and a log stream that is the named task's own stream. Whether that task
-is still RUNNING needs a read: the drainer checks it after the door.
+account and region, a fresh time, no resources) its detail must be what our own service's
+responder would send: our environment, our agent service (another service's drainer refuses it
+with ``OtherServiceEventError``), that service's TTS-reach alarm, a time-zoned window that ended
+recently, a p-value below the configured alpha, and a log stream that is the named task's own
+stream. Whether that task is still RUNNING needs a read: the drainer checks it after the door.
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ from fleet_remediation.core.routing import EventBridgeRoute, Routed
 TASK_ID = re.compile(rf"^(?:{ECS_TASK_ID_PATTERN})$")
 
 
+class OtherServiceEventError(UntrustedEventError):
+    """A suspect-worker event for another agent service of our environment: its task is not ours."""
+
+    code = "OtherAgentService"
+
+
 @dataclass(frozen=True)
 class SuspectExpectations:
     environment: str
+    agent_service: str
     alarm_name: str
     alpha: float
     log_stream_for: Callable[[str], str]
@@ -63,6 +71,12 @@ def check_suspect(detail: SuspectWorkerDetail, expect: SuspectExpectations, door
 
     if detail.environment != expect.environment:
         raise reject(f"environment {excerpt(detail.environment)!r} is not ours ({expect.environment!r})")
+    if detail.agent_service != expect.agent_service:
+        raise OtherServiceEventError(
+            f"suspect-worker event refused: it names agent service {excerpt(detail.agent_service)!r}, "
+            f"this drainer serves {expect.agent_service!r}",
+            resource=excerpt(detail.task_id),
+        )
     if detail.alarm_name != expect.alarm_name:
         raise reject(
             f"alarm {excerpt(detail.alarm_name)!r} is not our TTS-reach alarm ({expect.alarm_name!r})"
