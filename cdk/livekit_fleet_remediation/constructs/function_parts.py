@@ -11,20 +11,28 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 
-def idempotency_table(scope: Construct) -> dynamodb.Table:
-    """Powertools Idempotency records (once-keys), each expiring at its ``expiration`` time."""
+def expiring_table(
+    scope: Construct, construct_id: str, *, key: str, expires_attribute: str
+) -> dynamodb.Table:
+    """An on-demand table of short-lived items, each gone at its ``expires_attribute`` time: nothing
+    in it outlives the stack, so it goes with it."""
     return dynamodb.Table(
         scope,
-        "Idempotency",
-        partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+        construct_id,
+        partition_key=dynamodb.Attribute(name=key, type=dynamodb.AttributeType.STRING),
         billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        time_to_live_attribute="expiration",
+        time_to_live_attribute=expires_attribute,
         encryption=dynamodb.TableEncryption.AWS_MANAGED,
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True
         ),
         removal_policy=RemovalPolicy.DESTROY,
     )
+
+
+def idempotency_table(scope: Construct) -> dynamodb.Table:
+    """Powertools Idempotency records (once-keys), each expiring at its ``expiration`` time."""
+    return expiring_table(scope, "Idempotency", key="id", expires_attribute="expiration")
 
 
 def schedule(
