@@ -46,3 +46,5 @@ _.__getattr__
 # own kill-switch names.
 _.function_mode_parameter_names
 _.service_mode_parameter_names
+# The agent package's drill hook for a team's worker main process (docs/operations/drill.md runs it).
+_.start_cpu_burner

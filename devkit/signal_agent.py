@@ -16,6 +16,10 @@ Each dispatch's metadata is the script (JSON):
 - ``seconds_per_sentence``: audio per sentence of the streaming engine;
 - ``detach_after_seconds``: detach the emitter by hand that long after the texts are queued.
 
+The agent's TTS node carries the drill hook as a team wires it (``withhold_first_audio``): with
+``ECS_CONTAINER_METADATA_URI_V4`` pointing at a task metadata stand-in whose tags hold a tts-silence
+marker, no audio frame reaches the room.
+
 When the session has closed, the job writes ``signal_agent_session_closed`` with the emitter's
 state, so a test can see that no timer outlived the session.
 """
@@ -26,10 +30,12 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Never
 
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit import rtc
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, ModelSettings
 from livekit.agents.tts import TTS
 from livekit.agents.types import NOT_GIVEN
 
@@ -37,6 +43,7 @@ import livekit_fleet_agent
 from devkit.fakes.llm import ScriptedLLM
 from devkit.fakes.tts import FailingTTS, StallingTTS, StreamingTTS
 from livekit_fleet_agent import emit_detection_signals
+from livekit_fleet_agent.drill import DrillHook, withhold_first_audio
 
 logger = logging.getLogger("devkit.signal_agent")
 AGENT_NAME_ENV = "SIGNAL_AGENT_NAME"
@@ -68,6 +75,19 @@ class Script:
         raise ValueError(f"unknown tts {self.tts!r}")
 
 
+DRILLS = DrillHook()
+
+
+class ScriptReader(Agent):
+    """Reads the script aloud; its TTS node is where a team wires the drill hook."""
+
+    async def tts_node(
+        self, text: AsyncIterable[str], model_settings: ModelSettings
+    ) -> AsyncIterator[rtc.AudioFrame]:
+        async for frame in withhold_first_audio(Agent.default.tts_node(self, text, model_settings), DRILLS):
+            yield frame
+
+
 def _job_count_load(agent_server: AgentServer) -> float:
     # The default load is host CPU, which on a shared test machine can pass the threshold and make
     # the worker refuse its jobs; what the tests exercise is the session, not the load.
@@ -94,7 +114,7 @@ async def entrypoint(ctx: JobContext) -> None:
         tts=script.make_tts(), llm=ScriptedLLM(script.llm_reply) if script.llm_reply else NOT_GIVEN
     )
     emitter = emit_detection_signals(session, first_audio_timeout_seconds=script.first_audio_timeout_seconds)
-    await session.start(agent=Agent(instructions="Read the script aloud."), room=ctx.room)
+    await session.start(agent=ScriptReader(instructions="Read the script aloud."), room=ctx.room)
 
     handles = [session.say(text) for text in script.say]
     if script.llm_reply:

@@ -105,6 +105,14 @@ class NotificationTargets(StrictModel):
         return self
 
 
+class DrillSection(StrictModel):
+    """`lkfr drill`: whether this environment may be drilled (a drill fakes a failure on one task)."""
+
+    enabled: bool = Field(
+        default=False, description="Name this environment for drills; `lkfr drill` refuses every other."
+    )
+
+
 class EnvironmentConfig(StrictModel):
     account: str | None = Field(
         default=None, pattern=r"^\d{12}$", description="Target AWS account (none: the CLI's credentials)."
@@ -138,6 +146,7 @@ class EnvironmentConfig(StrictModel):
     tts_reach: TtsReachSection = TtsReachSection()
     drainer: DrainerSection = DrainerSection()
     scan_budget: ScanBudgetSection = ScanBudgetSection()
+    drills: DrillSection = DrillSection()
     disruption_window: DisruptionWindow | None = Field(
         default=None, description="When the reaper and the drainer may start new disruption (none: any time)."
     )

@@ -141,6 +141,32 @@ def run_the_detection_signals_entrypoint(code: str, monkeypatch: pytest.MonkeyPa
     assert session.started["room"] is room
 
 
+@runs("docs/operations/drill.md#1")
+def run_the_drill_wiring(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import livekit.agents
+    from livekit.agents import Agent
+
+    from livekit_fleet_agent.drill import DrillHook
+
+    sessions: list[RecordingSession] = []
+
+    def session_factory(**components: Any) -> RecordingSession:
+        sessions.append(RecordingSession(**components))
+        return sessions[-1]
+
+    monkeypatch.delenv("ECS_CONTAINER_METADATA_URI_V4", raising=False)
+    monkeypatch.setattr(livekit.agents, "AgentSession", session_factory)
+    namespace = execute(code, {"__name__": "docs_example"}, "docs/operations/drill.md#1")
+    assert isinstance(namespace["drills"], DrillHook)
+    assert issubclass(namespace["Tutor"], Agent)
+    asyncio.run(namespace["entrypoint"](SimpleNamespace(room=SimpleNamespace(name="room-1"))))
+    (session,) = sessions
+    assert isinstance(session.started["agent"], namespace["Tutor"])
+    # Outside ECS no marker can be read: sessions close with their callers, as without the hook.
+    assert session.started["room_options"].close_on_disconnect is True
+    assert callable(namespace["main"])
+
+
 # --- the door --------------------------------------------------------------------------------------
 @runs("docs/event-door.md#1")
 def run_the_door(code: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,284 @@
+"""``lkfr drill`` end to end on moto: the marker goes on one running task of the service, the
+product's own record (the functions' reports in their log groups, read as ``lkfr audit`` reads them)
+is watched until the drainer answers on that task, the marker comes off, and the verdict and its
+timeline are printed; the refusals (an environment not named for drills, remediation off, an excluded
+or unknown task, a second drill) change nothing. The waits run on a simulated clock: the drainer's
+report appears on the watch's second look, as the deployed drainer would log it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.moto_api import state_manager
+
+from devkit import moto_deployment
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
+from fleet_remediation.contract.naming import (
+    EXCLUDE_TAG,
+    FunctionName,
+    mode_parameter_name,
+    service_mode_parameter_name,
+)
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Decision, Mode, Outcome
+from livekit_fleet_remediation.cli import drill
+from livekit_fleet_remediation.cli.audit_sources import Clients, Progress
+
+ENV = "drills"
+REGION = "eu-west-1"
+CLUSTER, SERVICE = "agents", "agents-service"
+TABLE = "drills-drainer-ledger"
+
+
+def environments(tmp_path: Path, *, enabled: bool = True) -> Path:
+    config = {
+        ENV: {
+            "region": REGION,
+            "agent_services": [
+                {
+                    "name": DEFAULT_AGENT_SERVICE,
+                    "ecs_cluster": CLUSTER,
+                    "ecs_service": SERVICE,
+                    "agent_log_group": "/agents/drills",
+                }
+            ],
+            "livekit_url": "https://livekit.example.com",
+            "livekit_secret_name": "livekit/drills",
+            "runbook_base_url": "https://docs.example.com",
+            "drills": {"enabled": enabled},
+        }
+    }
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps({"environments": config}))
+    return path
+
+
+@pytest.fixture
+def fleet() -> Iterator[list[str]]:
+    """Three running tasks of the service, the environment's functions and switches deployed. moto
+    moves a described task one lifecycle step per DescribeTasks by default: these stay RUNNING."""
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
+    with mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName=TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        moto_deployment.deploy(ENV, TABLE)
+        ssm = boto3.client("ssm")
+        ssm.put_parameter(Name=mode_parameter_name(ENV), Value="enforce", Type="String")
+        ssm.put_parameter(
+            Name=service_mode_parameter_name(ENV, DEFAULT_AGENT_SERVICE), Value="enforce", Type="String"
+        )
+        ecs = boto3.client("ecs")
+        ecs.create_cluster(clusterName=CLUSTER)
+        ecs.register_task_definition(
+            family="agent", containerDefinitions=[{"name": "agent", "image": "agent:1", "memory": 512}]
+        )
+        ecs.create_service(cluster=CLUSTER, serviceName=SERVICE, taskDefinition="agent", desiredCount=3)
+        tasks = ecs.run_task(
+            cluster=CLUSTER, taskDefinition="agent", count=3, launchType="FARGATE", group=f"service:{SERVICE}"
+        )["tasks"]
+        yield [task["taskArn"] for task in tasks]
+    state_manager.unset_transition("ecs::task")
+
+
+def drainer_answers(task_arn: str, mode: Mode) -> None:
+    """The deployed drainer's report of a cordon of ``task_arn``, logged into its log group."""
+    task_id = task_arn.rsplit("/", 1)[1]
+
+    def body(report: ReportBuilder) -> None:
+        report.environment, report.mode = ENV, mode
+        report.agent_service = DEFAULT_AGENT_SERVICE
+        decision = Decision.ACT if mode is Mode.ENFORCE else Decision.WOULD_ACT
+        report.candidate(task_id, decision, "cordon: 5 of 5 responses timed out")
+        if mode is Mode.ENFORCE:
+            report.action(task_id, "cordon", Outcome.DONE)
+
+    with moto_deployment.logged(ENV, FunctionName.WORKER_DRAINER):
+        run_reported(FunctionName.WORKER_DRAINER.value, f"drainer-{task_id}", body)
+
+
+class SimulatedClock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+        self.slept: list[float] = []
+        self.on_sleep: Callable[[int], None] = lambda sleeps: None
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += timedelta(seconds=seconds)
+        self.on_sleep(len(self.slept))
+
+
+def run_drill(clock: SimulatedClock, argv: list[str]) -> int:
+    ecs = boto3.client("ecs", region_name=REGION)
+    clients = Clients(
+        REGION,
+        boto3.client("lambda", region_name=REGION),
+        boto3.client("logs", region_name=REGION),
+        boto3.client("dynamodb", region_name=REGION),
+    )
+    runner = drill.Drill(
+        ecs, clients, ENV, DEFAULT_AGENT_SERVICE, Progress(lambda _: None), clock.sleep, lambda: clock.now
+    )
+    return drill.main(["--env", ENV, *argv], drill=runner, ssm=boto3.client("ssm", region_name=REGION))
+
+
+def tags_of(task_arn: str) -> dict[str, str]:
+    listed = boto3.client("ecs").list_tags_for_resource(resourceArn=task_arn)["tags"]
+    return {tag["key"]: tag["value"] for tag in listed}
+
+
+def test_a_drill_marks_one_task_watches_the_audit_until_the_drainer_answers_and_unmarks_it(
+    fleet: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = SimulatedClock()
+    target = fleet[1]
+    marked: list[dict[str, str]] = []
+
+    def drainer_acts_on_the_second_look(sleeps: int) -> None:
+        marked.append(tags_of(target))
+        if sleeps == 1:
+            drainer_answers(target, Mode.ENFORCE)
+
+    clock.on_sleep = drainer_acts_on_the_second_look
+    argv = [
+        "--config",
+        str(environments(tmp_path)),
+        "--fault",
+        "tts-silence",
+        "--task",
+        target.rsplit("/", 1)[1],
+    ]
+    assert run_drill(clock, [*argv, "--minutes", "10", "--json"]) == 0, capsys.readouterr().err
+    document = json.loads(capsys.readouterr().out)
+    # While the drill ran, the task carried a current marker of the fault; afterwards it does not.
+    marker = DrillMarker.parse(marked[0][DRILL_TAG], clock.now.timestamp())
+    assert marker is not None
+    assert marker.fault is DrillFault.TTS_SILENCE
+    assert DRILL_TAG not in tags_of(target)
+    assert all(DRILL_TAG not in tags_of(task) for task in fleet if task != target)
+    assert (document["verdict"], document["marker_removed"]) == ("pass", True)
+    assert (document["task"], document["mode"]) == (target, "enforce")
+    assert [(e["function"], e["kind"], e["action"]) for e in document["timeline"]] == [
+        ("worker_drainer", "acted", "cordon")
+    ]
+    assert clock.slept == [20.0]
+
+
+def test_a_drill_nobody_answers_fails_at_its_deadline_and_still_unmarks_the_task(
+    fleet: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = SimulatedClock()
+    argv = ["--config", str(environments(tmp_path)), "--fault", "cpu-starved", "--minutes", "2"]
+    assert run_drill(clock, argv) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out
+    assert "no answer by" in out
+    assert "marker removed" in out
+    assert sum(clock.slept) == pytest.approx(120, abs=1)
+    assert all(DRILL_TAG not in tags_of(task) for task in fleet)
+
+
+def test_in_dry_run_the_verdict_is_on_what_the_drainer_would_have_done(
+    fleet: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    boto3.client("ssm").put_parameter(
+        Name=mode_parameter_name(ENV), Value="dry-run", Overwrite=True, Type="String"
+    )
+    clock = SimulatedClock()
+    target = fleet[0]
+    clock.on_sleep = lambda sleeps: drainer_answers(target, Mode.DRY_RUN) if sleeps == 1 else None
+    argv = ["--config", str(environments(tmp_path)), "--fault", "tts-silence", "--task", target, "--json"]
+    assert run_drill(clock, argv) == 0, capsys.readouterr().err
+    document = json.loads(capsys.readouterr().out)
+    assert document["mode"] == "dry-run"
+    assert [(e["kind"], e["action"]) for e in document["timeline"]] == [("would-act", "cordon")]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv", "said"),
+    [
+        ("not-enabled", [], "DrillNotAllowed: environment drills is not named for drills"),
+        ("off", [], "DrillNotAllowed: remediation is off in drills/agents"),
+        ("excluded", ["--task", "TASK"], "TaskNotDrillable: task TASK is excluded"),
+        ("unknown", ["--task", "0123456789abcdef"], "UnknownTask: 0123456789abcdef is not a running task"),
+        ("second", [], "DrillRunning"),
+    ],
+)
+def test_a_drill_it_cannot_run_is_refused_with_its_reason_and_marks_nothing(
+    fleet: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    setup: str,
+    argv: list[str],
+    said: str,
+) -> None:
+    ecs, task_id = boto3.client("ecs"), fleet[2].rsplit("/", 1)[1]
+    if setup == "off":
+        boto3.client("ssm").put_parameter(
+            Name=service_mode_parameter_name(ENV, DEFAULT_AGENT_SERVICE),
+            Value="off",
+            Overwrite=True,
+            Type="String",
+        )
+    if setup == "excluded":
+        ecs.tag_resource(resourceArn=fleet[2], tags=[{"key": EXCLUDE_TAG, "value": "true"}])
+    if setup == "second":
+        running = DrillMarker(DrillFault.CPU_STARVED, int(datetime.now(UTC).timestamp()) + 600, "other-drill")
+        ecs.tag_resource(resourceArn=fleet[2], tags=[{"key": DRILL_TAG, "value": running.value()}])
+    before = {task: tags_of(task) for task in fleet}
+    config = environments(tmp_path, enabled=setup != "not-enabled")
+    argv = [word.replace("TASK", task_id) for word in argv]
+    assert run_drill(SimulatedClock(), ["--config", str(config), "--fault", "tts-silence", *argv]) == 1
+    assert said.replace("TASK", task_id) in capsys.readouterr().err
+    assert {task: tags_of(task) for task in fleet} == before
+
+
+@pytest.mark.parametrize(
+    ("value", "now", "expected"),
+    [
+        ("tts-silence:1000600:drill-1", 1_000_000, DrillMarker(DrillFault.TTS_SILENCE, 1_000_600, "drill-1")),
+        ("tts-silence:1000000:drill-1", 1_000_000, None),  # ended
+        ("tts-silence:1003601:drill-1", 1_000_000, None),  # more than an hour ahead
+        ("tts-silence:1003600:drill-1", 1_000_000, DrillMarker(DrillFault.TTS_SILENCE, 1_003_600, "drill-1")),
+        ("melt-down:1000600:drill-1", 1_000_000, None),
+        ("tts-silence:1000600:DRILL", 1_000_000, None),
+        ("tts-silence:1000600", 1_000_000, None),
+        ('tts-silence:1000600:d","x', 1_000_000, None),
+    ],
+)
+def test_a_marker_is_a_drill_only_when_well_formed_and_current(
+    value: str, now: int, expected: DrillMarker | None
+) -> None:
+    assert DrillMarker.parse(value, now) == expected
+
+
+def test_the_agent_package_reads_the_same_marker_as_the_command_writes() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    shared = repo / "layers/shared/python/fleet_remediation/contract/drills.py"
+    mirrored = repo / "agent/livekit_fleet_agent/drill_contract.py"
+    assert mirrored.read_text() == shared.read_text(), "copy contract/drills.py to the agent package"
+
+
+def test_lkfr_drill_is_a_console_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from livekit_fleet_remediation.cli.main import main
+
+    assert main(["drill", "--help"]) == 0
+    assert "--fault" in capsys.readouterr().out
