@@ -60,13 +60,17 @@ class _Check:
     findings: list[Finding] = field(default_factory=list)
 
     def emit(self, path: str, problem: str, limit: str) -> None:
-        self.findings.append(Finding(self.resource, self.resource_type, path, problem, f"{self.call}: {limit}"))
+        self.findings.append(
+            Finding(self.resource, self.resource_type, path, problem, f"{self.call}: {limit}")
+        )
 
     def value(self, value: Any, shape: Shape, path: str) -> None:
         kind = shape.type_name
         if isinstance(value, Partial):
             if kind == "string":
-                self._length(value.known, shape, path, "at least {n} characters (its literal part)", upper_only=True)
+                self._length(
+                    value.known, shape, path, "at least {n} characters (its literal part)", upper_only=True
+                )
             return
         checker = {
             "structure": self._structure,

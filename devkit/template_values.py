@@ -19,15 +19,27 @@ from typing import Any
 
 # Type -> (the property naming it, what Ref returns, the Arn attribute's format).
 PHYSICAL_NAMES: dict[str, tuple[str, str, str | None]] = {
-    "AWS::Lambda::Function": ("FunctionName", "name", "arn:{partition}:lambda:{region}:{account}:function:{name}"),
-    "AWS::CloudWatch::Alarm": ("AlarmName", "name", "arn:{partition}:cloudwatch:{region}:{account}:alarm:{name}"),
+    "AWS::Lambda::Function": (
+        "FunctionName",
+        "name",
+        "arn:{partition}:lambda:{region}:{account}:function:{name}",
+    ),
+    "AWS::CloudWatch::Alarm": (
+        "AlarmName",
+        "name",
+        "arn:{partition}:cloudwatch:{region}:{account}:alarm:{name}",
+    ),
     "AWS::CloudWatch::CompositeAlarm": (
         "AlarmName",
         "name",
         "arn:{partition}:cloudwatch:{region}:{account}:alarm:{name}",
     ),
     "AWS::SSM::Parameter": ("Name", "name", None),
-    "AWS::Logs::LogGroup": ("LogGroupName", "name", "arn:{partition}:logs:{region}:{account}:log-group:{name}:*"),
+    "AWS::Logs::LogGroup": (
+        "LogGroupName",
+        "name",
+        "arn:{partition}:logs:{region}:{account}:log-group:{name}:*",
+    ),
     "AWS::Events::Rule": ("Name", "name", "arn:{partition}:events:{region}:{account}:rule/{name}"),
     "AWS::SNS::Topic": ("TopicName", "arn", "arn:{partition}:sns:{region}:{account}:{name}"),
     "AWS::IAM::Role": ("RoleName", "name", "arn:{partition}:iam::{account}:role/{name}"),
@@ -82,7 +94,11 @@ class Resolver:
         return Partial("")  # Fn::Select, Fn::If, Fn::ImportValue...: decided at deploy time
 
     def _ref(self, name: str) -> Any:
-        pseudo = {"AWS::Region": self.region, "AWS::AccountId": self.account, "AWS::Partition": self.partition}
+        pseudo = {
+            "AWS::Region": self.region,
+            "AWS::AccountId": self.account,
+            "AWS::Partition": self.partition,
+        }
         if name in pseudo:
             return pseudo[name]
         return self._named(name, "ref")
@@ -103,7 +119,9 @@ class Resolver:
             return name
         if arn_format is None:
             return Partial("")
-        return arn_format.format(partition=self.partition, region=self.region, account=self.account, name=name)
+        return arn_format.format(
+            partition=self.partition, region=self.region, account=self.account, name=name
+        )
 
     def _sub(self, argument: Any) -> Any:
         template, variables = (argument, {}) if isinstance(argument, str) else argument
