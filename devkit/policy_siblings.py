@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -55,7 +55,7 @@ class Undone:
         )
 
 
-def undone_conditions(template: dict[str, Any], region: str, account: str) -> list[Undone]:
+def undone_conditions(template: Mapping[str, Any], region: str, account: str) -> list[Undone]:
     """Every conditioned Allow statement a sibling of the same principal undoes."""
     found: list[Undone] = []
     for principal, statements in statements_by_principal(template, region, account).items():
@@ -69,7 +69,7 @@ def undone_conditions(template: dict[str, Any], region: str, account: str) -> li
 
 
 def statements_by_principal(
-    template: dict[str, Any], region: str, account: str
+    template: Mapping[str, Any], region: str, account: str
 ) -> dict[str, list[Statement]]:
     resources = template.get("Resources", {})
     resolver = Resolver(resources, region, account)
@@ -82,13 +82,13 @@ def statements_by_principal(
                 where = f"{logical_id}.Policies[{index}]"
                 by_principal[logical_id] += _statements(policy["PolicyDocument"], where, resolver)
             for arn in properties.get("ManagedPolicyArns", []):
-                policy_id = arn.get("Ref") if isinstance(arn, dict) else None
+                policy_id = str(arn.get("Ref")) if isinstance(arn, dict) else ""
                 if policy_id in resources:
                     document = resources[policy_id]["Properties"]["PolicyDocument"]
                     by_principal[logical_id] += _statements(document, policy_id, resolver)
         elif kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
             for role in properties.get("Roles", []):
-                role_id = role.get("Ref") if isinstance(role, dict) else str(role)
+                role_id = str(role.get("Ref")) if isinstance(role, dict) else str(role)
                 by_principal[role_id] += _statements(properties["PolicyDocument"], logical_id, resolver)
         elif kind in RESOURCE_POLICIES:
             for statement in _statements(properties.get(RESOURCE_POLICIES[kind], {}), logical_id, resolver):

@@ -16,13 +16,13 @@ module, which reads the models' ``\\p{L}`` classes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import botocore.session
-import regex
+import regex  # type: ignore[import-untyped]
 from botocore.model import MapShape, OperationModel, Shape, StructureShape
 
 from devkit.service_apis import RESOURCE_APIS, Route
@@ -99,8 +99,9 @@ class _Check:
             return
         text = str(value)
         self._length(len(text), shape, path, "{n} characters")
-        if shape.enum and text not in shape.enum:
-            self.emit(path, f"{text!r} is not one of the allowed values", f"{shape.name} enum {shape.enum}")
+        enum: list[str] = getattr(shape, "enum", [])
+        if enum and text not in enum:
+            self.emit(path, f"{text!r} is not one of the allowed values", f"{shape.name} enum {enum}")
         pattern = shape.metadata.get("pattern")
         if pattern and regex.fullmatch(pattern, text) is None:
             self.emit(path, f"{text[:80]!r} does not match the pattern", f"{shape.name} pattern {pattern}")
@@ -155,7 +156,9 @@ class _Check:
 
     def member_at(self, member_path: str, cfn_path: str) -> Shape | None:
         """The input shape at ``member_path`` (dots; a map's key is checked against its key shape)."""
-        shape: Shape = operation(self.call).input_shape
+        input_shape = operation(self.call).input_shape
+        assert input_shape is not None, self.call
+        shape: Shape = input_shape
         for part in member_path.split(".") if member_path else []:
             if isinstance(shape, MapShape):
                 self.value(part, shape.key, f"{cfn_path} (as key {part})")
@@ -174,7 +177,7 @@ def member_named(shape: StructureShape, name: str) -> Shape | None:
     return folded.get(name.lower())
 
 
-def check_template(template: dict[str, Any], region: str, account: str) -> list[Finding]:
+def check_template(template: Mapping[str, Any], region: str, account: str) -> list[Finding]:
     """Every finding in ``template``'s resources (empty: the APIs accept every literal in it)."""
     resources = template.get("Resources", {})
     resolver = Resolver(resources, region, account)

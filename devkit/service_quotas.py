@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,7 @@ ALARM_EXPRESSIONS = Quota(
     "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataQuery.html",
 )
 COMPOSITE_CHILDREN = Quota(
-    "Child alarms in a composite alarm rule",
+    "Alarms named in one composite alarm rule",
     100,
     "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutCompositeAlarm.html",
 )
@@ -112,7 +112,7 @@ Resources = dict[str, Any]
 Rule = Callable[[Resources, Resolver], Iterator[Finding]]
 
 
-def check_quotas(template: dict[str, Any], region: str, account: str) -> list[Finding]:
+def check_quotas(template: Mapping[str, Any], region: str, account: str) -> list[Finding]:
     resources = template.get("Resources", {})
     resolver = Resolver(resources, region, account)
     return [finding for rule in RULES for finding in rule(resources, resolver)]
@@ -154,7 +154,7 @@ def _alarms(resources: Resources, resolver: Resolver) -> Iterator[Finding]:
     for logical_id, properties in _of_type(resources, resolver, kind):
         children = len(_CHILD_ALARM.findall(sample(properties.get("AlarmRule", ""))))
         if children > COMPOSITE_CHILDREN.limit:
-            yield COMPOSITE_CHILDREN.breach(logical_id, kind, "AlarmRule", f"{children} child alarms")
+            yield COMPOSITE_CHILDREN.breach(logical_id, kind, "AlarmRule", f"{children} alarms")
 
 
 def _parameters(resources: Resources, resolver: Resolver) -> Iterator[Finding]:
@@ -190,8 +190,8 @@ def _metric_filters(resources: Resources, resolver: Resolver) -> Iterator[Findin
         if count > FILTERS_PER_GROUP.limit:
             yield FILTERS_PER_GROUP.breach(first[group], kind, "LogGroupName", f"{count} filters on {group}")
         if regexes[group] > REGEX_PER_GROUP.limit:
-            found = f"{regexes[group]} regular expressions on {group}"
-            yield REGEX_PER_GROUP.breach(first[group], kind, "FilterPattern", found)
+            counted = f"{regexes[group]} regular expressions on {group}"
+            yield REGEX_PER_GROUP.breach(first[group], kind, "FilterPattern", counted)
 
 
 def _dashboards(resources: Resources, resolver: Resolver) -> Iterator[Finding]:
