@@ -20,7 +20,7 @@ from aws_cdk import assertions
 
 from devkit.insights_queries import queries_sent
 from devkit.service_models import check_template
-from devkit.service_quotas import check_quotas
+from devkit.service_quotas import policy_size, check_quotas
 from devkit.template_values import Resolver, json_text, sample
 from livekit_fleet_remediation.config import context_from_file
 from livekit_fleet_remediation.standalone import build_app, pinned_context
@@ -77,6 +77,11 @@ def headroom(template: Mapping[str, Any], region: str, account: str) -> dict[str
             pattern = len(sample(json_text(properties["EventPattern"])))
             largest["event pattern, characters of 2,048"] = max(
                 largest["event pattern, characters of 2,048"], pattern
+            )
+        if kind == "AWS::IAM::Policy":
+            size = policy_size(properties["PolicyDocument"])
+            largest["inline policy, characters of 10,240"] = max(
+                largest["inline policy, characters of 10,240"], size
             )
         if kind == "AWS::CloudWatch::Dashboard":
             widgets = len(json.loads(sample(properties["DashboardBody"]))["widgets"])

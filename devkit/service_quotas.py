@@ -79,6 +79,15 @@ EVENT_PATTERN = Quota(
     2048,
     "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html",
 )
+IAM_QUOTAS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
+ROLE_INLINE_POLICIES = Quota(
+    "A role's inline policies, all together (characters but white space)", 10240, IAM_QUOTAS
+)
+MANAGED_POLICY = Quota("A managed policy (characters but white space)", 6144, IAM_QUOTAS)
+TRUST_POLICY = Quota(
+    "A role's trust policy (characters but white space; the default quota)", 2048, IAM_QUOTAS
+)
+ROLE_MANAGED_POLICIES = Quota("Managed policies attached to a role (the default quota)", 10, IAM_QUOTAS)
 # SQS attribute -> (least, most), CreateQueue/SetQueueAttributes' documented ranges.
 SQS_RANGES = {
     "DelaySeconds": (0, 900),
@@ -103,6 +112,10 @@ QUOTAS = (
     WIDGET_METRICS,
     DASHBOARD_METRICS,
     EVENT_PATTERN,
+    ROLE_INLINE_POLICIES,
+    MANAGED_POLICY,
+    TRUST_POLICY,
+    ROLE_MANAGED_POLICIES,
 )
 _CHILD_ALARM = re.compile(r"\b(?:ALARM|OK|INSUFFICIENT_DATA)\s*\(")
 # A filter pattern's regular expressions sit between percent signs.
@@ -236,4 +249,55 @@ def _queues(resources: Resources, resolver: Resolver) -> Iterator[Finding]:
                 yield Finding(logical_id, kind, attribute, f"{value} is outside {least}..{most}", limit)
 
 
-RULES: tuple[Rule, ...] = (_functions, _alarms, _parameters, _metric_filters, _dashboards, _rules, _queues)
+def policy_size(document: Any) -> int:
+    """IAM counts a policy's characters but its white space."""
+    return len(re.sub(r"\s", "", sample(json_text(document))))
+
+
+def _roles(resources: Resources, resolver: Resolver) -> Iterator[Finding]:
+    inline: Counter[str] = Counter()
+    attached: Counter[str] = Counter()
+    for logical_id, properties in _of_type(resources, resolver, "AWS::IAM::Role"):
+        inline[logical_id] += sum(
+            policy_size(policy["PolicyDocument"]) for policy in properties.get("Policies", [])
+        )
+        attached[logical_id] += len(properties.get("ManagedPolicyArns", []))
+        trust = policy_size(properties.get("AssumeRolePolicyDocument", {}))
+        if trust > TRUST_POLICY.limit:
+            yield TRUST_POLICY.breach(
+                logical_id, "AWS::IAM::Role", "AssumeRolePolicyDocument", f"{trust} characters"
+            )
+    for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        for logical_id, properties in _of_type(resources, resolver, kind):
+            size = policy_size(properties["PolicyDocument"])
+            roles = [str(role.get("Ref")) for role in resources[logical_id]["Properties"].get("Roles", [])]
+            if kind == "AWS::IAM::ManagedPolicy":
+                attached.update(roles)
+                if size > MANAGED_POLICY.limit:
+                    yield MANAGED_POLICY.breach(
+                        logical_id, kind, "PolicyDocument", f"at least {size} characters"
+                    )
+            else:
+                inline.update(dict.fromkeys(roles, size))
+    for role, size in inline.items():
+        if size > ROLE_INLINE_POLICIES.limit:
+            yield ROLE_INLINE_POLICIES.breach(
+                role, "AWS::IAM::Role", "inline policies", f"at least {size} characters"
+            )
+    for role, count in attached.items():
+        if count > ROLE_MANAGED_POLICIES.limit:
+            yield ROLE_MANAGED_POLICIES.breach(
+                role, "AWS::IAM::Role", "ManagedPolicyArns", f"{count} policies"
+            )
+
+
+RULES: tuple[Rule, ...] = (
+    _functions,
+    _alarms,
+    _parameters,
+    _metric_filters,
+    _dashboards,
+    _rules,
+    _queues,
+    _roles,
+)

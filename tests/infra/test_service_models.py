@@ -182,6 +182,23 @@ def test_the_quota_checks_name_what_breaks_them() -> None:
     ]
 
 
+def test_a_role_s_inline_policies_are_measured_together() -> None:
+    statement = {
+        "Effect": "Allow",
+        "Action": "sqs:SendMessage",
+        "Resource": "arn:aws:sqs:eu-west-1:1:" + "q" * 80,
+    }
+    document = {"Version": "2012-10-17", "Statement": [statement] * 50}
+    policy = {"PolicyDocument": document, "Roles": [{"Ref": "Subject"}]}
+    template = _one("AWS::IAM::Role", {"AssumeRolePolicyDocument": {}})
+    template["Resources"]["Half"] = {"Type": "AWS::IAM::Policy", "Properties": policy}
+    assert _quota_breaches(template) == []
+    template["Resources"]["Other half"] = {"Type": "AWS::IAM::Policy", "Properties": policy}
+    assert _quota_breaches(template) == [
+        ("inline policies", "A role's inline policies, all together (characters but white space)")
+    ]
+
+
 def test_metric_filters_are_counted_per_log_group() -> None:
     template = _one("AWS::Logs::MetricFilter", {"LogGroupName": "/agents", "FilterPattern": "x"})
     base = template["Resources"]["Subject"]
