@@ -20,7 +20,7 @@ from aws_cdk import assertions
 
 from devkit.insights_queries import queries_sent
 from devkit.service_models import check_template
-from devkit.service_quotas import policy_size, check_quotas
+from devkit.service_quotas import check_quotas, policy_size
 from devkit.template_values import Resolver, json_text, sample
 from livekit_fleet_remediation.config import context_from_file
 from livekit_fleet_remediation.standalone import build_app, pinned_context
