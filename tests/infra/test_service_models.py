@@ -19,6 +19,7 @@ import pytest
 from devkit.service_apis import RESOURCE_APIS
 from devkit.service_models import Finding, check_template
 from devkit.service_quotas import QUOTAS, check_quotas
+from devkit.template_values import Partial, Resolver
 from tests.example_environments import EXAMPLE_CONFIG, REPO
 from tests.infra.conftest import Synthesized
 
@@ -206,3 +207,17 @@ def test_metric_filters_are_counted_per_log_group() -> None:
         template["Resources"][f"Filter{index}"] = copy.deepcopy(base)
     (breach,) = _quota_breaches(template)
     assert breach == ("LogGroupName", "Metric filters per log group")
+
+
+def test_intrinsics_resolve_to_what_the_template_fixes_and_the_rest_to_their_literal_part() -> None:
+    resources = {
+        "Fn": {"Type": "AWS::Lambda::Function", "Properties": {"FunctionName": "lkfr-f"}},
+        "Topic": {"Type": "AWS::SNS::Topic", "Properties": {}},
+    }
+    resolver = Resolver(resources, REGION, ACCOUNT)
+    assert resolver.value({"Fn::Sub": "${Fn.Arn}/${AWS::Region}"}) == (
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:lkfr-f/{REGION}"
+    )
+    assert resolver.value({"Ref": "Fn"}) == "lkfr-f"
+    assert resolver.value({"Fn::Join": [":", ["a", {"Ref": "Topic"}, "b"]]}) == Partial("a::b")
+    assert resolver.value({"Fn::Select": [0, ["x"]]}) == Partial("")
