@@ -21,7 +21,7 @@ from aws_cdk import assertions
 from devkit.insights_queries import queries_sent
 from devkit.service_models import check_template
 from devkit.service_quotas import check_quotas, policy_size
-from devkit.template_values import Resolver, json_text, sample
+from devkit.template_values import Partial, Resolver, json_text, sample
 from livekit_fleet_remediation.config import context_from_file
 from livekit_fleet_remediation.standalone import build_app, pinned_context
 
@@ -51,41 +51,34 @@ def headroom(template: Mapping[str, Any], region: str, account: str) -> dict[str
     """The largest value of each kind in the template, against its limit."""
     resolver = Resolver(template["Resources"], region, account)
     largest: Counter[str] = Counter()
+
+    def note(what: str, value: int) -> None:
+        largest[what] = max(largest[what], value)
+
     for resource in template["Resources"].values():
         kind, properties = resource["Type"], resolver.value(resource.get("Properties", {}))
         if kind == "AWS::Lambda::Function":
             variables = properties["Environment"]["Variables"]
-            size = len(sample(json_text(variables)).encode())
-            largest["Lambda environment, bytes of 4,096"] = max(
-                largest["Lambda environment, bytes of 4,096"], size
-            )
-            longest = max(len(query) for _, query in queries_sent(variables))
-            largest["Insights query, characters of 10,000"] = max(
-                largest["Insights query, characters of 10,000"], longest
+            note("Lambda environment, bytes of 4,096", len(sample(json_text(variables)).encode()))
+            deploy_time = sum(isinstance(value, Partial) for value in variables.values())
+            note("deploy-time values left out of one environment", deploy_time)
+            note(
+                "Insights query, characters of 10,000",
+                max(len(query) for _, query in queries_sent(variables)),
             )
         if kind == "AWS::Chatbot::CustomAction":
-            command = len(sample(properties["Definition"]["CommandText"]))
-            largest["custom-action command, characters of 100"] = max(
-                largest["custom-action command, characters of 100"], command
+            note(
+                "custom-action command, characters of 100",
+                len(sample(properties["Definition"]["CommandText"])),
             )
         if kind == "AWS::CloudWatch::CompositeAlarm":
-            rule = len(sample(properties["AlarmRule"]))
-            largest["composite alarm rule, characters of 10,240"] = max(
-                largest["composite alarm rule, characters of 10,240"], rule
-            )
+            note("composite alarm rule, characters of 10,240", len(sample(properties["AlarmRule"])))
         if kind == "AWS::Events::Rule" and "EventPattern" in properties:
-            pattern = len(sample(json_text(properties["EventPattern"])))
-            largest["event pattern, characters of 2,048"] = max(
-                largest["event pattern, characters of 2,048"], pattern
-            )
+            note("event pattern, characters of 2,048", len(sample(json_text(properties["EventPattern"]))))
         if kind == "AWS::IAM::Policy":
-            size = policy_size(properties["PolicyDocument"])
-            largest["inline policy, characters of 10,240"] = max(
-                largest["inline policy, characters of 10,240"], size
-            )
+            note("inline policy, characters of 10,240", policy_size(properties["PolicyDocument"]))
         if kind == "AWS::CloudWatch::Dashboard":
-            widgets = len(json.loads(sample(properties["DashboardBody"]))["widgets"])
-            largest["dashboard widgets, of 500"] = max(largest["dashboard widgets, of 500"], widgets)
+            note("dashboard widgets, of 500", len(json.loads(sample(properties["DashboardBody"]))["widgets"]))
     return {name: f"{value:,}" for name, value in sorted(largest.items())}
 
 
