@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from aws_cdk import assertions
 
 from livekit_fleet_remediation.stack import FleetRemediationStack
 from livekit_fleet_remediation.standalone import build_app, pinned_context
-from tests.example_environments import REPO, example_context
+from tests.example_environments import EXAMPLE_CONFIG, REPO, example_context
 
 CONSUMER = REPO / "examples" / "consumer_app"
 
@@ -82,6 +83,24 @@ def synth_consumer(outdir: Path, context: dict[str, Any]) -> cdk.Stack:
 def consumer_app(tmp_path_factory: pytest.TempPathFactory) -> cdk.Stack:
     """The consumer app's stack under the feature flags its cdk.json pins, synthesized once."""
     return synth_consumer(tmp_path_factory.mktemp("consumer"), pinned_context(CONSUMER / "cdk.json"))
+
+
+@pytest.fixture(scope="session")
+def stack_templates(
+    synth: Callable[..., Synthesized], consumer_app: cdk.Stack
+) -> dict[str, tuple[dict[str, Any], str, str]]:
+    """Each environment's stack of the example configuration, and the consumer app's: its template,
+    region and account."""
+    found = {}
+    for name in sorted(json.loads(EXAMPLE_CONFIG.read_text())["environments"]):
+        synthesized = synth(name)
+        found[name] = (
+            dict(synthesized.template.to_json()),
+            synthesized.stack.region,
+            synthesized.stack.account,
+        )
+    consumer = dict(assertions.Template.from_stack(consumer_app).to_json())
+    return {**found, "consumer app": (consumer, consumer_app.region, consumer_app.account)}
 
 
 @pytest.fixture(scope="session")

@@ -5,17 +5,14 @@ principal (``devkit.policy_siblings`` defines it), in every environment's stack 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
 
 from devkit.policy_siblings import statements_by_principal, undone_conditions
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from tests.example_environments import EXAMPLE_CONFIG
-from tests.infra.conftest import Synthesized
 
 ENVIRONMENTS = sorted(json.loads(EXAMPLE_CONFIG.read_text())["environments"])
 STACKS = [*ENVIRONMENTS, "consumer app"]
@@ -24,28 +21,19 @@ BUS = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"
 OURS = {"StringEquals": {"events:source": EVENT_SOURCE, "events:detail-type": ACTION_EVENT_DETAIL_TYPE}}
 
 
-@pytest.fixture(scope="module")
-def templates(synth: Callable[..., Synthesized], consumer_app: cdk.Stack) -> dict[str, tuple[Any, str, str]]:
-    stacks = {**{name: synth(name).stack for name in ENVIRONMENTS}, "consumer app": consumer_app}
-    return {
-        name: (cdk.assertions.Template.from_stack(stack).to_json(), stack.region, stack.account)
-        for name, stack in stacks.items()
-    }
-
-
 @pytest.mark.parametrize("name", STACKS)
-def test_no_statement_s_condition_is_undone_by_a_sibling(name: str, templates: dict[str, Any]) -> None:
-    found = undone_conditions(*templates[name])
+def test_no_statement_s_condition_is_undone_by_a_sibling(name: str, stack_templates: dict[str, Any]) -> None:
+    found = undone_conditions(*stack_templates[name])
     assert found == [], "\n".join(str(undone) for undone in found)
 
 
 @pytest.mark.parametrize("name", STACKS)
 def test_every_put_events_is_conditioned_on_our_source_and_detail_types(
-    name: str, templates: dict[str, Any]
+    name: str, stack_templates: dict[str, Any]
 ) -> None:
     put_events = [
         json.loads(statement.raw)
-        for statements in statements_by_principal(*templates[name]).values()
+        for statements in statements_by_principal(*stack_templates[name]).values()
         for statement in statements
         if "events:PutEvents" in statement.actions
     ]

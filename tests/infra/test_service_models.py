@@ -10,10 +10,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
 
 from devkit.service_apis import RESOURCE_APIS
@@ -21,7 +19,6 @@ from devkit.service_models import Finding, check_template
 from devkit.service_quotas import QUOTAS, check_quotas
 from devkit.template_values import Partial, Resolver
 from tests.example_environments import EXAMPLE_CONFIG, REPO
-from tests.infra.conftest import Synthesized
 
 ENVIRONMENTS = sorted(json.loads(EXAMPLE_CONFIG.read_text())["environments"])
 STACKS = [*ENVIRONMENTS, "consumer app"]
@@ -29,30 +26,21 @@ REGION, ACCOUNT = "eu-west-1", "123456789012"
 DOCS = REPO / "docs" / "development" / "service-limits.md"
 
 
-@pytest.fixture(scope="module")
-def stacks(synth: Callable[..., Synthesized], consumer_app: cdk.Stack) -> dict[str, cdk.Stack]:
-    return {**{name: synth(name).stack for name in ENVIRONMENTS}, "consumer app": consumer_app}
-
-
-def _template(stack: cdk.Stack) -> dict[str, Any]:
-    return cdk.assertions.Template.from_stack(stack).to_json()
-
-
 def _report(findings: list[Finding]) -> str:
     return "\n".join(str(finding) for finding in findings)
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_the_apis_accept_every_value_the_template_hands_them(name: str, stacks: dict[str, cdk.Stack]) -> None:
-    stack = stacks[name]
-    findings = check_template(_template(stack), stack.region, stack.account)
+def test_the_apis_accept_every_value_the_template_hands_them(
+    name: str, stack_templates: dict[str, Any]
+) -> None:
+    findings = check_template(*stack_templates[name])
     assert findings == [], _report(findings)
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_the_documented_quotas_hold(name: str, stacks: dict[str, cdk.Stack]) -> None:
-    stack = stacks[name]
-    findings = check_quotas(_template(stack), stack.region, stack.account)
+def test_the_documented_quotas_hold(name: str, stack_templates: dict[str, Any]) -> None:
+    findings = check_quotas(*stack_templates[name])
     assert findings == [], _report(findings)
 
 
