@@ -101,7 +101,8 @@ class _Check:
         self._length(len(text), shape, path, "{n} characters")
         enum: list[str] = getattr(shape, "enum", [])
         if enum and text not in enum:
-            self.emit(path, f"{text!r} is not one of the allowed values", f"{shape.name} enum {enum}")
+            shown = ", ".join(enum[:8]) + (f", … ({len(enum)} in all)" if len(enum) > 8 else "")
+            self.emit(path, f"{text!r} is not one of the allowed values", f"{shape.name} enum: {shown}")
         pattern = shape.metadata.get("pattern")
         if pattern and regex.fullmatch(pattern, text) is None:
             self.emit(path, f"{text[:80]!r} does not match the pattern", f"{shape.name} pattern {pattern}")
