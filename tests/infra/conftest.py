@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
 
 from livekit_fleet_remediation.stack import FleetRemediationStack
-from livekit_fleet_remediation.standalone import build_app
-from tests.example_environments import example_context
+from livekit_fleet_remediation.standalone import build_app, pinned_context
+from tests.example_environments import EXAMPLE_CONFIG, REPO, example_context
+
+CONSUMER = REPO / "examples" / "consumer_app"
 
 
 class Synthesized:
@@ -53,6 +59,48 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthesized
         return result
 
     return _synth
+
+
+def consumer_module() -> ModuleType:
+    """examples/consumer_app/app.py, loaded by path, as the CDK CLI runs it from its own folder: it
+    needs no path of ours."""
+    spec = importlib.util.spec_from_file_location("consumer_app", CONSUMER / "app.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def synth_consumer(outdir: Path, context: dict[str, Any]) -> cdk.Stack:
+    app = consumer_module().build(str(outdir), context)
+    app.synth()
+    (stack,) = [child for child in app.node.children if isinstance(child, cdk.Stack)]
+    return stack
+
+
+@pytest.fixture(scope="session")
+def consumer_app(tmp_path_factory: pytest.TempPathFactory) -> cdk.Stack:
+    """The consumer app's stack under the feature flags its cdk.json pins, synthesized once."""
+    return synth_consumer(tmp_path_factory.mktemp("consumer"), pinned_context(CONSUMER / "cdk.json"))
+
+
+@pytest.fixture(scope="session")
+def stack_templates(
+    synth: Callable[..., Synthesized], consumer_app: cdk.Stack
+) -> dict[str, tuple[dict[str, Any], str, str]]:
+    """Each environment's stack of the example configuration, and the consumer app's: its template,
+    region and account."""
+    found = {}
+    for name in sorted(json.loads(EXAMPLE_CONFIG.read_text())["environments"]):
+        synthesized = synth(name)
+        found[name] = (
+            dict(synthesized.template.to_json()),
+            synthesized.stack.region,
+            synthesized.stack.account,
+        )
+    consumer = dict(assertions.Template.from_stack(consumer_app).to_json())
+    return {**found, "consumer app": (consumer, consumer_app.region, consumer_app.account)}
 
 
 @pytest.fixture(scope="session")

@@ -64,18 +64,26 @@ def test_no_rule_of_the_stack_matches_an_action_event(staging: Synthesized) -> N
     assert not any(p.matches_event(_event(ACTION_EVENT_DETAIL_TYPE)) for p in patterns)
 
 
-def test_every_function_may_put_only_its_action_events(staging: Synthesized) -> None:
+def test_every_function_may_put_only_its_action_events_and_the_responder_its_suspect_event(
+    staging: Synthesized,
+) -> None:
     policies = staging.template.find_resources("AWS::IAM::Policy")
-    granted = [
+    granted = {
+        (name, statement["Condition"]["StringEquals"]["events:detail-type"])
+        for name, policy in policies.items()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "events:PutEvents"
+        and statement["Condition"]["StringEquals"]["events:source"] == EVENT_SOURCE
+    }
+    put_events = [
         statement
         for policy in policies.values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if statement.get("Condition", {}).get("StringEquals", {}).get("events:detail-type")
+        if "events:PutEvents" in statement["Action"]
     ]
-    assert len(granted) == 3
-    for statement in granted:
-        assert statement["Action"] == "events:PutEvents"
-        assert statement["Condition"]["StringEquals"] == {
-            "events:source": EVENT_SOURCE,
-            "events:detail-type": ACTION_EVENT_DETAIL_TYPE,
-        }
+    assert len(put_events) == len(granted) == 4
+    assert sorted(detail for _, detail in granted) == [ACTION_EVENT_DETAIL_TYPE] * 3 + [
+        SUSPECT_WORKER_DETAIL_TYPE
+    ]
+    (suspect_policy,) = [name for name, detail in granted if detail == SUSPECT_WORKER_DETAIL_TYPE]
+    assert "TtsReachResponder" in suspect_policy

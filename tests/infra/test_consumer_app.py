@@ -5,10 +5,8 @@ two instances name nothing alike."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
-from types import ModuleType
 from typing import Any
 
 import aws_cdk as cdk
@@ -16,22 +14,10 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from livekit_fleet_remediation.standalone import pinned_context
-from tests.example_environments import REPO, ROOT_CDK_JSON
+from tests.example_environments import ROOT_CDK_JSON
 from tests.feature_flags import recommended_flags
+from tests.infra.conftest import CONSUMER, synth_consumer
 from tests.resource_names import named_resources, retained_with_fixed_names
-
-CONSUMER = REPO / "examples" / "consumer_app"
-
-
-def _consumer_module() -> ModuleType:
-    # Loaded by path, as the CDK CLI runs it from its own folder: it needs no path of ours.
-    spec = importlib.util.spec_from_file_location("consumer_app", CONSUMER / "app.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 FLAG_SETS = {
     "pinned": lambda: pinned_context(CONSUMER / "cdk.json"),
@@ -40,12 +26,13 @@ FLAG_SETS = {
 
 
 @pytest.fixture(scope="module", params=sorted(FLAG_SETS))
-def consumer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> cdk.Stack:
+def consumer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, consumer_app: cdk.Stack
+) -> cdk.Stack:
+    if request.param == "pinned":
+        return consumer_app
     context: dict[str, Any] = FLAG_SETS[request.param]()
-    app = _consumer_module().build(str(tmp_path_factory.mktemp("consumer")), context)
-    app.synth()
-    (stack,) = [child for child in app.node.children if isinstance(child, cdk.Stack)]
-    return stack
+    return synth_consumer(tmp_path_factory.mktemp("consumer"), context)
 
 
 def test_the_example_pins_the_same_feature_flags_as_the_standalone_app() -> None:

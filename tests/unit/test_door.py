@@ -97,6 +97,13 @@ def test_without_the_functions_arn_every_eventbridge_event_is_refused_and_a_manu
     assert route("zombie_reaper", {"dry_run": True}, arn=arn).manual is not None
 
 
+def test_an_event_from_another_source_is_refused_naming_the_source_it_came_from_then_ours() -> None:
+    good = ROUTES["zombie_reaper"][0].good(NOW)
+    with pytest.raises(UntrustedEventError) as refused:
+        route("zombie_reaper", {**good, "source": "evil.events"}, arn=FUNCTION_ARN)
+    assert "event from evil.events, expected aws.events" in refused.value.message
+
+
 def test_an_event_exactly_at_either_time_limit_is_admitted_and_a_second_beyond_is_not() -> None:
     schedule = schedule_route("zombie_reaper", REAPER_EVENT_AGES)
     oldest = NOW - timedelta(seconds=REAPER_EVENT_AGES.schedule_seconds) - SKEW

@@ -9,7 +9,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fleet_remediation.contract.events import responder_event_ages
-from fleet_remediation.contract.naming import EVENT_BUS_NAME, FunctionName
+from fleet_remediation.contract.naming import (
+    EVENT_BUS_NAME,
+    EVENT_SOURCE,
+    SUSPECT_WORKER_DETAIL_TYPE,
+    FunctionName,
+)
 from fleet_remediation.contract.settings import TtsReachSettings
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.detection import Detection
@@ -88,6 +93,7 @@ class TtsReachResponder(Construct):
         )
 
     def _grant_events_and_page_state(self, detection: Detection) -> None:
+        # The suspect-worker event, only that detail-type from our source: the drainer acts on it.
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["events:PutEvents"],
@@ -96,6 +102,12 @@ class TtsReachResponder(Construct):
                         service="events", resource="event-bus", resource_name=EVENT_BUS_NAME
                     )
                 ],
+                conditions={
+                    "StringEquals": {
+                        "events:source": EVENT_SOURCE,
+                        "events:detail-type": SUSPECT_WORKER_DETAIL_TYPE,
+                    }
+                },
             )
         )
         # While the page stays in ALARM, a scheduled re-check may name the worker its first analysis

@@ -124,7 +124,7 @@ class Door:
                 f"{kind} cannot be verified: without the function's ARN, its account and region are unknown"
             )
         if envelope.source != source:
-            raise UntrustedEventError(f"{kind} comes from {source}, not {excerpt(envelope.source)}")
+            raise UntrustedEventError(f"{kind} from {excerpt(envelope.source)}, expected {source}")
         if envelope.account != self.account:
             raise UntrustedEventError(
                 f"{kind} from account {excerpt(envelope.account)}: ours is {self.account}"
