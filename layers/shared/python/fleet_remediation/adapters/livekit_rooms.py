@@ -243,10 +243,15 @@ def _typed_error(
 def room_service_factory(
     url: str, secret_id: str, request_timeout_seconds: float
 ) -> Callable[[], RoomService]:
-    """What the functions inject: reads the credentials, then connects, each time it is called
-    (inside the event loop, which the client's HTTP session binds to)."""
+    """What the functions inject (once per container): reads the credentials, then connects, each
+    time it is called (inside the event loop, which the client's HTTP session binds to). One secrets
+    provider, built on the first call, serves every call of the container, so its five-minute cache
+    spares the reads; an invocation that makes no LiveKit call reads no secret."""
+    providers: list[SecretsProvider] = []
 
     def create() -> RoomService:
-        return LiveKitRoomService(url, read_credentials(secret_id), request_timeout_seconds)
+        if not providers:
+            providers.append(secrets_provider())
+        return LiveKitRoomService(url, read_credentials(secret_id, providers[0]), request_timeout_seconds)
 
     return create
