@@ -6,6 +6,7 @@
     lkfr audit --env NAME --hours N         what the functions did: their reports and the ledger
     lkfr undo --env NAME --task ID          give a cordoned task back to the fleet (the drainer's undo)
     lkfr redrive --function NAME            re-run the events parked in a function's dead-letter queue
+    lkfr cost --env NAME --tasks N --responses-per-minute R   the stack's monthly bill, before deploying
 
 Every command takes ``--config PATH`` (default: $LKFR_CONFIG, else ./environments.json) and
 ``--help``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
@@ -27,6 +28,7 @@ COMMANDS = {
     "audit": "livekit_fleet_remediation.cli.audit",
     "undo": "livekit_fleet_remediation.cli.undo",
     "redrive": "livekit_fleet_remediation.cli.redrive",
+    "cost": "livekit_fleet_remediation.cli.cost",
 }
 
 
