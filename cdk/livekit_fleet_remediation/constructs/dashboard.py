@@ -1,7 +1,13 @@
 """The fleet dashboard, top to bottom: every alarm's state and the kill switch; what the reaper did
 and the functions' health; then, per agent service under a heading naming it, its signals
-(``Detection.add_fleet_widgets``), per-worker VAD rate and TTS reach over time, what its responder
-and drainer did and its ECS running vs desired tasks; last, a timeline of every function's reports.
+(``Detection.add_fleet_widgets``), its per-worker views as saved Logs Insights queries, what its
+responder and drainer did and its ECS running vs desired tasks; last, a timeline of every
+function's reports.
+
+A load does not bill by the glance: every graph is a metric; the per-worker views (nothing but the
+agents' logs can break a signal down by task without a metric series per task) are saved queries a
+person runs when needed, each billed for the agent logs of its time range; the one Logs Insights
+widget left, the timeline, reads only the functions' own small logs (``lkfr cost`` prices it).
 
 Every graph of the functions' own metrics takes its identity (namespace, name, dimension set) from
 ``fleet_remediation.contract.metrics``, the definitions the functions emit through.
@@ -13,6 +19,7 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
@@ -128,8 +135,8 @@ class FleetDashboard(Construct):
                 height=1,
             )
         )
-        service.detection.add_fleet_widgets(self.dashboard, view.agent_service.agent_log_group)
-        self._per_worker_over_time(view)
+        service.detection.add_fleet_widgets(self.dashboard)
+        self._per_worker_queries(service, view)
         self._responder(service.name)
         self._drainer_and_fleet(view)
 
@@ -166,11 +173,12 @@ class FleetDashboard(Construct):
             ]
         )
 
-    def _per_worker_over_time(self, view: EnvironmentConfig) -> None:
-        service = view.agent_service
+    def _per_worker_queries(self, service: AgentServiceRemediation, view: EnvironmentConfig) -> None:
+        """The per-worker views as saved queries (free until run) and a text widget naming them."""
+        group = view.agent_service.agent_log_group
         catalog = view.detection.catalog()
         started, frame = catalog.response_started, catalog.first_audio_frame
-        reach = "\n| ".join(
+        reach_over_time = "\n| ".join(
             [
                 f"filter {started.insights_filter().removeprefix('filter ')} "
                 f"or {frame.insights_filter().removeprefix('filter ')}",
@@ -179,25 +187,36 @@ class FleetDashboard(Construct):
                 "first_frames / responses as reach by bin(5m), @logStream",
             ]
         )
+        queries = [
+            *service.detection.per_worker_queries(),
+            (
+                "slow VAD warnings per minute, per worker",
+                catalog.slow_vad.insights_query("stats count(*) as warnings by bin(1m), @logStream"),
+            ),
+            ("TTS reach per worker over time (5 min)", reach_over_time),
+        ]
+        names = []
+        for index, (title, query) in enumerate(queries):
+            name = f"lkfr/{self.env_name}/{service.name}/{title}"
+            logs.CfnQueryDefinition(
+                self,
+                f"{service.name}PerWorkerQuery{index}",
+                name=name,
+                query_string=query,
+                log_group_names=[group],
+            )
+            names.append(name)
+        listed = "\n".join(f"- `{name}`" for name in names)
         self.dashboard.add_widgets(
-            cloudwatch.LogQueryWidget(
-                title=f"{service.name}: slow VAD warnings per minute, per worker",
-                log_group_names=[service.agent_log_group],
-                query_string=catalog.slow_vad.insights_query(
-                    "stats count(*) as warnings by bin(1m), @logStream"
-                ),
-                view=cloudwatch.LogQueryVisualizationType.LINE,
-                width=12,
-                height=7,
-            ),
-            cloudwatch.LogQueryWidget(
-                title=f"{service.name}: TTS reach per worker (first frames / responses, 5 min)",
-                log_group_names=[service.agent_log_group],
-                query_string=reach,
-                view=cloudwatch.LogQueryVisualizationType.LINE,
-                width=12,
-                height=7,
-            ),
+            cloudwatch.TextWidget(
+                markdown=f"### {service.name}: per worker (saved Logs Insights queries)\n{listed}\n\n"
+                "Run one from CloudWatch → Logs Insights → Saved queries over the time range you need: "
+                f"each run scans `{group}` over that range ($0.005 a GB in us-east-1; "
+                "`lkfr cost` prints the GB an hour of it holds) and takes one of the account's "
+                "concurrent Logs Insights queries, which the functions' looks share.",
+                width=24,
+                height=4,
+            )
         )
 
     def _reaper_and_health(self, services: Sequence[str]) -> None:
@@ -292,3 +311,4 @@ def _functions_of(services: Sequence[str]) -> list[tuple[FunctionName, str | Non
     """Every function's copy: the reaper, and each agent service's responder and drainer."""
     per_service = (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
     return [(FunctionName.ZOMBIE_REAPER, None), *((f, s) for s in services for f in per_service)]
+
