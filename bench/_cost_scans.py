@@ -91,9 +91,15 @@ class _MeteredReplay(Replay):
     def _dependencies(self) -> tuple[Any, Any, Any]:
         reaper, responder, drainer = self._recorded_dependencies()
         return (
-            dataclasses.replace(reaper, room_service_factory=self._reading(reaper.room_service_factory, FunctionName.ZOMBIE_REAPER)),
+            dataclasses.replace(
+                reaper,
+                room_service_factory=self._reading(reaper.room_service_factory, FunctionName.ZOMBIE_REAPER),
+            ),
             responder,
-            dataclasses.replace(drainer, room_service_factory=self._reading(drainer.room_service_factory, FunctionName.WORKER_DRAINER)),
+            dataclasses.replace(
+                drainer,
+                room_service_factory=self._reading(drainer.room_service_factory, FunctionName.WORKER_DRAINER),
+            ),
         )
 
     def _reading(self, create: Callable[[], Any], function: FunctionName) -> Callable[[], Any]:

@@ -27,13 +27,13 @@ from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
     CloudWatchIncomingBytes,
-    DynamoDBLookGate,
     DynamoDBScanTally,
     LookSkippedError,
     ScanBudget,
 )
-from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
+from fleet_remediation.core.errors import RemediationError
 from tests.integration.test_tts_reach_alarm import (
     ALARM_AT,
     REGION,
@@ -233,7 +233,11 @@ def _look(budgeted: Budgeted, client: FakeInsightsClient) -> tuple[RemediationEr
     budgeted_look = BudgetedInsights(inner, insights.budget)
     with pytest.raises(RemediationError) as ended:
         budgeted_look.run_query(
-            budgeted.aws.deps.settings.agent_log_group, "stats count(*)", T0 - timedelta(minutes=32), T0, deadline=5.0 + 2 * 0.75
+            budgeted.aws.deps.settings.agent_log_group,
+            "stats count(*)",
+            T0 - timedelta(minutes=32),
+            T0,
+            deadline=5.0 + 2 * 0.75,
         )
     assert not isinstance(ended.value, LookSkippedError)
     (query,) = client.queries.values()

@@ -22,10 +22,10 @@ from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
     CloudWatchIncomingBytes,
-    DynamoDBLookGate,
     DynamoDBScanTally,
     ScanBudget,
 )
+from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.signals import SignalCatalog
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs
 
@@ -95,7 +95,8 @@ def test_the_look_the_vad_alarm_triggers_waits_when_the_hour_is_spent(budgeted: 
     assert report["status"] == "ok", report["errors"]
     assert budgeted.client.started == [], "a spent hour starts no query, an ALARM's neither"
     skips = [c["reason"] for c in report["candidates"] if c["reason"].startswith("scan budget")]
-    assert skips and all("this hour's 10 GB are spent" in reason for reason in skips), skips
+    assert skips
+    assert all("this hour's 10 GB are spent" in reason for reason in skips), skips
     assert budgeted.tally.spent(budgeted.hour()) == 10 * GB
 
 
@@ -108,5 +109,7 @@ def test_a_flapping_vad_alarm_gets_one_look_per_interval(budgeted: Budgeted) -> 
     again = budgeted.invoke(alarm_event(at=budgeted.world.now))
     assert len(budgeted.client.started) == looks, "the flap a minute later starts no query"
     skips = [c["reason"] for c in again["candidates"] if c["reason"].startswith("scan budget")]
-    assert skips and "flaps" in skips[0] and "one look per 10 min" in skips[0], skips
+    assert skips
+    assert "flaps" in skips[0], skips
+    assert "one look per 10 min" in skips[0], skips
     assert budgeted.tally.spent(budgeted.hour()) > 0, "the first look counted"

@@ -46,6 +46,7 @@ from livekit_fleet_remediation.cost.agent_lines import (
 from livekit_fleet_remediation.cost.estimate import CostRequest, UnpricedResourceError, estimate, render
 from livekit_fleet_remediation.cost.model import Billing, DashboardUse
 from livekit_fleet_remediation.cost.prices import PriceFileError, UnpricedRegionError, prices_for
+from livekit_fleet_remediation.cost.stack import synthesized_template
 from livekit_fleet_remediation.cost.usage import shipped_profile
 
 DEFAULT_LOADS_PER_DAY = 24.0
@@ -79,7 +80,9 @@ def parser() -> argparse.ArgumentParser:
         default=0.001,
         help="its rare per-event lines (first-audio timeouts) per response, each a summary line's size",
     )
-    found.add_argument("--kms-year", type=int, choices=(1, 2, 3), default=3, help="the key's year (3: steady)")
+    found.add_argument(
+        "--kms-year", type=int, choices=(1, 2, 3), default=3, help="the key's year (3: steady)"
+    )
     prices = found.add_mutually_exclusive_group()
     prices.add_argument("--prices", type=Path, help="a price file for the stack's region")
     prices.add_argument("--price-region", help="price at this region's table instead of the stack's")
@@ -158,11 +161,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _template(env: str, context: dict[str, Any]) -> dict[str, Any]:
     """The environment's synthesized template, with the feature flags of ./cdk.json when there is one."""
-    from livekit_fleet_remediation.cost.stack import synthesized_template
-    from livekit_fleet_remediation.standalone import pinned_context
-
     with tempfile.TemporaryDirectory(prefix="lkfr-cost-") as outdir:
-        return synthesized_template(env, {**pinned_context(Path("cdk.json")), **context}, outdir)
+        return synthesized_template(env, context, outdir, flags_from=Path("cdk.json"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fleet_remediation.contract import metrics as metric_definitions
@@ -37,6 +36,7 @@ from fleet_remediation.contract.naming import (
 )
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemediation
+from livekit_fleet_remediation.constructs.dashboard_queries import add_per_worker_queries
 
 FIVE_MINUTES = Duration.minutes(5)
 INVESTIGATION_RUNBOOK = "docs/runbooks/worker-investigation.md"
@@ -175,49 +175,7 @@ class FleetDashboard(Construct):
 
     def _per_worker_queries(self, service: AgentServiceRemediation, view: EnvironmentConfig) -> None:
         """The per-worker views as saved queries (free until run) and a text widget naming them."""
-        group = view.agent_service.agent_log_group
-        catalog = view.detection.catalog()
-        started, frame = catalog.response_started, catalog.first_audio_frame
-        reach_over_time = "\n| ".join(
-            [
-                f"filter {started.insights_filter().removeprefix('filter ')} "
-                f"or {frame.insights_filter().removeprefix('filter ')}",
-                f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-                f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
-                "first_frames / responses as reach by bin(5m), @logStream",
-            ]
-        )
-        queries = [
-            *service.detection.per_worker_queries(),
-            (
-                "slow VAD warnings per minute, per worker",
-                catalog.slow_vad.insights_query("stats count(*) as warnings by bin(1m), @logStream"),
-            ),
-            ("TTS reach per worker over time (5 min)", reach_over_time),
-        ]
-        names = []
-        for index, (title, query) in enumerate(queries):
-            name = f"lkfr/{self.env_name}/{service.name}/{title}"
-            logs.CfnQueryDefinition(
-                self,
-                f"{service.name}PerWorkerQuery{index}",
-                name=name,
-                query_string=query,
-                log_group_names=[group],
-            )
-            names.append(name)
-        listed = "\n".join(f"- `{name}`" for name in names)
-        self.dashboard.add_widgets(
-            cloudwatch.TextWidget(
-                markdown=f"### {service.name}: per worker (saved Logs Insights queries)\n{listed}\n\n"
-                "Run one from CloudWatch → Logs Insights → Saved queries over the time range you need: "
-                f"each run scans `{group}` over that range ($0.005 a GB in us-east-1; "
-                "`lkfr cost` prints the GB an hour of it holds) and takes one of the account's "
-                "concurrent Logs Insights queries, which the functions' looks share.",
-                width=24,
-                height=4,
-            )
-        )
+        self.dashboard.add_widgets(add_per_worker_queries(self, self.env_name, service, view))
 
     def _reaper_and_health(self, services: Sequence[str]) -> None:
         env = self.env_name
@@ -311,4 +269,3 @@ def _functions_of(services: Sequence[str]) -> list[tuple[FunctionName, str | Non
     """Every function's copy: the reaper, and each agent service's responder and drainer."""
     per_service = (FunctionName.TTS_REACH_ALARM, FunctionName.WORKER_DRAINER)
     return [(FunctionName.ZOMBIE_REAPER, None), *((f, s) for s in services for f in per_service)]
-

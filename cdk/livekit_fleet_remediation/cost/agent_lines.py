@@ -46,4 +46,3 @@ class SummaryFormat:
         summaries = tasks * self.jobs_per_task * 60 / self.interval_seconds
         events = responses_per_minute * self.events_per_response
         return summaries * self.summary_bytes + events * self.event_bytes
-

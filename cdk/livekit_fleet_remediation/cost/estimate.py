@@ -70,7 +70,9 @@ def fitted(usage: Usage, counts: StackCounts, reference: Usage) -> Usage:
     for function in FunctionName:
         name = function.value
         scheduled = sum(
-            f.scheduled_per_month for f in counts.functions.values() if f.name.endswith(name.replace("_", "-"))
+            f.scheduled_per_month
+            for f in counts.functions.values()
+            if f.name.endswith(name.replace("_", "-"))
         )
         measured = reference.invocations[name] * MINUTES_PER_MONTH / reference.minutes
         factors[name] = scheduled / measured if measured else 1.0
@@ -120,6 +122,15 @@ def stretched(incident: Usage, measured_hours: float, hours: float) -> Usage:
     )
 
 
+@dataclass(frozen=True)
+class _Priced:
+    counts: StackCounts
+    load: Load
+    billing: Billing
+    baseline: Usage
+    base: dict[str, float]
+
+
 def estimate(
     env_name: str,
     config: EnvironmentConfig,
@@ -130,22 +141,36 @@ def estimate(
     unpriced = unpriced_types(r["Type"] for r in template["Resources"].values())
     if unpriced:
         raise UnpricedResourceError(f"the template holds resource types the model does not price: {unpriced}")
-    groups = [service.agent_log_group for service in config.agent_services]
-    counts = count_stack(template, config.region, groups)
-    signals = request.signals or per_response_lines(profile.signal_bytes_per_response)
+    counts = count_stack(template, config.region, [s.agent_log_group for s in config.agent_services])
     stock = request.stock_bytes_per_response
     load = Load(
         request.tasks,
         request.responses_per_minute,
         profile.stock_bytes_per_response if stock is None else stock,
-        signals,
+        request.signals or per_response_lines(profile.signal_bytes_per_response),
     )
-    billing, reference = request.billing, profile.baseline
-    baseline = fitted(profile.baseline, counts, reference)
+    baseline = fitted(profile.baseline, counts, profile.baseline)
     dense, sparse = emf_series()
-    base = monthly(counts, baseline, load, billing, dense)
+    priced = _Priced(
+        counts, load, request.billing, baseline, monthly(counts, baseline, load, request.billing, dense)
+    )
+    document = _document(env_name, config, request, priced)
+    document["emf_series"] = {"every_invocation": dense, "when_not_zero": sparse}
+    if request.incident_hours > 0:
+        document["with_incident"] = _incident(
+            profile, request.incident_hours, priced, dense + sparse, document
+        )
+    document["warnings"] = budget_warnings(document["functions_gb_per_hour"], config.scan_budget.gb_per_hour)
+    return document
+
+
+def _document(
+    env_name: str, config: EnvironmentConfig, request: CostRequest, priced: _Priced
+) -> dict[str, Any]:
+    counts, load, billing = priced.counts, priced.load, priced.billing
     prices = billing.prices
-    document: dict[str, Any] = {
+    per_load = dashboard_gb(counts, priced.baseline, load, DashboardUse(1.0)) / (HOURS_PER_MONTH / 24)
+    return {
         "environment": env_name,
         "stack_region": config.region,
         "prices": {"region": prices.region, "read_on": prices.read_on, "sources": prices.sources()},
@@ -156,38 +181,40 @@ def estimate(
             "signal_lines": round(load.signal_bytes_per_minute, 1),
         },
         "dashboard_loads_per_day": round(billing.dashboard.loads_per_day, 2),
-        "dashboard_gb_per_load": round(
-            dashboard_gb(counts, baseline, load, DashboardUse(1.0)) / (HOURS_PER_MONTH / 24), 4
-        ),
+        "dashboard_gb_per_load": round(per_load, 4),
         "dashboard_log_widgets": len(counts.log_widgets),
         "kms_keys_by_year": {str(year): kms_month(counts, prices, year) for year in (1, 2, 3)},
         "kms_year": billing.kms_year,
-        "emf_series": {"every_invocation": dense, "when_not_zero": sparse},
-        **summary(base),
+        **summary(priced.base),
         "scan_budget_ceiling_usd": round(
             config.scan_budget.gb_per_hour * HOURS_PER_MONTH * prices.insights_scanned_gb.usd, 2
         ),
-        "functions_gb_per_hour": {"baseline": round(baseline.peak_hour_bytes(load.agent_bytes_per_minute) / GB, 3)},
+        "functions_gb_per_hour": {
+            "baseline": round(priced.baseline.peak_hour_bytes(load.agent_bytes_per_minute) / GB, 3)
+        },
         "notes": [
             "drills: no drill feature is deployed; when one is, its runs are a line here",
             "xray: every invocation is a trace (active tracing); traces retrieved are priced only when given",
         ],
     }
-    if request.incident_hours > 0:
-        incident = fitted(stretched(profile.incident, profile.incident_hours, request.incident_hours), counts, reference)
-        priced = monthly(counts, incident, load, billing, dense + sparse)
-        today = fitted(profile.without_backoff, counts, reference)
-        today_priced = monthly(counts, today, load, billing, dense + sparse)
-        document["with_incident"] = {
-            "incident_hours": request.incident_hours,
-            **summary(with_incident(base, priced, incident.minutes, FIXED)),
-            "incident_insights_usd": _over_baseline(priced, base, incident.minutes),
-            "one_hour_without_backoff_insights_usd": _over_baseline(today_priced, base, today.minutes),
-        }
-        peak = incident.peak_hour_bytes(load.agent_bytes_per_minute) / GB
-        document["functions_gb_per_hour"]["incident_peak"] = round(peak, 3)
-    document["warnings"] = budget_warnings(document["functions_gb_per_hour"], config.scan_budget.gb_per_hour)
-    return document
+
+
+def _incident(
+    profile: UsageProfile, hours: float, priced: _Priced, series: int, document: dict[str, Any]
+) -> dict[str, Any]:
+    counts, load, billing, base = priced.counts, priced.load, priced.billing, priced.base
+    incident = fitted(stretched(profile.incident, profile.incident_hours, hours), counts, profile.baseline)
+    during = monthly(counts, incident, load, billing, series)
+    today = fitted(profile.without_backoff, counts, profile.baseline)
+    today_priced = monthly(counts, today, load, billing, series)
+    peak = incident.peak_hour_bytes(load.agent_bytes_per_minute) / GB
+    document["functions_gb_per_hour"]["incident_peak"] = round(peak, 3)
+    return {
+        "incident_hours": hours,
+        **summary(with_incident(base, during, incident.minutes, FIXED)),
+        "incident_insights_usd": _over_baseline(during, base, incident.minutes),
+        "one_hour_without_backoff_insights_usd": _over_baseline(today_priced, base, today.minutes),
+    }
 
 
 def _over_baseline(run: dict[str, float], base: dict[str, float], minutes: int) -> float:
@@ -231,8 +258,9 @@ def render(document: dict[str, Any]) -> str:
         f"read {document['prices']['read_on']}",
         f"agent log bytes a minute: {agent['stock']:g} stock livekit-agents, {agent['signal_lines']:g} "
         "the agent package's signal lines (billed here)",
-        f"dashboard: {document['dashboard_loads_per_day']:g} loads a day, {document['dashboard_log_widgets']} "
-        f"Logs Insights widgets scanning {document['dashboard_gb_per_load']:g} GB a load",
+        f"dashboard: {document['dashboard_loads_per_day']:g} loads a day, "
+        f"{document['dashboard_log_widgets']} Logs Insights widgets scanning "
+        f"{document['dashboard_gb_per_load']:g} GB a load",
         f"baseline: ${document['monthly_usd']:.2f}/month (dominant: {', '.join(document['dominant'])})",
     ]
     lines += [f"  {name:24} ${usd:9.4f}" for name, usd in document["components"].items()]

@@ -65,7 +65,7 @@ class Load:
 
 @dataclass(frozen=True)
 class DashboardUse:
-    """How often the dashboard is loaded: loads a day, or hours open a day × a refresh interval."""
+    """How often the dashboard is loaded: loads a day, or hours open a day at a refresh interval."""
 
     loads_per_day: float
 
@@ -83,13 +83,16 @@ class Billing:
     traces_retrieved_per_month: float = 0.0
 
 
-def monthly(counts: StackCounts, usage: Usage, load: Load, billing: Billing, emf_series: int) -> dict[str, float]:
+def monthly(
+    counts: StackCounts, usage: Usage, load: Load, billing: Billing, emf_series: int
+) -> dict[str, float]:
     """Each component's dollars for a month that looks like ``usage`` throughout."""
     prices = billing.prices
     scale = MINUTES_PER_MONTH / usage.minutes
     invocations = {name: usage.invocations[name] * scale for name in usage.invocations}
     parts = {
-        "agent_signal_lines": _gb(load.signal_bytes_per_minute * MINUTES_PER_MONTH) * prices.logs_ingested_gb.usd,
+        "agent_signal_lines": _gb(load.signal_bytes_per_minute * MINUTES_PER_MONTH)
+        * prices.logs_ingested_gb.usd,
         "custom_metrics_emf": emf_series * prices.custom_metric_month.usd,
         "custom_metrics_filters": counts.filter_series * prices.custom_metric_month.usd,
         "alarms": counts.alarm_metrics * prices.standard_alarm_metric_month.usd
@@ -101,7 +104,8 @@ def monthly(counts: StackCounts, usage: Usage, load: Load, billing: Billing, emf
         "xray": _xray(counts, invocations, billing),
         "insights_functions": _gb(sum(usage.look_minutes.values()) * scale * load.agent_bytes_per_minute)
         * prices.insights_scanned_gb.usd,
-        "insights_dashboard": dashboard_gb(counts, usage, load, billing.dashboard) * prices.insights_scanned_gb.usd,
+        "insights_dashboard": dashboard_gb(counts, usage, load, billing.dashboard)
+        * prices.insights_scanned_gb.usd,
         "api_calls": _api_calls(usage, invocations, prices, scale),
         "secret_reads": sum(usage.secret_reads.values()) * scale * prices.secrets_api_call.usd,
         "notifications": _notifications(counts, usage, prices, scale),
@@ -114,7 +118,10 @@ def monthly(counts: StackCounts, usage: Usage, load: Load, billing: Billing, emf
 def kms_month(counts: StackCounts, prices: PriceTable, year: int) -> float:
     """Every key's month, plus a dollar per rotation for each of a rotating key's first two."""
     rotations = min(max(year - 1, 0), 2)
-    return counts.keys * prices.kms_key_month.usd + counts.rotating_keys * rotations * prices.kms_rotation_month.usd
+    return (
+        counts.keys * prices.kms_key_month.usd
+        + counts.rotating_keys * rotations * prices.kms_rotation_month.usd
+    )
 
 
 def _gb(byte_count: float) -> float:

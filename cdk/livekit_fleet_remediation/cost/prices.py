@@ -134,22 +134,10 @@ class PriceFileError(ValueError):
     code = "BadPriceFile"
 
 
-# A price file: {"region": ..., "read_on": "YYYY-MM-DD", "prices": {<field>: {"usd": ..., "unit": ...,
-# "source": <the page it was read from>}}, with "lambda_gb_second" a {"x86_64": ..., "arm64": ...}
-# object of the same price objects. Every field of ``PriceTable`` is required: a price left out
-# would be a guess.
-PRICE_FILE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["region", "read_on", "prices"],
-    "properties": {
-        "region": {"type": "string"},
-        "read_on": {"type": "string", "format": "date"},
-        "prices": {
-            "type": "object",
-            "description": "one price object per field of PriceTable (usd, unit, source)",
-        },
-    },
-}
+# A price file (docs/operations/cost.md#prices): {"region": ..., "read_on": "YYYY-MM-DD", "prices":
+# {<field of PriceTable>: {"usd": ..., "unit": ..., "source": <the page it was read from>}}}, with
+# "lambda_gb_second" an {"x86_64": ..., "arm64": ...} object of price objects. Every field is
+# required: a price left out would be a guess.
 
 
 def prices_for(region: str, price_file: Path | None = None) -> PriceTable:
@@ -184,7 +172,9 @@ def load_price_file(path: Path) -> PriceTable:
         raise PriceFileError(f"{path}: prices lacks {', '.join(missing)} (every price is required)")
     try:
         values: dict[str, Any] = {
-            name: _price(given[name], f"{path}: prices.{name}") for name in fields if name != "lambda_gb_second"
+            name: _price(given[name], f"{path}: prices.{name}")
+            for name in fields
+            if name != "lambda_gb_second"
         }
         values["lambda_gb_second"] = {
             arch: _price(price, f"{path}: prices.lambda_gb_second.{arch}")

@@ -12,11 +12,11 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.naming import FunctionName
-
 
 # Tables (on demand) and queues (dead letters) have no charge of their own: their requests are
 # priced where the functions make them; a queue only takes messages when deliveries fail.
@@ -101,13 +101,17 @@ def unpriced_types(types: Iterable[str]) -> list[str]:
     return sorted(set(types) - PRICED - FREE)
 
 
-def synthesized_template(env_name: str, context: dict[str, Any], outdir: str) -> dict[str, Any]:
-    """The environment's stack as the standalone app synthesizes it (loads the CDK: seconds)."""
+def synthesized_template(
+    env_name: str, context: dict[str, Any], outdir: str, flags_from: Path | None = None
+) -> dict[str, Any]:
+    """The environment's stack as the standalone app synthesizes it, with the feature flags of the
+    cdk.json ``flags_from`` when it exists (loads the CDK, when called: seconds)."""
     from aws_cdk.assertions import Template
 
-    from livekit_fleet_remediation.standalone import build_app
+    from livekit_fleet_remediation.standalone import build_app, pinned_context
 
-    _, stack = build_app(env_name, context, outdir)
+    flags = pinned_context(flags_from) if flags_from is not None else {}
+    _, stack = build_app(env_name, {**flags, **context}, outdir)
     return dict(Template.from_stack(stack).to_json())
 
 
