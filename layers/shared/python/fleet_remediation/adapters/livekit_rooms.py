@@ -15,8 +15,6 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from fleet_remediation.adapters.aws_clients import secrets_provider
@@ -36,6 +34,7 @@ from fleet_remediation.domain.rooms import LiveRoom as LiveRoom
 from fleet_remediation.domain.rooms import RoomService as RoomService
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
     from livekit import api as lkapi
     from livekit.api.room_service import RoomService as LiveKitRooms
 
@@ -53,6 +52,8 @@ class LiveKitCredentials(BaseModel):
 
 def read_credentials(secret_id: str, provider: SecretsProvider | None = None) -> LiveKitCredentials:
     """Read ``{"api_key": ..., "api_secret": ...}`` from Secrets Manager (cached five minutes)."""
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
+
     secrets = provider or secrets_provider()
     try:
         value = secrets.get(secret_id, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
