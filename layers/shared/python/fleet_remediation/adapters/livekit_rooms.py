@@ -52,7 +52,10 @@ class LiveKitCredentials(BaseModel):
 
 def read_credentials(secret_id: str, provider: SecretsProvider | None = None) -> LiveKitCredentials:
     """Read ``{"api_key": ..., "api_secret": ...}`` from Secrets Manager (cached five minutes)."""
-    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
+    from aws_lambda_powertools.utilities.parameters.exceptions import (
+        GetParameterError,
+        TransformParameterError,
+    )
 
     secrets = provider or secrets_provider()
     try:
