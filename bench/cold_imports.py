@@ -4,13 +4,16 @@ time, on the deploy artifact by default: the staging stack synthesized offline, 
 code asset and its layers merged as Lambda does (the dependency layer built for this machine,
 ``build/lambda-local/deps``), on the Lambda runtime's Python (devkit.lambda_emulator).
 
-    python -m bench.cold_imports [--repeat 5] [--module zombie_reaper.handler ...] [--checkout] [--json]
+    python -m bench.cold_imports [--repeat 5] [--module zombie_reaper.handler ...] [--assembly DIR]
+                                 [--checkout] [--json]
 
 Runs are interleaved (every handler and environment once, then again) and each figure is the median
 of ``--repeat`` (at least 5 for a figure you quote); the machine's load average is printed with them:
 CPU time moves much less with load than wall time, but quote it idle when you can. Two environments
 per handler: tracing off (``POWERTOOLS_TRACE_DISABLED=true``) and tracing on (``LAMBDA_TASK_ROOT``
 set, as in Lambda with the stack's active X-Ray tracing: Powertools Tracer loads the X-Ray SDK).
+``--assembly DIR`` reads an already synthesized staging cloud assembly (``LKFR_CONFIG=
+examples/standalone/environments.json python cdk/app.py staging DIR``) instead of synthesizing one;
 ``--checkout`` imports from this checkout instead (fast: no synthesis; the smoke test's size).
 """
 
@@ -65,13 +68,16 @@ def checkout_targets(modules: list[str]) -> dict[str, Target]:
 
 
 @contextlib.contextmanager
-def artifact_targets(modules: list[str]) -> Iterator[dict[str, Target]]:
+def artifact_targets(modules: list[str], synthesized: Path | None) -> Iterator[dict[str, Target]]:
     """Each handler's function as deployed: its code asset first, then its layers merged in order."""
-    from devkit.lambda_artifact import synthesize
+    from devkit.lambda_artifact import load_assembly, synthesize
     from devkit.lambda_emulator import LOCAL_DEPS_LAYER, FunctionLayout, extract_layers, runtime_python
 
     with tempfile.TemporaryDirectory(prefix="lkfr-cold-imports-") as workdir:
-        assembly = synthesize("staging", Path(workdir) / "cdk.out")
+        if synthesized is not None:
+            assembly = load_assembly(synthesized)
+        else:
+            assembly = synthesize("staging", Path(workdir) / "cdk.out")
         targets = {}
         for function in assembly.functions():
             module = f"{function.package}.handler"
@@ -132,16 +138,18 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--module", action="append", choices=handler_modules(), help="only these handlers")
+    parser.add_argument("--assembly", type=Path, help="an already synthesized staging cloud assembly")
     parser.add_argument("--checkout", action="store_true", help="this checkout, not the deploy artifact")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     modules = args.module or handler_modules()
     load = os.getloadavg()
-    with (
+    chosen = (
         contextlib.nullcontext(checkout_targets(modules))
         if args.checkout
-        else artifact_targets(modules) as targets
-    ):
+        else artifact_targets(modules, args.assembly)
+    )
+    with chosen as targets:
         rows = measure(targets, args.repeat)
     where = "this checkout" if args.checkout else "the deploy artifact (staging)"
     if args.json:
