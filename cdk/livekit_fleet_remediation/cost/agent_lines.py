@@ -16,7 +16,7 @@ from dataclasses import dataclass
 AgentSignalBytes = Callable[[int, float], float]
 # CloudWatch Logs bills this many bytes per event on top of its text.
 EVENT_OVERHEAD_BYTES = 26
-# A worker runs at most two jobs at once (the product's deployment shape, DESIGN.md §1).
+# A worker runs at most two jobs at once (the deployment shape the incident runbooks describe).
 JOBS_PER_TASK = 2
 
 
