@@ -1,5 +1,6 @@
 """What the functions read and write, from the replay (``lkfr replay``: the functions' own code over
-simulated traffic, ``devkit.traffic``), for the cost model.
+simulated traffic, ``devkit.traffic``), for the cost model: the ``UsageProfile`` that
+``livekit_fleet_remediation.cost`` prices (and ships, measured on the example environment).
 
 Each Logs Insights look the functions make in the replay is recorded with its time range (a look
 scans every byte the log group holds in it, whatever its filter), every invocation with its report's
@@ -13,15 +14,16 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from devkit.traffic import Failure, FailureKind, Scenario, TrafficSimulation, export, scenario
 from fleet_remediation.contract.naming import FunctionName
+from livekit_fleet_agent.detection_signals import LOGGER_NAME as SIGNAL_LOGGER
 from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.cost.agent_lines import EVENT_OVERHEAD_BYTES
+from livekit_fleet_remediation.cost.usage import Usage, UsageProfile
 from livekit_fleet_remediation.offline.log_export import read_events
 from livekit_fleet_remediation.offline.replay import Replay
 
@@ -29,29 +31,17 @@ from livekit_fleet_remediation.offline.replay import Replay
 REPLAY_VOLUME = 35.0
 # Quiet time around a simulated incident, so its alarm opens and closes inside the run.
 LEAD_MINUTES = 30
+# The LiveKit credentials' cache (fleet_remediation.adapters.livekit_rooms.SECRET_MAX_AGE_SECONDS).
+SECRET_CACHE_SECONDS = 300
 
 
-@dataclass
-class Usage:
-    """What one replayed run did."""
-
-    minutes: int
-    invocations: Counter[str] = field(default_factory=Counter)
-    looks: Counter[str] = field(default_factory=Counter)
-    look_minutes: dict[str, float] = field(default_factory=dict)
-    # Minutes of log the looks read per clock hour (by the hour a look's window ends in).
-    hour_minutes: dict[str, float] = field(default_factory=dict)
-    report_bytes: Counter[str] = field(default_factory=Counter)
-    notifications: int = 0
-
-    def peak_hour_bytes(self, bytes_per_minute: float) -> float:
-        """What the looks of the busiest clock hour scanned."""
-        return max(self.hour_minutes.values(), default=0.0) * bytes_per_minute
-
-
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class LogVolume:
-    bytes_per_response: float
+    """Bytes per response in the agent log group, each event with CloudWatch's overhead: the stock
+    livekit-agents lines and the agent package's signal lines."""
+
+    stock_bytes_per_response: float
+    signal_bytes_per_response: float
 
 
 class _Recording:
@@ -85,7 +75,7 @@ class _MeteredReplay(Replay):
         self.usage = usage
         super().__init__(*args)
 
-    def _dependencies(self) -> tuple[Any, Any, Any]:
+    def _recorded_dependencies(self) -> tuple[Any, Any, Any]:
         reaper, responder, drainer = super()._dependencies()
         responder_name, drainer_name = FunctionName.TTS_REACH_ALARM.value, FunctionName.WORKER_DRAINER.value
         return (
@@ -97,6 +87,34 @@ class _MeteredReplay(Replay):
                 drainer, worker_logs=_Recording(drainer.worker_logs, drainer_name, self.usage)
             ),
         )
+
+    def _dependencies(self) -> tuple[Any, Any, Any]:
+        reaper, responder, drainer = self._recorded_dependencies()
+        return (
+            dataclasses.replace(
+                reaper,
+                room_service_factory=self._reading(reaper.room_service_factory, FunctionName.ZOMBIE_REAPER),
+            ),
+            responder,
+            dataclasses.replace(
+                drainer,
+                room_service_factory=self._reading(drainer.room_service_factory, FunctionName.WORKER_DRAINER),
+            ),
+        )
+
+    def _reading(self, create: Callable[[], Any], function: FunctionName) -> Callable[[], Any]:
+        """A LiveKit client reads the secret unless this function's container read it in the last
+        five minutes (the provider's cache: one warm container per function)."""
+        windows: set[int] = set()
+
+        def created() -> Any:
+            window = int(self.world.clock().timestamp() // SECRET_CACHE_SECONDS)
+            if window not in windows:
+                windows.add(window)
+                self.usage.secret_reads[function.value] += 1
+            return create()
+
+        return created
 
     def _record(self, function: FunctionName, trigger: str, report: dict[str, Any]) -> None:
         self.usage.invocations[function.value] += 1
@@ -111,13 +129,19 @@ def replay_usage(chosen: Scenario, env_name: str, config: EnvironmentConfig) -> 
     export(sim, buffer)
     events = read_events(io.StringIO(buffer.getvalue()))
     started = config.detection.catalog().response_started
-    responses = sum(1 for e in events if started.matches(e.record))
-    message_bytes = sum(len(json.dumps(e.record, separators=(",", ":"))) for e in events)
+    responses = max(sum(1 for e in events if started.matches(e.record)), 1)
+    stock = signal = 0
+    for event in events:
+        size = len(json.dumps(event.record, separators=(",", ":"))) + EVENT_OVERHEAD_BYTES
+        if event.record.get("name") == SIGNAL_LOGGER:
+            signal += size
+        else:
+            stock += size
     usage = Usage(minutes=chosen.minutes)
     engine = _MeteredReplay(usage, events, env_name, config)
     engine.run()
     usage.notifications = len(engine.world.sent)
-    return usage, LogVolume(message_bytes / max(responses, 1))
+    return usage, LogVolume(stock / responses, signal / responses)
 
 
 def baseline_scenario(minutes: int, seed: int = 1) -> Scenario:
@@ -132,9 +156,21 @@ def outage_scenario(hours: float, seed: int = 1) -> Scenario:
     return dataclasses.replace(base, name=f"provider-outage-{hours:g}h", failure=failure)
 
 
-def measured(
-    run: Callable[[Scenario], tuple[Usage, LogVolume]], baseline_minutes: int, incident_hours: float
-) -> tuple[Usage, Usage | None, LogVolume]:
+def measured_profile(
+    run: Callable[[Scenario], tuple[Usage, LogVolume]],
+    without_backoff: Callable[[Scenario], tuple[Usage, LogVolume]],
+    baseline_minutes: int,
+    incident_hours: float,
+) -> UsageProfile:
+    """A healthy run, the outage of ``incident_hours`` and one hour of it without back-off."""
     baseline, volume = run(baseline_scenario(baseline_minutes))
-    incident = run(outage_scenario(incident_hours))[0] if incident_hours > 0 else None
-    return baseline, incident, volume
+    incident = run(outage_scenario(incident_hours))[0]
+    today = without_backoff(outage_scenario(1.0))[0]
+    return UsageProfile(
+        baseline=baseline,
+        incident=incident,
+        incident_hours=incident_hours,
+        without_backoff=today,
+        stock_bytes_per_response=volume.stock_bytes_per_response,
+        signal_bytes_per_response=volume.signal_bytes_per_response,
+    )

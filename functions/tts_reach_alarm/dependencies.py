@@ -50,7 +50,7 @@ class TtsReachDependencies(NotifyingDependencies):
             events=EventBridgePublisher(EVENT_BUS_NAME),
             insights=budgeted(
                 CloudWatchLogsInsights(),
-                settings.scan_budget.bytes_per_hour,
+                settings.scan_budget,
                 settings.scan_budget_table_name,
             ),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),

@@ -85,7 +85,9 @@ def read(run: ResponderRun) -> Look:
     if run.event.state == "OK":
         return Look(None)
     alpha = _alpha(run.event, run.deps.settings)
-    policy = LookPolicy(priority=not run.event.recheck, problem=run.report.error)
+    policy = LookPolicy(
+        priority=not run.event.recheck, problem=run.report.error, alarm=run.deps.settings.alarm_name
+    )
     try:
         with looking(run.deps.insights, policy):
             findings = investigate(

@@ -71,7 +71,7 @@ class DrainerDependencies(NotifyingDependencies):
             worker_logs=InsightsWorkerLogs(
                 budgeted(
                     CloudWatchLogsInsights(),
-                    settings.scan_budget.bytes_per_hour,
+                    settings.scan_budget,
                     settings.scan_budget_table_name,
                 ),
                 settings.agent_log_group,

@@ -58,7 +58,13 @@ def read(run: DrainerRun) -> FleetRead:
     suspect worker triggers always run."""
     deps, settings = run.deps, run.deps.settings
     trigger = run.event.trigger
-    policy = LookPolicy(priority=trigger.trigger.kind is not TriggerKind.SCHEDULE, problem=run.report.error)
+    kind = trigger.trigger.kind
+    # A person's run and a suspect worker (the responder's own look is rate-limited) are not limited.
+    policy = LookPolicy(
+        priority=kind is not TriggerKind.SCHEDULE,
+        problem=run.report.error,
+        alarm=settings.vad_alarm_name if kind is TriggerKind.ALARM else None,
+    )
     with looking(getattr(deps.worker_logs, "insights", None), policy):
         trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
         trigger = during_silent_task(trigger, deps, run.report, run.deadline)

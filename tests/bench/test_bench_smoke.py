@@ -61,10 +61,12 @@ def check_reaper_scale(stdout: str) -> None:
 
 
 def check_cold_imports(stdout: str) -> None:
-    rows = [line.split() for line in stdout.splitlines() if line.startswith("zombie_reaper.handler")]
-    assert [row[1:3] for row in rows] == [["tracing", "off"], ["tracing", "on"]]
+    (document,) = json_lines(stdout)
+    rows = document["rows"]
+    assert [row["environment"] for row in rows] == ["tracing off", "tracing on"]
     for row in rows:
-        assert float(row[3]) > 0  # the median ms
+        assert row["cpu_ms"] > 0
+        assert row["wall_ms"] > 0
 
 
 def check_lambda_cold_start(stdout: str) -> None:
@@ -133,7 +135,9 @@ SMOKES: dict[str, Smoke] = {
         ),
         check_reaper_scale,
     ),
-    "cold_imports": Smoke(("--repeat", "1", "--module", "zombie_reaper.handler"), check_cold_imports),
+    "cold_imports": Smoke(
+        ("--repeat", "1", "--module", "zombie_reaper.handler", "--checkout", "--json"), check_cold_imports
+    ),
     "lambda_cold_start": Smoke(
         ("--repeat", "1", "--function", "zombie_reaper", "--json"), check_lambda_cold_start
     ),

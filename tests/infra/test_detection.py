@@ -288,14 +288,26 @@ def test_dashboard_shows_reach_vad_remediation_and_per_worker_views(staging: Syn
     (dashboard,) = resources(staging, "AWS::CloudWatch::Dashboard").values()
     assert dashboard["Properties"]["DashboardName"] == "livekit-staging-fleet"
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
-    for text in (
-        "TTS reach",
-        "SlowVadInferencesDelay",
-        "RoomsReaped",
-        "TtsReachSuspectWorkers",
-        "by @logStream",
-    ):
+    for text in ("TTS reach", "SlowVadInferencesDelay", "RoomsReaped", "TtsReachSuspectWorkers"):
         assert text in body
+    # The per-worker views are saved queries on the agent log group, named on the dashboard.
+    saved = resources(staging, "AWS::Logs::QueryDefinition").values()
+    assert len(saved) == 4
+    for query in saved:
+        assert "@logStream" in query["Properties"]["QueryString"]
+        assert query["Properties"]["LogGroupNames"] == ["/ppi/livekit/staging/agent"]
+        assert query["Properties"]["Name"] in body
+
+
+def test_the_dashboards_only_logs_insights_widget_reads_the_functions_logs(staging: Synthesized) -> None:
+    """A load scans no agent logs: every Logs Insights widget left reads the functions' own logs."""
+    (dashboard,) = resources(staging, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts))
+    queries = [w["properties"]["query"] for w in body["widgets"] if w["type"] == "log"]
+    assert len(queries) == 1
+    assert "/aws/lambda/" in queries[0]
+    assert "/ppi/livekit/staging/agent" not in queries[0]
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,6 @@ def test_the_responder_and_the_drainer_share_one_tally_and_may_read_the_estimate
         (function,) = [r for r in resources.values() if r.get("Properties", {}).get("FunctionName") == name]
         variables = function["Properties"]["Environment"]["Variables"]
         assert variables["SCAN_BUDGET_TABLE_NAME"] == {"Ref": tally}
-        assert json.loads(variables["SCAN_BUDGET"]) == {"gb_per_hour": 10.0}
+        assert json.loads(variables["SCAN_BUDGET"]) == {"gb_per_hour": 10.0, "alarm_look_minutes": 10}
     reaper = _policies_of(staging, "lkfr-staging-zombie-reaper")
     assert not [s for s in reaper if tally in json.dumps(s["Resource"])], "the reaper makes no looks"

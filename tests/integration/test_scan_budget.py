@@ -4,14 +4,16 @@ adapter polling ``FakeInsightsClient`` (a named strict fake: moto has no Logs In
 query statistics) that reports ``bytesScanned`` as the service does while a query runs.
 
 A re-check whose estimate passes what is left is skipped, a running one is stopped when its bytes
-scanned pass it, and the look a new ALARM triggers goes ahead over a spent budget; each is told in
-the one report, none fails the invocation."""
+scanned pass it; the look a new ALARM triggers is not held back by its estimate but waits when the
+hour is spent, and a flapping alarm gets one look per ``alarm_look_minutes``; a look that ends early
+(its deadline, a query that times out) is counted. Each is told in the one report, none fails the
+invocation."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -26,9 +28,12 @@ from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
     CloudWatchIncomingBytes,
     DynamoDBScanTally,
+    LookSkippedError,
     ScanBudget,
 )
+from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
+from fleet_remediation.core.errors import RemediationError
 from tests.integration.test_tts_reach_alarm import (
     ALARM_AT,
     REGION,
@@ -109,6 +114,8 @@ def budgeted() -> Iterator[Budgeted]:
             CEILING,
             DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)),
             CloudWatchIncomingBytes(boto3.client("cloudwatch", region_name=REGION)),
+            gate=DynamoDBLookGate(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)),
+            alarm_look_interval=timedelta(minutes=10),
             clock=lambda: T0,
         )
         insights = CloudWatchLogsInsights(client, poll_interval_seconds=0.001)  # type: ignore[arg-type]
@@ -152,10 +159,10 @@ def test_the_budget_stops_a_running_recheck_and_counts_what_it_scanned(
     assert budgeted.spent() == pytest.approx(9.88 * GB + 0.15 * GB)
 
 
-def test_the_look_a_new_alarm_triggers_goes_ahead_over_a_spent_budget(
+def test_the_look_a_new_alarm_triggers_is_not_held_back_by_its_estimate(
     budgeted: Budgeted, lambda_context: Any
 ) -> None:
-    budgeted.spend(CEILING + GB)
+    budgeted.spend(8 * GB)
     budgeted.incoming(5.0 * GB)
     report = lambda_handler(alarm_event(), lambda_context, dependencies=budgeted.aws.deps)
     assert report["status"] == "ok", report["errors"]
@@ -163,8 +170,95 @@ def test_the_look_a_new_alarm_triggers_goes_ahead_over_a_spent_budget(
     assert report["summary"]["verdict"] == "concentrated"
     assert len(budgeted.client.started) == 2, "the window's jobs, then the failing jobs' rooms"
     # Both looks ran to their end (scheduled, four polls running, complete: 0.05 GB a poll) and count.
-    assert budgeted.spent() == pytest.approx(CEILING + GB + 2 * 0.30 * GB)
+    assert budgeted.spent() == pytest.approx(8 * GB + 2 * 0.30 * GB)
     assert ALARM_AT.strftime("%Y-%m-%dT%H") == HOUR
+
+
+def test_the_look_a_new_alarm_triggers_waits_when_the_hour_is_spent(
+    budgeted: Budgeted, lambda_context: Any
+) -> None:
+    budgeted.spend(CEILING)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=budgeted.aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert budgeted.client.started == []
+    (skip,) = _skips(report)
+    assert "this hour's 10 GB are spent; the look waits for the next hour" in skip
+    assert budgeted.spent() == CEILING
+
+
+def _flap(at: datetime) -> dict[str, Any]:
+    """The page going to ALARM again at ``at`` (a new transition: its own once-keys)."""
+    event = alarm_event(timestamp=at.strftime("%Y-%m-%dT%H:%M:%S.000+0000"))
+    event["time"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return event
+
+
+def test_an_alarm_flapping_60_times_an_hour_scans_no_more_than_the_budget(
+    budgeted: Budgeted, lambda_context: Any
+) -> None:
+    """Each ALARM analysis scans 4.8 GB (two looks of six polls at 0.4 GB): unbounded, 60 flaps would
+    scan 288 GB. One look per 10 minutes and the ceiling leave at most the 10 GB budget plus the one
+    poll a stopped look reads past it."""
+    budgeted.client.bytes_per_poll = 0.4 * GB
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    start = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
+    reasons: list[str] = []
+    for minute in range(60):
+        now = start + timedelta(minutes=minute)
+        budgeted.aws.deps.clock = insights.budget.clock = lambda now=now: now
+        report = lambda_handler(_flap(now), lambda_context, dependencies=budgeted.aws.deps)
+        assert report["status"] == "ok", report["errors"]
+        reasons += _skips(report)
+    scanned = sum(q.polls * budgeted.client.bytes_per_poll for q in budgeted.client.queries.values())
+    assert budgeted.spent() == pytest.approx(scanned), "every byte scanned is counted"
+    assert scanned <= CEILING + budgeted.client.bytes_per_poll
+    assert len(budgeted.client.started) <= 2 * 6, "at most one analysis per 10 minutes"
+    assert any("flaps" in reason and "one look per 10 min" in reason for reason in reasons)
+    assert any("this hour's 10 GB are spent" in reason for reason in reasons)
+
+
+def _look(budgeted: Budgeted, client: FakeInsightsClient) -> tuple[RemediationError, float]:
+    """One re-check straight through the budgeted adapter, on a fake clock: Insights polls once a
+    second and the look's deadline is 5 s away. The error it ended with and the last bytesScanned
+    the service reported."""
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    inner = CloudWatchLogsInsights(client, sleep=sleep, monotonic=lambda: clock[0])  # type: ignore[arg-type]
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    budgeted_look = BudgetedInsights(inner, insights.budget)
+    with pytest.raises(RemediationError) as ended:
+        budgeted_look.run_query(
+            budgeted.aws.deps.settings.agent_log_group,
+            "stats count(*)",
+            T0 - timedelta(minutes=32),
+            T0,
+            deadline=5.0 + 2 * 0.75,
+        )
+    assert not isinstance(ended.value, LookSkippedError)
+    (query,) = client.queries.values()
+    return ended.value, query.polls * client.bytes_per_poll
+
+
+@pytest.mark.parametrize("ending", ["deadline", "Timeout", "Failed"])
+def test_a_look_that_ends_early_is_counted(budgeted: Budgeted, ending: str) -> None:
+    """The window held 1 GB (IncomingBytes); the look read 0.1 GB a poll and never completed. What
+    it scanned counts: its last bytesScanned where the error carries it, else its estimate (a look
+    scans at most its window), never zero."""
+    budgeted.incoming(1.0 * GB)
+    client = FakeInsightsClient(
+        job_rows,
+        running_polls=None if ending == "deadline" else 3,
+        final_status="Complete" if ending == "deadline" else ending,
+        bytes_per_poll=0.1 * GB,
+    )
+    _, scanned = _look(budgeted, client)
+    assert scanned > 0
+    assert scanned <= budgeted.spent() <= 1.0 * GB
 
 
 @pytest.mark.parametrize("fault_kind", list(Ambiguous), ids=[f.name.lower() for f in Ambiguous])

@@ -2,13 +2,14 @@
 CloudWatch) with the real ``CloudWatchLogsInsights`` adapter polling ``FakeInsightsClient`` (a named
 strict fake: moto has no Logs Insights engine): the scheduled tick's per-task look is skipped when
 the hour's budget is spent, told in the report without failing it; the look the VAD ALARM
-triggers goes ahead over the same spent budget and counts."""
+triggers is not held back by its estimate, but waits when the hour is spent, and a flapping VAD
+alarm gets one look per ``alarm_look_minutes`` (the gate shared with the responder)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -24,6 +25,7 @@ from fleet_remediation.adapters.scan_budget import (
     DynamoDBScanTally,
     ScanBudget,
 )
+from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.signals import SignalCatalog
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs
 
@@ -47,6 +49,8 @@ class Budgeted:
             10 * GB,
             self.tally,
             CloudWatchIncomingBytes(boto3.client("cloudwatch")),
+            gate=DynamoDBLookGate(TALLY_TABLE, boto3.client("dynamodb")),
+            alarm_look_interval=timedelta(minutes=10),
             clock=lambda: self.world.now,
         )
         insights = BudgetedInsights(CloudWatchLogsInsights(self.client, poll_interval_seconds=0.001), budget)  # type: ignore[arg-type]
@@ -82,13 +86,30 @@ def test_the_ticks_per_task_look_is_skipped_when_the_hours_budget_is_spent(budge
     (skip,) = [c for c in report["candidates"] if c["reason"].startswith("scan budget")]
     assert skip["resource"] == "/ppi/livekit/it/agent"
     assert skip["decision"] == "skip"
-    assert "0.00 GB left this hour of 10 GB" in skip["reason"]
+    assert "this hour's 10 GB are spent" in skip["reason"]
 
 
-def test_the_look_the_vad_alarm_triggers_goes_ahead_over_a_spent_budget(budgeted: Budgeted) -> None:
+def test_the_look_the_vad_alarm_triggers_waits_when_the_hour_is_spent(budgeted: Budgeted) -> None:
     budgeted.tally.add(budgeted.hour(), 10 * GB)
     report = budgeted.invoke(alarm_event(at=budgeted.world.now))
-    assert report["errors"] == [], report["errors"]
-    assert [c for c in report["candidates"] if c["reason"].startswith("scan budget")] == []
-    assert budgeted.client.started, "the ALARM's statistics were read"
-    assert budgeted.tally.spent(budgeted.hour()) > 10 * GB
+    assert report["status"] == "ok", report["errors"]
+    assert budgeted.client.started == [], "a spent hour starts no query, an ALARM's neither"
+    skips = [c["reason"] for c in report["candidates"] if c["reason"].startswith("scan budget")]
+    assert skips
+    assert all("this hour's 10 GB are spent" in reason for reason in skips), skips
+    assert budgeted.tally.spent(budgeted.hour()) == 10 * GB
+
+
+def test_a_flapping_vad_alarm_gets_one_look_per_interval(budgeted: Budgeted) -> None:
+    first = budgeted.invoke(alarm_event(at=budgeted.world.now))
+    assert first["errors"] == [], first["errors"]
+    looks = len(budgeted.client.started)
+    assert looks, "the first ALARM's statistics were read"
+    budgeted.world.now += timedelta(minutes=1)
+    again = budgeted.invoke(alarm_event(at=budgeted.world.now))
+    assert len(budgeted.client.started) == looks, "the flap a minute later starts no query"
+    skips = [c["reason"] for c in again["candidates"] if c["reason"].startswith("scan budget")]
+    assert skips
+    assert "flaps" in skips[0], skips
+    assert "one look per 10 min" in skips[0], skips
+    assert budgeted.tally.spent(budgeted.hour()) > 0, "the first look counted"

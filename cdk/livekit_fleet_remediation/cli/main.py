@@ -7,6 +7,7 @@
     lkfr undo --env NAME --task ID          give a cordoned task back to the fleet (the drainer's undo)
     lkfr redrive --function NAME            re-run the events parked in a function's dead-letter queue
     lkfr drill --env NAME --fault F         fake one failure on one task; pass if the product answers
+    lkfr cost --env NAME --tasks N --responses-per-minute R   the stack's monthly bill, before deploying
 
 Every command takes ``--config PATH`` (default: $LKFR_CONFIG, else ./environments.json) and
 ``--help``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
@@ -29,6 +30,7 @@ COMMANDS = {
     "undo": "livekit_fleet_remediation.cli.undo",
     "redrive": "livekit_fleet_remediation.cli.redrive",
     "drill": "livekit_fleet_remediation.cli.drill",
+    "cost": "livekit_fleet_remediation.cli.cost",
 }
 
 

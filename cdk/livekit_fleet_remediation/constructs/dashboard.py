@@ -1,7 +1,13 @@
 """The fleet dashboard, top to bottom: every alarm's state and the kill switch; what the reaper did
 and the functions' health; then, per agent service under a heading naming it, its signals
-(``Detection.add_fleet_widgets``), per-worker VAD rate and TTS reach over time, what its responder
-and drainer did and its ECS running vs desired tasks; last, a timeline of every function's reports.
+(``Detection.add_fleet_widgets``), its per-worker views as saved Logs Insights queries, what its
+responder and drainer did and its ECS running vs desired tasks; last, a timeline of every
+function's reports.
+
+A load does not bill by the glance: every graph is a metric; the per-worker views (nothing but the
+agents' logs can break a signal down by task without a metric series per task) are saved queries a
+person runs when needed, each billed for the agent logs of its time range; the one Logs Insights
+widget left, the timeline, reads only the functions' own small logs (``lkfr cost`` prices it).
 
 Every graph of the functions' own metrics takes its identity (namespace, name, dimension set) from
 ``fleet_remediation.contract.metrics``, the definitions the functions emit through.
@@ -30,6 +36,7 @@ from fleet_remediation.contract.naming import (
 )
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemediation
+from livekit_fleet_remediation.constructs.dashboard_queries import add_per_worker_queries
 
 FIVE_MINUTES = Duration.minutes(5)
 INVESTIGATION_RUNBOOK = "docs/runbooks/worker-investigation.md"
@@ -128,8 +135,8 @@ class FleetDashboard(Construct):
                 height=1,
             )
         )
-        service.detection.add_fleet_widgets(self.dashboard, view.agent_service.agent_log_group)
-        self._per_worker_over_time(view)
+        service.detection.add_fleet_widgets(self.dashboard)
+        self._per_worker_queries(service, view)
         self._responder(service.name)
         self._drainer_and_fleet(view)
 
@@ -166,39 +173,9 @@ class FleetDashboard(Construct):
             ]
         )
 
-    def _per_worker_over_time(self, view: EnvironmentConfig) -> None:
-        service = view.agent_service
-        catalog = view.detection.catalog()
-        started, frame = catalog.response_started, catalog.first_audio_frame
-        reach = "\n| ".join(
-            [
-                f"filter {started.insights_filter().removeprefix('filter ')} "
-                f"or {frame.insights_filter().removeprefix('filter ')}",
-                f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-                f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
-                "first_frames / responses as reach by bin(5m), @logStream",
-            ]
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.LogQueryWidget(
-                title=f"{service.name}: slow VAD warnings per minute, per worker",
-                log_group_names=[service.agent_log_group],
-                query_string=catalog.slow_vad.insights_query(
-                    "stats count(*) as warnings by bin(1m), @logStream"
-                ),
-                view=cloudwatch.LogQueryVisualizationType.LINE,
-                width=12,
-                height=7,
-            ),
-            cloudwatch.LogQueryWidget(
-                title=f"{service.name}: TTS reach per worker (first frames / responses, 5 min)",
-                log_group_names=[service.agent_log_group],
-                query_string=reach,
-                view=cloudwatch.LogQueryVisualizationType.LINE,
-                width=12,
-                height=7,
-            ),
-        )
+    def _per_worker_queries(self, service: AgentServiceRemediation, view: EnvironmentConfig) -> None:
+        """The per-worker views as saved queries (free until run) and a text widget naming them."""
+        self.dashboard.add_widgets(add_per_worker_queries(self, self.env_name, service, view))
 
     def _reaper_and_health(self, services: Sequence[str]) -> None:
         env = self.env_name

@@ -232,7 +232,7 @@ class Detection(Construct):
             ],
         )
 
-    def add_fleet_widgets(self, dashboard: cloudwatch.Dashboard, agent_log_group: str) -> None:
+    def add_fleet_widgets(self, dashboard: cloudwatch.Dashboard) -> None:
         """The service's signals on the fleet dashboard (``FleetDashboard`` lays out the rest)."""
         self.dashboard = dashboard
         named = self.service
@@ -257,9 +257,10 @@ class Detection(Construct):
                 width=24,
             ),
         )
-        self.dashboard.add_widgets(*self._per_worker_queries(agent_log_group))
 
-    def _per_worker_queries(self, agent_log_group: str) -> list[cloudwatch.LogQueryWidget]:
+    def per_worker_queries(self) -> list[tuple[str, str]]:
+        """(title, Logs Insights query) of the per-worker views: saved queries, run on demand (a
+        dashboard widget would scan the agent logs on every load)."""
         catalog = self._catalog
         started, frame = catalog.response_started, catalog.first_audio_frame
         per_worker_reach = "\n| ".join(
@@ -272,22 +273,13 @@ class Detection(Construct):
             ]
         )
         return [
-            cloudwatch.LogQueryWidget(
-                title=f"{self.service}: TTS reach per worker (log stream = ECS task)",
-                log_group_names=[agent_log_group],
-                query_string=per_worker_reach,
-                width=12,
-                height=8,
-            ),
-            cloudwatch.LogQueryWidget(
-                title=f"{self.service}: slow VAD inference per worker",
-                log_group_names=[agent_log_group],
-                query_string=catalog.slow_vad.insights_query(
+            ("TTS reach per worker (log stream = ECS task)", per_worker_reach),
+            (
+                "slow VAD inference per worker",
+                catalog.slow_vad.insights_query(
                     f"stats count(*) as warnings, max({catalog.slow_vad.value_field}) as max_delay "
                     "by @logStream",
                     "sort warnings desc",
                 ),
-                width=12,
-                height=8,
             ),
         ]

@@ -14,8 +14,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.adapters.idempotency import RECORD_TTL_SECONDS, DynamoDBOnceGuard
 from fleet_remediation.contract.budgets import LEDGER_CALL
@@ -77,6 +75,8 @@ class DynamoOutbox:
 def ledger_once_guard(table_name: str, client: DynamoDBClient | None = None) -> DynamoDBOnceGuard:
     """The shared once-guard (Powertools Idempotency) on the ledger table: records under
     ``pk = once#worker_drainer``, ``sk`` = the hashed key, expiring through the table's TTL."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
     persistence = DynamoDBPersistenceLayer(
         table_name=table_name,
         key_attr="pk",

@@ -9,18 +9,23 @@ error is the ambiguous one and no throttled retry hides it (docs/decisions/0008-
 
 Endpoints follow botocore's own resolution (``AWS_ENDPOINT_URL`` and the per-service variables
 included), which is how the tests point a client at a silent or throttling endpoint.
+
+boto3 and Powertools Parameters (which loads boto3) are imported when the first client is made,
+not with this module: a handler's cold import stays under its CPU budget (bench.cold_imports).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import boto3
-from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
 from botocore.config import Config
 
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ, SECRET_READ, AwsCallBudget
 from fleet_remediation.core.errors import reached_service
+
+if TYPE_CHECKING:
+    import boto3
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
 
 # Every call that changes something, by botocore's service id: the calls whose attempts that may
 # have acted are never retried. The fault suite holds three ambiguous faults for each of them.
@@ -50,6 +55,8 @@ def aws_client(
 ) -> Any:
     """A boto3 client for ``budget.service`` whose every call ends within the budget's worst case
     (from ``session`` and in ``region_name`` when an operator tool names them)."""
+    import boto3
+
     make = session.client if session is not None else boto3.client
     client = make(budget.service, config=client_config(budget), region_name=region_name)  # type: ignore[call-overload]
     return guard_side_effects(client)
@@ -84,9 +91,13 @@ def guard_side_effects(client: Client) -> Client:
 
 def ssm_provider() -> SSMProvider:
     """Powertools Parameters over an SSM client with the kill switch's budget."""
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
     return SSMProvider(boto_config=client_config(KILL_SWITCH_READ))
 
 
 def secrets_provider() -> SecretsProvider:
     """Powertools Parameters over a Secrets Manager client with the credentials' budget."""
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
     return SecretsProvider(boto_config=client_config(SECRET_READ))

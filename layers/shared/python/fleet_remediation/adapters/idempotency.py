@@ -1,27 +1,22 @@
 """Run an action at most once per key, across repeated and concurrent deliveries, with Powertools
 Idempotency on DynamoDB. A repeat returns the first run's stored result; a delivery that arrives
-while the first is still running gets ``ConcurrentActionError`` and does nothing."""
+while the first is still running gets ``ConcurrentActionError`` and does nothing.
+
+Powertools Idempotency (it loads boto3) is imported when a guard is built, not with this module:
+a handler's cold import stays under its CPU budget (bench.cold_imports)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
-
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyPersistenceConnectionError,
-    IdempotencyPersistenceLayerError,
-)
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import IDEMPOTENCY_WRITE
 from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 # Long enough to outlive every redelivery of one alarm transition (EventBridge retries for 24 h at most).
 RECORD_TTL_SECONDS = 24 * 60 * 60
@@ -37,6 +32,8 @@ class OnceGuard(Protocol):
 
 class DynamoDBOnceGuard:
     def __init__(self, table_name: str, *, persistence: DynamoDBPersistenceLayer | None = None) -> None:
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+
         self.table_name = table_name
         self._persistence = persistence or DynamoDBPersistenceLayer(
             table_name=table_name, boto3_client=aws_client(IDEMPOTENCY_WRITE)
@@ -52,6 +49,13 @@ class DynamoDBOnceGuard:
     def run_once(
         self, key: dict[str, str], action: Callable[[], dict[str, Any]]
     ) -> tuple[dict[str, Any], bool]:
+        from aws_lambda_powertools.utilities.idempotency import idempotent_function
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyPersistenceConnectionError,
+            IdempotencyPersistenceLayerError,
+        )
+
         ran: list[dict[str, Any]] = []
 
         def execute(once_key: dict[str, str]) -> dict[str, Any]:

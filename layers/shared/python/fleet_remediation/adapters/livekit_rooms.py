@@ -15,8 +15,6 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from fleet_remediation.adapters.aws_clients import secrets_provider
@@ -36,6 +34,7 @@ from fleet_remediation.domain.rooms import LiveRoom as LiveRoom
 from fleet_remediation.domain.rooms import RoomService as RoomService
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
     from livekit import api as lkapi
     from livekit.api.room_service import RoomService as LiveKitRooms
 
@@ -53,6 +52,11 @@ class LiveKitCredentials(BaseModel):
 
 def read_credentials(secret_id: str, provider: SecretsProvider | None = None) -> LiveKitCredentials:
     """Read ``{"api_key": ..., "api_secret": ...}`` from Secrets Manager (cached five minutes)."""
+    from aws_lambda_powertools.utilities.parameters.exceptions import (
+        GetParameterError,
+        TransformParameterError,
+    )
+
     secrets = provider or secrets_provider()
     try:
         value = secrets.get(secret_id, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
@@ -243,10 +247,15 @@ def _typed_error(
 def room_service_factory(
     url: str, secret_id: str, request_timeout_seconds: float
 ) -> Callable[[], RoomService]:
-    """What the functions inject: reads the credentials, then connects, each time it is called
-    (inside the event loop, which the client's HTTP session binds to)."""
+    """What the functions inject (once per container): reads the credentials, then connects, each
+    time it is called (inside the event loop, which the client's HTTP session binds to). One secrets
+    provider, built on the first call, serves every call of the container, so its five-minute cache
+    spares the reads; an invocation that makes no LiveKit call reads no secret."""
+    providers: list[SecretsProvider] = []
 
     def create() -> RoomService:
-        return LiveKitRoomService(url, read_credentials(secret_id), request_timeout_seconds)
+        if not providers:
+            providers.append(secrets_provider())
+        return LiveKitRoomService(url, read_credentials(secret_id, providers[0]), request_timeout_seconds)
 
     return create

@@ -1,13 +1,15 @@
 """The Logs Insights scan budget (``ScanBudgetSection``): a ceiling on the bytes the functions' looks
-scan per clock hour, kept in one DynamoDB item per hour that the responder and the drainer both add
-to atomically (``ADD``; the item expires after two hours).
+scan per clock hour, kept in one DynamoDB item per hour that the responder and the drainer of every
+agent service of the environment add to atomically (``ADD``; the item expires after two hours).
 
 Before a look: the hour's tally and the log group's ``IncomingBytes`` over the look's window (what
-the look will scan, near enough: a look scans every byte of its range). A re-check whose estimate
-passes what is left, or whose tally cannot be read (unknown spend is not zero), is skipped; one
-that runs is stopped when its ``bytesScanned`` passes what is left. A look triggered by a new ALARM
-(``priority``) always runs to its end. After every look its bytes scanned are added to the tally,
-once: an ADD that may have landed is never sent again (docs/decisions/0008-one-outcome-rule.md).
+the look will scan, near enough: a look scans every byte of its range). Any look is skipped when the
+tally cannot be read (unknown spend is not zero) or the hour is spent; a re-check is also skipped
+when its estimate passes what is left. A look a new ALARM triggers (``priority``) is not held back
+by its estimate, but at most one runs per alarm per ``alarm_look_minutes`` (a flapping alarm), and
+every look that runs is stopped when its ``bytesScanned`` passes what is left. After every look,
+however it ended, its bytes are added to the tally once (an unknown count: its estimate); an ADD
+that may have landed is never sent again (docs/decisions/0008-one-outcome-rule.md).
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, QueryResult, ScanStoppedError
+from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.budgets import SCAN_ESTIMATE_READ, SCAN_TALLY_CALL
 from fleet_remediation.core.errors import AwsApiError, RemediationError, aws_api_errors
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
+
+if TYPE_CHECKING:
+    from fleet_remediation.contract.sections import ScanBudgetSection
 
 TALLY_TTL = timedelta(hours=2)
 
@@ -40,6 +46,13 @@ class ScanTally(Protocol):
         ...
 
     def add(self, hour: str, scanned: float) -> None: ...
+
+
+class LookGate(Protocol):
+    def claim(self, key: str, now: datetime, interval: timedelta) -> datetime | None:
+        """Take ``key``'s look slot until ``now + interval``: None when taken, else when the look
+        that holds it ran; ``AwsApiError`` when the outcome is unknown."""
+        ...
 
 
 class IncomingBytes(Protocol):
@@ -103,16 +116,22 @@ class ScanBudget:
     bytes_per_hour: float
     tally: ScanTally
     incoming: IncomingBytes
+    gate: LookGate | None = None
+    alarm_look_interval: timedelta = timedelta(0)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 @dataclass
 class LookPolicy:
-    """This invocation's rule: whether its looks go ahead whatever the budget, and where problems
-    with the tally go (the report)."""
+    """This invocation's rule: whether its looks answer a new ALARM (not held back by their
+    estimate), the alarm whose looks are rate-limited (None: a person's run, not limited), and
+    where problems with the tally go (the report)."""
 
     priority: bool = False
     problem: Callable[[RemediationError], None] = lambda _: None
+    alarm: str | None = None
+    # Set once this invocation holds its alarm's look slot: its further looks are the same answer.
+    claimed: bool = False
 
 
 class BudgetedInsights:
@@ -126,46 +145,80 @@ class BudgetedInsights:
         self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
     ) -> QueryResult:
         hour = self.budget.clock().astimezone(UTC).strftime("%Y-%m-%dT%H")
-        left = self._left(hour, log_group, start, end)
+        left, estimate = self._left(hour, log_group, start, end)
         # The tally's ADD is kept free after the look.
         query_deadline = deadline - SCAN_TALLY_CALL.worst_case_seconds
         try:
             result = self.inner.run_query(log_group, query, start, end, query_deadline, max_bytes=left)
-        except ScanStoppedError as exc:
-            self._count(hour, exc.scanned)
+        except RemediationError as exc:
+            self._count(hour, _scanned_before(exc, estimate, left))
             raise
         self._count(hour, result.statistics.get("bytesScanned", 0.0))
         return result
 
-    def _left(self, hour: str, log_group: str, start: datetime, end: datetime) -> float | None:
-        """What this look may scan (None: no limit); a re-check that cannot fit is skipped."""
+    def _left(self, hour: str, log_group: str, start: datetime, end: datetime) -> tuple[float, float | None]:
+        """What this look may scan and its estimate; a look that cannot run is skipped."""
         try:
             left = self.budget.bytes_per_hour - self.budget.tally.spent(hour)
         except AwsApiError as exc:
-            if self.policy.priority:
-                self.policy.problem(exc)
-                return None
             raise LookSkippedError(
-                f"scan budget: this hour's spend is unreadable ({exc.message}); a re-check waits",
+                f"scan budget: this hour's spend is unreadable ({exc.message}); the look waits, "
+                "as unknown spend is not zero",
                 resource=log_group,
             ) from None
-        if self.policy.priority:
-            return None
-        estimate = self.budget.incoming.estimate(log_group, start, end)
-        if left <= 0 or (estimate is not None and estimate > left):
-            gb = f"{(estimate or 0) / 1e9:.2f} GB" if estimate is not None else "its window"
+        ceiling = f"{self.budget.bytes_per_hour / 1e9:g} GB"
+        if left <= 0:
             raise LookSkippedError(
-                f"scan budget: {gb} would pass the {max(left, 0) / 1e9:.2f} GB left this hour "
-                f"of {self.budget.bytes_per_hour / 1e9:g} GB",
+                f"scan budget: this hour's {ceiling} are spent; the look waits for the next hour",
                 resource=log_group,
             )
-        return left
+        estimate = self.budget.incoming.estimate(log_group, start, end)
+        if not self.policy.priority and estimate is not None and estimate > left:
+            raise LookSkippedError(
+                f"scan budget: {estimate / 1e9:.2f} GB would pass the {left / 1e9:.2f} GB left this hour "
+                f"of {ceiling}",
+                resource=log_group,
+            )
+        if self.policy.priority and self.policy.alarm is not None and not self.policy.claimed:
+            self._claim(self.policy.alarm, log_group)
+            self.policy.claimed = True
+        return left, estimate
+
+    def _claim(self, alarm: str, log_group: str) -> None:
+        """At most one look per alarm per interval, whichever function and invocation asks."""
+        interval, gate = self.budget.alarm_look_interval, self.budget.gate
+        if gate is None or interval <= timedelta(0):
+            return
+        try:
+            ran = gate.claim(alarm, self.budget.clock(), interval)
+        except AwsApiError as exc:
+            raise LookSkippedError(
+                f"scan budget: could not record this look for {alarm} ({exc.message}); it waits, "
+                "as another may be running",
+                resource=log_group,
+            ) from None
+        if ran is not None:
+            minutes = interval.total_seconds() / 60
+            raise LookSkippedError(
+                f"scan budget: {alarm} flaps; its last look ran at {ran:%H:%M} UTC and it gets one "
+                f"look per {minutes:g} min (scan_budget.alarm_look_minutes), so this one is skipped",
+                resource=log_group,
+            )
 
     def _count(self, hour: str, scanned: float) -> None:
         try:
             self.budget.tally.add(hour, scanned)
         except AwsApiError as exc:
             self.policy.problem(exc)
+
+
+def _scanned_before(exc: RemediationError, estimate: float | None, left: float) -> float:
+    """What a look that ended early scanned: what its error says; unknown, its estimate (a look
+    scans at most its window), or without one (or a zero one: IncomingBytes lags) all it might."""
+    scanned = getattr(exc, "scanned", None)
+    if isinstance(scanned, int | float):
+        return float(scanned)
+    return min(estimate, left) if estimate else left
 
 
 @contextlib.contextmanager
@@ -182,12 +235,19 @@ def looking(insights: object, policy: LookPolicy) -> Iterator[None]:
         insights.policy = previous
 
 
-def budgeted(inner: CloudWatchLogsInsights, bytes_per_hour: float | None, table_name: str | None) -> Any:
+def budgeted(inner: CloudWatchLogsInsights, section: ScanBudgetSection, table_name: str | None) -> Any:
     """Logs Insights under the budget when one is configured, else as it is."""
-    if bytes_per_hour is None or table_name is None:
+    if section.bytes_per_hour is None or table_name is None:
         return inner
     return BudgetedInsights(
-        inner, ScanBudget(bytes_per_hour, DynamoDBScanTally(table_name), CloudWatchIncomingBytes())
+        inner,
+        ScanBudget(
+            section.bytes_per_hour,
+            DynamoDBScanTally(table_name),
+            CloudWatchIncomingBytes(),
+            gate=DynamoDBLookGate(table_name),
+            alarm_look_interval=timedelta(minutes=section.alarm_look_minutes),
+        ),
     )
 
 

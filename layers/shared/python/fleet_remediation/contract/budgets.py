@@ -75,17 +75,18 @@ LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_tim
 # free from the start, so the stop is sent however long the polls ran.
 LOGS_INSIGHTS_STOP = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1)
 # The scan budget's calls around each look, inside the look's own deadline: the log group's
-# IncomingBytes over the window (CloudWatch GetMetricStatistics) and the hour's tally (DynamoDB
-# GetItem) before it, the tally's atomic ADD after it. One short attempt each: an unreadable
-# estimate leaves the look to the running stop, an unreadable tally holds a re-check, an ADD that
-# may have landed is never sent again.
+# IncomingBytes over the window (CloudWatch GetMetricStatistics), the hour's tally (DynamoDB
+# GetItem) and, for an alarm's first look, its look slot (a conditional UpdateItem) before it, the
+# tally's atomic ADD after it. One short attempt each: an unreadable estimate leaves the look to the
+# running stop, an unreadable tally or slot holds the look, an ADD that may have landed is never
+# sent again.
 SCAN_ESTIMATE_READ = AwsCallBudget(
     "cloudwatch", connect_timeout_seconds=0.25, read_timeout_seconds=0.5, attempts=1
 )
 SCAN_TALLY_CALL = AwsCallBudget(
     "dynamodb", connect_timeout_seconds=0.25, read_timeout_seconds=0.5, attempts=1
 )
-SCAN_BUDGET_LOOK_SECONDS = SCAN_ESTIMATE_READ.worst_case_seconds + 2 * SCAN_TALLY_CALL.worst_case_seconds
+SCAN_BUDGET_LOOK_SECONDS = SCAN_ESTIMATE_READ.worst_case_seconds + 3 * SCAN_TALLY_CALL.worst_case_seconds
 # The shortest query deadline under which a query can start: the scan budget's calls, one call and
 # the stop kept for it.
 LOGS_INSIGHTS_QUERY_FLOOR_SECONDS = (

@@ -77,19 +77,28 @@ class TtsReachSection(StrictModel):
 
 class ScanBudgetSection(StrictModel):
     """``environments.<env>.scan_budget``: the ceiling on what the functions' Logs Insights looks at
-    the agents' logs scan in one clock hour, shared by the responder and the drainer (one tally).
+    the agents' logs scan in one clock hour, shared by the responder and the drainer of every agent
+    service of the environment (one tally).
 
-    A look is estimated before it starts (the log group's IncomingBytes over its window) and skipped
-    when it would pass what is left; a running look is stopped when its bytes scanned do. A look
-    triggered by a new ALARM (the responder's ALARM analysis, the drainer on the VAD ALARM or a
-    suspect worker) is never skipped nor stopped; it is counted. The dashboard's queries are not
-    the functions' and fall outside it."""
+    A look is estimated before it starts (the log group's IncomingBytes over its window); a re-check
+    is skipped when it would pass what is left; any look is skipped when the hour is spent or its
+    spend unreadable, and stopped when its bytes scanned pass what is left. A look a new ALARM
+    triggers (the responder's ALARM analysis, the drainer on the VAD ALARM or a suspect worker) is
+    not held back by its estimate, but an alarm gets at most one look per ``alarm_look_minutes``.
+    Every look counts, however it ends. The dashboard's queries are not the functions' and fall
+    outside it."""
 
     gb_per_hour: float = Field(
         default=10.0,
         ge=0,
         le=100_000,
         description="GB scanned per clock hour by the functions (0: no ceiling).",
+    )
+    alarm_look_minutes: int = Field(
+        default=10,
+        ge=0,
+        le=1440,
+        description="At most one look per alarm in this many minutes, however often it flaps (0: no limit).",
     )
 
     @property

@@ -12,23 +12,11 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from devkit.lambda_artifact import EXAMPLE_CONFIG, REPO_ROOT
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.naming import FunctionName
-
-# The example environment the model synthesizes: the standalone app's, from one place.
-EXAMPLE_ENVIRONMENT = "prod"
-
-
-def example_context() -> dict[str, Any]:
-    """The example environments (examples/standalone) with the feature flags the root cdk.json pins."""
-    from livekit_fleet_remediation.config import context_from_file
-    from livekit_fleet_remediation.standalone import pinned_context
-
-    return {**pinned_context(REPO_ROOT / "cdk.json"), **context_from_file(EXAMPLE_CONFIG)}
-
 
 # Tables (on demand) and queues (dead letters) have no charge of their own: their requests are
 # priced where the functions make them; a queue only takes messages when deliveries fail.
@@ -49,10 +37,11 @@ PRICED = frozenset(
     }
 )
 # No charge of their own: permissions, wiring, standard-tier parameters (standard throughput), layer
-# versions (inside Lambda's free code storage), and Amazon Q Developer in chat channels (no charge
-# of its own: what it delivers is SNS's).
+# versions (inside Lambda's free code storage), Amazon Q Developer in chat channels (no charge
+# of its own: what it delivers is SNS's), and saved Logs Insights queries (a query is billed when run).
 FREE = frozenset(
     {
+        "AWS::Logs::QueryDefinition",
         "AWS::Chatbot::CustomAction",
         "AWS::Chatbot::SlackChannelConfiguration",
         "AWS::IAM::ManagedPolicy",
@@ -79,6 +68,7 @@ class FunctionCount:
     # Invocations a month from its schedules (alarm- and event-triggered ones come from the replay).
     scheduled_per_month: float
     log_retention_days: int
+    traced: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +88,7 @@ class StackCounts:
     log_widgets: list[LogWidget] = field(default_factory=list)
     filter_series: int = 0
     keys: int = 0
+    rotating_keys: int = 0
     topics: int = 0
     email_subscriptions: int = 0
     types: frozenset[str] = frozenset()
@@ -110,16 +101,22 @@ def unpriced_types(types: Iterable[str]) -> list[str]:
     return sorted(set(types) - PRICED - FREE)
 
 
-def synthesized_template(outdir: str) -> dict[str, Any]:
+def synthesized_template(
+    env_name: str, context: dict[str, Any], outdir: str, flags_from: Path | None = None
+) -> dict[str, Any]:
+    """The environment's stack as the standalone app synthesizes it, with the feature flags of the
+    cdk.json ``flags_from`` when it exists (loads the CDK, when called: seconds)."""
     from aws_cdk.assertions import Template
 
-    from livekit_fleet_remediation.standalone import build_app
+    from livekit_fleet_remediation.standalone import build_app, pinned_context
 
-    _, stack = build_app(EXAMPLE_ENVIRONMENT, example_context(), outdir)
+    flags = pinned_context(flags_from) if flags_from is not None else {}
+    _, stack = build_app(env_name, {**flags, **context}, outdir)
     return dict(Template.from_stack(stack).to_json())
 
 
-def count_stack(template: dict[str, Any], region: str, agent_log_group: str) -> StackCounts:
+def count_stack(template: dict[str, Any], region: str, agent_log_groups: Iterable[str]) -> StackCounts:
+    """What ``template`` bills for; ``agent_log_groups``: every agent service's log group."""
     resources: dict[str, Any] = template["Resources"]
     counts = StackCounts(region=region, types=frozenset(r["Type"] for r in resources.values()))
     counts.functions = _functions(resources)
@@ -129,11 +126,14 @@ def count_stack(template: dict[str, Any], region: str, agent_log_group: str) -> 
             counts.alarm_metrics += _alarm_metrics(properties)
         elif kind == "AWS::CloudWatch::Dashboard":
             counts.dashboards += 1
-            _dashboard(counts, properties["DashboardBody"], agent_log_group)
+            _dashboard(counts, properties["DashboardBody"], frozenset(agent_log_groups))
         elif kind == "AWS::Logs::MetricFilter":
             counts.filter_series += len(properties["MetricTransformations"])
         elif kind == "AWS::SNS::Subscription" and properties.get("Protocol") == "email":
             counts.email_subscriptions += 1
+        elif kind == "AWS::KMS::Key":
+            counts.keys += 1
+            counts.rotating_keys += int(bool(properties.get("EnableKeyRotation")))
         else:
             _tally(counts, kind)
     return counts
@@ -142,7 +142,6 @@ def count_stack(template: dict[str, Any], region: str, agent_log_group: str) -> 
 def _tally(counts: StackCounts, kind: str) -> None:
     fields = {
         "AWS::CloudWatch::CompositeAlarm": "composite_alarms",
-        "AWS::KMS::Key": "keys",
         "AWS::SNS::Topic": "topics",
     }
     if kind in fields:
@@ -183,11 +182,12 @@ def _functions(resources: dict[str, Any]) -> dict[str, FunctionCount]:
             architecture=str(properties.get("Architectures", ["x86_64"])[0]),
             scheduled_per_month=per_month.get(logical_id, 0.0),
             log_retention_days=retention.get(f"/aws/lambda/{name}", 0),
+            traced=properties.get("TracingConfig", {}).get("Mode") == "Active",
         )
     return functions
 
 
-def _dashboard(counts: StackCounts, body: Any, agent_log_group: str) -> None:
+def _dashboard(counts: StackCounts, body: Any, agent_log_groups: frozenset[str]) -> None:
     """The dashboard's Logs Insights widgets (each runs its query on every load) and its time range."""
     parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
     document = json.loads("".join(p if isinstance(p, str) else _TOKEN for p in parts))
@@ -195,7 +195,8 @@ def _dashboard(counts: StackCounts, body: Any, agent_log_group: str) -> None:
     for widget in document["widgets"]:
         if widget["type"] == "log":
             query = widget["properties"]["query"]
-            counts.log_widgets.append(LogWidget(query, agent_logs=f"'{agent_log_group}'" in query))
+            agent_logs = any(f"'{group}'" in query for group in agent_log_groups)
+            counts.log_widgets.append(LogWidget(query, agent_logs=agent_logs))
 
 
 def _iso_minutes(start: str) -> int:
