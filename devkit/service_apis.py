@@ -192,6 +192,7 @@ RESOURCE_APIS: dict[str, ResourceApis] = {
         "logs:PutMetricFilter",
         {"MetricTransformations": Route("logs:PutMetricFilter", None, metric_transformations)},
     ),
+    "AWS::Logs::QueryDefinition": ResourceApis("logs:PutQueryDefinition"),
     "AWS::SNS::Subscription": ResourceApis("sns:Subscribe"),
     "AWS::SNS::Topic": ResourceApis(
         "sns:CreateTopic",
