@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.errors import ChatRequestRefusedError, RemediationError
 from fleet_remediation.core.message_model import p_value
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
@@ -20,6 +20,8 @@ from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment, assess_fleet
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
+from worker_drainer.group_events import group_event_refusal
+from worker_drainer.manual_targets import check_absent_target, check_running_target, running_target
 from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.plan_model import ManualRequest, Snapshot
 from worker_drainer.recovery import TtsEvidence
@@ -100,14 +102,17 @@ def _check_targets(
     later page's analysis still sees its failed sessions): nothing left to do, so not an error."""
     suspect, manual = parsed.suspect, parsed.manual
     reference = manual.reference if manual else None
-    if reference is not None:
+    if manual is not None and reference is not None:
         check_manual_target(reference, identity, tasks)
+        _check_manual_task(manual.action, reference.task_id, tasks, deps)
+        if manual.chat is not None and manual.action == "drain":
+            _check_no_group_event(deps)
     if suspect is None or suspect.task_id in {t.task_id for t in tasks}:
         return parsed
     stopped = _stopped_by_drainer(suspect.task_id, deps)
     evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
     if stopped is not None:
-        reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason})"
+        reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason or 'forgotten by ECS'})"
         report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
         return dataclasses.replace(parsed, suspect=None, start_new=False)
     report.candidate(
@@ -121,14 +126,34 @@ def _check_targets(
     return parsed
 
 
+def _check_manual_task(action: str, task_id: str, tasks: Sequence[EcsTask], deps: DrainerDependencies) -> None:
+    """A manual drain or undrain names a task the drainer can act on (``manual_targets``)."""
+    task = running_target(tasks, task_id)
+    if task is None:
+        check_absent_target(task_id, deps, action)
+    else:
+        check_running_target(task, TaskMarks.read(task.tags), action)
+
+
+def _check_no_group_event(deps: DrainerDependencies) -> None:
+    service = deps.settings.agent_service
+    refusal = group_event_refusal(deps.group_events, service, deps.clock())
+    if refusal is not None:
+        raise ChatRequestRefusedError(f"chat drain refused: {refusal}", resource=service)
+
+
 def _stopped_by_drainer(task_id: str, deps: DrainerDependencies) -> EcsTask | None:
-    """The task, when ECS still describes it as a stopped task of our service that the drainer
-    stopped; None otherwise, or when that cannot be read (the event is then refused as before)."""
+    """The task, when ECS describes it as a stopped task of our service that the drainer stopped, or
+    no longer describes it; None otherwise, or when that cannot be read (the event is refused)."""
     try:
         task = deps.ecs.describe_task(task_id)
     except RemediationError:
         return None
-    if task is None or task.running or task.group != f"service:{deps.settings.ecs_service}":
+    if task is None:
+        # ECS forgets a stopped task after about an hour: the responder saw it in our service's
+        # logs (the door checked the event), so it is gone, and there is nothing left to do.
+        return EcsTask(arn=task_id, last_status="STOPPED", desired_status="STOPPED", group="")
+    if task.running or task.group != f"service:{deps.settings.ecs_service}":
         return None
     return task if task.stopped_reason.startswith(STOP_REASON_PREFIX) else None
 

@@ -17,6 +17,7 @@ one incident — the alarm transition, the responder, the drainer, the resolutio
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -249,7 +250,7 @@ def drainer_invoke_command(
     environment: str, service: str, action: str, task_id: str, region: str | None = None
 ) -> str:
     """The CLI line (AWS CLI v2) that asks the service's drainer to ``drain`` or ``undrain`` one task."""
-    payload = chat_actions.drainer_payload(action, task_id)
+    payload = json.dumps({"action": action, "task": task_id, "dry_run": False}, separators=(",", ":"))
     return (
         f"aws lambda invoke{_region_option(region)} "
         f"--function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER, service)} "
@@ -258,14 +259,20 @@ def drainer_invoke_command(
 
 
 def drainer_undo(
-    label: str, environment: str, service: str, action: str, task_id: str, region: str | None = None
+    label: str,
+    environment: str,
+    service: str,
+    action: chat_actions.ChatDrainerAction,
+    task_id: str,
+    region: str | None = None,
 ) -> Undo:
-    """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line and the chat button."""
+    """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line, and the chat
+    button's request (its token is issued when the message is sent)."""
     drain = " --drain" if action == "drain" else ""
     return Undo(
         label=label,
         command=drainer_invoke_command(environment, service, action, task_id, region),
-        button=chat_actions.drainer_button(action, task_id, service),
+        chat=chat_actions.ChatTokenRequest(action=action, task_id=task_id, agent_service=service),
         short=f"lkfr undo --env {environment} --service {service} --task {task_id}{drain}"
         f"{_region_option(region)}",
     )
