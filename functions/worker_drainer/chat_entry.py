@@ -135,7 +135,9 @@ def check_token(request: ChatRequest, service: str, record: ChatToken, now: date
     """The record allows exactly this request: its action, its service, unexpired and unused."""
     token = record.token
     if record.action != request.action:
-        raise _refused(token, f"it was issued to {record.action}, not to {request.action}", "press its own button")
+        raise _refused(
+            token, f"it was issued to {record.action}, not to {request.action}", "press its own button"
+        )
     if record.agent_service != service:
         raise _refused(
             token,

@@ -9,9 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.core.chat_actions import TOKEN_PATTERN
 from fleet_remediation.contract.naming import tts_reach_alarm_name, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.core.chat_actions import TOKEN_PATTERN
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (

@@ -20,9 +20,9 @@ from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.attribution import FleetAssessment, assess_fleet
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
+from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.group_events import group_event_refusal
 from worker_drainer.manual_targets import check_absent_target, check_running_target, running_target
-from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.plan_model import ManualRequest, Snapshot
 from worker_drainer.recovery import TtsEvidence
 from worker_drainer.tags import STOP_REASON_PREFIX, Cause, State, TaskMarks, marks_of
@@ -112,7 +112,9 @@ def _check_targets(
     stopped = _stopped_by_drainer(suspect.task_id, deps)
     evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
     if stopped is not None:
-        reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason or 'forgotten by ECS'})"
+        reason = (
+            f"suspect worker already stopped by the drainer ({stopped.stopped_reason or 'forgotten by ECS'})"
+        )
         report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
         return dataclasses.replace(parsed, suspect=None, start_new=False)
     report.candidate(
@@ -126,7 +128,9 @@ def _check_targets(
     return parsed
 
 
-def _check_manual_task(action: str, task_id: str, tasks: Sequence[EcsTask], deps: DrainerDependencies) -> None:
+def _check_manual_task(
+    action: str, task_id: str, tasks: Sequence[EcsTask], deps: DrainerDependencies
+) -> None:
     """A manual drain or undrain names a task the drainer can act on (``manual_targets``)."""
     task = running_target(tasks, task_id)
     if task is None:

@@ -189,7 +189,7 @@ class ChatRequest:
 
 def _refuse(why: str) -> InvalidEventError:
     return InvalidEventError(
-        f"chat request refused: {why}. The chat channel can only send {{\"u\": TOKEN}} (undrain), "
+        f'chat request refused: {why}. The chat channel can only send {{"u": TOKEN}} (undrain), '
         f'{{"d": TOKEN}} (drain again) with a token from a message, or {{"o": r|t|w}} (turn a '
         "function off); it can never enforce, plan, run for real or name a task: use lkfr or the "
         "e-mail's command for those"
