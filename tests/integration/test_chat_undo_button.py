@@ -228,7 +228,7 @@ def test_a_crafted_notification_cannot_bend_the_button(world: DrainerWorld, chat
     context["undrain_token"] = bent.format(token=context["undrain_token"])
     command = buttons(notification, custom_actions(ENV))["Undrain the drained task"]
     try:
-        function, payload = invocation(command)
+        _, payload = invocation(command)
     except ValueError:
         return  # not JSON (json.JSONDecodeError is a ValueError): Lambda refuses it, nothing runs
     report = chat.send(payload)
