@@ -112,9 +112,8 @@ def _check_targets(
     stopped = _stopped_by_drainer(suspect.task_id, deps)
     evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
     if stopped is not None:
-        reason = (
-            f"suspect worker already stopped by the drainer ({stopped.stopped_reason or 'forgotten by ECS'})"
-        )
+        how = stopped.stopped_reason or "ECS no longer describes it"
+        reason = f"suspect worker already stopped by the drainer ({how})"
         report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
         return dataclasses.replace(parsed, suspect=None, start_new=False)
     report.candidate(
