@@ -18,8 +18,6 @@ from fleet_remediation.core.errors import RemediationError, aws_api_errors
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-GROUP_EVENT_READ_ACTIONS = ("dynamodb:GetItem",)
-
 
 class GroupEvents(Protocol):
     def current(self, now: datetime) -> str | None:
@@ -38,13 +36,17 @@ class LedgerGroupEvents:
         self._client = guard_side_effects(client) if client else aws_client(LEDGER_CALL)
 
     def current(self, now: datetime) -> str | None:
+        # A Query, as the drainer's other ledger reads: its role is granted Query, not GetItem.
+        key = _key(self.service)
         with aws_api_errors("DynamoDB group event read", self.service):
-            item = self._client.get_item(
-                TableName=self.table_name, Key=_key(self.service), ConsistentRead=True
-            ).get("Item")
-        if item is None or int(item["expires_at"]["N"]) <= int(now.timestamp()):
-            return None
-        return item["group"]["S"]
+            items = self._client.query(
+                TableName=self.table_name,
+                KeyConditionExpression="pk = :pk AND sk = :sk",
+                ExpressionAttributeValues={":pk": key["pk"], ":sk": key["sk"]},
+                ConsistentRead=True,
+            ).get("Items", [])
+        live = [item for item in items if int(item["expires_at"]["N"]) > int(now.timestamp())]
+        return live[0]["group"]["S"] if live else None
 
     def record_group_event(self, group: str, expires_at: datetime) -> None:
         """What the group-aware detection writes while a group event lasts."""

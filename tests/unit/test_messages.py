@@ -211,7 +211,8 @@ def test_the_undo_buttons_read_their_values_from_the_additional_context() -> Non
         messages.stop_function_undo("prod", FunctionName.WORKER_DRAINER, "eu-west-1"),
     ]
     # A drainer undo asks for a token button; only the sender, once it recorded the token, shows it.
-    assert undo[0].chat is not None and undo[0].button is None
+    assert undo[0].chat is not None
+    assert undo[0].button is None
     assert undo[0].chat.label == "Undrain task 2789d238 (outbound)"
     context = messages.render_chat(notification(undo=undo))["metadata"]["additionalContext"]
     assert "undrain_token" not in context

@@ -158,16 +158,7 @@ class ChatEntryPoint(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         name = chat_actions.chat_entry_function_name(env_name)
-        log_group_name = f"/aws/lambda/{name}"
-        key.allow_log_group("ChatEntryLogs", log_group_name)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=log_group_name,
-            retention=log_retention(log_retention_days),
-            encryption_key=key.key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.log_group = self._log_group(key, name, log_retention_days)
         self.role = iam.Role(
             self,
             "Role",
@@ -175,17 +166,6 @@ class ChatEntryPoint(Construct):
             description=f"{name}: read and claim button tokens, forward to the drainers, switch off",
         )
         switches = {function: kill_switch.function_parameter_name(function) for function in FunctionName}
-        settings = {
-            "environment_name": env_name,
-            "services": {
-                service: {
-                    "ledger_table_name": parts.ledger.table_name,
-                    "drainer_function_name": parts.drainer.function_name,
-                }
-                for service, parts in services.items()
-            },
-            "switches": {function.value: parameter for function, parameter in switches.items()},
-        }
         self.function = lambda_.Function(
             self,
             "Function",
@@ -207,11 +187,23 @@ class ChatEntryPoint(Construct):
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 "ENVIRONMENT_NAME": env_name,
-                SETTINGS_VARIABLE: stack.to_json_string(settings),
+                SETTINGS_VARIABLE: stack.to_json_string(_settings(env_name, services, switches)),
             },
         )
         for statement in self._statements(stack, services, list(switches.values())):
             self.role.add_to_policy(statement)
+
+    def _log_group(self, key: StackKey, name: str, retention_days: int) -> logs.LogGroup:
+        log_group_name = f"/aws/lambda/{name}"
+        key.allow_log_group("ChatEntryLogs", log_group_name)
+        return logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=log_group_name,
+            retention=log_retention(retention_days),
+            encryption_key=key.key,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
 
     def _statements(
         self, stack: Stack, services: Mapping[str, ChatService], switches: Sequence[str]
@@ -249,3 +241,20 @@ class ChatEntryPoint(Construct):
                 },
             ),
         ]
+
+
+def _settings(
+    env_name: str, services: Mapping[str, ChatService], switches: Mapping[FunctionName, str]
+) -> dict[str, object]:
+    """``worker_drainer.chat_entry.ChatEntrySettings``, as the function reads it at cold start."""
+    return {
+        "environment_name": env_name,
+        "services": {
+            service: {
+                "ledger_table_name": parts.ledger.table_name,
+                "drainer_function_name": parts.drainer.function_name,
+            }
+            for service, parts in services.items()
+        },
+        "switches": {function.value: parameter for function, parameter in switches.items()},
+    }
