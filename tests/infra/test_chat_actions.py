@@ -24,6 +24,7 @@ from tests.infra.conftest import Synthesized, cfn_lint
 Match = assertions.Match
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "on-call-from-a-phone.md"
 ENTRY_POINT = "lkfr-prod-chat"
+DRAINER = "lkfr-prod-agents-worker-drainer"
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,9 @@ def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only
     by_action = {json.dumps(s["Action"]): s for s in statements}
     tokens = by_action['["dynamodb:GetItem", "dynamodb:UpdateItem"]']
     assert tokens["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["chat#*"]}}
-    assert "worker-drainer" in json.dumps(by_action['"lambda:InvokeFunction"']["Resource"])
+    functions = prod.template.find_resources("AWS::Lambda::Function")
+    (drainer,) = [k for k, f in functions.items() if f["Properties"].get("FunctionName") == DRAINER]
+    assert by_action['"lambda:InvokeFunction"']["Resource"] == {"Fn::GetAtt": [drainer, "Arn"]}
     switches = json.dumps(by_action['"ssm:PutParameter"']["Resource"])
     for slug in ("zombie-reaper", "tts-reach-alarm", "worker-drainer"):
         assert f"parameter/livekit-fleet-remediation/prod/{slug}/mode" in switches
