@@ -180,7 +180,8 @@ def test_the_undrain_button_undrains_the_named_task_and_is_told_in_its_thread(
         "Undrain the drained task",
         "Turn the worker drainers off",
     }
-    assert f"task {task}" in " ".join(notification["content"]["nextSteps"])
+    first_step = notification["content"]["nextSteps"][0]
+    assert first_step.startswith(f'Undrain task {task} (agents): button "Undrain the drained task". ')
     report = press(chat, notification, "Undrain the drained task")
     assert report["status"] == "ok", report
     assert [(a["resource"], a["action"], a["outcome"]) for a in report["actions"]] == [

@@ -149,12 +149,18 @@ def _chat_context(note: Notification) -> dict[str, str]:
     return context
 
 
+def _next_step(undo: Undo) -> str:
+    """An undo in chat: its command; with a token button, first what the button does, exactly."""
+    step = f"{undo.label}: `{undo.command}`" + (f" (or `{undo.short}`)" if undo.short else "")
+    if undo.chat is None or not undo.button:
+        return step
+    button = chat_actions.BUTTON_TEXT[undo.chat.action]
+    return f'{undo.chat.label}: button "{button}". {step}'
+
+
 def render_chat(note: Notification) -> dict[str, Any]:
     """The Amazon Q Developer in chat applications custom notification (schema version 1.0)."""
-    next_steps = [
-        f"{undo.label}: `{undo.command}`" + (f" (or `{undo.short}`)" if undo.short else "")
-        for undo in note.undo
-    ]
+    next_steps = [_next_step(undo) for undo in note.undo]
     next_steps += [_chat_link(link) for link in note.links if link.label.startswith("Runbook")]
     return {
         "version": "1.0",
