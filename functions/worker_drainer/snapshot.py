@@ -112,8 +112,7 @@ def _check_targets(
     stopped = _stopped_by_drainer(suspect.task_id, deps)
     evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
     if stopped is not None:
-        how = stopped.stopped_reason or "ECS no longer describes it"
-        reason = f"suspect worker already stopped by the drainer ({how})"
+        reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason})"
         report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
         return dataclasses.replace(parsed, suspect=None, start_new=False)
     report.candidate(
@@ -146,17 +145,13 @@ def _check_no_group_event(deps: DrainerDependencies) -> None:
 
 
 def _stopped_by_drainer(task_id: str, deps: DrainerDependencies) -> EcsTask | None:
-    """The task, when ECS describes it as a stopped task of our service that the drainer stopped, or
-    no longer describes it; None otherwise, or when that cannot be read (the event is refused)."""
+    """The task, when ECS still describes it as a stopped task of our service that the drainer
+    stopped; None otherwise, or when that cannot be read (the event is then refused as before)."""
     try:
         task = deps.ecs.describe_task(task_id)
     except RemediationError:
         return None
-    if task is None:
-        # ECS forgets a stopped task after about an hour: the responder saw it in our service's
-        # logs (the door checked the event), so it is gone, and there is nothing left to do.
-        return EcsTask(arn=task_id, last_status="STOPPED", desired_status="STOPPED", group="")
-    if task.running or task.group != f"service:{deps.settings.ecs_service}":
+    if task is None or task.running or task.group != f"service:{deps.settings.ecs_service}":
         return None
     return task if task.stopped_reason.startswith(STOP_REASON_PREFIX) else None
 

@@ -102,7 +102,6 @@ DRAINER_SCENARIOS: dict[str, Callable[[DrainerWorld, str], Any]] = {
         _stop(w, w.task_ids[1], f"{STOP_REASON_PREFIX}drained: no active jobs"),
         _manual(a, w.task_ids[1]) if a in ("drain", "undrain") else suspect_event(w.task_ids[1], w.now),
     )[1],
-    "a task ECS no longer describes": lambda w, a: suspect_event("e" * 32, w.now),
 }
 
 RESPONDER_WINDOW_ENDS: dict[str, Callable[[datetime], str]] = {

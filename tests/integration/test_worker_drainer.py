@@ -324,15 +324,12 @@ def test_a_suspect_worker_event_cordons_that_worker_without_a_vad_outlier(world:
     assert world.tags(suspect)[STATE_TAG] == "draining"
 
 
-def test_a_suspect_worker_ecs_no_longer_knows_is_a_quiet_no_op(world: DrainerWorld) -> None:
-    """ECS forgets a stopped task after about an hour; the responder saw it in our service's logs (the
-    door checked the event), so it is gone: nothing to do, and nothing failed."""
+def test_a_suspect_worker_that_is_not_running_is_reported_and_nothing_changes(world: DrainerWorld) -> None:
     desired = world.desired_count()
     report = world.invoke(suspect_event("0123456789abcdef0123456789abcdef", world.now))
     skipped = next(c for c in report["candidates"] if c["resource"] == "0123456789abcdef0123456789abcdef")
     assert skipped["decision"] == "skip"
-    assert "ECS no longer describes it" in skipped["reason"]
-    assert report["status"] == "ok", report["errors"]
+    assert "not a RUNNING task" in skipped["reason"]
     assert report["actions"] == []
     assert world.desired_count() == desired
     assert all(STATE_TAG not in world.tags(task_id) for task_id in world.task_ids)
