@@ -33,6 +33,7 @@ from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core.announce import ActionEventSink, action_events, announce
 from fleet_remediation.core.chat_actions import ChatRequest, parse_chat_request
 from fleet_remediation.core.errors import (
+    AwsApiError,
     ChatRequestRefusedError,
     ConcurrentActionError,
     InvalidEventError,
@@ -174,7 +175,9 @@ def forward(request: ChatRequest, deps: ChatEntryDependencies, report: ReportBui
     try:
         deps.invoker.send(drainer, payload)
     except RemediationError as exc:
-        report.action(record.task_id, f"chat-{record.action}", Outcome.FAILED, reason, error=exc)
+        # The token stays used: a forward that may have started the run is never sent twice.
+        outcome = Outcome.UNKNOWN if isinstance(exc, AwsApiError) and exc.unknown else Outcome.FAILED
+        report.action(record.task_id, f"chat-{record.action}", outcome, reason, error=exc)
         raise
     report.action(record.task_id, f"chat-{record.action}", Outcome.DONE, reason)
     report.summary["reply"] = (

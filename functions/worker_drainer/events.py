@@ -34,7 +34,7 @@ class ChatOrigin(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     token: str = Field(pattern=TOKEN_PATTERN)
-    incident: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9:._#/-]+$")
+    incident: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9+=._:/@#-]+$")
 
 
 class DrainerManualEvent(ManualEvent):
