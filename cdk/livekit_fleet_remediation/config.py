@@ -33,6 +33,7 @@ from fleet_remediation.contract.sections import (
     ScanBudgetSection,
     TtsReachSection,
 )
+from fleet_remediation.core.chat_actions import command_length_problem
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -216,7 +217,12 @@ def environment_names(context: dict[str, Any] | None) -> list[str]:
 
 def check_name_lengths(env_name: str, config: EnvironmentConfig, path: str) -> None:
     """Each service's resources carry the environment's and the service's names: say which to
-    shorten when a name would pass an AWS limit (a Lambda function name is at most 64 characters)."""
+    shorten when a name would pass an AWS limit (a Lambda function name is at most 64 characters, a
+    chat button's command at most 100)."""
+    chat = config.notifications.chat
+    problem = command_length_problem(env_name, config.region) if chat and chat.slack else None
+    if problem:
+        raise ConfigError(f"{path}notifications.chat.slack: {problem}")
     for index, service in enumerate(config.agent_services):
         too_long = names_too_long(env_name, service.name)
         if too_long:

@@ -15,6 +15,7 @@ from constructs import Construct
 from fleet_remediation.contract.naming import FunctionName
 from livekit_fleet_remediation.config import EnvironmentConfig, check_name_lengths
 from livekit_fleet_remediation.constructs.agent_service import AgentServiceRemediation, FunctionInputs
+from livekit_fleet_remediation.constructs.chat_actions import ChatService
 from livekit_fleet_remediation.constructs.dashboard import FleetDashboard
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
@@ -146,6 +147,18 @@ class FleetRemediation(Construct):
                 livekit_secret=self.livekit_secret,
                 agent_log_group=log_groups.get(service.name),
                 scan_tally=self.scan_tally,
+            )
+        chat = self.notifications.chat_actions
+        if chat is not None:
+            chat.add_entry_point(
+                layers=self.layers,
+                key=self.key,
+                kill_switch=self.kill_switch,
+                services={
+                    name: ChatService(s.worker_drainer.ledger, s.worker_drainer.function)
+                    for name, s in self.services.items()
+                },
+                log_retention_days=config.log_retention_days,
             )
         self.functions: dict[str, lambda_.Function] = {
             function.function_name: function

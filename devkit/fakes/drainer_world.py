@@ -33,11 +33,13 @@ from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer import handler
+from worker_drainer.adapters.chat_tokens import DynamoChatTokens
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTask, ecs_client_config
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe
 from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.group_events import LedgerGroupEvents
 
 CLUSTER = "agents"
 SERVICE = "agent-svc"
@@ -215,6 +217,8 @@ class DrainerWorld:
             # moto's CloudWatch: a test puts the VAD alarm and sets its state.
             alarm_states=CloudWatchAlarmStates(boto3.client("cloudwatch")),
             clock=clock or (lambda: self.now),
+            chat_tokens=DynamoChatTokens(TABLE, client=dynamodb_client),
+            group_events=LedgerGroupEvents(TABLE, settings.agent_service, client=dynamodb_client),
         )
 
     def invoke(

@@ -13,7 +13,8 @@ from pydantic import Field, StrictInt
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.core.door import Door, EventTime
+from fleet_remediation.core.door import Door, EventTime, UntrustedEventError
+from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (
     AlarmRoute,
@@ -28,6 +29,8 @@ from fleet_remediation.core.routing import (
 # Alarms are evaluated after their minutes close and logs arrive late: the window reaches back further.
 WINDOW_SLACK_MINUTES = 2
 HANDLED_STATES = ("ALARM", "OK")
+# How far back a manual analysis may look; an older incident is for ``lkfr replay``.
+MANUAL_WINDOW_MAX_AGE = timedelta(days=14)
 
 
 class TtsReachManualEvent(ManualEvent):
@@ -84,7 +87,21 @@ def responder_router(settings: TtsReachSettings) -> Router[TtsReachManualEvent]:
 
 def parse_transition(event: Any, settings: TtsReachSettings, door: Door) -> tuple[Trigger, Transition]:
     routed = responder_router(settings).route(event, door)
+    if routed.manual is not None and routed.manual.window_end is not None:
+        check_window_end(routed.manual.window_end, door)
     return routed.trigger, transition_of(routed, settings, door.now)
+
+
+def check_window_end(window_end: datetime, door: Door) -> None:
+    """A manual ``window_end`` within the door's bounds: not in the future beyond the clock skew,
+    not older than ``MANUAL_WINDOW_MAX_AGE``."""
+    try:
+        door.check_time("window_end", window_end, int(MANUAL_WINDOW_MAX_AGE.total_seconds()))
+    except UntrustedEventError as exc:
+        raise InvalidEventError(
+            f"{exc}: give a window_end within the last {MANUAL_WINDOW_MAX_AGE.days} days and not in the "
+            "future, or leave it out for now (older logs: lkfr replay over exported logs)"
+        ) from None
 
 
 def transition_of(routed: Routed[Any], settings: TtsReachSettings, now: datetime) -> Transition:

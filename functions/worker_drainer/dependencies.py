@@ -19,11 +19,13 @@ from fleet_remediation.contract.settings import DrainerSettings, settings_from_e
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.announce import ActionEventSink
 from fleet_remediation.core.kill_switch import ModeSwitch
+from worker_drainer.adapters.chat_tokens import ChatTokenStore, DynamoChatTokens
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks, EcsTaskService
 from worker_drainer.adapters.ledger import DynamoLedger, Ledger
 from worker_drainer.adapters.outbox import DynamoOutbox, NotificationOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, WorkerLogs
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
+from worker_drainer.group_events import GroupEvents, LedgerGroupEvents
 
 
 @dataclass
@@ -47,6 +49,9 @@ class DrainerDependencies(NotifyingDependencies):
 
     # Where each action and refusal is announced (None: nowhere, e.g. the replay).
     action_events: ActionEventSink | None = None
+    # The chat buttons' tokens (None: no chat buttons) and the group events a chat drain waits out.
+    chat_tokens: ChatTokenStore | None = None
+    group_events: GroupEvents | None = None
 
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
@@ -84,4 +89,6 @@ class DrainerDependencies(NotifyingDependencies):
                 settings.drainer.livekit_request_timeout_seconds,
             ),
             alarm_states=CloudWatchAlarmStates(),
+            chat_tokens=DynamoChatTokens(settings.ledger_table_name) if settings.chat_topic_arn else None,
+            group_events=LedgerGroupEvents(settings.ledger_table_name, settings.agent_service),
         )

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import tts_reach_alarm_name, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
+from fleet_remediation.core.chat_actions import TOKEN_PATTERN
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.report_model import Trigger
 from fleet_remediation.core.routing import (
@@ -26,12 +27,23 @@ from fleet_remediation.core.suspect_route import SuspectExpectations, SuspectWor
 from worker_drainer.validation import TaskReference, parse_task_reference
 
 
+class ChatOrigin(BaseModel):
+    """A manual event the chat entry point sent for a pressed button: its token and the incident of
+    the message that carried it (the run threads under it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str = Field(pattern=TOKEN_PATTERN)
+    incident: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9+=._:/@#-]+$")
+
+
 class DrainerManualEvent(ManualEvent):
     """Strict: ``"dry_run": "false"`` (or 0, or "no") is an error, never an enforce."""
 
     dry_run: StrictBool = True
     action: Literal["plan", "drain", "undrain"] = "plan"
     task: str | None = Field(default=None, max_length=256)
+    chat: ChatOrigin | None = None
 
     @field_validator("task")
     @classmethod
@@ -50,6 +62,8 @@ class DrainerManualEvent(ManualEvent):
             raise ValueError(f"action '{self.action}' needs 'task' (a task id or ARN)")
         if self.action == "plan" and self.task:
             raise ValueError("action 'plan' takes no 'task'")
+        if self.chat is not None and (self.action == "plan" or self.dry_run):
+            raise ValueError("a chat request only drains or undrains, for real")
         return self
 
 

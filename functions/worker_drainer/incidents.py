@@ -33,6 +33,8 @@ def trigger_incident(parsed: DrainerTrigger, environment: str, service: str, now
         )
     elif alarm is not None:
         found = incidents.transition_incident_id(environment, alarm)
+    elif parsed.manual is not None and parsed.manual.chat is not None:
+        found = parsed.manual.chat.incident
     else:
         scheduled = parsed.trigger.detail.get("time")
         moment = datetime.fromisoformat(scheduled) if parsed.manual is None and scheduled else now

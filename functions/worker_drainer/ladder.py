@@ -30,6 +30,8 @@ from worker_drainer.tags import Cause, State, TaskMarks
 
 __all__ = ["LadderPlan", "ManualRequest", "PlannedStep", "Snapshot", "Step", "plan_ladder"]
 EXCLUDED = f"excluded by the tag {EXCLUDE_TAG}=true: never touched"
+# A manual target that is not running reaches the ladder only once the drainer stopped it.
+ALREADY_STOPPED = "already stopped by the drainer: nothing left to do"
 
 
 @dataclass(frozen=True)
@@ -197,8 +199,7 @@ def plan_ladder(snapshot: Snapshot, policy: DrainerPolicy) -> LadderPlan:
     running_ids = {t.task_id for t in snapshot.tasks}
     manual = snapshot.manual
     if manual is not None and manual.task_id is not None and manual.task_id not in running_ids:
-        reason = "not a RUNNING task of the service"
-        steps.append(PlannedStep(manual.task_id, manual.task_id, Step.SKIP, reason, State.HEALTHY))
+        steps.append(PlannedStep(manual.task_id, manual.task_id, Step.SKIP, ALREADY_STOPPED, State.HEALTHY))
     # Existing ladders first: they hold guardrail budget the new ones must respect.
     for task in sorted(snapshot.tasks, key=lambda t: marks[t.task_id].state is State.HEALTHY):
         proposal = _propose(task, marks[task.task_id], snapshot, policy)

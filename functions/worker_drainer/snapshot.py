@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail
-from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.errors import ChatRequestRefusedError, RemediationError
 from fleet_remediation.core.message_model import p_value
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
@@ -21,6 +21,8 @@ from worker_drainer.attribution import FleetAssessment, assess_fleet
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
 from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
+from worker_drainer.group_events import group_event_refusal
+from worker_drainer.manual_targets import check_absent_target, check_running_target, running_target
 from worker_drainer.plan_model import ManualRequest, Snapshot
 from worker_drainer.recovery import TtsEvidence
 from worker_drainer.tags import STOP_REASON_PREFIX, Cause, State, TaskMarks, marks_of
@@ -100,8 +102,11 @@ def _check_targets(
     later page's analysis still sees its failed sessions): nothing left to do, so not an error."""
     suspect, manual = parsed.suspect, parsed.manual
     reference = manual.reference if manual else None
-    if reference is not None:
+    if manual is not None and reference is not None:
         check_manual_target(reference, identity, tasks)
+        _check_manual_task(manual.action, reference.task_id, tasks, deps)
+        if manual.chat is not None and manual.action == "drain":
+            _check_no_group_event(deps)
     if suspect is None or suspect.task_id in {t.task_id for t in tasks}:
         return parsed
     stopped = _stopped_by_drainer(suspect.task_id, deps)
@@ -119,6 +124,24 @@ def _check_targets(
     )
     validate_suspect_running(suspect, tasks, deps.settings.ecs_service)
     return parsed
+
+
+def _check_manual_task(
+    action: str, task_id: str, tasks: Sequence[EcsTask], deps: DrainerDependencies
+) -> None:
+    """A manual drain or undrain names a task the drainer can act on (``manual_targets``)."""
+    task = running_target(tasks, task_id)
+    if task is None:
+        check_absent_target(task_id, deps, action)
+    else:
+        check_running_target(task, TaskMarks.read(task.tags), action)
+
+
+def _check_no_group_event(deps: DrainerDependencies) -> None:
+    service = deps.settings.agent_service
+    refusal = group_event_refusal(deps.group_events, service, deps.clock())
+    if refusal is not None:
+        raise ChatRequestRefusedError(f"chat drain refused: {refusal}", resource=service)
 
 
 def _stopped_by_drainer(task_id: str, deps: DrainerDependencies) -> EcsTask | None:

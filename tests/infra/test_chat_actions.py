@@ -1,18 +1,30 @@
-"""The example environment with a chat channel (cdk.json ``prod``): its custom actions, the
-channel's guardrail and role (exactly the undo commands, nothing else), cfn-lint and cdk-nag."""
+"""The example environment with a chat channel (``prod``): its custom actions (commands that fit
+the chat API and carry only a token), the channel's guardrail and role (invoke the chat entry point,
+nothing else), the entry point's own role, the docs page kept true against the template, the
+synth-time length check, cfn-lint and cdk-nag."""
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk import assertions
 
+from fleet_remediation.core import chat_actions
+from livekit_fleet_remediation.config import ConfigError, load_environment
+from livekit_fleet_remediation.constructs.chat_actions import chat_entry_seconds
+from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized, cfn_lint
 
 Match = assertions.Match
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "on-call-from-a-phone.md"
+ENTRY_POINT = "lkfr-prod-chat"
+DRAINER = "lkfr-prod-agents-worker-drainer"
 
 
 @pytest.fixture(scope="module")
@@ -20,61 +32,151 @@ def prod(synth: Callable[..., Synthesized]) -> Synthesized:
     return synth("prod")
 
 
-def _region(prod: Synthesized) -> str:
-    return str(prod.stack.region)
-
-
-def test_three_custom_actions_named_and_attached_for_the_environment_only(prod: Synthesized) -> None:
-    actions = {
+def _actions(prod: Synthesized) -> dict[str, dict[str, Any]]:
+    return {
         a["Properties"]["ActionName"]: a["Properties"]
         for a in prod.template.find_resources("AWS::Chatbot::CustomAction").values()
     }
-    assert sorted(actions) == ["lkfr-prod-drain", "lkfr-prod-switch-off", "lkfr-prod-undrain"]
-    for action in actions.values():
+
+
+def test_every_button_invokes_the_entry_point_with_a_token_or_a_fixed_code_within_100_chars(
+    prod: Synthesized,
+) -> None:
+    actions = _actions(prod)
+    assert sorted(actions) == [
+        "lkfr-prod-drain",
+        "lkfr-prod-off-tts-reach-alarm",
+        "lkfr-prod-off-worker-drainer",
+        "lkfr-prod-off-zombie-reaper",
+        "lkfr-prod-undrain",
+    ]
+    region = str(prod.stack.region)
+    for name, action in actions.items():
+        command = action["Definition"]["CommandText"]
+        assert len(command) <= chat_actions.COMMAND_TEXT_MAX_CHARS, (name, len(command))
+        assert command.startswith(f"aws lambda invoke --function-name {ENTRY_POINT} --region {region} ")
         (attachment,) = action["Attachments"]
         assert attachment["NotificationType"] == "Custom"
-        assert len(attachment["Variables"]) <= 5
-        assert all(
-            v.startswith("event.metadata.additionalContext.") for v in attachment["Variables"].values()
-        )
         assert {"VariableName": "environment", "Operator": "EQUALS", "Value": "prod"} in attachment[
             "Criteria"
         ]
-        assert f"--region {_region(prod)}" in action["Definition"]["CommandText"]
-    undrain = actions["lkfr-prod-undrain"]["Definition"]["CommandText"]
-    # The message names its agent service: the button invokes that service's drainer.
-    assert "--function-name lkfr-prod-$agent_service-worker-drainer" in undrain
-    assert '{"action":"undrain","task":"$undo_task","dry_run":false}' in undrain
+        # The only variable a command reads is the token, and a quote ends its name.
+        assert set(re.findall(r"\$(\w+)", command)) <= {"t"}
+        assert "$t" not in command or '"$t"' in command
+    assert actions["lkfr-prod-undrain"]["Definition"]["CommandText"].endswith("""--payload '{"u":"$t"}'""")
+    assert actions["lkfr-prod-undrain"]["Attachments"][0]["Variables"]["t"] == (
+        "event.metadata.additionalContext.undrain_token"
+    )
+    assert actions["lkfr-prod-drain"]["Attachments"][0]["Variables"]["t"] == (
+        "event.metadata.additionalContext.drain_token"
+    )
+    assert actions["lkfr-prod-off-worker-drainer"]["Definition"]["CommandText"].endswith(
+        """--payload '{"o":"w"}'"""
+    )
 
 
-def _statements(policy: dict[str, Any]) -> list[tuple[Any, str]]:
-    return [
-        (s["Action"], json.dumps(s["Resource"]))
-        for s in policy["Properties"]["PolicyDocument"]["Statement"]
-        if s["Effect"] == "Allow"
-    ]
+def _allowed(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
 
 
-def test_the_channel_guardrail_and_role_allow_only_the_undo_commands(prod: Synthesized) -> None:
+def test_the_channel_may_invoke_the_chat_entry_point_and_nothing_else(prod: Synthesized) -> None:
     (channel,) = prod.template.find_resources("AWS::Chatbot::SlackChannelConfiguration").values()
     properties = channel["Properties"]
     (guardrail,) = properties["GuardrailPolicies"]
-    policies = prod.template.find_resources("AWS::IAM::ManagedPolicy")
-    policy = policies[guardrail["Ref"]]
-    allowed = _statements(policy)
-    assert [action for action, _ in allowed] == ["lambda:InvokeFunction", "ssm:PutParameter"]
-    assert "function:lkfr-prod-agents-worker-drainer" in allowed[0][1]
-    for slug in ("zombie-reaper", "tts-reach-alarm", "worker-drainer"):
-        assert f"parameter/livekit-fleet-remediation/prod/{slug}/mode" in allowed[1][1]
-    assert "*" not in allowed[0][1] + allowed[1][1]
+    policy = prod.template.find_resources("AWS::IAM::ManagedPolicy")[guardrail["Ref"]]["Properties"]
+    (statement,) = _allowed(policy)
+    assert statement["Action"] == "lambda:InvokeFunction"
+    stack = prod.stack
+    assert statement["Resource"] == f"arn:aws:lambda:{stack.region}:{stack.account}:function:{ENTRY_POINT}"
     role = prod.template.find_resources("AWS::IAM::Role")[properties["IamRoleArn"]["Fn::GetAtt"][0]]
     assert role["Properties"]["ManagedPolicyArns"] == [{"Ref": guardrail["Ref"]}]
     assert "Policies" not in role["Properties"]
-    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
-        "Service": "chatbot.amazonaws.com"
-    }
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "chatbot.amazonaws.com"}
+    assert "Condition" not in trust  # AWS does not document a source key the chat service sends
+    no_role_policy = [
+        p
+        for p in prod.template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": properties["IamRoleArn"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]
+    ]
+    assert no_role_policy == []
     actions = prod.template.find_resources("AWS::Chatbot::CustomAction")
     assert sorted(arn["Fn::GetAtt"][0] for arn in properties["CustomizationResourceArns"]) == sorted(actions)
+
+
+def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only_switches(
+    prod: Synthesized,
+) -> None:
+    (function,) = [
+        f
+        for f in prod.template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("FunctionName") == ENTRY_POINT
+    ]
+    assert function["Properties"]["Handler"] == "worker_drainer.chat_handler.lambda_handler"
+    # One service's ledger to read, the claim, the forward, the action events and the report.
+    assert function["Properties"]["Timeout"] == chat_entry_seconds(1)
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for p in prod.template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+        for s in _allowed(p["Properties"])
+    ]
+    by_action = {json.dumps(s["Action"]): s for s in statements}
+    tokens = by_action['["dynamodb:GetItem", "dynamodb:UpdateItem"]']
+    assert tokens["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["chat#*"]}}
+    functions = prod.template.find_resources("AWS::Lambda::Function")
+    (drainer,) = [k for k, f in functions.items() if f["Properties"].get("FunctionName") == DRAINER]
+    assert by_action['"lambda:InvokeFunction"']["Resource"] == {"Fn::GetAtt": [drainer, "Arn"]}
+    switches = json.dumps(by_action['"ssm:PutParameter"']["Resource"])
+    for slug in ("zombie-reaper", "tts-reach-alarm", "worker-drainer"):
+        assert f"parameter/livekit-fleet-remediation/prod/{slug}/mode" in switches
+    assert "prod/mode" not in switches.replace("-drainer/mode", "").replace("-alarm/mode", "").replace(
+        "-reaper/mode", ""
+    )  # never the environment's own switch
+    assert by_action['"events:PutEvents"']["Condition"]["StringEquals"]["events:source"]
+    assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens])
+
+
+def _docs_buttons() -> dict[str, str]:
+    """The docs page's button table: button text -> payload."""
+    text = DOCS_PAGE.read_text(encoding="utf-8")
+    section = text.split("## One tap in chat", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`{" in line]
+    found = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        found[cells[0]] = re.search(r"`(\{.*?\})`", row).group(1)  # type: ignore[union-attr]
+    return found
+
+
+def test_the_docs_page_lists_exactly_the_buttons_the_template_has(prod: Synthesized) -> None:
+    template = {
+        action["Attachments"][0]["ButtonText"]: action["Definition"]["CommandText"].split("--payload '")[1][
+            :-1
+        ]
+        for action in _actions(prod).values()
+    }
+    assert _docs_buttons() == template
+
+
+def _prod_context(name: str, region: str | None = None) -> dict[str, Any]:
+    context = copy.deepcopy(example_context())
+    environment = context["environments"]["prod"]
+    if region:
+        environment["region"] = region
+    context["environments"] = {name: environment}
+    return context
+
+
+def test_synth_refuses_an_environment_name_whose_buttons_would_not_fit() -> None:
+    region = "ap-southeast-2"
+    budget = chat_actions.environment_name_budget(region)
+    fits = "p" * budget
+    load_environment(_prod_context(fits, region), fits)
+    too_long = "p" * (budget + 1)
+    with pytest.raises(ConfigError, match=rf"environments\.{too_long}\.notifications\.chat\.slack: .*101"):
+        load_environment(_prod_context(too_long, region), too_long)
 
 
 def test_cfn_lint_and_cdk_nag_accept_the_chat_channel(prod: Synthesized) -> None:

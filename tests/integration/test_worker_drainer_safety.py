@@ -122,10 +122,13 @@ def test_an_excluded_task_is_never_touched_and_the_skip_is_told(world: DrainerWo
     desired = world.desired_count()
     world.slow(target, count=240, minutes=25)
     by_alarm = world.invoke(alarm_event(at=world.now))
+    assert by_alarm["actions"] == []
+    assert "excluded by the tag livekit-drainer:exclude=true" in _candidate(by_alarm, target)["reason"]
+    # By hand it is refused, with the reason and what to do (docs/on-call-from-a-phone.md).
     by_hand = _drain(world, target)
-    for report in (by_alarm, by_hand):
-        assert report["actions"] == []
-        assert "excluded by the tag livekit-drainer:exclude=true" in _candidate(report, target)["reason"]
+    assert by_hand["actions"] == []
+    assert [e["code"] for e in by_hand["errors"]] == ["ManualTargetRefused"]
+    assert "is excluded (tag livekit-drainer:exclude=true)" in by_hand["errors"][0]["message"]
     assert STATE_TAG not in world.tags(target)
     assert world.desired_count() == desired
     told = [message for _, message in world.notifications()]

@@ -210,11 +210,16 @@ def test_the_undo_buttons_read_their_values_from_the_additional_context() -> Non
         messages.drainer_undo("End the drain", "prod", "outbound", "undrain", "2789d238", "eu-west-1"),
         messages.stop_function_undo("prod", FunctionName.WORKER_DRAINER, "eu-west-1"),
     ]
+    # A drainer undo asks for a token button; only the sender, once it recorded the token, shows it.
+    assert undo[0].chat is not None
+    assert undo[0].button is None
+    assert undo[0].chat.label == "Undrain task 2789d238 (outbound)"
     context = messages.render_chat(notification(undo=undo))["metadata"]["additionalContext"]
-    assert context["undo_action"] == "undrain"
-    assert context["undo_task"] == "2789d238"
-    assert context["agent_service"] == "outbound"
+    assert "undrain_token" not in context
     assert "--function-name lkfr-prod-outbound-worker-drainer" in undo[0].command
     assert context["switch_function"] == "worker-drainer"
     assert all(isinstance(value, str) for value in context.values())
     assert "--region eu-west-1" in undo[0].command
+    with_token = undo[0].model_copy(update={"button": {"undrain_token": "AbCdEfGhIjKlMnOp"}})
+    context = messages.render_chat(notification(undo=[with_token]))["metadata"]["additionalContext"]
+    assert context["undrain_token"] == "AbCdEfGhIjKlMnOp"

@@ -131,18 +131,10 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
         i.at for i in incident.invocations if i.trigger == "schedule" and i.function == "zombie_reaper"
     ]
     assert all(at.minute % 5 == 0 for at in reaper_ticks)
-    # Every report is one the function produced itself, and none failed but the drainer's refusals
-    # of a suspect-worker event naming the task it had already stopped: the replay keeps the log's
-    # later failures on that worker, so the TTS alarm (OK between victim lessons at this volume)
-    # names it again at each new ALARM.
-    stopped = next(a.at for a in incident.actions if a.action == "stop-task")
-    refused = [i for i in incident.invocations if i.report["status"] != "ok"]
-    for invocation in refused:
-        assert (invocation.function, invocation.trigger) == ("worker_drainer", "suspect-worker event")
-        assert invocation.at > stopped
-        assert [(e["code"], e["resource"]) for e in invocation.report["errors"]] == [
-            ("UntrustedEvent", make_incident_fixture.BAD_TASK)
-        ]
+    # Every report is one the function produced itself, and none failed: a suspect-worker event that
+    # names a worker the drainer already stopped is a quiet no-op (the replay's ECS gives the stop's
+    # reason, as DescribeTasks does; test_worker_drainer covers that event on moto).
+    assert [i.report["errors"] for i in incident.invocations if i.report["status"] != "ok"] == []
 
 
 def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:

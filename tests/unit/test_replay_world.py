@@ -97,7 +97,11 @@ def test_tasks_appear_with_their_first_line_and_replacements_follow_the_desired_
     ecs.set_desired_count(3)
     assert len(ecs.running_tasks()) == 3
     ecs.stop_task(running[0].arn, "drained")
-    assert ecs.describe_task(running[0].arn).last_status == "STOPPED"  # type: ignore[union-attr]
+    stopped = ecs.describe_task(running[0].arn)
+    assert stopped is not None
+    assert stopped.last_status == "STOPPED"
+    # As DescribeTasks: the drainer knows a task it stopped itself by its reason.
+    assert stopped.stopped_reason == "drained"
     ecs.set_desired_count(2)
     assert sorted(t.task_id for t in ecs.running_tasks()) == ["sim-replacement-1", "taskbbbb"]
     assert not ecs.protection(running[1].arn).enabled

@@ -5,9 +5,12 @@ messages print.
 
 It invokes the environment's deployed drainer with its manual event, ``{"action": "undrain",
 "task": ID, "dry_run": false}`` (``--drain``: ``drain``, to take a task out again after an undo), as
-the message's ``aws lambda invoke`` line and chat button do, and prints the drainer's report. The
-drainer itself re-reads the task and decides: the kill switch stays the ceiling, and an undone task
-keeps the operator's cooldown. ``--dry-run`` asks only what it would do.
+the e-mail's ``aws lambda invoke`` line does, and prints the drainer's report. That takes an operator
+with IAM permissions on the drainer; the chat channel cannot invoke it (its buttons go through the
+chat entry point, which sends the same event for the task a recorded token names). The drainer
+itself re-reads the task and decides: the kill switch stays the ceiling, an undone task keeps the
+operator's cooldown, and a task it cannot act on is refused with the reason
+(docs/on-call-from-a-phone.md). ``--dry-run`` asks only what it would do.
 
 One attempt, never retried: when the reply is lost the outcome is unknown (the drainer may have
 acted); ``lkfr audit`` shows what it did. Exit status: 0 when the drainer's report says ok, 1 on a

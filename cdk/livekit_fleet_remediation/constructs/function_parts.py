@@ -1,14 +1,19 @@
 """Parts that more than one function construct adds, each built in one place: the once-only table,
-a schedule and a log group's retention."""
+a schedule, a log group's retention and a function's code."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from livekit_fleet_remediation.constructs.shared_layers import ASSET_EXCLUDES
 
 
 def expiring_table(
@@ -68,3 +73,12 @@ _RETENTION_BY_DAYS = {
 def log_retention(days: int) -> logs.RetentionDays:
     """CloudWatch accepts only some retention periods: the smallest listed one >= ``days``."""
     return next(value for step, value in sorted(_RETENTION_BY_DAYS.items()) if step >= days)
+
+
+def function_code(functions_dir: Path, function_dir: str) -> lambda_.Code:
+    """functions/ without the other functions' folders: each function ships only its own code."""
+    others = sorted(
+        path.name for path in functions_dir.iterdir() if path.is_dir() and path.name != function_dir
+    )
+    excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
+    return lambda_.Code.from_asset(str(functions_dir), exclude=excluded)

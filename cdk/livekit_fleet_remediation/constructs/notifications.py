@@ -14,8 +14,9 @@
   ``notification_kind``; CloudWatch's alarm notifications carry no attributes. So a pager gets one
   page per alarm transition and none of the functions' follow-ups, while e-mail and chat get both
   (in chat, threaded by incident id).
-* **One tap to undo** (``chat_actions``): a Slack channel the stack creates gets the custom actions
-  the messages' undo buttons run, a guardrail and a role that allow exactly those commands.
+* **One tap to stop** (``chat_actions``): a Slack channel the stack creates gets the custom actions
+  the messages' buttons run, and a guardrail and a role that allow invoking the environment's chat
+  entry point and nothing else (it can only undrain, drain by a recorded token, or switch off).
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ class Notifications(Construct):
                 filter_policy=no_function_messages,
             )
         self.chat_topic: sns.ITopic | None = None
+        self.chat_actions: ChatActions | None = None
         if targets.chat is not None:
-            self._chat(targets.chat, env_name, [service.name for service in config.agent_services])
+            self._chat(targets.chat, env_name)
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
 
-    def _chat(self, chat: ChatNotifications, env_name: str, services: list[str]) -> None:
+    def _chat(self, chat: ChatNotifications, env_name: str) -> None:
         if chat.topic_arn:
             self.chat_topic = sns.Topic.from_topic_arn(self, "ExistingChatTopic", chat.topic_arn)
         else:
@@ -85,8 +87,8 @@ class Notifications(Construct):
                 "ChatTopic", f"LiveKit Fleet Remediation chat ({env_name})", env_name
             )
         if chat.slack is not None:
-            # The channel runs the messages' undo buttons and nothing else.
-            actions = ChatActions(self, "ChatActions", env_name=env_name, services=services)
+            # The channel runs the messages' buttons and nothing else.
+            actions = self.chat_actions = ChatActions(self, "ChatActions", env_name=env_name)
             self.slack = chatbot.SlackChannelConfiguration(
                 self,
                 "Slack",

@@ -34,10 +34,10 @@ from fleet_remediation.contract.settings import (
 from livekit_fleet_remediation.assets import asset_roots
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
-from livekit_fleet_remediation.constructs.function_parts import log_retention
+from livekit_fleet_remediation.constructs.function_parts import function_code, log_retention
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
-from livekit_fleet_remediation.constructs.shared_layers import ASSET_EXCLUDES, RUNTIME, SharedLayers
+from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 
 # How cdk-nag prints an ARN's start: CDK writes the partition as a token, or as a literal when the
@@ -76,10 +76,6 @@ def deployed_settings(
 
 def _camel(snake: str) -> str:
     return "".join(part.title() for part in snake.split("_"))
-
-
-def _other_function_dirs(functions_dir: Path, function_dir: str) -> list[str]:
-    return sorted(p.name for p in functions_dir.iterdir() if p.is_dir() and p.name != function_dir)
 
 
 class RemediationFunction(Construct):
@@ -192,7 +188,7 @@ class RemediationFunction(Construct):
             runtime=RUNTIME,
             architecture=layers.architecture,
             handler=f"{function.value}.handler.lambda_handler",
-            code=_code(self.functions_dir, function.value),
+            code=function_code(self.functions_dir, function.value),
             layers=layers.all,
             role=self.role,
             timeout=Duration.seconds(settings.timeout_seconds),
@@ -278,10 +274,3 @@ class RemediationFunction(Construct):
             ],
             apply_to_children=True,
         )
-
-
-def _code(functions_dir: Path, function_dir: str) -> lambda_.Code:
-    """functions/ without the other functions' folders: each function ships only its own code."""
-    others = _other_function_dirs(functions_dir, function_dir)
-    excluded = [*others, *(f"{name}/**" for name in others), *ASSET_EXCLUDES]
-    return lambda_.Code.from_asset(str(functions_dir), exclude=excluded)

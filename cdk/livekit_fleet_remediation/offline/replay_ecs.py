@@ -105,6 +105,8 @@ class SimulatedEcsService:
             group=f"service:{self.service}",
             tags=dict(task.tags),
             started_at=task.started_at,
+            # As DescribeTasks: the reason a stopped task was given (the drainer reads its own).
+            stopped_reason=task.stop_reason or "",
         )
 
     def _task(self, task: str) -> _Task:

@@ -113,6 +113,10 @@ NOTIFICATION_CHANNELS = 2
 NOTIFICATION_BUDGET_SECONDS = NOTIFICATION_CHANNELS * (PUBLISH_BUDGET_SECONDS + ONCE_RECORD_SECONDS)
 # The action events after the work (contract/action_events.py): at most two PutEvents calls of one
 # attempt each (an event that may have landed is never sent again), under one once-only record.
+# The chat entry point: one asynchronous invoke of a drainer (it may have started the run: never
+# sent twice) and one kill-switch write (``off`` twice is ``off``).
+CHAT_FORWARD = AwsCallBudget("lambda", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=1)
+SWITCH_OFF_WRITE = AwsCallBudget("ssm", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=2)
 ACTION_EVENTS_PUT = AwsCallBudget("events", connect_timeout_seconds=0.5, read_timeout_seconds=1.0, attempts=1)
 ACTION_EVENT_PUTS_PER_RUN = 2
 ANNOUNCE_SECONDS = ACTION_EVENT_PUTS_PER_RUN * ACTION_EVENTS_PUT.worst_case_seconds + ONCE_RECORD_SECONDS

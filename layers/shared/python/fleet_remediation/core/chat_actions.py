@@ -1,41 +1,84 @@
-"""The one-tap undo buttons in chat: Amazon Q Developer *custom actions* attached to the functions'
-custom notifications, and what a message must carry for them.
+"""The one-tap buttons in chat: Amazon Q Developer *custom actions* attached to the functions'
+custom notifications, what a message carries for them, and what the chat entry point accepts.
 
-A custom action is account-wide, so each is named after its environment and attached only to
-notifications of that environment (``environment`` EQUALS). An attachment reads at most five
-variables, each from the notification's ``metadata.additionalContext`` (strings only), so a message
-that offers an undo carries exactly what the command needs there (``CONTEXT_*`` below). The stack
-builds the actions from ``chat_actions``; the messages fill the context from ``Undo.button``.
+Every button runs one command: ``aws lambda invoke`` of the environment's chat entry point
+(``lkfr-<env>-chat``) with a payload of one key. A chat request can only stop, never start:
+
+* ``{"u": TOKEN}``: undrain the task a drainer message named (the token is the drainer's own record
+  of what it did: task, agent service, action, expiry, used once);
+* ``{"d": TOKEN}``: drain again the task a drainer message said it undid;
+* ``{"o": CODE}``: turn one function's own kill switch off (no variable: one action per function).
+
+The only variable a command reads is ``$t``, the token, followed by ``"`` so no name runs into the
+text after it; the entry point refuses at its door anything that is not exactly one of these
+(``parse_chat_request``). A custom action is account-wide, so each is named after its environment
+and attached only to notifications of that environment (``environment`` EQUALS).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from fleet_remediation.contract.naming import (
-    MODE_PARAMETER_ROOT,
-    PRODUCT_PREFIX,
-    FunctionName,
-    lambda_function_name,
-)
+from pydantic import BaseModel, ConfigDict, Field
+
+from fleet_remediation.contract.models import excerpt
+from fleet_remediation.contract.naming import PRODUCT_PREFIX, FunctionName
+from fleet_remediation.core.errors import InvalidEventError
 
 # The notification type Amazon Q gives custom notifications (``"source": "custom"``).
 NOTIFICATION_TYPE = "Custom"
 CONTEXT_ENVIRONMENT = "environment"
-# The drainer a button invokes is the message's agent service's.
 CONTEXT_AGENT_SERVICE = "agent_service"
-CONTEXT_UNDO_ACTION = "undo_action"
-CONTEXT_UNDO_TASK = "undo_task"
+CONTEXT_UNDRAIN_TOKEN = "undrain_token"
+CONTEXT_DRAIN_TOKEN = "drain_token"
 CONTEXT_SWITCH = "switch_function"
 VARIABLE_SOURCE = "event.metadata.additionalContext."
-DRAINER_ACTIONS = ("undrain", "drain")
-SWITCH_OFF = "switch-off"
+# The chat API's limit on a custom action's command (botocore chatbot
+# ``CustomActionDefinitionCommandTextString``: at most 100 characters).
+COMMAND_TEXT_MAX_CHARS = 100
+# ``secrets.token_urlsafe(12)``: 16 url-safe characters, 96 random bits.
+TOKEN_BYTES = 12
+TOKEN_PATTERN = r"^[A-Za-z0-9_-]{16}$"
+TOKEN = re.compile(TOKEN_PATTERN)
+# A token is good for this long after the message that carries it.
+TOKEN_LIFETIME_SECONDS = 12 * 3600
+TOKEN_VARIABLE = "t"
+ChatDrainerAction = Literal["undrain", "drain"]
+# The payload key of each token action, and the context key a message fills it from.
+TOKEN_KEYS: dict[str, ChatDrainerAction] = {"u": "undrain", "d": "drain"}
+TOKEN_CONTEXT: dict[ChatDrainerAction, str] = {"undrain": CONTEXT_UNDRAIN_TOKEN, "drain": CONTEXT_DRAIN_TOKEN}
+OFF_KEY = "o"
+OFF_CODES = {
+    "r": FunctionName.ZOMBIE_REAPER,
+    "t": FunctionName.TTS_REACH_ALARM,
+    "w": FunctionName.WORKER_DRAINER,
+}
+BUTTON_TEXT = {
+    "undrain": "Undrain the drained task",
+    "drain": "Drain the task again",
+    FunctionName.ZOMBIE_REAPER: "Turn the zombie reaper off",
+    FunctionName.TTS_REACH_ALARM: "Turn the TTS responders off",
+    FunctionName.WORKER_DRAINER: "Turn the worker drainers off",
+}
+CHAT_ENTRY_SLUG = "chat"
+
+
+def chat_entry_function_name(environment: str) -> str:
+    """The environment's chat entry point: the one function the chat channel may invoke."""
+    return f"{PRODUCT_PREFIX}-{environment}-{CHAT_ENTRY_SLUG}"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 @dataclass(frozen=True)
 class ChatAction:
-    """One custom action: its name, button, command (``$variable`` placeholders) and attachment."""
+    """One custom action: its name, button, command and attachment."""
 
     key: str
     button_text: str
@@ -49,59 +92,121 @@ def action_name(environment: str, key: str) -> str:
     return f"{PRODUCT_PREFIX}-{environment}-{key}"
 
 
-def drainer_payload(action: str, task: str) -> str:
-    """The drainer's manual event, compact; the same text in the e-mail's command and the button's."""
-    return json.dumps({"action": action, "task": task, "dry_run": False}, separators=(",", ":"))
+def chat_command(environment: str, region: str, payload: dict[str, str]) -> str:
+    """The command a button runs: the chat entry point, in the stack's region, with one key."""
+    body = json.dumps(payload, separators=(",", ":"))
+    function = chat_entry_function_name(environment)
+    return f"aws lambda invoke --function-name {function} --region {region} --payload '{body}'"
 
 
-def _variables(*names: str) -> dict[str, str]:
-    return {name: VARIABLE_SOURCE + name for name in (CONTEXT_ENVIRONMENT, *names)}
+def _environment_only(environment: str) -> tuple[str, str, str | None]:
+    return (CONTEXT_ENVIRONMENT, "EQUALS", environment)
 
 
-def drainer_action(environment: str, region: str, action: str) -> ChatAction:
-    """One action for every agent service: the message names its service, the command its drainer
-    (the channel's guardrail allows only this environment's drainers)."""
-    function = lambda_function_name(environment, FunctionName.WORKER_DRAINER, "$" + CONTEXT_AGENT_SERVICE)
-    payload = drainer_payload(action, "$" + CONTEXT_UNDO_TASK)
+def token_action(environment: str, region: str, key: str) -> ChatAction:
+    action = TOKEN_KEYS[key]
     return ChatAction(
         key=action,
-        button_text=f"{action.capitalize()} the task",
-        command=f"aws lambda invoke --function-name {function} --region {region} --payload '{payload}'",
-        variables=_variables(CONTEXT_AGENT_SERVICE, CONTEXT_UNDO_ACTION, CONTEXT_UNDO_TASK),
-        criteria=[
-            (CONTEXT_ENVIRONMENT, "EQUALS", environment),
-            (CONTEXT_AGENT_SERVICE, "HAS_VALUE", None),
-            (CONTEXT_UNDO_ACTION, "EQUALS", action),
-            (CONTEXT_UNDO_TASK, "HAS_VALUE", None),
-        ],
+        button_text=BUTTON_TEXT[action],
+        command=chat_command(environment, region, {key: "$" + TOKEN_VARIABLE}),
+        variables={
+            CONTEXT_ENVIRONMENT: VARIABLE_SOURCE + CONTEXT_ENVIRONMENT,
+            TOKEN_VARIABLE: VARIABLE_SOURCE + TOKEN_CONTEXT[action],
+        },
+        criteria=[_environment_only(environment), (TOKEN_VARIABLE, "HAS_VALUE", None)],
     )
 
 
-def switch_parameter(environment: str, function_slug: str) -> str:
-    return f"{MODE_PARAMETER_ROOT}/{environment}/{function_slug}/mode"
-
-
-def switch_off_action(environment: str, region: str) -> ChatAction:
-    name = switch_parameter(environment, "$" + CONTEXT_SWITCH)
+def off_action(environment: str, region: str, code: str) -> ChatAction:
+    function = OFF_CODES[code]
     return ChatAction(
-        key=SWITCH_OFF,
-        button_text="Turn this function off",
-        command=f"aws ssm put-parameter --overwrite --name {name} --value off --region {region}",
-        variables=_variables(CONTEXT_SWITCH),
-        criteria=[(CONTEXT_ENVIRONMENT, "EQUALS", environment), (CONTEXT_SWITCH, "HAS_VALUE", None)],
+        key=f"off-{function.slug}",
+        button_text=BUTTON_TEXT[function],
+        command=chat_command(environment, region, {OFF_KEY: code}),
+        variables={
+            CONTEXT_ENVIRONMENT: VARIABLE_SOURCE + CONTEXT_ENVIRONMENT,
+            CONTEXT_SWITCH: VARIABLE_SOURCE + CONTEXT_SWITCH,
+        },
+        criteria=[_environment_only(environment), (CONTEXT_SWITCH, "EQUALS", function.slug)],
     )
 
 
 def chat_actions(environment: str, region: str) -> list[ChatAction]:
     return [
-        *(drainer_action(environment, region, a) for a in DRAINER_ACTIONS),
-        switch_off_action(environment, region),
+        *(token_action(environment, region, key) for key in TOKEN_KEYS),
+        *(off_action(environment, region, code) for code in OFF_CODES),
     ]
 
 
-def drainer_button(action: str, task: str, service: str) -> dict[str, str]:
-    return {CONTEXT_UNDO_ACTION: action, CONTEXT_UNDO_TASK: task, CONTEXT_AGENT_SERVICE: service}
+def longest_command(environment: str, region: str) -> int:
+    return max(len(action.command) for action in chat_actions(environment, region))
+
+
+def environment_name_budget(region: str) -> int:
+    """The longest environment name whose buttons' commands fit the chat API in ``region``."""
+    return COMMAND_TEXT_MAX_CHARS - longest_command("", region)
+
+
+def command_length_problem(environment: str, region: str) -> str | None:
+    """Why the buttons cannot be created for ``environment`` in ``region`` (None: they fit)."""
+    longest = longest_command(environment, region)
+    if longest <= COMMAND_TEXT_MAX_CHARS:
+        return None
+    return (
+        f"the chat buttons' commands would be {longest} characters, over Amazon Q's "
+        f"{COMMAND_TEXT_MAX_CHARS}: with a Slack channel in {region}, the environment's name may have at "
+        f"most {environment_name_budget(region)} characters ({environment!r} has {len(environment)})"
+    )
 
 
 def switch_button(function: FunctionName) -> dict[str, str]:
     return {CONTEXT_SWITCH: function.slug}
+
+
+class ChatTokenRequest(BaseModel):
+    """What a token will let a button do: the drainer records it, under a fresh token, when it sends
+    the message that carries the button."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: ChatDrainerAction
+    task_id: str = Field(max_length=128)
+    agent_service: str = Field(max_length=64)
+
+    @property
+    def label(self) -> str:
+        return f"{self.action.capitalize()} task {self.task_id} ({self.agent_service})"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A chat request past the door: a token action or a switch to turn off."""
+
+    action: ChatDrainerAction | Literal["off"]
+    token: str | None = None
+    function: FunctionName | None = None
+
+
+def _refuse(why: str) -> InvalidEventError:
+    return InvalidEventError(
+        f'chat request refused: {why}. The chat channel can only send {{"u": TOKEN}} (undrain), '
+        f'{{"d": TOKEN}} (drain again) with a token from a message, or {{"o": r|t|w}} (turn a '
+        "function off); it can never enforce, plan, run for real or name a task: use lkfr or the "
+        "e-mail's command for those"
+    )
+
+
+def parse_chat_request(event: Any) -> ChatRequest:
+    """The chat entry point's door: exactly one key, a well-formed token or a known switch code."""
+    if not isinstance(event, dict) or len(event) != 1:
+        raise _refuse(f"the payload must be an object with exactly one key, not {excerpt(event)}")
+    ((key, value),) = event.items()
+    if key in TOKEN_KEYS:
+        if not isinstance(value, str) or not TOKEN.fullmatch(value):
+            raise _refuse(f"{excerpt(value)} is not a button token ({TOKEN_PATTERN})")
+        return ChatRequest(TOKEN_KEYS[key], token=value)
+    if key == OFF_KEY:
+        if not isinstance(value, str) or value not in OFF_CODES:
+            raise _refuse(f"{excerpt(value)} is not a switch code (one of {', '.join(OFF_CODES)})")
+        return ChatRequest("off", function=OFF_CODES[value])
+    raise _refuse(f"unknown key {excerpt(key)}")

@@ -156,3 +156,17 @@ class NotificationLostError(RemediationError):
     action, only the delivery (see ``adapters.notifier.NotificationDelivery``)."""
 
     code = "NotificationLost"
+
+
+class ChatRequestRefusedError(InvalidEventError):
+    """A chat request the channel may not make, or a button token that is unknown, expired, used,
+    of another action or of another agent service."""
+
+    code = "ChatRequestRefused"
+
+
+class ManualTargetRefusedError(InvalidEventError):
+    """A manual drain or undrain names a task the drainer cannot act on; the message says why and
+    what to do instead."""
+
+    code = "ManualTargetRefused"

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.core.chat_actions import ChatTokenRequest
 from fleet_remediation.core.report_model import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
 
 DRY_RUN_PREFIX = "DRY RUN — would have "
@@ -57,11 +58,13 @@ class Undo(BaseModel):
     """How to reverse (or stop) what the message reports: a label and a command that pastes.
 
     ``button`` names the chat custom action that does the same in one tap, with the values it
-    reads from the message's ``additionalContext`` (strings, see ``core.chat_actions``)."""
+    reads from the message's ``additionalContext`` (strings, see ``core.chat_actions``). ``chat``:
+    what a token button would do; the sender records it under a token and fills ``button`` with it."""
 
     label: str
     command: str
     button: dict[str, str] | None = None
+    chat: ChatTokenRequest | None = None
     # The same with the console commands installed (``lkfr undo ...``): shorter to type.
     short: str | None = None
 

@@ -17,6 +17,7 @@ one incident — the alarm transition, the responder, the drainer, the resolutio
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -148,12 +149,18 @@ def _chat_context(note: Notification) -> dict[str, str]:
     return context
 
 
+def _next_step(undo: Undo) -> str:
+    """An undo in chat: its command; with a token button, first what the button does, exactly."""
+    step = f"{undo.label}: `{undo.command}`" + (f" (or `{undo.short}`)" if undo.short else "")
+    if undo.chat is None or not undo.button:
+        return step
+    button = chat_actions.BUTTON_TEXT[undo.chat.action]
+    return f'{undo.chat.label}: button "{button}". {step}'
+
+
 def render_chat(note: Notification) -> dict[str, Any]:
     """The Amazon Q Developer in chat applications custom notification (schema version 1.0)."""
-    next_steps = [
-        f"{undo.label}: `{undo.command}`" + (f" (or `{undo.short}`)" if undo.short else "")
-        for undo in note.undo
-    ]
+    next_steps = [_next_step(undo) for undo in note.undo]
     next_steps += [_chat_link(link) for link in note.links if link.label.startswith("Runbook")]
     return {
         "version": "1.0",
@@ -249,7 +256,7 @@ def drainer_invoke_command(
     environment: str, service: str, action: str, task_id: str, region: str | None = None
 ) -> str:
     """The CLI line (AWS CLI v2) that asks the service's drainer to ``drain`` or ``undrain`` one task."""
-    payload = chat_actions.drainer_payload(action, task_id)
+    payload = json.dumps({"action": action, "task": task_id, "dry_run": False}, separators=(",", ":"))
     return (
         f"aws lambda invoke{_region_option(region)} "
         f"--function-name {lambda_function_name(environment, FunctionName.WORKER_DRAINER, service)} "
@@ -258,14 +265,20 @@ def drainer_invoke_command(
 
 
 def drainer_undo(
-    label: str, environment: str, service: str, action: str, task_id: str, region: str | None = None
+    label: str,
+    environment: str,
+    service: str,
+    action: chat_actions.ChatDrainerAction,
+    task_id: str,
+    region: str | None = None,
 ) -> Undo:
-    """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line and the chat button."""
+    """Ask the service's drainer to ``drain`` or ``undrain`` one task: the CLI line, and the chat
+    button's request (its token is issued when the message is sent)."""
     drain = " --drain" if action == "drain" else ""
     return Undo(
         label=label,
         command=drainer_invoke_command(environment, service, action, task_id, region),
-        button=chat_actions.drainer_button(action, task_id, service),
+        chat=chat_actions.ChatTokenRequest(action=action, task_id=task_id, agent_service=service),
         short=f"lkfr undo --env {environment} --service {service} --task {task_id}{drain}"
         f"{_region_option(region)}",
     )
