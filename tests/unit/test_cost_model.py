@@ -67,11 +67,13 @@ def test_the_template_counts_read_schedules_and_the_dashboard(template: dict[str
     config = load_environment(example_context(), EXAMPLE_ENVIRONMENT)
     counts = count_stack(template, config.region, [config.agent_service.agent_log_group])
     per_month = {f.name.split("-", 2)[2]: f.scheduled_per_month for f in counts.functions.values()}
-    # The example environment's one agent service, "agents", has its own responder and drainer.
+    # The example environment's one agent service, "agents", has its own responder and drainer; the
+    # chat entry point runs only when someone presses a button.
     assert per_month == {
         "zombie-reaper": 8760.0,
         "agents-tts-reach-alarm": 21900.0,
         "agents-worker-drainer": 43800.0,
+        "chat": 0.0,
     }
     assert counts.dashboards == 1
     assert counts.dashboard_minutes == 180
