@@ -118,6 +118,7 @@ class ServiceProfile:
     insights_queue_seconds: Percentiles = Percentiles(p50=0.5, p99=6.0)
     insights_run_base_seconds: Percentiles = Percentiles(p50=1.0, p99=4.0)
     insights_seconds_per_gb: Percentiles = Percentiles(p50=1.0, p99=10.0)
+    per_task_look_bytes: float = 100e6
     ecs_read: TokenBucket = TokenBucket(burst=50, per_second=20)
     ecs_write: TokenBucket = TokenBucket(burst=20, per_second=5)
     ecs_consistency_seconds: Percentiles = Percentiles(p50=1.0, p99=5.0)
@@ -198,6 +199,10 @@ SOURCES: dict[str, str] = {
     "insights_queue_seconds": f"{ASSUMPTION}: time in Scheduled before Running; AWS publishes none",
     "insights_run_base_seconds": f"{ASSUMPTION}: Running time of a query scanning almost nothing",
     "insights_seconds_per_gb": f"{ASSUMPTION}: Running time per GB scanned (1 GB/s median, 100 MB/s p99)",
+    "per_task_look_bytes": (
+        f"{ASSUMPTION}: what the drainer's per-task look scans (3 minutes of a 1,000-task fleet's agent "
+        "logs at about 0.5 KB/s per task is 90 MB); the synth-time check uses it"
+    ),
     "ecs_read": (
         f"{ECS_THROTTLING} (its cluster-read example: bucket 50, refill 20 per second); applied to every "
         f"Describe/List/Get call ({ASSUMPTION} for the task and service reads)"
