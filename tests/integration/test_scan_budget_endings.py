@@ -83,6 +83,11 @@ def aws() -> Iterator[None]:
         yield
 
 
+def _answered(code: str, status: int, operation: str) -> ClientError:
+    response: Any = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(response, operation)
+
+
 def _world(**options: Any) -> World:
     return World(
         FakeInsightsClient(lambda *_: [{"@logStream": "s", "count": 1}], clock=SimulatedClock(), **options)
@@ -125,10 +130,7 @@ def test_a_look_whose_poll_is_refused_for_good_counts_its_last_statistics() -> N
         nonlocal polls
         polls += 1
         if polls == 12:
-            raise ClientError(
-                {"Error": {"Code": "AccessDeniedException"}, "ResponseMetadata": {"HTTPStatusCode": 400}},
-                "GetQueryResults",
-            )
+            raise _answered("AccessDeniedException", 400, "GetQueryResults")
         return original(queryId=queryId)
 
     world.client.get_query_results = refused_on_the_twelfth  # type: ignore[method-assign]
@@ -144,9 +146,7 @@ def test_a_lost_start_query_reply_counts_the_estimate(priority: bool) -> None:
     world = _world(scan_bytes=0.25e9)
 
     def lost(**_: Any) -> dict[str, Any]:
-        raise ClientError(
-            {"Error": {"Code": "InternalFailure"}, "ResponseMetadata": {"HTTPStatusCode": 500}}, "StartQuery"
-        )
+        raise _answered("InternalFailure", 500, "StartQuery")
 
     world.client.start_query = lost  # type: ignore[method-assign]
     with pytest.raises(AwsApiError, match="a query may be running") as raised:
