@@ -10,6 +10,8 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
   one asked for, so a lost reply or a killed invocation is settled from the service's real count.
 - ``task#<id>`` / ``audit#<time>#<invocation>#<step>``: a step's intent (written before it runs) and,
   on the same item, its outcome (written after); an item without an outcome was interrupted.
+- ``intent#<service>`` / the audit item's sort key: a step begun and not yet recorded
+  (``adapters.intents``): how the next run finds a step a killed run left without its outcome.
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
 - ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
@@ -61,6 +63,13 @@ class AuditKey:
 
 class Ledger(Protocol):
     calls: int
+    table_name: str
+    service: str
+
+    @property
+    def client(self) -> Any: ...
+
+    def call(self, request: Any, resource: str, conditional: bool = False) -> Any: ...
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease: ...
 
@@ -116,7 +125,7 @@ class DynamoLedger:
                 key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             raise ConcurrentActionError(
                 f"{key} is being handled by another invocation", resource=key
             ) from None
@@ -134,7 +143,7 @@ class DynamoLedger:
                 lease.key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             return  # it expired and someone else holds it now: theirs to release
 
     def _capacity_key(self, task_id: str) -> dict[str, Any]:
@@ -219,15 +228,23 @@ class DynamoLedger:
                 key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             return False
         return True
 
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
         try:
             self._call(request, resource, conditional=True)
-        except _ConditionFailed:
+        except LedgerCondition:
             raise ConcurrentActionError(lost, resource=resource) from None
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def call(self, request: Any, resource: str, conditional: bool = False) -> Any:
+        """One counted ledger call (``LedgerCondition`` when a ``conditional`` one lost)."""
+        return self._call(request, resource, conditional)
 
     def _call(self, request: Any, resource: str, conditional: bool = False) -> Any:
         self.calls += 1
@@ -236,9 +253,9 @@ class DynamoLedger:
                 return request()
             except ClientError as exc:
                 if conditional and exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
-                    raise _ConditionFailed from exc
+                    raise LedgerCondition from exc
                 raise
 
 
-class _ConditionFailed(Exception):
+class LedgerCondition(Exception):
     """A conditional write lost: the caller decides what that means."""
