@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from devkit.fakes.logs_insights import FakeInsightsClient, insights_over
+from fleet_remediation.adapters.logs_insights import LogsInsights, QueryResult
 from fleet_remediation.contract.budgets import LOGS_INSIGHTS_STOP
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import DeadlineExceededError
@@ -84,12 +85,43 @@ class ProfiledWorkerLogs:
 
     def _after_latency(self, read: Callable[[], Answer], deadline: float) -> Answer:
         self.calls += 1
-        if self.clock.monotonic() + self.latency + LOGS_INSIGHTS_STOP.worst_case_seconds > deadline:
-            self.clock.sleep(
-                max(0.0, deadline - self.clock.monotonic() - LOGS_INSIGHTS_STOP.worst_case_seconds)
-            )
-            raise DeadlineExceededError(
-                "Logs Insights query still Running at the deadline", resource=LOG_GROUP
-            )
-        self.clock.sleep(self.latency)
-        return read()
+        return after_latency(self.clock, self.latency, deadline, read)
+
+
+class ProfiledLogsInsights:
+    """``LogsInsights`` (the responder's) over an offline answerer, after the profile's latency."""
+
+    def __init__(
+        self,
+        inner: LogsInsights,
+        clock: SimulatedClock,
+        *,
+        scan_bytes: float = AWS_PROFILE.per_task_look_bytes,
+        quantile: float = 0.99,
+        profile: ServiceProfile = AWS_PROFILE,
+    ) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.latency = profile.insights_queue_and_run_seconds(scan_bytes, quantile)
+
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> QueryResult:
+        return after_latency(
+            self.clock,
+            self.latency,
+            deadline,
+            lambda: self.inner.run_query(log_group, query, start, end, deadline),
+        )
+
+
+def after_latency(
+    clock: SimulatedClock, latency: float, deadline: float, read: Callable[[], Answer]
+) -> Answer:
+    """``read``'s answer once ``latency`` has passed on ``clock``; past the deadline (the stop's time
+    kept, as the adapter keeps it), the adapter's ``DeadlineExceededError`` instead."""
+    if clock.monotonic() + latency + LOGS_INSIGHTS_STOP.worst_case_seconds > deadline:
+        clock.sleep(max(0.0, deadline - clock.monotonic() - LOGS_INSIGHTS_STOP.worst_case_seconds))
+        raise DeadlineExceededError("Logs Insights query still Running at the deadline", resource=LOG_GROUP)
+    clock.sleep(latency)
+    return read()
