@@ -9,12 +9,15 @@ answers every call at once, never throttles and reads back every write at once).
   otherwise) after a TagResource or UntagResource, DescribeTasks shows the task's tags as they were
   before the write.
 
-Time is ``clock`` (seconds): the world's clock, so a test that moves it on moves ECS on too.
+Time is ``clock`` (seconds): the world's clock, so a test that moves it on moves ECS on too; the
+buckets refill on ``rate_clock`` (real time unless told), since a world's clock stands still within
+an invocation while its calls go out.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +37,13 @@ class EcsAsTheProfileSays:
         clock: Callable[[], float],
         profile: ServiceProfile = AWS_PROFILE,
         quantile: float = 0.99,
+        rate_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
+        self._rate_clock = rate_clock
         self._window = profile.ecs_consistency_seconds.at(quantile)
         self._buckets = {
-            bucket: RateLimiter(profile.ecs_throttle(action), clock())
+            bucket: RateLimiter(profile.ecs_throttle(action), rate_clock())
             for bucket, action in (("read", "DescribeTasks"), ("write", "TagResource"))
         }
         # task ARN -> (shown until, the tags it showed before the write)
@@ -51,7 +56,7 @@ class EcsAsTheProfileSays:
     def _attempt(self, request: Any, **_: Any) -> AWSResponse | None:
         action = str(request.headers.get("X-Amz-Target", b"")).rsplit(".", 1)[-1].strip("'")
         bucket = "read" if action.startswith(("Describe", "List", "Get")) else "write"
-        if not self._buckets[bucket].take(self._clock()):
+        if not self._buckets[bucket].take(self._rate_clock()):
             self.throttled += 1
             return answered(request, 400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
         if action in WRITES_SHOWN_LATE:
