@@ -23,8 +23,7 @@ from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reap_executor import ReapExecutor
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
-from worker_drainer.adapters.intents import DynamoIntents, OpenIntent
-from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger
+from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger, OpenIntent
 from worker_drainer.capacity import Move
 from worker_drainer.capacity_keeper import CapacityKeeper
 from worker_drainer.interrupted import settle_interrupted
@@ -58,10 +57,8 @@ class DrainerExecutor:
     livekit_calls: int = 0
     keeper: CapacityKeeper = field(init=False)
     saga: CordonSaga = field(init=False)
-    intents: DynamoIntents = field(init=False)
 
     def __post_init__(self) -> None:
-        self.intents = DynamoIntents(self.ledger)
         self.keeper = CapacityKeeper(self.ecs, self.ledger, self.clock)
         self.saga = CordonSaga(self.ecs, self.keeper, self.policy, self.reaper_policy, self.clock)
 
@@ -73,7 +70,7 @@ class DrainerExecutor:
         lease = self._acquire_lease()
         try:
             # Read again under the lease: a run that held it may have closed its own meanwhile.
-            settle_interrupted(self._interrupted(report), self.intents, self.ecs, self.ledger, report)
+            settle_interrupted(self._interrupted(report), self.ecs, self.ledger, report)
             for number, step in enumerate(acting):
                 self._run_step(number, step, report, refusal if step.step in TASK_STEPS else None)
         finally:
@@ -81,7 +78,7 @@ class DrainerExecutor:
 
     def _interrupted(self, report: ReportBuilder) -> list[OpenIntent]:
         try:
-            return self.intents.all()
+            return self.ledger.open_intents()
         except RemediationError as exc:
             report.error(exc)
             return []
@@ -139,7 +136,7 @@ class DrainerExecutor:
             return
         intent = report.intend(step.task_id, step.step.value, step.reason)
         try:
-            self.intents.open(step.task_id, key, self._audit(step, key, None))
+            self.ledger.open_intent(step.task_id, key, self._audit(step, key, None))
         except RemediationError as exc:
             # No intent on record, no action: the audit trail never misses a change.
             report.resolve(intent, Outcome.SKIPPED, f"intent not recorded: {exc.message}", exc)
@@ -151,7 +148,7 @@ class DrainerExecutor:
         report.resolve(intent, result.outcome, result.reason, result.error)
         self._audit_or_report(report, step, key, result)
         try:
-            self.intents.close(step.task_id, key)
+            self.ledger.close_intent(step.task_id, key)
         except RemediationError as exc:
             report.error(exc)  # the next run finds the outcome recorded and closes it silently
 

@@ -10,36 +10,30 @@ from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Outcome
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
-from worker_drainer.adapters.intents import INTENDED, DynamoIntents, OpenIntent
+from worker_drainer.adapters.journal_model import INTENDED, OpenIntent
 from worker_drainer.adapters.ledger import Ledger
 from worker_drainer.plan_model import Step
 from worker_drainer.tags import State, TaskMarks
 
 
 def settle_interrupted(
-    found: list[OpenIntent],
-    intents: DynamoIntents,
-    ecs: EcsTaskService,
-    ledger: Ledger,
-    report: ReportBuilder,
+    found: list[OpenIntent], ecs: EcsTaskService, ledger: Ledger, report: ReportBuilder
 ) -> None:
     for intent in found:
         try:
-            _settle(intent, intents, ecs, ledger, report)
+            _settle(intent, ecs, ledger, report)
         except RemediationError as exc:
             report.error(exc)  # the open intent stays: the next run tries again
 
 
-def _settle(
-    intent: OpenIntent, intents: DynamoIntents, ecs: EcsTaskService, ledger: Ledger, report: ReportBuilder
-) -> None:
-    recorded = intents.recorded_outcome(intent)
+def _settle(intent: OpenIntent, ecs: EcsTaskService, ledger: Ledger, report: ReportBuilder) -> None:
+    recorded = ledger.recorded_outcome(intent)
     if recorded is not None and recorded != INTENDED:
-        intents.close(intent.task_id, intent.key)  # its own run recorded it and told it
+        ledger.close_intent(intent.task_id, intent.key)  # its own run recorded it and told it
         return
     outcome, reason = read_back(intent, ecs)
     ledger.audit(intent.task_id, intent.key, {**intent.entry, "outcome": outcome.value, "reason": reason})
-    if intents.close(intent.task_id, intent.key):
+    if ledger.close_intent(intent.task_id, intent.key):
         report.action(intent.task_id, intent.action, outcome, reason)
 
 

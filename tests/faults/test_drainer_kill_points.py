@@ -31,7 +31,6 @@ from tests.faults.test_drainer_saga_faults import (
     invoke,
     journal,
 )
-from worker_drainer.adapters.intents import DynamoIntents
 from worker_drainer.interrupted import settle_interrupted
 from worker_drainer.tags import STATE_TAG
 
@@ -136,15 +135,12 @@ def test_two_runs_settling_the_same_interrupted_step_tell_it_once(world: Drainer
     KillAfter(ecs, "ecs.TagResource")
     with pytest.raises(InvocationKilled):
         invoke(world, drain(target), deps)
-    ledger = world.dependencies().ledger
-    intents = DynamoIntents(ledger)
-    seen_by_both = intents.all()
+    one, other = world.dependencies(), world.dependencies()
+    seen_by_both = one.ledger.open_intents()
     assert [i.action for i in seen_by_both] == ["cordon"]
     first, second = ReportBuilder("worker_drainer", "a"), ReportBuilder("worker_drainer", "b")
-    settle_interrupted(seen_by_both, intents, world.dependencies().ecs, ledger, first)
-    settle_interrupted(
-        seen_by_both, DynamoIntents(world.dependencies().ledger), world.dependencies().ecs, ledger, second
-    )
+    settle_interrupted(seen_by_both, one.ecs, one.ledger, first)
+    settle_interrupted(seen_by_both, other.ecs, other.ledger, second)
     assert [(a.action, a.outcome.value) for a in first.actions] == [("cordon", "done")]
     assert second.actions == []
-    assert intents.all() == []
+    assert one.ledger.open_intents() == []

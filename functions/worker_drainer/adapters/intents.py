@@ -11,40 +11,29 @@ two runs that settle it, one tells it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from worker_drainer.adapters.ledger import AUDIT_RETENTION_SECONDS, AuditKey, Ledger, LedgerCondition
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, INTENDED, AuditKey, OpenIntent
 
-INTENDED = "intended"
+# One counted ledger call: (request, resource, conditional) -> the reply.
+LedgerCall = Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class OpenIntent:
-    task_id: str
-    key: AuditKey
-    entry: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def action(self) -> str:
-        return self.entry.get("action", "")
-
-    @property
-    def task_arn(self) -> str:
-        return self.entry.get("task_arn", "")
+class LedgerCondition(Exception):
+    """A conditional write lost: the caller decides what that means."""
 
 
 class DynamoIntents:
-    """The open intents of ``ledger``'s service, on the ledger's table and client."""
+    """The open intents of ``service``, on the ledger's table, client and counted ``call``."""
 
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+    def __init__(self, table_name: str, service: str, client: Any, call: LedgerCall) -> None:
+        self.table_name, self.service, self.client, self.call = table_name, service, client, call
 
     @property
     def _pk(self) -> dict[str, str]:
-        return {"S": f"intent#{self.ledger.service}"}
+        return {"S": f"intent#{self.service}"}
 
     def open(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
         item = {name: {"S": value} for name, value in entry.items()}
@@ -57,27 +46,25 @@ class DynamoIntents:
             "step": {"N": str(key.step)},
             "expires_at": {"N": str(int(key.at.timestamp()) + AUDIT_RETENTION_SECONDS)},
         }
-        self.ledger.call(
-            lambda: self.ledger.client.put_item(TableName=self.ledger.table_name, Item=item), task_id
-        )
+        self.call(lambda: self.client.put_item(TableName=self.table_name, Item=item), task_id)
 
     def all(self) -> list[OpenIntent]:
-        response = self.ledger.call(
-            lambda: self.ledger.client.query(
-                TableName=self.ledger.table_name,
+        response = self.call(
+            lambda: self.client.query(
+                TableName=self.table_name,
                 KeyConditionExpression="pk = :pk",
                 ExpressionAttributeValues={":pk": self._pk},
                 ConsistentRead=True,
             ),
-            self.ledger.service,
+            self.service,
         )
         return [_intent(item) for item in response.get("Items", [])]
 
     def recorded_outcome(self, intent: OpenIntent) -> str | None:
         """The outcome on the step's audit item (``intended`` while none was recorded)."""
-        response = self.ledger.call(
-            lambda: self.ledger.client.query(
-                TableName=self.ledger.table_name,
+        response = self.call(
+            lambda: self.client.query(
+                TableName=self.table_name,
                 KeyConditionExpression="pk = :pk AND sk = :sk",
                 ExpressionAttributeValues={
                     ":pk": {"S": f"task#{intent.task_id}"},
@@ -93,9 +80,9 @@ class DynamoIntents:
     def close(self, task_id: str, key: AuditKey) -> bool:
         """Delete the open intent; False when another run closed it first."""
         try:
-            self.ledger.call(
-                lambda: self.ledger.client.delete_item(
-                    TableName=self.ledger.table_name,
+            self.call(
+                lambda: self.client.delete_item(
+                    TableName=self.table_name,
                     Key={"pk": self._pk, "sk": {"S": key.sort_key}},
                     ConditionExpression="attribute_exists(pk)",
                 ),
