@@ -20,7 +20,6 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
-from devkit.fakes.ecs_profile import EcsAsTheProfileSays
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
@@ -130,14 +129,6 @@ class DrainerWorld:
         client = boto3.client("ecs", config=ecs_client_config(5.0))
         FakeEcsTaskProtection(client, shared_with=self.protection)
         EcsManagedTagsSetting(client, shared_with=self.managed_tags)
-        return client
-
-    def profiled_ecs_client(self) -> Any:
-        """An ECS client as unkind as the service profile says (``EcsAsTheProfileSays`` on the
-        world's clock: throttled at ECS's rates, DescribeTasks showing a task's old tags for a while
-        after a write). The world's own client, which a test reads to assert, sees the truth."""
-        client = self.own_ecs_client()
-        EcsAsTheProfileSays(client, clock=lambda: self.now.timestamp())
         return client
 
     def set_mode(self, mode: str) -> None:

@@ -250,7 +250,7 @@ def test_the_tts_incident_holds_under_the_service_profile(
     wait(profile.event_to_handler_seconds(p99))
 
     ecs = world.own_ecs_client()
-    ecs_profile = EcsAsTheProfileSays(ecs, clock=lambda: world.now.timestamp())  # as profiled_ecs_client
+    ecs_profile = EcsAsTheProfileSays(ecs, clock=lambda: world.now.timestamp())
     deps = world.dependencies(ecs_client=ecs)
     deps.worker_logs = ProfiledWorkerLogs(world.events, clock)
     cordoned = world.invoke(suspect, deps)
