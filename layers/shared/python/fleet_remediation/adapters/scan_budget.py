@@ -8,7 +8,9 @@ tally cannot be read (unknown spend is not zero) or the hour is spent; a re-chec
 when its estimate passes what is left. A look a new ALARM triggers (``priority``) is not held back
 by its estimate, but at most one runs per alarm per ``alarm_look_minutes`` (a flapping alarm), and
 every look that runs is stopped when its ``bytesScanned`` passes what is left. After every look,
-however it ended, its bytes are added to the tally once (an unknown count: its estimate); an ADD
+however it ended (complete, stopped, past its deadline, failed, or a StartQuery whose reply was
+lost), its bytes are added to the tally once: the last ``bytesScanned`` seen, else its estimate,
+else all it was allowed (a query that may have run is not free); an ADD
 that may have landed is never sent again (docs/decisions/0008-one-outcome-rule.md).
 """
 
@@ -150,11 +152,17 @@ class BudgetedInsights:
         query_deadline = deadline - SCAN_TALLY_CALL.worst_case_seconds
         try:
             result = self.inner.run_query(log_group, query, start, end, query_deadline, max_bytes=left)
-        except RemediationError as exc:
-            self._count(hour, _scanned_before(exc, estimate, left))
-            raise
-        self._count(hour, result.statistics.get("bytesScanned", 0.0))
+        finally:
+            self._count(hour, self._scanned(estimate, left))
         return result
+
+    def _scanned(self, estimate: float | None, left: float) -> float:
+        """What the look scanned, however it ended: the last ``bytesScanned`` its query reported;
+        unknown, its estimate (a look scans at most its window), or without one (or a zero one:
+        IncomingBytes lags) all it might have."""
+        if self.inner.last_scanned is not None:
+            return self.inner.last_scanned
+        return min(estimate, left) if estimate else left
 
     def _left(self, hour: str, log_group: str, start: datetime, end: datetime) -> tuple[float, float | None]:
         """What this look may scan and its estimate; a look that cannot run is skipped."""
@@ -210,15 +218,6 @@ class BudgetedInsights:
             self.budget.tally.add(hour, scanned)
         except AwsApiError as exc:
             self.policy.problem(exc)
-
-
-def _scanned_before(exc: RemediationError, estimate: float | None, left: float) -> float:
-    """What a look that ended early scanned: what its error says; unknown, its estimate (a look
-    scans at most its window), or without one (or a zero one: IncomingBytes lags) all it might."""
-    scanned = getattr(exc, "scanned", None)
-    if isinstance(scanned, int | float):
-        return float(scanned)
-    return min(estimate, left) if estimate else left
 
 
 @contextlib.contextmanager
