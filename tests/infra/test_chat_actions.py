@@ -135,7 +135,10 @@ def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only
         "-reaper/mode", ""
     )  # never the environment's own switch
     assert by_action['"events:PutEvents"']["Condition"]["StringEquals"]["events:source"]
-    assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens])
+    # Active tracing's grant is the one "*": X-Ray's two write actions take no resource.
+    traces = by_action['["xray:PutTelemetryRecords", "xray:PutTraceSegments"]']
+    assert traces["Resource"] == "*"
+    assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens and s is not traces])
 
 
 def _docs_buttons() -> dict[str, str]:

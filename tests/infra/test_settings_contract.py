@@ -49,7 +49,7 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         (
             "drainer",
             {"insights_timeout_seconds": 15},
-            r"drainer\.insights_timeout_seconds \(15\) is shorter than a per-task look needs \(21\.25 s\) "
+            r"drainer\.insights_timeout_seconds \(15\) is shorter than a per-task look needs \(22\.00 s\) "
             r"when its Logs Insights query takes the service profile's p99 \(aws-2026-12 v1: 11\.00 s",
         ),
         (

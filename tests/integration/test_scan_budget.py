@@ -32,7 +32,7 @@ from fleet_remediation.adapters.scan_budget import (
     ScanBudget,
 )
 from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
-from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
+from fleet_remediation.contract.budgets import SCAN_TALLY_CALL, insights_look_seconds
 from fleet_remediation.core.errors import RemediationError
 from tests.integration.test_tts_reach_alarm import (
     ALARM_AT,
@@ -220,8 +220,8 @@ def test_an_alarm_flapping_60_times_an_hour_scans_no_more_than_the_budget(
 
 def _look(budgeted: Budgeted, client: FakeInsightsClient) -> tuple[RemediationError, float]:
     """One re-check straight through the budgeted adapter, on a fake clock: Insights polls once a
-    second and the look's deadline is 5 s away. The error it ended with and the last bytesScanned
-    the service reported."""
+    second and the look's deadline leaves it about 3 s of polling after what the budget keeps for its
+    own calls. The error it ended with and the last bytesScanned the service reported."""
     clock = [0.0]
 
     def sleep(seconds: float) -> None:
@@ -237,7 +237,7 @@ def _look(budgeted: Budgeted, client: FakeInsightsClient) -> tuple[RemediationEr
             "stats count(*)",
             T0 - timedelta(minutes=32),
             T0,
-            deadline=5.0 + 2 * 0.75,
+            deadline=insights_look_seconds(3.0),
         )
     assert not isinstance(ended.value, LookSkippedError)
     (query,) = client.queries.values()

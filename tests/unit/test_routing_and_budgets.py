@@ -100,11 +100,12 @@ def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
     with pytest.raises(ValidationError, match="a run needs up to 112 s"):
         TtsReachSection(timeout_seconds=111, query_timeout_seconds=20)
     assert TtsReachSection(timeout_seconds=112, query_timeout_seconds=20).timeout_seconds == 112
-    # The floor: the scan budget's three calls (0.75 s each), the StartQuery (3 s), one poll (2 s) and
-    # the stop (2 s); no worst-case call is kept per poll.
+    # The floor: the scan budget's four calls (the estimate, the tally, an alarm's look slot, the ADD:
+    # 0.75 s each), the StartQuery (3 s), one poll (2 s) and the stop (2 s); no worst-case call is kept
+    # per poll.
     with pytest.raises(ValidationError, match="at least the scan budget's calls, the StartQuery's, one poll"):
-        TtsReachSection(timeout_seconds=900, query_timeout_seconds=9.2)
-    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=9.25).query_timeout_seconds == 9.25
+        TtsReachSection(timeout_seconds=900, query_timeout_seconds=9.95)
+    assert TtsReachSection(timeout_seconds=900, query_timeout_seconds=10).query_timeout_seconds == 10
 
 
 LEASE = DrainerPolicy(lease_seconds=300)

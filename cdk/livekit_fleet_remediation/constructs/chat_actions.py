@@ -22,6 +22,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
@@ -181,6 +182,8 @@ class ChatEntryPoint(Construct):
             memory_size=256,
             # Presses are rare; two at once is plenty, and a flood cannot fan out.
             reserved_concurrent_executions=2,
+            # Traced like the other functions: the shared handler's tracer expects Lambda's segment.
+            tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
                 "POWERTOOLS_SERVICE_NAME": CHAT_ENTRY,
@@ -192,6 +195,17 @@ class ChatEntryPoint(Construct):
         )
         for statement in self._statements(stack, services, list(switches.values())):
             self.role.add_to_policy(statement)
+        NagSuppressions.add_resource_suppressions(
+            self.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="X-Ray PutTraceSegments/PutTelemetryRecords take no resource-level permissions.",
+                    applies_to=["Resource::*"],
+                )
+            ],
+            apply_to_children=True,
+        )
 
     def _log_group(self, key: StackKey, name: str, retention_days: int) -> logs.LogGroup:
         log_group_name = f"/aws/lambda/{name}"
