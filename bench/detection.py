@@ -75,6 +75,7 @@ from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.sections import DrainerSection, TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
+from livekit_fleet_remediation.offline.delay_profiles import PROFILES, profile_named
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.investigation import recheck_alpha
 from tts_reach_alarm.transition import analysis_window_minutes
@@ -531,6 +532,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, help="runs per failure family and volume (default 3, quick 1)")
     parser.add_argument("--tasks", type=int, nargs="*", help="fleet sizes: the fleet-scale benchmark")
     parser.add_argument("--json", action="store_true", help="fleet-scale benchmark, one JSON object a line")
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="aws",
+        help="the fleet-scale benchmark's delays (none: every decision at the end of its minute)",
+    )
     args = parser.parse_args(argv)
     if args.tasks or args.json:
         from bench import _task_detection, _task_detection_report
@@ -541,6 +548,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.days or QUICK_DAYS,
             args.seeds or 2,
             args.json,
+            profile_named(args.profile),
         )
         return
     days = args.days or (QUICK_DAYS if args.quick else FULL_DAYS)
