@@ -14,13 +14,13 @@ import pytest
 
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli.replay import main, replay
-from livekit_fleet_remediation.offline.replay_model import ReplayResult
+from livekit_fleet_remediation.offline.replay_model import TIMELINE_ACTIONS, ReplayResult
 from tools import make_incident_fixture
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
 CDK_JSON = REPO / "examples" / "standalone" / "environments.json"
-ACTIONS = {"delete-room", "cordon", "stop-task", "undo", "notify"}
+ACTIONS = set(TIMELINE_ACTIONS)
 
 
 def _raw_lines(path: Path) -> list[tuple[str, datetime, dict[str, Any]]]:
@@ -89,7 +89,7 @@ def test_the_bad_worker_is_cordoned_by_a_tick_during_the_vad_alarm_and_named_by_
     assert verdicts[0].p_value < 0.05
     assert cordons[0].at <= verdicts[0].at
     # Drained (the zombie's room is already gone) and stopped: the worker takes no more lessons.
-    stops = [a for a in incident.actions if a.action == "stop-task"]
+    stops = [a for a in incident.actions if a.action == "stop"]
     assert [a.target for a in stops] == [make_incident_fixture.BAD_TASK]
     assert stops[0].at >= cordons[0].at
 
@@ -135,7 +135,7 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
     # of a suspect-worker event naming the task it had already stopped: the replay keeps the log's
     # later failures on that worker, so the TTS alarm (OK between victim lessons at this volume)
     # names it again at each new ALARM.
-    stopped = next(a.at for a in incident.actions if a.action == "stop-task")
+    stopped = next(a.at for a in incident.actions if a.action == "stop")
     refused = [i for i in incident.invocations if i.report["status"] != "ok"]
     for invocation in refused:
         assert (invocation.function, invocation.trigger) == ("worker_drainer", "suspect-worker event")

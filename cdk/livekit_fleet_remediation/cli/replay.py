@@ -112,8 +112,8 @@ def _write_sessions(result: ReplayResult, out: TextIO) -> None:
         f"\nSessions: {outcome.total} jobs; {len(outcome.failed)} failed in the log (responses, no first "
         f"audio); {outcome.failed_after_remediation} would still have failed; {len(outcome.spared)} spared.\n"
         "Model: a failed session is spared only when its job request reached its worker after that worker "
-        "was cordoned (LiveKit would have placed it on another, healthy worker); every other failed session "
-        "still fails.\n"
+        "was taken out of rotation (a step the step table marks takes_out: LiveKit would have placed it on "
+        "another, healthy worker); every other failed session still fails.\n"
     )
     for lesson in outcome.spared:
         spans = result.out_of_rotation.get(task_id_from_log_stream(lesson.stream), [])
@@ -122,7 +122,7 @@ def _write_sessions(result: ReplayResult, out: TextIO) -> None:
         assert started is not None
         out.write(
             f"  spared {lesson.job_id} ({lesson.room}): started {started:%H:%M:%S} on "
-            f"{task_id_from_log_stream(lesson.stream)}, cordoned {cordoned:%H:%M}\n"
+            f"{task_id_from_log_stream(lesson.stream)}, out of rotation {cordoned:%H:%M}\n"
         )
     if outcome.after_reap:
         lesson, room, when = outcome.after_reap[0]

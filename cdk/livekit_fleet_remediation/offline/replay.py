@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from fleet_remediation.adapters.alarm_state import AlarmReading
+from fleet_remediation.contract.drainer_steps import Step, StepRow
 from fleet_remediation.contract.naming import (
     FunctionName,
     task_id_from_log_stream,
@@ -40,7 +41,8 @@ from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.replay_model import (
-    ACTION_NAMES,
+    DELETE_ROOM,
+    NOTIFY,
     SIMULATED_ACCOUNT,
     ActionRecord,
     AlarmChange,
@@ -50,6 +52,7 @@ from livekit_fleet_remediation.offline.replay_model import (
     VerdictRecord,
     alarm_event,
     counterfactual,
+    drainer_step,
     on_schedule,
     quiet_outcome,
     stack_rules,
@@ -236,39 +239,43 @@ class Replay:
             )
         acted = False
         for action in report["actions"]:
-            name = ACTION_NAMES.get(action["action"], action["action"])
-            if action["outcome"] != "done" or name not in (*ACTION_NAMES.values(), "delete-room"):
+            if action["outcome"] != "done":
                 continue
-            acted = True
             plan = candidates.get(action["resource"], {})
-            if function is FunctionName.ZOMBIE_REAPER:
+            if function is FunctionName.ZOMBIE_REAPER and action["action"] == DELETE_ROOM:
+                acted = True
                 rule = plan.get("facts", {}).get("rule")
                 reason = f"{trigger}: {plan.get('reason', action.get('reason', ''))} [{rule}]"
-                self._act(function, "delete-room", action["resource"], reason)
-            elif action["action"] == "reap":
-                planned = str(plan.get("reason", "")).removeprefix("reap: ")
-                for room in plan.get("facts", {}).get("rooms_to_reap", []):
-                    reason = f"{trigger}: reap first on task {action['resource']}: {planned}"
-                    self._act(function, "delete-room", room, reason)
-            else:
-                planned = str(plan.get("reason", "")).removeprefix(f"{action['action']}: ")
-                outcome = action.get("reason", "")
-                self._act(function, name, action["resource"], f"{trigger}: {planned} -> {outcome}")
+                self._act(function, DELETE_ROOM, action["resource"], reason)
+            elif function is FunctionName.WORKER_DRAINER and (row := drainer_step(action["action"])):
+                acted = True
+                self._drainer_step(row, action, plan, trigger)
         if not acted and trigger != "schedule" and function is not FunctionName.TTS_REACH_ALARM:
             self.result.notes.append(NoteRecord(now, function.value, f"{trigger}: {quiet_outcome(report)}"))
 
+    def _drainer_step(self, row: StepRow, action: dict[str, Any], plan: dict[str, Any], trigger: str) -> None:
+        """One done step of the drainer on the timeline (a reap as the rooms it deleted), and the
+        task's time out of rotation as the step table's ``takes_out`` says."""
+        task, drainer = action["resource"], FunctionName.WORKER_DRAINER
+        planned = str(plan.get("reason", "")).removeprefix(f"{row.step.value}: ")
+        if row.step is Step.REAP:
+            for room in plan.get("facts", {}).get("rooms_to_reap", []):
+                self._act(drainer, DELETE_ROOM, room, f"{trigger}: reap first on task {task}: {planned}")
+        else:
+            outcome = action.get("reason", "")
+            self._act(drainer, row.step.value, task, f"{trigger}: {planned} -> {outcome}")
+        at, spans = self.world.clock(), self.result.out_of_rotation.setdefault(task, [])
+        still_out = bool(spans) and spans[-1][1] is None
+        if row.takes_out and not still_out:
+            spans.append((at, None))
+        elif row.step is Step.UNDO and still_out:
+            spans[-1] = (spans[-1][0], at)
+
     def _act(self, function: FunctionName, action: str, target: str, reason: str) -> None:
-        at = self.world.clock()
-        self.result.actions.append(ActionRecord(at, function.value, action, target, reason))
-        if action == "cordon":
-            self.result.out_of_rotation.setdefault(target, []).append((at, None))
-        elif action == "undo":
-            spans = self.result.out_of_rotation.get(target, [])
-            if spans and spans[-1][1] is None:
-                spans[-1] = (spans[-1][0], at)
+        self.result.actions.append(ActionRecord(self.world.clock(), function.value, action, target, reason))
 
     def _record_notifications(self) -> None:
         topic = self._reaper.settings.notification_topic_arn.rsplit(":", 1)[-1]
         for sent in self.world.sent:
-            self.result.actions.append(ActionRecord(sent.at, sent.function, "notify", topic, sent.subject))
+            self.result.actions.append(ActionRecord(sent.at, sent.function, NOTIFY, topic, sent.subject))
         self.result.actions.sort(key=lambda a: a.at)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleet_remediation.contract.drainer_steps import ROWS, STEP_TABLE, Step, StepRow
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     FunctionName,
@@ -17,13 +18,34 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.core.report_model import Mode
+from fleet_remediation.domain import reaping
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.offline.backtest import Lesson
 from livekit_fleet_remediation.offline.replay_world import LoggedJob
 
 SIMULATED_ACCOUNT = "000000000000"
 SIMULATED_STORE = "simulated"
-ACTION_NAMES = {"reap": "delete-room", "cordon": "cordon", "stop": "stop-task", "undo": "undo"}
+# The timeline's actions: the rooms deleted (by the reaper, or by the drainer's reap step, one entry
+# a room), every other step of the drainer's step table by its name, and the notifications sent.
+DELETE_ROOM, NOTIFY = reaping.DELETE, "notify"
+
+
+def timeline_action(step: Step) -> str:
+    return DELETE_ROOM if step is Step.REAP else step.value
+
+
+TIMELINE_ACTIONS = (
+    DELETE_ROOM,
+    *(timeline_action(row.step) for row in STEP_TABLE if row.step is not Step.REAP),
+    NOTIFY,
+)
+
+
+def drainer_step(action: str) -> StepRow | None:
+    """The step table's row of an action a drainer report names (None for any other action)."""
+    return ROWS.get(Step(action)) if action in Step.__members__.values() else None
+
+
 SIMULATED_PARTS = (
     "the clock (minute by minute)",
     "the log source (the exported events feed the alarms and answer the functions' Logs Insights queries)",
@@ -116,7 +138,7 @@ class VerdictRecord:
 class ActionRecord:
     at: datetime
     function: str
-    action: str  # delete-room | cordon | stop-task | undo | notify
+    action: str  # one of TIMELINE_ACTIONS
     target: str
     reason: str
 
