@@ -23,6 +23,7 @@ from fleet_remediation.contract.agent_services import (
     distinct_names,
     refuse_moved_keys,
 )
+from fleet_remediation.contract.budgets import insights_look_seconds
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
@@ -33,6 +34,7 @@ from fleet_remediation.contract.sections import (
     ScanBudgetSection,
     TtsReachSection,
 )
+from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 
@@ -174,6 +176,24 @@ class EnvironmentConfig(StrictModel):
 
     def drainer_of(self, service: AgentServiceConfig) -> DrainerSection:
         return service.drainer or self.drainer
+
+    @model_validator(mode="after")
+    def _per_task_look_decides_at_the_profiles_p99(self) -> EnvironmentConfig:
+        # The drainer's run already fits its Lambda timeout with insights_timeout_seconds per query
+        # (DrainerSection); this proves a per-task look decides within that when Insights is slow.
+        query = AWS_PROFILE.insights_queue_and_run_seconds(AWS_PROFILE.per_task_look_bytes, 0.99)
+        needed = insights_look_seconds(query)
+        for service in self.agent_services:
+            drainer = self.drainer_of(service)
+            if drainer.insights_timeout_seconds < needed:
+                raise ValueError(
+                    f"agent service {service.name!r}: drainer.insights_timeout_seconds "
+                    f"({drainer.insights_timeout_seconds:g}) is shorter than a per-task look needs "
+                    f"({needed:.2f} s) when its Logs Insights query takes the service profile's p99 "
+                    f"({AWS_PROFILE.name} v{AWS_PROFILE.version}: {query:.2f} s for "
+                    f"{AWS_PROFILE.per_task_look_bytes / 1e6:g} MB; docs/development/service-profile.md)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _services_are_distinct(self) -> EnvironmentConfig:

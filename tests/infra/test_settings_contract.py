@@ -41,9 +41,16 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         ),
         (
             "drainer",
-            {"timeout_seconds": 180, "policy": {"lease_seconds": 10}},
+            {"timeout_seconds": 210, "policy": {"lease_seconds": 10}},
             r"environments\.staging\.drainer: Value error, policy\.lease_seconds \(10\) must be at least "
-            r"timeout_seconds \(180\)",
+            r"timeout_seconds \(210\)",
+        ),
+        # A per-task look must decide when Insights takes the service profile's p99.
+        (
+            "drainer",
+            {"insights_timeout_seconds": 15},
+            r"drainer\.insights_timeout_seconds \(15\) is shorter than a per-task look needs \(21\.25 s\) "
+            r"when its Logs Insights query takes the service profile's p99 \(aws-2026-12 v1: 11\.00 s",
         ),
         (
             "drainer",

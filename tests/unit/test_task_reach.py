@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devkit.fakes.logs_insights import FakeInsightsClient
-from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, QueryResult, Row
+from devkit.fakes.logs_insights import FakeInsightsClient, insights_over
+from fleet_remediation.adapters.logs_insights import QueryResult, Row
 from fleet_remediation.adapters.windowed_insights import (
     ResultTruncatedError,
     planned_pieces,
@@ -23,9 +23,11 @@ from fleet_remediation.adapters.windowed_insights import (
     summed,
 )
 from fleet_remediation.contract.events import TimeWindow
+from fleet_remediation.contract.sections import DrainerSection
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
+from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
 from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
@@ -141,7 +143,8 @@ def test_the_per_task_query_sums_each_stream_once() -> None:
 
 def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_tasks() -> None:
     """Through the real ``CloudWatchLogsInsights`` adapter against ``FakeInsightsClient`` (an explicit
-    fake of StartQuery/GetQueryResults: moto has no Insights engine)."""
+    fake of StartQuery/GetQueryResults: moto has no Insights engine), whose query takes the service
+    profile's p99 for a per-task look (on a simulated clock), under the drainer's default deadline."""
     rows: list[dict[str, object]] = [
         {"@logStream": f"agent/a/t{i}", "responses": 60, "first_frames": 60, "timeouts": 0}
         for i in range(300)
@@ -157,10 +160,15 @@ def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_t
         assert end - start == timedelta(minutes=SETTINGS.window_minutes)
         return rows
 
-    insights = CloudWatchLogsInsights(FakeInsightsClient(answer), poll_interval_seconds=0.01)  # type: ignore[arg-type]
+    clock = SimulatedClock()
+    client = FakeInsightsClient(answer, clock=clock, scan_bytes=AWS_PROFILE.per_task_look_bytes)
     running = [f"agent/a/t{i}" for i in range(300)] + ["agent/a/silent"]
     window = (START - timedelta(minutes=SETTINGS.window_minutes), START)
-    read = read_task_reach(insights, "g", SignalCatalog.default(), window, time.monotonic() + 5)
+    deadline = DrainerSection().insights_timeout_seconds
+    read = read_task_reach(insights_over(client), "g", SignalCatalog.default(), window, deadline)
+    assert clock.monotonic() >= AWS_PROFILE.insights_queue_and_run_seconds(
+        AWS_PROFILE.per_task_look_bytes, 0.99
+    )
     found = tick_verdict(read, SETTINGS, running)
     assert seen == [task_reach_query(SignalCatalog.default())]
     assert [v.log_stream for v in found.suspects] == ["agent/a/silent"]

@@ -4,15 +4,15 @@ and the rows parsed back (``FakeLogsInsights`` returns canned GetQueryResults pa
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime
 
 import pytest
 
-from devkit.fakes.logs_insights import FakeInsightsClient, FakeLogsInsights, insights_row
-from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from devkit.fakes.logs_insights import FakeInsightsClient, FakeLogsInsights, insights_over, insights_row
+from fleet_remediation.contract.sections import DrainerSection
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import InvalidEventError
+from livekit_fleet_remediation.offline.service_profile import SimulatedClock
 from worker_drainer.adapters.worker_logs import MAX_QUERY_CHARS, InsightsWorkerLogs, job_sightings_query
 
 START = datetime(2026, 9, 15, 17, 15, tzinfo=UTC)
@@ -109,13 +109,9 @@ def test_a_fleet_too_large_to_list_is_matched_by_its_stream_prefix_in_one_query(
             if matches.search(s)
         ]
 
-    client = FakeInsightsClient(respond, running_polls=0)
-    logs = InsightsWorkerLogs(
-        CloudWatchLogsInsights(client, poll_interval_seconds=0),
-        "/ppi/livekit/prod/agent",
-        SignalCatalog.default(),
-    )
-    sightings = logs.job_sightings(streams, START, END, deadline=time.monotonic() + 5)
+    client = FakeInsightsClient(respond, clock=SimulatedClock())
+    logs = InsightsWorkerLogs(insights_over(client), "/ppi/livekit/prod/agent", SignalCatalog.default())
+    sightings = logs.job_sightings(streams, START, END, deadline=DrainerSection().insights_timeout_seconds)
     (query,) = client.started
     assert len(query) <= MAX_QUERY_CHARS
     assert r"@logStream like /^agent\/ppi-livekit-agent\//" in query

@@ -6,8 +6,10 @@ Before a look: the hour's tally and the log group's ``IncomingBytes`` over the l
 the look will scan, near enough: a look scans every byte of its range). A re-check whose estimate
 passes what is left, or whose tally cannot be read (unknown spend is not zero), is skipped; one
 that runs is stopped when its ``bytesScanned`` passes what is left. A look triggered by a new ALARM
-(``priority``) always runs to its end. After every look its bytes scanned are added to the tally,
-once: an ADD that may have landed is never sent again (docs/decisions/0008-one-outcome-rule.md).
+(``priority``) always runs to its end. After every look, however it ended (complete, stopped, past
+its deadline, failed, or a StartQuery whose reply was lost), its bytes are added to the tally once:
+the last ``bytesScanned`` seen, else the estimate (a query that may have run is not free). An ADD
+that may have landed is never sent again (docs/decisions/0008-one-outcome-rule.md).
 """
 
 from __future__ import annotations
@@ -126,31 +128,51 @@ class BudgetedInsights:
         self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
     ) -> QueryResult:
         hour = self.budget.clock().astimezone(UTC).strftime("%Y-%m-%dT%H")
-        left = self._left(hour, log_group, start, end)
-        # The tally's ADD is kept free after the look.
+        left, estimate = self._left(hour, log_group, start, end)
+        # The tally's ADD is kept free after the look, and the estimate's read when it was not made.
         query_deadline = deadline - SCAN_TALLY_CALL.worst_case_seconds
+        if estimate is None:
+            query_deadline -= SCAN_ESTIMATE_READ.worst_case_seconds
         try:
             result = self.inner.run_query(log_group, query, start, end, query_deadline, max_bytes=left)
-        except ScanStoppedError as exc:
-            self._count(hour, exc.scanned)
-            raise
-        self._count(hour, result.statistics.get("bytesScanned", 0.0))
+        finally:
+            self._count_look(hour, log_group, (start, end), estimate)
         return result
 
-    def _left(self, hour: str, log_group: str, start: datetime, end: datetime) -> float | None:
-        """What this look may scan (None: no limit); a re-check that cannot fit is skipped."""
+    def _count_look(
+        self, hour: str, log_group: str, window: tuple[datetime, datetime], estimate: float | None
+    ) -> None:
+        scanned = self.inner.last_scanned
+        if scanned is None:
+            scanned = estimate if estimate is not None else self.budget.incoming.estimate(log_group, *window)
+        if scanned is None:
+            self.policy.problem(
+                RemediationError(
+                    "scan budget: a look's bytes are unknown (no statistics, no estimate); not counted",
+                    resource=log_group,
+                )
+            )
+            return
+        if scanned > 0:
+            self._count(hour, scanned)
+
+    def _left(
+        self, hour: str, log_group: str, start: datetime, end: datetime
+    ) -> tuple[float | None, float | None]:
+        """What this look may scan (None: no limit) and its estimate (None: not read, or unknown);
+        a re-check that cannot fit is skipped."""
         try:
             left = self.budget.bytes_per_hour - self.budget.tally.spent(hour)
         except AwsApiError as exc:
             if self.policy.priority:
                 self.policy.problem(exc)
-                return None
+                return None, None
             raise LookSkippedError(
                 f"scan budget: this hour's spend is unreadable ({exc.message}); a re-check waits",
                 resource=log_group,
             ) from None
         if self.policy.priority:
-            return None
+            return None, None
         estimate = self.budget.incoming.estimate(log_group, start, end)
         if left <= 0 or (estimate is not None and estimate > left):
             gb = f"{(estimate or 0) / 1e9:.2f} GB" if estimate is not None else "its window"
@@ -159,7 +181,7 @@ class BudgetedInsights:
                 f"of {self.budget.bytes_per_hour / 1e9:g} GB",
                 resource=log_group,
             )
-        return left
+        return left, estimate
 
     def _count(self, hour: str, scanned: float) -> None:
         try:

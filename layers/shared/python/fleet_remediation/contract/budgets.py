@@ -68,12 +68,14 @@ IDEMPOTENCY_WRITES_PER_ACTION = 2
 ONCE_RECORD_SECONDS = IDEMPOTENCY_WRITES_PER_ACTION * IDEMPOTENCY_WRITE.worst_case_seconds
 # One call of the drainer's ledger (DynamoDB PutItem/DeleteItem/Query).
 LEDGER_CALL = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=2)
-# One Logs Insights API call (StartQuery, GetQueryResults, StopQuery); a query's polling loop
-# starts a call only while one call's worst case still fits before the query's deadline.
-LOGS_INSIGHTS_CALL = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
-# The StopQuery of a query still running at its deadline, on a client of its own: its time is kept
-# free from the start, so the stop is sent however long the polls ran.
+# Logs Insights, one client per call: StartQuery creates a query, so it is sent once (one attempt: a
+# lost reply leaves a query that may be running, never a second one); GetQueryResults is a read, and
+# a failed poll is only a poll missed, so it too makes one short attempt and the loop polls again;
+# the StopQuery of a query still running at its deadline has its time kept free from the start.
+LOGS_INSIGHTS_START = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=1)
+LOGS_INSIGHTS_POLL = AwsCallBudget("logs", connect_timeout_seconds=0.5, read_timeout_seconds=1.5, attempts=1)
 LOGS_INSIGHTS_STOP = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1)
+LOGS_INSIGHTS_POLL_INTERVAL_SECONDS = 1.0
 # The scan budget's calls around each look, inside the look's own deadline: the log group's
 # IncomingBytes over the window (CloudWatch GetMetricStatistics) and the hour's tally (DynamoDB
 # GetItem) before it, the tally's atomic ADD after it. One short attempt each: an unreadable
@@ -86,11 +88,23 @@ SCAN_TALLY_CALL = AwsCallBudget(
     "dynamodb", connect_timeout_seconds=0.25, read_timeout_seconds=0.5, attempts=1
 )
 SCAN_BUDGET_LOOK_SECONDS = SCAN_ESTIMATE_READ.worst_case_seconds + 2 * SCAN_TALLY_CALL.worst_case_seconds
-# The shortest query deadline under which a query can start: the scan budget's calls, one call and
-# the stop kept for it.
+# The shortest query deadline under which a query can start: the scan budget's calls, the StartQuery,
+# one poll and the stop kept for it.
 LOGS_INSIGHTS_QUERY_FLOOR_SECONDS = (
-    SCAN_BUDGET_LOOK_SECONDS + LOGS_INSIGHTS_CALL.worst_case_seconds + LOGS_INSIGHTS_STOP.worst_case_seconds
+    SCAN_BUDGET_LOOK_SECONDS
+    + LOGS_INSIGHTS_START.worst_case_seconds
+    + LOGS_INSIGHTS_POLL.worst_case_seconds
+    + LOGS_INSIGHTS_STOP.worst_case_seconds
 )
+
+
+def insights_look_seconds(query_seconds: float) -> float:
+    """The deadline a look needs to read Complete from a query that runs ``query_seconds`` after its
+    StartQuery: the scan budget's calls, the StartQuery, the query, up to one poll interval until the
+    poll that sees it done, and that poll, which starts only while its call and the stop still fit."""
+    return LOGS_INSIGHTS_QUERY_FLOOR_SECONDS + query_seconds + LOGS_INSIGHTS_POLL_INTERVAL_SECONDS
+
+
 # The plan CLI (tools/plan.py) reads the deployed drainer's configuration: Lambda GetFunctionConfiguration.
 LAMBDA_CONFIGURATION_READ = AwsCallBudget(
     "lambda", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3
