@@ -1,52 +1,54 @@
-"""The named delay profiles the replay and ``bench.detection`` run under (``--profile``): ``none``
-(instant: every decision at the exact end of its minute, seeing every line) and ``aws``.
-
-Where AWS publishes no number, the ``aws`` profile states an assumption (listed in its
-``assumptions``), and the figures that depend on it say so.
+"""The named delay profiles the replay and ``bench.detection`` run under (``--profile``): ``aws``, the
+timing part of the service-behaviour profile (``service_profile.AWS_PROFILE``, its sources in
+docs/development/service-profile.md), and ``none`` (instant: every decision at the exact end of its
+minute, seeing every line, for comparison).
 """
 
 from __future__ import annotations
 
 from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile, Spread
+from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, Percentiles, ServiceProfile
 
-AWS_DELAYS = DelayProfile(
-    name="aws",
-    version="2026-12-02.1",
-    source=(
-        "CloudWatch alarm evaluation (docs: AlarmThatSendsEmail.html, 'Alarm evaluation'), metric "
-        "filters (MonitoringLogData.html), EventBridge schedules (eb-scheduled-rule-pattern.html), "
-        "Logs Insights (AnalyzingLogData.html), Lambda execution environments "
-        "(lambda-runtime-environment.html), ECS deployments (deployment-type-ecs.html)"
-    ),
-    metric_visible=Spread(60.0, 180.0),
-    alarm_minute_phase=True,
-    event_delivery=Spread(0.5, 5.0),
-    schedule_jitter=Spread(10.0, 55.0),
-    log_visible=Spread(5.0, 30.0),
-    insights_queue=Spread(0.5, 10.0),
-    insights_run=Spread(1.5, 8.0),
-    insights_seconds_per_gb=10.0,
-    cold_start=Spread(1.0, 3.0),
-    warm_minutes=5.0,
-    task_start=Spread(45.0, 120.0),
-    deployment=Spread(300.0, 900.0),
-    assumptions=(
-        "metric filter to alarm-visible datapoint p50 60 s, p99 180 s (AWS publishes no figure; the "
-        "1-3 minutes operators report)",
-        "alarms evaluate once a minute at their own offset; a datapoint not yet visible waits for the "
-        "next evaluation",
-        "EventBridge delivery p50 0.5 s, p99 5 s; a rate() schedule fires p50 10 s, p99 55 s after "
-        "its minute (AWS: no second-level precision)",
-        "a log line is searchable by Logs Insights p50 5 s, p99 30 s after its timestamp (the awslogs "
-        "driver's 5 s flush, then ingestion)",
-        "Logs Insights: queued p50 0.5 s, p99 10 s; running p50 1.5 s, p99 8 s plus 10 s per GB scanned",
-        "Lambda cold start p50 1 s, p99 3 s; an environment idle over 5 minutes is gone",
-        "a replacement task RUNNING p50 45 s, p99 120 s after the scheduler asks; a rolling deployment "
-        "lasts p50 5 min, p99 15 min",
-    ),
+# What the service profile does not hold, stated as assumptions (AWS publishes neither figure).
+WARM_MINUTES = 5.0
+DEPLOYMENT = Spread(300.0, 900.0)
+TIMING_ASSUMPTIONS = (
+    f"ASSUMPTION: a Lambda environment idle for more than {WARM_MINUTES:g} minutes is gone (the next "
+    "invocation starts cold); AWS publishes no idle lifetime",
+    f"ASSUMPTION: a rolling deployment lasts p50 {DEPLOYMENT.p50 / 60:g} min, "
+    f"p99 {DEPLOYMENT.p99 / 60:g} min",
+    "the alarm's datapoint for a minute is visible after the lines' ingestion and the metric's own delay; "
+    "the alarm evaluates once a minute at its own offset (the next evaluation after it is visible)",
 )
 
-PROFILES: dict[str, DelayProfile] = {"aws": AWS_DELAYS, "none": INSTANT}
+
+def _spread(delay: Percentiles) -> Spread:
+    return Spread(delay.p50, delay.p99)
+
+
+def delays_of(profile: ServiceProfile) -> DelayProfile:
+    """The delays the timing model needs, from one service profile."""
+    return DelayProfile(
+        name="aws",
+        version=f"{profile.name} v{profile.version}",
+        source="livekit_fleet_remediation.offline.service_profile (docs/development/service-profile.md)",
+        metric_visible=_spread(profile.metric_visible_seconds),
+        alarm_minute_phase=profile.alarm_evaluation_interval_seconds == 60.0,
+        event_delivery=_spread(profile.eventbridge_delivery_seconds),
+        schedule_jitter=_spread(profile.scheduled_tick_jitter_seconds),
+        log_visible=_spread(profile.log_ingestion_seconds),
+        insights_queue=_spread(profile.insights_queue_seconds),
+        insights_run=_spread(profile.insights_run_base_seconds),
+        insights_seconds_per_gb=_spread(profile.insights_seconds_per_gb),
+        cold_start=_spread(profile.lambda_cold_start_seconds),
+        warm_minutes=WARM_MINUTES,
+        task_start=_spread(profile.ecs_task_start_seconds),
+        deployment=DEPLOYMENT,
+        assumptions=TIMING_ASSUMPTIONS,
+    )
+
+
+PROFILES: dict[str, DelayProfile] = {"aws": delays_of(AWS_PROFILE), "none": INSTANT}
 
 
 def profile_named(name: str) -> DelayProfile:

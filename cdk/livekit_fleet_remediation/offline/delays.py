@@ -5,7 +5,7 @@ cold starts, ECS bringing a replacement to RUNNING). The replay and ``bench.dete
 here, seeded, so a run is repeatable; ``none`` keeps the instant model for comparison.
 
 Each delay is a ``Spread`` (its p50 and p99, drawn from the lognormal through both). The numbers come
-from one profile (``DelayProfile``); ``profile_named`` builds it.
+from one profile (``DelayProfile``); ``delay_profiles`` builds it from the service profile.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from statistics import NormalDist
 
 # z of the 99th percentile of the standard normal: a lognormal's sigma from its p50 and p99.
 _Z99 = NormalDist().inv_cdf(0.99)
+_Z999 = NormalDist().inv_cdf(0.999)
 GIGABYTE = 1e9
 
 
@@ -38,7 +39,9 @@ class Spread:
     def draw(self, rng: random.Random) -> float:
         if self.p50 <= 0:
             return 0.0
-        return self.p50 * math.exp(self.sigma * rng.gauss(0.0, 1.0))
+        # Clipped to the 0.1 % .. 99.9 % range, as the service profile draws.
+        z = min(max(rng.gauss(0.0, 1.0), -_Z999), _Z999)
+        return self.p50 * math.exp(self.sigma * z)
 
     def share_within(self, seconds: float) -> float:
         """The probability that a draw is at most ``seconds`` (the lognormal's CDF)."""
@@ -61,7 +64,7 @@ class DelayProfile:
     name: str
     version: str
     source: str
-    # A log event until its metric-filter datapoint is visible to the alarm.
+    # A minute's metric-filter datapoint, after its lines were ingested, until alarms can see it.
     metric_visible: Spread = NO_DELAY
     # Whether alarms are evaluated once a minute at their own offset (period alignment); the
     # instant model evaluates at the exact end of each minute.
@@ -75,7 +78,7 @@ class DelayProfile:
     # Logs Insights: waiting in the queue, then running (a fixed part and one per GB scanned).
     insights_queue: Spread = NO_DELAY
     insights_run: Spread = NO_DELAY
-    insights_seconds_per_gb: float = 0.0
+    insights_seconds_per_gb: Spread = NO_DELAY
     # A Lambda environment's initialisation, when none is warm; one idle longer than this is gone.
     cold_start: Spread = NO_DELAY
     warm_minutes: float = math.inf
@@ -100,7 +103,6 @@ class DelayProfile:
             "version": self.version,
             "source": self.source,
             "p50_p99_seconds": spreads,
-            "insights_seconds_per_gb": self.insights_seconds_per_gb,
             "warm_minutes": None if math.isinf(self.warm_minutes) else self.warm_minutes,
             "alarm_minute_phase": self.alarm_minute_phase,
             "assumptions": list(self.assumptions),
@@ -129,8 +131,9 @@ class Delays:
     def alarm_sees(self, alarm: str, period_end: float) -> float:
         """When ``alarm`` evaluates the datapoint of the period ending at ``period_end``: its first
         once-a-minute evaluation after the metric is visible."""
-        visible = period_end + self.draw(self.profile.metric_visible)
-        if not self.profile.alarm_minute_phase:
+        profile = self.profile
+        visible = period_end + self.draw(profile.log_visible) + self.draw(profile.metric_visible)
+        if not profile.alarm_minute_phase:
             return visible
         phase = self._phases.setdefault(alarm, self.rng.uniform(0.0, 60.0))
         return phase + 60.0 * math.ceil((visible - phase) / 60.0)
@@ -147,7 +150,8 @@ class Delays:
     def insights_seconds(self, scanned_bytes: float) -> float:
         """One Logs Insights query: queued, then run (growing with the bytes scanned)."""
         profile = self.profile
-        run = self.draw(profile.insights_run) + profile.insights_seconds_per_gb * scanned_bytes / GIGABYTE
+        per_gb = self.draw(profile.insights_seconds_per_gb)
+        run = self.draw(profile.insights_run) + per_gb * scanned_bytes / GIGABYTE
         return self.draw(profile.insights_queue) + run
 
     def share_visible(self, start: float, end: float, cutoff: float) -> float:
