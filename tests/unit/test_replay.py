@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -123,19 +123,21 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
     assert by_trigger["livekit-prod-agents-vad-slow-inference ALARM"] == {"zombie_reaper", "worker_drainer"}
     assert "livekit-prod-agents-vad-slow-inference OK" not in by_trigger
     assert by_trigger["livekit-prod-agents-tts-reach ALARM"] == {"tts_reach_alarm"}
-    # The TTS page holds past the end of the log (its 30-minute window still holds the failures).
-    assert "livekit-prod-agents-tts-reach OK" not in by_trigger
     assert by_trigger["suspect-worker event"] == {"worker_drainer"}
     assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer", "tts_reach_alarm"}
     reaper_ticks = [
         i.at for i in incident.invocations if i.trigger == "schedule" and i.function == "zombie_reaper"
     ]
     assert all(at.minute % 5 == 0 for at in reaper_ticks)
-    # Every report is one the function produced itself, and none failed but the drainer's refusals
-    # of a suspect-worker event naming the task it had already stopped: the replay keeps the log's
-    # later failures on that worker, so the TTS alarm (OK between victim lessons at this volume)
-    # names it again at each new ALARM.
+    # Every report is one the function produced itself, and none failed but the drainer's refusal
+    # of a suspect-worker event naming the task it had already stopped (its tick stopped it first).
     stopped = next(a.at for a in incident.actions if a.action == "stop")
+    # Feedback: the stopped task writes no more lines, so the TTS page resolves once, after the stop,
+    # and pages no more (the log's later failures on that worker are not replayed).
+    tts = [(a.state, a.at) for a in incident.alarms if a.alarm.endswith("tts-reach")]
+    assert [state for state, _ in tts] == ["ALARM", "OK"]
+    assert tts[1][1] > stopped
+    assert by_trigger["livekit-prod-agents-tts-reach OK"] == {"tts_reach_alarm"}
     refused = [i for i in incident.invocations if i.report["status"] != "ok"]
     for invocation in refused:
         assert (invocation.function, invocation.trigger) == ("worker_drainer", "suspect-worker event")
@@ -143,6 +145,18 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
         assert [(e["code"], e["resource"]) for e in invocation.report["errors"]] == [
             ("UntrustedEvent", make_incident_fixture.BAD_TASK)
         ]
+
+
+def test_the_delays_put_the_cordon_after_the_instant_models_minute(incident: ReplayResult) -> None:
+    """The same log under ``--profile none``: the tick cordons at the end of its minute; under the
+    service profile the same tick's jitter and queries put it later, in the same minute here."""
+    instant = replay(FIXTURE, "prod", CDK_JSON, profile="none")
+    (at_once,) = [a.at for a in instant.actions if a.action == "cordon"]
+    (delayed,) = [a.at for a in incident.actions if a.action == "cordon"]
+    assert at_once.second == 0
+    assert at_once.microsecond == 0
+    assert at_once < delayed < at_once + timedelta(minutes=1)
+    assert instant.delays.startswith("Delays: none")
 
 
 def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
@@ -156,7 +170,12 @@ def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
 def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"alarms", "verdicts", "actions", "lessons"}
+    assert set(document) == {"delays", "alarms", "verdicts", "actions", "lessons", "out_of_rotation"}
+    assert document["delays"].startswith("Delays: profile aws")
+    (out,) = document["out_of_rotation"]
+    assert out["task"] == make_incident_fixture.BAD_TASK
+    assert 0 < out["minutes_after_first_failed_session"] < 10
+    _at(out["from"])
     for alarm in document["alarms"]:
         assert set(alarm) == {"alarm", "state", "at"}
         assert alarm["state"] in ("ALARM", "OK")

@@ -61,7 +61,7 @@ def test_every_step_reaches_the_replay_timeline_and_takes_out_as_its_row_says(
 ) -> None:
     replay.result.actions.clear()
     replay.result.out_of_rotation.clear()
-    replay._record(FunctionName.WORKER_DRAINER, "schedule", drainer_report(row))
+    replay.recorder.record(FunctionName.WORKER_DRAINER, "schedule", drainer_report(row))
     recorded = [(a.action, a.target) for a in replay.result.actions]
     assert recorded == [(timeline_action(row.step), ROOM if row.step is Step.REAP else TASK)]
     assert timeline_action(row.step) in TIMELINE_ACTIONS
@@ -72,10 +72,10 @@ def test_every_step_reaches_the_replay_timeline_and_takes_out_as_its_row_says(
 def test_an_undo_puts_the_task_back_in_rotation(replay: Replay) -> None:
     replay.result.out_of_rotation.clear()
     rows = {row.step: row for row in STEP_TABLE}
-    replay._record(FunctionName.WORKER_DRAINER, "schedule", drainer_report(rows[Step.CORDON]))
+    replay.recorder.record(FunctionName.WORKER_DRAINER, "schedule", drainer_report(rows[Step.CORDON]))
     cordoned = replay.world.clock()
     replay.world.clock.now = cordoned + timedelta(minutes=5)
-    replay._record(FunctionName.WORKER_DRAINER, "undo", drainer_report(rows[Step.UNDO]))
+    replay.recorder.record(FunctionName.WORKER_DRAINER, "undo", drainer_report(rows[Step.UNDO]))
     assert replay.result.out_of_rotation[TASK] == [(cordoned, cordoned + timedelta(minutes=5))]
 
 

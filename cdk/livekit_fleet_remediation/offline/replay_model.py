@@ -47,10 +47,12 @@ def drainer_step(action: str) -> StepRow | None:
 
 
 SIMULATED_PARTS = (
-    "the clock (minute by minute)",
-    "the log source (the exported events feed the alarms and answer the functions' Logs Insights queries)",
+    "the clock (minute by minute, each invocation at the moment the delay profile puts it)",
+    "the log source (the exported events feed the alarms and answer the functions' Logs Insights queries; "
+    "a stopped task's later lines are not written)",
     "LiveKit (rooms from `received job request` to `process exiting`)",
-    "ECS (one task per log stream, from its first line)",
+    "ECS (one task per log stream, from its first line; a replacement RUNNING after the profile's task "
+    "start; a rolling deployment where the log shows tasks replaced)",
     "the ledger, idempotency table, EventBridge bus and SNS topic (in memory)",
 )
 
@@ -182,6 +184,8 @@ class ReplayResult:
     streams: int
     start: datetime
     end: datetime
+    # Which delays the replay ran under (``replay_timing.describe``).
+    delays: str = ""
     alarms: list[AlarmChange] = field(default_factory=list)
     verdicts: list[VerdictRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
@@ -193,10 +197,30 @@ class ReplayResult:
     # Per-minute counts for the page (``offline.series.minute_series``).
     series: dict[str, Any] = field(default_factory=dict)
 
+    def rotation_latency(self) -> list[tuple[str, datetime, float | None]]:
+        """Each task taken out of rotation: when, and the minutes since its first failed session
+        started (None when none failed on it before)."""
+        assert self.lessons is not None
+        found = []
+        for task, spans in self.out_of_rotation.items():
+            if not spans:
+                continue
+            since = spans[0][0]
+            failed = [
+                lesson.started
+                for lesson in self.lessons.failed
+                if lesson.started is not None
+                and task_id_from_log_stream(lesson.stream) == task
+                and lesson.started <= since
+            ]
+            found.append((task, since, (since - min(failed)).total_seconds() / 60 if failed else None))
+        return found
+
     def document(self) -> dict[str, Any]:
         """The ``--json`` document."""
         assert self.lessons is not None
         return {
+            "delays": self.delays,
             "alarms": [{"alarm": a.alarm, "state": a.state, "at": _iso(a.at)} for a in self.alarms],
             "verdicts": [
                 {
@@ -224,6 +248,14 @@ class ReplayResult:
                 "failed_after_remediation": self.lessons.failed_after_remediation,
                 "spared": [lesson.job_id for lesson in self.lessons.spared],
             },
+            "out_of_rotation": [
+                {
+                    "task": task,
+                    "from": _iso(since),
+                    "minutes_after_first_failed_session": None if minutes is None else round(minutes, 2),
+                }
+                for task, since, minutes in self.rotation_latency()
+            ],
         }
 
 
