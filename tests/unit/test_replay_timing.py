@@ -7,10 +7,14 @@ profile's task start. Small logs, a simulated clock: milliseconds."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from fleet_remediation.contract.signals import SignalCatalog
+from livekit_fleet_remediation.cli.common import load_config
+from livekit_fleet_remediation.offline.delay_profiles import profile_named
 from livekit_fleet_remediation.offline.delays import DelayProfile, Spread
-from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.log_export import LogEvent, load_events
+from livekit_fleet_remediation.offline.replay import Replay
 from livekit_fleet_remediation.offline.replay_ecs import PENDING, SimulatedEcsService
 from livekit_fleet_remediation.offline.replay_timing import (
     FOLLOW_UP,
@@ -22,6 +26,12 @@ from livekit_fleet_remediation.offline.replay_world import SimulatedClock
 from worker_drainer.adapters.ecs_tasks import RUNNING
 
 T0 = datetime(2026, 9, 15, 15, 0, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
+CONFIG = REPO / "examples" / "standalone" / "environments.json"
+PREFIX = "agent/ppi-livekit-agent/"
+DEPLOY_STARTS = datetime(2026, 9, 15, 17, 30, tzinfo=UTC)
+DEPLOY_ENDS = datetime(2026, 9, 15, 17, 38, tzinfo=UTC)
 OLD, NEW, OTHER = "agent/agent-svc/taskold", "agent/agent-svc/tasknew", "agent/agent-svc/taskother"
 SLOW = DelayProfile(
     name="slow",
@@ -128,3 +138,29 @@ def test_ecs_deploys_where_the_log_says_and_a_replacement_starts_pending() -> No
     view = ecs.describe_task(replacement.arn)
     assert view is not None
     assert view.last_status == RUNNING
+
+
+def test_the_replay_holds_the_cordon_while_the_log_shows_a_rolling_deployment() -> None:
+    """The shipped incident with a rolling deployment written into it: a healthy task stops logging
+    at 17:38 and its lines from then on come from a new task that starts at 17:30. The drainer's
+    tick would cordon the bad worker at 17:36; during the deployment it is held, and cordons once
+    the deployment is over."""
+    events = load_events(FIXTURE)
+    config = load_config(CONFIG, "prod")
+    replaced, new = f"{PREFIX}9cfcdae75e9feb6bb6232899ebd10ab7", f"{PREFIX}0123456789abcdef0123456789abcdef"
+    deployed = sorted(
+        [LogEvent(new, e.at, e.record) if e.stream == replaced and e.at >= DEPLOY_ENDS else e for e in events]
+        + [LogEvent(new, DEPLOY_STARTS, {"message": "process started"})],
+        key=lambda e: e.at,
+    )
+    result = Replay(deployed, "prod", config, profile=profile_named("none")).run()
+    (cordon,) = [a for a in result.actions if a.action == "cordon"]
+    assert cordon.at >= DEPLOY_ENDS
+    held = [
+        c
+        for i in result.invocations
+        if i.function == "worker_drainer" and DEPLOY_STARTS <= i.at < DEPLOY_ENDS
+        for c in i.report["candidates"]
+        if "deploy" in c["reason"]
+    ]
+    assert held, "no drainer run said it held for the deployment"
