@@ -157,6 +157,9 @@ def parser() -> argparse.ArgumentParser:
         "of its minute)",
     )
     found.add_argument(
+        "--seed", type=int, default=1, help="the seed of the profile's delay draws (default 1)"
+    )
+    found.add_argument(
         "--mode",
         choices=[Mode.ENFORCE.value, Mode.DRY_RUN.value],
         default=Mode.ENFORCE.value,
@@ -172,7 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     try:
         result = replay(
-            args.log, args.env, args.config, Mode(args.mode), progress=sys.stderr, profile=args.profile
+            args.log,
+            args.env,
+            args.config,
+            Mode(args.mode),
+            progress=sys.stderr,
+            profile=args.profile,
+            seed=args.seed,
         )
     except UnreadableInput as exc:
         sys.stderr.write(f"replay: error: {exc}\n")
