@@ -16,6 +16,11 @@ Per size and family it prints one JSON object. Every option reads the same simul
   once; it cannot see the fleet, so it has no fleet-wide check;
 * the deployed fleet-wide alarms (TTS new, VAD) and, while the VAD alarm is in ALARM, the drainer's
   slow-VAD attribution (``assess_fleet``) as it runs today.
+
+Each decision happens when the delay profile (``--profile``, ``bench._detection_timing``) puts it:
+the tick after its schedule's jitter, a cold start and its Logs Insights query, missing the lines not
+yet searchable; an alarm-driven decision after the alarm evaluates the visible minute and EventBridge
+delivers. ``--profile none`` decides at the end of each minute.
 """
 
 from __future__ import annotations

@@ -32,6 +32,10 @@ With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``benc
 60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):
 
     ... -m bench.detection --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
+
+There each decision waits for the services' delays (``--profile aws``, the default: the service
+profile's schedule jitter, cold starts, late log lines, Logs Insights time, metric visibility and
+alarm evaluation, EventBridge delivery; ``--profile none`` for the instant model).
 """
 
 from __future__ import annotations
