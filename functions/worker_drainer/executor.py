@@ -1,7 +1,8 @@
 """Applies a ladder plan: one service-wide lease, then for each step a re-check of the kill switch
 and of the task right before acting, the action, and a journal: the step's intent is logged and
-written to the ledger before it runs, its outcome after (the same ledger item), so an invocation
-killed mid-step leaves an intent without an outcome and the report says ``unknown``."""
+written to the ledger before it runs (its audit item and an open intent), its outcome after (the
+same audit item; the open intent deleted). An invocation killed mid-step leaves an open intent: the
+next run, under the lease, re-reads its task, records the outcome and tells it (``interrupted``)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reap_executor import ReapExecutor
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
-from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger
+from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger, OpenIntent
 from worker_drainer.capacity import Move
 from worker_drainer.capacity_keeper import CapacityKeeper
+from worker_drainer.interrupted import settle_interrupted
 from worker_drainer.outcomes import StepResult, failed
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.saga import CordonSaga
@@ -62,15 +64,24 @@ class DrainerExecutor:
 
     def run(self, plan: LadderPlan, report: ReportBuilder) -> None:
         acting = plan.acting()
-        if not acting:
+        if not acting and not self._interrupted(report):
             return
         refusal = self._task_scope_refusal(acting, report)
         lease = self._acquire_lease()
         try:
+            # Read again under the lease: a run that held it may have closed its own meanwhile.
+            settle_interrupted(self._interrupted(report), self.ecs, self.ledger, report)
             for number, step in enumerate(acting):
                 self._run_step(number, step, report, refusal if step.step in TASK_STEPS else None)
         finally:
             self.ledger.release(lease)
+
+    def _interrupted(self, report: ReportBuilder) -> list[OpenIntent]:
+        try:
+            return self.ledger.open_intents()
+        except RemediationError as exc:
+            report.error(exc)
+            return []
 
     def _task_scope_refusal(
         self, acting: Sequence[PlannedStep], report: ReportBuilder
@@ -125,7 +136,7 @@ class DrainerExecutor:
             return
         intent = report.intend(step.task_id, step.step.value, step.reason)
         try:
-            self._audit(step, key, None)
+            self.ledger.open_intent(step.task_id, key, self._audit(step, key, None))
         except RemediationError as exc:
             # No intent on record, no action: the audit trail never misses a change.
             report.resolve(intent, Outcome.SKIPPED, f"intent not recorded: {exc.message}", exc)
@@ -136,6 +147,10 @@ class DrainerExecutor:
             result = failed(exc)
         report.resolve(intent, result.outcome, result.reason, result.error)
         self._audit_or_report(report, step, key, result)
+        try:
+            self.ledger.close_intent(step.task_id, key)
+        except RemediationError as exc:
+            report.error(exc)  # the next run finds the outcome recorded and closes it silently
 
     def _audit_or_report(
         self, report: ReportBuilder, step: PlannedStep, key: AuditKey, result: StepResult
@@ -145,7 +160,7 @@ class DrainerExecutor:
         except RemediationError as exc:
             report.error(exc)
 
-    def _audit(self, step: PlannedStep, key: AuditKey, result: StepResult | None) -> None:
+    def _audit(self, step: PlannedStep, key: AuditKey, result: StepResult | None) -> dict[str, str]:
         """The intent (``result`` None) and then the outcome, on one ledger item."""
         entry = {
             "action": step.step.value,
@@ -159,6 +174,7 @@ class DrainerExecutor:
         if step.cause is not None:
             entry["cause"] = step.cause.value
         self.ledger.audit(step.task_id, key, entry)
+        return entry
 
     def _apply(self, step: PlannedStep) -> StepResult:
         if step.step in (Step.REVERT_CAPACITY, Step.SETTLE_CAPACITY):

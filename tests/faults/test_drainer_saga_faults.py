@@ -145,7 +145,8 @@ def test_a_kill_between_the_debt_write_and_update_service_loses_nothing(world: D
     assert debt_phase(world, target) is Phase.RAISING
     assert journal(world, target) == [("cordon", "intended")]  # the intent was on record first
 
-    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    # The interrupted cordon is read back and told, then finished.
+    assert actions(next_tick(world)) == [("cordon", "done"), ("complete-cordon", "done")]
     assert world.desired_count() == desired + 1
     assert debt_phase(world, target) is Phase.RAISED
     stop_and_give_back(world, target, desired)
@@ -158,7 +159,7 @@ def test_a_kill_after_update_service_took_effect_is_confirmed_not_repeated(world
     with pytest.raises(InvocationKilled):
         invoke(world, drain(target), deps)
     assert world.desired_count() == desired + 1
-    assert actions(next_tick(world)) == [("complete-cordon", "done")]
+    assert actions(next_tick(world)) == [("cordon", "done"), ("complete-cordon", "done")]
     assert world.desired_count() == desired + 1
     stop_and_give_back(world, target, desired)
 
@@ -174,8 +175,8 @@ def test_a_kill_between_the_tag_and_protection_off_is_completed(world: DrainerWo
     assert world.desired_count() == desired
 
     tick = next_tick(world)
-    assert actions(tick) == [("complete-cordon", "done")]
-    assert tick["actions"][0]["reason"].startswith("cordon completed (protection was on; ")
+    assert actions(tick) == [("cordon", "done"), ("complete-cordon", "done")]
+    assert tick["actions"][1]["reason"].startswith("cordon completed (protection was on; ")
     assert not world.protection.enabled(arn)
     assert world.desired_count() == desired + 1
     stop_and_give_back(world, target, desired)
@@ -234,7 +235,7 @@ def test_a_kill_before_the_give_back_reaches_the_service_is_finished(world: Drai
     assert world.desired_count() == desired + 1
     assert journal(world, target)[-1] == ("stop", "intended")
 
-    assert actions(next_tick(world)) == [("revert-capacity", "done")]
+    assert actions(next_tick(world)) == [("stop", "done"), ("revert-capacity", "done")]
     assert world.desired_count() == desired
     assert debt_phase(world, target) is None
 
@@ -251,7 +252,8 @@ def test_a_kill_during_undo_is_finished_by_the_next_undo(world: DrainerWorld) ->
     assert world.tags(target)[STATE_TAG] == "draining"
     assert world.desired_count() == desired + 1
 
-    assert actions(next_tick(world)) == [("undo", "done")]
+    # The interrupted undo is told as what it reads back (still marked: unknown), then finished.
+    assert actions(next_tick(world)) == [("undo", "unknown"), ("undo", "done")]
     assert world.desired_count() == desired
     assert world.protection.enabled(arn)
     assert STATE_TAG not in world.tags(target)
@@ -266,9 +268,9 @@ def test_a_desired_count_moved_by_someone_else_is_reported_never_guessed(world: 
         invoke(world, drain(target), deps)
     world.ecs_client.update_service(cluster=CLUSTER, service=SERVICE, desiredCount=desired + 3)
     tick = next_tick(world)
-    assert actions(tick) == [("complete-cordon", "failed")]
-    assert tick["actions"][0]["error"]["code"] == "CapacityAmbiguous"
-    assert tick["actions"][0]["error"]["resource"] == target
+    assert actions(tick) == [("cordon", "done"), ("complete-cordon", "failed")]
+    assert tick["actions"][1]["error"]["code"] == "CapacityAmbiguous"
+    assert tick["actions"][1]["error"]["resource"] == target
     assert world.desired_count() == desired + 3  # left as it was found
     assert world.tags(target)[CAPACITY_TAG] == "none"  # the service replaces the task on stop
     # The drain goes on without extra capacity: stopped (the service replaces it), no raise, no give-back.

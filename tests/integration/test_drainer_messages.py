@@ -4,7 +4,11 @@ offline, and the real livekit-server.
 
 * one incident, one thread: the TTS-reach ALARM → the responder (its suspect-worker event, taken
   from the EventBridge rule's queue) → the drainer's cordon → the drainer's stop on a later tick →
-  the responder's "resolved": every message carries the same incident id;
+  the responder's "resolved": every message carries the same incident id; and the same path under
+  the service profile's p99 (``offline.service_profile``): CloudWatch's alarm delay, Insights reads
+  that take their p99 (on a simulated clock the handlers' deadlines ride), EventBridge delivery and
+  a cold start before the drainer, ECS throttling and stale tags after writes (``EcsAsTheProfileSays``),
+  and a replacement that takes its p99 to start, which the stop waits for;
 * a VAD-alarm ladder (reap, then cordon and stop on schedule ticks) threads under that alarm's
   incident, recorded on the task at its first rung; a hand drain and its undrain share one;
 * samples of the drainer's e-mail and chat messages, dry run and enforce (the chat JSON validated
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -37,6 +42,8 @@ from devkit.fakes.drainer_world import (
     moto_world,
     schedule_event,
 )
+from devkit.fakes.ecs_profile import EcsAsTheProfileSays
+from devkit.fakes.profiled_logs import ProfiledLogsInsights, ProfiledWorkerLogs
 from devkit.fakes.sns_faults import SnsThrottling
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
@@ -46,6 +53,7 @@ from fleet_remediation.core.errors import NotificationLostError
 from fleet_remediation.core.kill_switch import SsmModeSwitch
 from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
+from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from tests.message_samples import save_sample
 from tts_reach_alarm import handler as responder_handler
@@ -203,6 +211,70 @@ def test_one_tts_incident_is_one_thread_from_alarm_to_drainer_to_resolved(world:
     assert {incident_of(message) for message in emails + chats} == {incident}
     assert {e["MessageAttributes"]["incident_id"]["Value"] for e in emails} == {incident}
     save_sample("drainer-tts-suspect-enforce", emails[1], chats[1])
+
+
+def _suspect_from(queue: str, put_at: str) -> dict[str, Any]:
+    (handed,) = boto3.client("sqs").receive_message(QueueUrl=queue)["Messages"]
+    # moto's delivery leaves out the envelope's "account" and stamps the real time (see above).
+    return {**json.loads(handed["Body"]), "account": "123456789012", "time": put_at}
+
+
+def test_the_tts_incident_holds_under_the_service_profile(
+    world: DrainerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile, p99 = AWS_PROFILE, 0.99
+    clock = SimulatedClock(real=time.monotonic)
+    monkeypatch.setattr(time, "monotonic", clock.monotonic)  # the handlers' deadlines see the waits
+
+    def wait(seconds: float) -> None:
+        world.now += timedelta(seconds=seconds)
+        clock.sleep(seconds)
+
+    bad = world.task_ids[1]
+    for n in range(4):
+        world.tts_job(bad, f"AJ_silent_{n}", reached=False, minutes_ago=3)
+    for task_id in (world.task_ids[0], world.task_ids[2], world.task_ids[3]):
+        for n in range(5):
+            world.tts_job(task_id, f"AJ_ok_{task_id[:4]}_{n}", reached=True, minutes_ago=3)
+    queue = suspect_events_queue()
+    wait(profile.alarm_evaluation_delay_seconds(p99) + profile.event_to_handler_seconds(p99))
+    tts = responder(world)
+    tts.insights = ProfiledLogsInsights(tts.insights, clock)
+    alarm = responder_handler.lambda_handler(
+        tts_alarm(world, "ALARM", "OK", "2026-09-15T16:00:00.000+0000"),
+        LocalLambdaContext(),
+        dependencies=tts,
+    )
+    assert alarm["status"] == "ok", alarm["errors"]
+    suspect = _suspect_from(queue, f"{world.now:%Y-%m-%dT%H:%M:%SZ}")
+    wait(profile.event_to_handler_seconds(p99))
+
+    ecs = world.own_ecs_client()
+    ecs_profile = EcsAsTheProfileSays(ecs, clock=lambda: world.now.timestamp())
+    deps = world.dependencies(ecs_client=ecs)
+    deps.worker_logs = ProfiledWorkerLogs(world.events, clock)
+    cordoned = world.invoke(suspect, deps)
+    assert [(a["resource"], a["action"], a["outcome"]) for a in cordoned["actions"]] == [
+        (bad, "cordon", "done")
+    ], cordoned
+    # A minute on, the replacement is still starting (the profile's p99 is longer): no stop.
+    wait(profile.tick_start_seconds(p99) + 30)
+    waiting = world.invoke(schedule_event(world.now), deps)
+    assert [a["action"] for a in waiting["actions"]] == [], waiting
+    assert world.tags(bad)[STATE_TAG] == "draining"
+    wait(profile.ecs_task_start_seconds.at(p99))
+    world.run_service_scheduler()
+    wait(profile.tick_start_seconds(p99))
+    stopped = world.invoke(schedule_event(world.now), deps)
+    assert [(a["action"], a["outcome"]) for a in stopped["actions"]] == [("stop", "done")], stopped
+    assert ecs_profile.throttled == 0  # a cordon and a stop stay well inside ECS's buckets
+
+    emails, _ = delivered(world)
+    assert [e["Subject"] for e in emails] == [
+        f"[it/agents] 4 sessions had no TTS audio, mostly worker {bad[:8]}; sent to the drainer",
+        f"[it/agents] worker drainer cordoned task {bad[:8]}",
+        f"[it/agents] worker drainer stopped task {bad[:8]}",
+    ]
 
 
 async def _room(server: LocalLiveKit, name: str) -> str:

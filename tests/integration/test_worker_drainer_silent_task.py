@@ -1,9 +1,12 @@
 """The drainer's scheduled tick finds one silent task by its own first-audio timeouts (per-task TTS
 reach, no VAD symptom) and cordons it on moto ECS; healthy traffic and a fleet-wide silence cordon
-nothing."""
+nothing. Under the service profile, a per-task look whose Logs Insights query takes the profile's p99
+still decides and cordons (``ProfiledWorkerLogs``: the real adapter against the Insights stand-in, on
+a simulated clock that the handler's own deadline rides)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -16,8 +19,10 @@ from devkit.fakes.drainer_world import (
     stream_of,
     tts_record,
 )
+from devkit.fakes.profiled_logs import ProfiledWorkerLogs
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from worker_drainer.silent_task import PER_TASK_REACH
 from worker_drainer.tags import STATE_TAG
 
@@ -68,3 +73,30 @@ def test_every_task_silent_at_once_is_fleet_wide_and_cordons_nothing(world: Drai
     report = world.invoke(schedule_event(world.now))
     assert "silent_task" not in report["trigger"]["detail"]
     assert _cordons(report) == []
+
+
+def test_a_per_task_look_whose_query_takes_the_profiles_p99_still_cordons_the_silent_task(
+    world: DrainerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SimulatedClock(real=time.monotonic)
+    monkeypatch.setattr(time, "monotonic", clock.monotonic)  # the handler's deadline sees the waits
+    silent = world.task_ids[2]
+    for task in world.task_ids:
+        _responses(world, task, 12, silent=False)
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    logs = ProfiledWorkerLogs(world.events, clock)
+    deps = world.dependencies()
+    deps.worker_logs = logs
+    started = clock.monotonic()
+
+    report = world.invoke(schedule_event(world.now), deps)
+
+    assert report["trigger"]["detail"]["silent_task"] == silent, report
+    assert _cordons(report) == [silent], report
+    assert world.tags(silent)[STATE_TAG] == "draining"
+    (look,) = logs.client.queries.values()
+    p99 = AWS_PROFILE.insights_queue_and_run_seconds(AWS_PROFILE.per_task_look_bytes, 0.99)
+    assert look.polls >= p99  # one poll a second, Scheduled then Running, until Complete
+    assert not look.stopped
+    assert clock.monotonic() - started >= p99

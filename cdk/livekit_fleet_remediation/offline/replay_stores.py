@@ -13,6 +13,7 @@ from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
+from worker_drainer.adapters.journal_model import INTENDED, OpenIntent
 from worker_drainer.adapters.ledger import AuditKey, CapacityDebt, Lease, Phase
 
 
@@ -27,6 +28,7 @@ class SimulatedLedger:
         self._debts: dict[str, CapacityDebt] = {}
         self._journal: dict[tuple[str, str], tuple[datetime, str, dict[str, str]]] = {}
         self._notices: dict[str, int] = {}
+        self._open: dict[tuple[str, str], OpenIntent] = {}
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         self.calls += 1
@@ -75,6 +77,23 @@ class SimulatedLedger:
             return False
         self._notices[key] = epoch + ttl_seconds
         return True
+
+    def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
+        self.calls += 1
+        self._open[(task_id, key.sort_key)] = OpenIntent(task_id, key, dict(entry))
+
+    def open_intents(self) -> list[OpenIntent]:
+        self.calls += 1
+        return list(self._open.values())
+
+    def recorded_outcome(self, intent: OpenIntent) -> str | None:
+        self.calls += 1
+        found = self._journal.get((intent.task_id, intent.key.sort_key))
+        return None if found is None else found[2].get("outcome", INTENDED)
+
+    def close_intent(self, task_id: str, key: AuditKey) -> bool:
+        self.calls += 1
+        return self._open.pop((task_id, key.sort_key), None) is not None
 
 
 class SimulatedAlarmStates:

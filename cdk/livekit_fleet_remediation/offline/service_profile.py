@@ -13,6 +13,7 @@ so a test that waits out a p99 Insights query or a task start still takes millis
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -68,17 +69,25 @@ class RateLimiter:
 
 class SimulatedClock:
     """``monotonic``, ``sleep`` and ``time`` for the adapters' seams: ``sleep`` advances the clock
-    instead of waiting, so minutes of simulated service latency cost nothing in wall time."""
+    instead of waiting, so minutes of simulated service latency cost nothing in wall time.
 
-    def __init__(self, start_epoch_seconds: float = 1_796_000_000.0) -> None:
+    ``real``: ride a real monotonic clock (``time.monotonic`` captured before a test patches it), so
+    that code which reads the process's clock directly (a handler's deadline) and the stand-ins that
+    sleep on this one see the same time: real time plus every simulated wait."""
+
+    def __init__(
+        self, start_epoch_seconds: float = 1_796_000_000.0, real: Callable[[], float] | None = None
+    ) -> None:
         self._elapsed = 0.0
         self._epoch = start_epoch_seconds
+        self._real = real
+        self._origin = real() if real is not None else 0.0
 
     def monotonic(self) -> float:
-        return self._elapsed
+        return (self._real() if self._real is not None else 0.0) + self._elapsed
 
     def time(self) -> float:
-        return self._epoch + self._elapsed
+        return self._epoch + self.monotonic() - self._origin
 
     def sleep(self, seconds: float) -> None:
         self._elapsed += max(0.0, seconds)

@@ -10,6 +10,8 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
   one asked for, so a lost reply or a killed invocation is settled from the service's real count.
 - ``task#<id>`` / ``audit#<time>#<invocation>#<step>``: a step's intent (written before it runs) and,
   on the same item, its outcome (written after); an item without an outcome was interrupted.
+- ``intent#<service>`` / the audit item's sort key: a step begun and not yet recorded
+  (``adapters.intents``): how the next run finds a step a killed run left without its outcome.
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
 - ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
@@ -29,14 +31,24 @@ from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effect
 from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
+from worker_drainer.adapters.intents import DynamoIntents, LedgerCondition
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
-AUDIT_RETENTION_SECONDS = 90 * 24 * 3600
 LEDGER_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query")
-__all__ = ["LEDGER_ACTIONS", "AuditKey", "CapacityDebt", "DynamoLedger", "Lease", "Ledger", "Phase"]
+__all__ = [
+    "LEDGER_ACTIONS",
+    "AuditKey",
+    "CapacityDebt",
+    "DynamoLedger",
+    "Lease",
+    "Ledger",
+    "OpenIntent",
+    "Phase",
+]
 
 
 @dataclass(frozen=True)
@@ -44,19 +56,6 @@ class Lease:
     key: str
     holder: str
     expires_at: int
-
-
-@dataclass(frozen=True)
-class AuditKey:
-    """One step of one invocation: its intent and its outcome are written to the same item."""
-
-    invocation: str
-    at: datetime
-    step: int
-
-    @property
-    def sort_key(self) -> str:
-        return f"audit#{self.at.isoformat()}#{self.invocation}#{self.step:03d}"
 
 
 class Ledger(Protocol):
@@ -83,6 +82,18 @@ class Ledger(Protocol):
         """True for the first caller per ``key`` within ``ttl_seconds``."""
         ...
 
+    def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None: ...
+
+    def open_intents(self) -> list[OpenIntent]: ...
+
+    def recorded_outcome(self, intent: OpenIntent) -> str | None:
+        """The outcome on the step's audit item (``intended`` while none; None: no item)."""
+        ...
+
+    def close_intent(self, task_id: str, key: AuditKey) -> bool:
+        """Delete the open intent; False when another run closed it first."""
+        ...
+
 
 class DynamoLedger:
     def __init__(self, table_name: str, service: str, client: DynamoDBClient | None = None) -> None:
@@ -93,6 +104,19 @@ class DynamoLedger:
         # A notice marker is one attempt (a lost one only means a line told twice): it is written for
         # every line of a message, so the budget counts it per line (contract/budgets.py).
         self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
+        self._intents = DynamoIntents(table_name, service, self._client, self._call)
+
+    def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
+        self._intents.open(task_id, key, entry)
+
+    def open_intents(self) -> list[OpenIntent]:
+        return self._intents.all()
+
+    def recorded_outcome(self, intent: OpenIntent) -> str | None:
+        return self._intents.recorded_outcome(intent)
+
+    def close_intent(self, task_id: str, key: AuditKey) -> bool:
+        return self._intents.close(task_id, key)
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         """Take the lease on ``key``; ``ConcurrentActionError`` while another holder's is unexpired."""
@@ -116,7 +140,7 @@ class DynamoLedger:
                 key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             raise ConcurrentActionError(
                 f"{key} is being handled by another invocation", resource=key
             ) from None
@@ -134,7 +158,7 @@ class DynamoLedger:
                 lease.key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             return  # it expired and someone else holds it now: theirs to release
 
     def _capacity_key(self, task_id: str) -> dict[str, Any]:
@@ -219,14 +243,14 @@ class DynamoLedger:
                 key,
                 conditional=True,
             )
-        except _ConditionFailed:
+        except LedgerCondition:
             return False
         return True
 
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
         try:
             self._call(request, resource, conditional=True)
-        except _ConditionFailed:
+        except LedgerCondition:
             raise ConcurrentActionError(lost, resource=resource) from None
 
     def _call(self, request: Any, resource: str, conditional: bool = False) -> Any:
@@ -236,9 +260,5 @@ class DynamoLedger:
                 return request()
             except ClientError as exc:
                 if conditional and exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
-                    raise _ConditionFailed from exc
+                    raise LedgerCondition from exc
                 raise
-
-
-class _ConditionFailed(Exception):
-    """A conditional write lost: the caller decides what that means."""

@@ -1,6 +1,12 @@
 """Run an action at most once per key, across repeated and concurrent deliveries, with Powertools
 Idempotency on DynamoDB. A repeat returns the first run's stored result; a delivery that arrives
-while the first is still running gets ``ConcurrentActionError`` and does nothing."""
+while the first is still running gets ``ConcurrentActionError`` and does nothing.
+
+A record write that fails before the action may still have landed (a 5xx after the write, a reset):
+the record is read again. Completed: the earlier run's result stands. Otherwise the action is not run
+unguarded (another delivery may hold the key) nor dropped: ``OnceRecordUnknownError`` fails the
+invocation after its report, and Lambda's retry, after this invocation's in-progress record has
+expired, runs the action once."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyItemNotFoundError,
     IdempotencyPersistenceConnectionError,
     IdempotencyPersistenceLayerError,
 )
@@ -21,8 +28,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import IDEMPOTENCY_WRITE
-from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
+from fleet_remediation.core.errors import ConcurrentActionError, OnceRecordUnknownError
 
+COMPLETED = "COMPLETED"
 # Long enough to outlive every redelivery of one alarm transition (EventBridge retries for 24 h at most).
 RECORD_TTL_SECONDS = 24 * 60 * 60
 
@@ -76,12 +84,28 @@ class DynamoDBOnceGuard:
             if ran:
                 # The action ran and only its record was lost: its result stands, it is never redone.
                 return ran[0], False
-            raise AwsApiError(
-                f"idempotency table unavailable for {description}: {exc}",
-                aws_code="IdempotencyStore",
+            earlier = self._completed(key)
+            if earlier is not None:
+                return earlier, True
+            raise OnceRecordUnknownError(
+                f"the once-only record for {description} could not be written and may have been "
+                f"({exc}); not acted on now, the invocation fails so Lambda's retry acts once",
                 resource=self.table_name,
             ) from exc
         return result, not ran
+
+    def _completed(self, key: dict[str, str]) -> dict[str, Any] | None:
+        """The stored result when the key's record says the action completed; None otherwise
+        (absent, in progress, or unreadable)."""
+        try:
+            record = self._persistence.get_record(key)
+        except (IdempotencyItemNotFoundError, IdempotencyPersistenceLayerError):
+            return None
+        except Exception:
+            return None
+        if record is None or record.status != COMPLETED:
+            return None
+        return record.response_json_as_dict() or {}
 
 
 class RunEveryTime:

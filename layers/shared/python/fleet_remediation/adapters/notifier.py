@@ -37,6 +37,7 @@ from fleet_remediation.core.errors import (
     ConcurrentActionError,
     NotificationLostError,
     NotificationUnknownError,
+    OnceRecordUnknownError,
     RemediationError,
     aws_api_errors,
 )
@@ -248,11 +249,12 @@ class NotificationDelivery:
             return publish(), False
         try:
             return self.once.run_once({**once_key, "delivery": channel}, publish)
-        except AwsApiError as exc:
-            if exc.aws_code != "IdempotencyStore":
-                raise
-            # Without the once-store a retry may repeat this message; losing it would be worse.
-            delivery.problems.append(exc)
+        except OnceRecordUnknownError as exc:
+            # Without the once-store a retry may repeat this message; losing it would be worse. The
+            # message is sent: the invocation need not fail for it.
+            delivery.problems.append(
+                AwsApiError(exc.message, aws_code="IdempotencyStore", resource=exc.resource)
+            )
             return publish(), False
 
 

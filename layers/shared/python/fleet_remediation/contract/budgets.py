@@ -209,6 +209,8 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
     )
 
 
+# The drainer's open intents (steps a killed run began): read before the lease and again under it.
+DRAINER_JOURNAL_READS = 2
 # The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
 # sightings, a suspect worker's TTS outcomes.
 DRAINER_QUERIES = 4
@@ -224,13 +226,14 @@ def drainer_notification_seconds() -> float:
 
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
-    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, one step, the
-    action events, the notice markers, the outbox and the notification, the report."""
+    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents,
+    one step, the action events, the notice markers, the outbox and the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
+        + DRAINER_JOURNAL_READS * LEDGER_CALL.worst_case_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
         + ANNOUNCE_SECONDS
         + drainer_notification_seconds()

@@ -12,6 +12,8 @@ class RemediationError(Exception):
     """Base class. ``code`` is what the report and the metrics show."""
 
     code = "RemediationError"
+    # True: the invocation fails after its report, so Lambda's asynchronous retry runs it again.
+    fails_invocation = False
 
     def __init__(self, message: str, *, resource: str | None = None) -> None:
         super().__init__(message)

@@ -133,7 +133,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 198 s (contract/budgets.py): the default leaves a margin above it.
+    # The run's worst case is 208 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=210, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
@@ -172,8 +172,8 @@ class DrainerSection(StrictModel):
             self.timeout_seconds,
             f"kill switch, the VAD alarm's state, credentials, {budgets.DRAINER_QUERIES} queries of "
             f"insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS calls of "
-            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the action events, the "
-            "notification, the report",
+            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the open intents, the "
+            "action events, the notification, the report",
         )
         return self
 

@@ -124,6 +124,15 @@ def aws_api_errors(operation: str, resource: str | None) -> Iterator[None]:
         ) from exc
 
 
+class OnceRecordUnknownError(RemediationError):
+    """The once-only record of an action could not be written, and may have been (a 5xx after the
+    write, a reset): the action neither runs unguarded nor is dropped. The invocation fails after its
+    report; Lambda's retry, once this invocation's in-progress record has expired, runs it once."""
+
+    code = "OnceRecordUnknown"
+    fails_invocation = True
+
+
 class KillSwitchError(RemediationError):
     """The per-environment mode parameter could not be read or holds an unknown value."""
 

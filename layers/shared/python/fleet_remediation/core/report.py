@@ -185,6 +185,8 @@ class ReportBuilder:
 
     def error(self, error: RemediationError) -> None:
         self.errors.append(self._error_record(error.code, error.message, error.resource))
+        if error.fails_invocation:
+            self.fail_after_report(error)
 
     def fail_after_report(self, error: RemediationError) -> None:
         """End the invocation with ``error`` after its report is logged (the first one wins)."""

@@ -1,0 +1,88 @@
+"""A once-only record whose write took effect and then answered 500 never drops the run's action and
+never lets it run twice: the record is read again; not complete, so this run does not act, and its
+invocation fails after its report (``OnceRecordUnknownError``) so that Lambda's retry — after the
+in-progress record, which expires with the invocation that wrote it, has expired — acts once.
+
+DynamoDB is moto (in process); the 500 comes from ``TookEffect`` (``devkit.fakes.aws_faults``), an
+explicit fake in front of moto that lets the write land and then answers 500."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from moto import mock_aws
+
+from devkit.fakes.aws_faults import Ambiguous, TookEffect
+from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.contract.budgets import IDEMPOTENCY_WRITE
+from fleet_remediation.core.errors import ConcurrentActionError, OnceRecordUnknownError
+from fleet_remediation.core.invocation import run_reported
+from fleet_remediation.core.report import ReportBuilder
+from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
+
+TABLE = "once"
+KEY = {"alarm": "tts-reach", "transition": "2026-12-02T09:00:00Z", "action": "suspect-event"}
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[Any]:
+    with mock_aws():
+        boto3.client("dynamodb").create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield aws_client(IDEMPOTENCY_WRITE)
+
+
+def _guard(client: Any, remaining_ms: int) -> DynamoDBOnceGuard:
+    guard = DynamoDBOnceGuard(
+        TABLE, persistence=DynamoDBPersistenceLayer(table_name=TABLE, boto3_client=client)
+    )
+    guard.register_lambda_context(LocalLambdaContext(remaining_ms))  # type: ignore[arg-type]
+    return guard
+
+
+def test_a_record_write_of_unknown_outcome_acts_once_on_the_retry_never_twice(dynamodb: Any) -> None:
+    acted: list[str] = []
+
+    def action() -> dict[str, Any]:
+        acted.append("put the suspect-worker event")
+        return {"event_id": "e-1"}
+
+    fault = TookEffect(dynamodb, "dynamodb.PutItem", Ambiguous.SERVER_ERROR)
+    with pytest.raises(OnceRecordUnknownError, match="may have been"):
+        _guard(dynamodb, remaining_ms=1500).run_once(KEY, action)
+    assert fault.took_effect == 1  # the in-progress record landed
+    assert acted == []  # not acted on without its record
+
+    # Another delivery while the first invocation could still be running: it does nothing.
+    with pytest.raises(ConcurrentActionError):
+        _guard(aws_client(IDEMPOTENCY_WRITE), remaining_ms=300).run_once(KEY, action)
+    assert acted == []
+
+    time.sleep(1.6)  # the failed invocation's in-progress record has expired: Lambda's retry
+    retry = _guard(aws_client(IDEMPOTENCY_WRITE), remaining_ms=60_000)
+    assert retry.run_once(KEY, action) == ({"event_id": "e-1"}, False)
+    assert retry.run_once(KEY, action) == ({"event_id": "e-1"}, True)
+    assert acted == ["put the suspect-worker event"]  # once
+
+
+def test_the_invocation_fails_after_its_report_so_lambda_retries_it() -> None:
+    def body(report: ReportBuilder) -> None:
+        raise OnceRecordUnknownError("the once-only record may have been written", resource=TABLE)
+
+    with pytest.raises(OnceRecordUnknownError):
+        run_reported("tts_reach_alarm", "request-1", body)
+
+    report = ReportBuilder("zombie_reaper", "request-2")
+    report.error(OnceRecordUnknownError("unknown", resource=TABLE))
+    assert report.failure_after_report is not None
+    assert [e.code for e in report.errors] == ["OnceRecordUnknown"]
