@@ -19,6 +19,7 @@ from livekit_fleet_remediation.offline.replay_ecs import PENDING, SimulatedEcsSe
 from livekit_fleet_remediation.offline.replay_timing import (
     FOLLOW_UP,
     DelayedWorkerLogs,
+    Deployments,
     ReplayTiming,
     rolling_deployments,
 )
@@ -100,16 +101,18 @@ def test_a_rolling_deployment_is_where_new_tasks_start_and_old_ones_stop() -> No
         + [line(NEW, m) for m in range(30, 61)],
         key=lambda e: e.at,
     )
-    assert rolling_deployments(events, timedelta(minutes=15)) == [(at(30), at(40))]
+    found = rolling_deployments(events, timedelta(minutes=15))
+    assert found.spans == [(at(30), at(40))]
+    assert found.retired == {OLD: at(40)}
     # A task that starts while none stops is a scale-out, not a deployment.
     scale_out = sorted(
         [line(OTHER, m) for m in range(0, 61)] + [line(NEW, m) for m in range(30, 61)], key=lambda e: e.at
     )
-    assert rolling_deployments(scale_out, timedelta(minutes=15)) == []
+    assert rolling_deployments(scale_out, timedelta(minutes=15)) == Deployments([], {})
 
 
 def test_ecs_deploys_where_the_log_says_and_a_replacement_starts_pending() -> None:
-    events = [line(OLD, 0), line(OTHER, 0)]
+    events = [line(OLD, 0), line(OTHER, 0), line(NEW, 30)]
     clock = SimulatedClock(at(1))
     ecs = SimulatedEcsService(
         events,
@@ -118,15 +121,18 @@ def test_ecs_deploys_where_the_log_says_and_a_replacement_starts_pending() -> No
         service="agent-svc",
         region="r",
         account="1",
-        deployments=[(at(30), at(40))],
+        deployments=Deployments([(at(30), at(40))], {OLD: at(40)}),
         start_delay=lambda: timedelta(seconds=45),
     )
     assert ecs.deployment_in_progress() is None
     clock.now = at(35)
     assert "rolling deployment" in (ecs.deployment_in_progress() or "")
+    assert {t.task_id for t in ecs.running_tasks()} == {"taskold", "taskother", "tasknew"}
     clock.now = at(40)
     assert ecs.deployment_in_progress() is None
-    ecs.running_tasks()
+    # The deployment replaced the old task: stopped at its last line, the desired count as before.
+    assert {t.task_id for t in ecs.running_tasks()} == {"taskother", "tasknew"}
+    assert ecs.capacity().desired_count == 2
     ecs.set_desired_count(3)
     assert ecs.capacity().running_count == 2  # the replacement is PENDING
     replacement = next(t for t in ecs._tasks.values() if t.stream is None)

@@ -84,6 +84,14 @@ def incident_title(result: ReplayResult) -> str:
     )
 
 
+def _rotation_spans(result: ReplayResult, end_ms: int) -> list[dict[str, Any]]:
+    return [
+        {"worker": worker, "from": _ms(start), "to": end_ms if end is None else _ms(end)}
+        for worker, spans in result.out_of_rotation.items()
+        for start, end in spans
+    ]
+
+
 def page_data(result: ReplayResult) -> dict[str, Any]:
     assert result.lessons is not None
     spared = {lesson.job_id for lesson in result.lessons.spared}
@@ -113,11 +121,7 @@ def page_data(result: ReplayResult) -> dict[str, Any]:
             {"at": _ms(v.at), "concentrated": v.concentrated, "suspect": v.suspect, "reason": v.reason}
             for v in result.verdicts
         ],
-        "out_of_rotation": [
-            {"worker": worker, "from": _ms(start), "to": end_ms if end is None else _ms(end)}
-            for worker, spans in result.out_of_rotation.items()
-            for start, end in spans
-        ],
+        "out_of_rotation": _rotation_spans(result, end_ms),
         "lessons": [
             {
                 "job": lesson.job_id,

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.contract.naming import task_id_from_log_stream
 from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.replay_timing import Deployments
 from livekit_fleet_remediation.offline.replay_world import LoggedJob, SimulatedLiveKit
 from worker_drainer.adapters.ecs_tasks import (
     RUNNING,
@@ -52,13 +53,15 @@ class SimulatedEcsService:
         service: str,
         region: str,
         account: str,
-        deployments: Sequence[tuple[datetime, datetime]] = (),
+        deployments: Deployments | None = None,
         start_delay: Callable[[], timedelta] = timedelta,
     ) -> None:
         self.clock = clock
-        # Rolling deployments the log shows (``replay_timing.rolling_deployments``), and how long a
-        # task the scheduler starts takes to be RUNNING.
-        self.deployments, self.start_delay = list(deployments), start_delay
+        # Rolling deployments the log shows (``replay_timing.rolling_deployments``): in progress, and
+        # the logged tasks they replace, stopped at their last line; how long a task the scheduler
+        # starts takes to be RUNNING.
+        self.deployments = deployments or Deployments([], {})
+        self.start_delay = start_delay
         self.cluster, self.service = cluster, service
         self._arn_prefix = f"arn:aws:ecs:{region}:{account}:task/{cluster}/"
         self.calls = 0
@@ -81,6 +84,11 @@ class SimulatedEcsService:
             if task_id not in self._tasks:
                 self._tasks[task_id] = _Task(task_id, self._arn_prefix + task_id, first, stream)
                 self._desired += 1
+        for task in self._tasks.values():
+            retired = self.deployments.retired.get(task.stream or "")
+            if retired is not None and retired <= now and task.stopped_at is None:
+                self._stop(task, "simulated ECS: replaced by a rolling deployment")
+                self._desired -= 1
 
     def _scheduler(self) -> None:
         """What the ECS service scheduler does with the desired count: start replacements up to it;
@@ -183,7 +191,7 @@ class SimulatedEcsService:
     def deployment_in_progress(self) -> str | None:
         self.calls += 1
         now = self.clock()
-        for began, ended in self.deployments:
+        for began, ended in self.deployments.spans:
             if began <= now < ended:
                 return f"simulated ECS: rolling deployment {began:%H:%M}-{ended:%H:%M}"
         return None

@@ -15,7 +15,6 @@ from livekit_fleet_remediation.offline.replay_model import (
     ReplayResult,
     VerdictRecord,
     drainer_step,
-    quiet_outcome,
 )
 from livekit_fleet_remediation.offline.replay_world import SimulatedClock
 
@@ -76,3 +75,26 @@ class ReplayRecorder:
 
     def _act(self, function: FunctionName, action: str, target: str, reason: str) -> None:
         self.result.actions.append(ActionRecord(self.clock(), function.value, action, target, reason))
+
+
+def quiet_outcome(report: dict[str, Any]) -> str:
+    """One line saying why an invocation that was triggered by an alarm or an event did nothing."""
+    if report["errors"]:
+        return "; ".join(f"{e['code']}: {e['message']}" for e in report["errors"])
+    summary = report.get("summary") or {}
+    if "skipped" in summary:
+        return str(summary["skipped"])
+    if report["function"] == FunctionName.ZOMBIE_REAPER.value:
+        seen, over = summary.get("rooms_seen", 0), summary.get("rooms_over_age", 0)
+        return f"nothing to reap ({seen} room(s), {over} over age)"
+    unknown = [c["reason"] for c in report["candidates"] if "not a RUNNING task" in c["reason"]]
+    refused = [c["reason"] for c in report["candidates"] if "guardrail" in c["reason"]]
+    # The worker with the most slow-inference warnings, and why it was not enough.
+    slowest = max(report["candidates"], key=lambda c: c["facts"].get("warnings", 0), default=None)
+    worst = (
+        [f"{slowest['resource']}: {slowest['reason']}"]
+        if slowest and slowest["facts"].get("warnings")
+        else []
+    )
+    parts = [str(summary.get("fleet", "")), *worst, *unknown, *refused]
+    return "no action: " + "; ".join(p for p in parts if p)

@@ -19,6 +19,7 @@ import heapq
 import itertools
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fleet_remediation.contract.signals import Signal, SignalCatalog
@@ -115,34 +116,46 @@ class DelayedLogsInsights(OfflineLogsInsights):
         return self.timing.searchable(super()._window(start, end))
 
 
-def rolling_deployments(events: Sequence[LogEvent], longest: timedelta) -> list[tuple[datetime, datetime]]:
+@dataclass(frozen=True)
+class Deployments:
+    """The rolling deployments a log shows: when each was in progress, and when each replaced task
+    stopped (its last line)."""
+
+    spans: list[tuple[datetime, datetime]]
+    retired: dict[str, datetime]
+
+
+def rolling_deployments(events: Sequence[LogEvent], longest: timedelta) -> Deployments:
     """When the log shows ECS replacing tasks: a task that starts during the log while older tasks
     stop logging within ``longest`` after it (and before the log's end) is a rolling deployment, from
     the new task's first line to the last replaced task's last line. A task that starts while none
     stops (a scale-out) is none."""
-    if not events:
-        return []
     first: dict[str, datetime] = {}
     last: dict[str, datetime] = {}
     for event in events:
         first.setdefault(event.stream, event.at)
         last[event.stream] = event.at
+    if not events:
+        return Deployments([], {})
     start, end = events[0].at, events[-1].at
     stopped = {stream: at for stream, at in last.items() if end - at > timedelta(minutes=2)}
-    spans = []
+    spans, retired = [], {}
     for began in first.values():
         if began - start < STARTED_DURING_LOG:
             continue
-        replaced = [at for other, at in stopped.items() if first[other] < began <= at <= began + longest]
+        replaced = {
+            other: at for other, at in stopped.items() if first[other] < began <= at <= began + longest
+        }
         if replaced:
-            spans.append((began, max(replaced)))
+            spans.append((began, max(replaced.values())))
+            retired.update(replaced)
     merged: list[tuple[datetime, datetime]] = []
     for began, ended in sorted(spans):
         if merged and began <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], ended))
         else:
             merged.append((began, ended))
-    return merged
+    return Deployments(merged, retired)
 
 
 def describe(profile: DelayProfile, seed: int) -> str:
