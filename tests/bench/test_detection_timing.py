@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+from bench import detection
 from bench._detection_timing import BenchTiming
 from bench._task_detection import FAILURE_RUN_MINUTES, Bench, Run
 from devkit.fleet_counts import fleet
@@ -49,3 +50,17 @@ def test_an_alarm_driven_decision_waits_for_the_alarm_to_see_the_minute() -> Non
     assert waits["alarm"] > 0
     assert waits["delivery"] > 0
     assert aws.options["b_contributors"].cordons[bad] > waits["minute_end"] + waits["alarm"]
+
+
+def test_a_page_counts_to_the_alarms_evaluation_of_the_breaching_minute() -> None:
+    """The alarm tables: the same simulated traffic pages at the same minute; under the profile its
+    latency adds the wait for the alarm's evaluation of that minute (over half a minute here)."""
+    config = DetectionConfig()
+    instant = detection.run("tts-dead-worker", 35, detection.FAILURE_RUN_MINUTES, 1, config)
+    aws = detection.run("tts-dead-worker", 35, detection.FAILURE_RUN_MINUTES, 1, config, profile_named("aws"))
+    assert instant.alarm_minutes == aws.alarm_minutes
+    at_once, delayed = detection.latency(instant, "tts_new"), detection.latency(aws, "tts_new")
+    assert at_once is not None
+    assert delayed is not None
+    assert delayed - at_once > 0.5
+    assert all(seconds == 0.0 for seen in instant.seen_after.values() for seconds in seen.values())
