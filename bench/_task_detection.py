@@ -16,6 +16,11 @@ Per size and family it prints one JSON object. Every option reads the same simul
   once; it cannot see the fleet, so it has no fleet-wide check;
 * the deployed fleet-wide alarms (TTS new, VAD) and, while the VAD alarm is in ALARM, the drainer's
   slow-VAD attribution (``assess_fleet``) as it runs today.
+
+Each decision happens when the delay profile (``--profile``, ``bench._detection_timing``) puts it:
+the tick after its schedule's jitter, a cold start and its Logs Insights query, missing the lines not
+yet searchable; an alarm-driven decision after the alarm evaluates the visible minute and EventBridge
+delivers. ``--profile none`` decides at the end of each minute.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from datetime import timedelta
 
 import numpy as np
 
+from bench._detection_timing import CONTRIBUTOR_HANDLER, BenchTiming, Decision
 from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
 from devkit.traffic import EPOCH
 from fleet_remediation.contract.alarm_math import MinuteCounts, evaluator_for
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.task_reach import TaskReachSettings
+from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from tts_reach_alarm.analysis import MAX_JOBS
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
 from worker_drainer.attribution import assess_fleet
@@ -54,8 +61,12 @@ MINUTES_PER_MONTH = 1440 * 30.4
 TERMS = {
     "onset": "the first response that never gets a first audio frame (the silent task's first failing "
     "response)",
-    "latency_minutes": "from onset to the decision that cordons the right task (end of the minute the tick "
-    "or alarm evaluates; the self-judging worker: the moment of its deciding timeout)",
+    "latency_minutes": "from onset to the decision that cordons the right task, with the profile's delays: "
+    "the tick's schedule jitter, cold start, late lines and Logs Insights queue and run time; an alarm's "
+    "metric visibility, once-a-minute evaluation and EventBridge delivery (profile none: the end of the "
+    "minute the tick or alarm evaluates); the self-judging worker: the moment of its deciding timeout",
+    "delay_minutes": "the part of the latency after the end of the minute whose data decided: what the "
+    "profile's delays add",
     "drained": "the cordon: no new job is placed on the task from then on; not the task's stop",
     "false_pages_per_day": "transitions to ALARM of a paging alarm on healthy traffic, per simulated day",
     "calls_hurt_before_cordon": "calls on the silent task that met a failing response before its cordon "
@@ -67,8 +78,8 @@ TERMS = {
     "families": "healthy: steady, daily (quiet nights, busy afternoons), slow-tts (a slow but healthy "
     "provider day); one task: tts-dead-worker (stops producing first frames, no CPU symptom), cpu-starved, "
     "cpu-starved-zombie; fleet-wide: provider-outage, fleet-slowdown",
-    "not_modelled": "CloudWatch's own ingestion and evaluation delay (typically 1-3 minutes) comes on top of "
-    "every latency here for options a and b and the alarms; option c does not wait for CloudWatch",
+    "not_modelled": "the ECS calls of the cordon itself (well under a second); option c does not wait for "
+    "CloudWatch (its report to LiveKit is taken as instant)",
 }
 
 
@@ -83,9 +94,16 @@ ROW_LIMITS = {
 @dataclass
 class OptionState:
     cordons: dict[int, float] = field(default_factory=dict)  # task -> decision time (s)
+    # task -> what the first decision waited for after its data's minute (seconds, by cause).
+    waits: dict[int, dict[str, float]] = field(default_factory=dict)
 
-    def cordon(self, task: int, at: float) -> None:
-        self.cordons.setdefault(task, at)
+    def cordon(self, task: int, at: float, decision: Decision | None = None) -> None:
+        """The earliest decision wins: under delays a later tick may decide before an earlier one."""
+        if task in self.cordons and self.cordons[task] <= at:
+            return
+        self.cordons[task] = at
+        if decision is not None:
+            self.waits[task] = {"minute_end": decision.data_end, **decision.waits}
 
 
 @dataclass
@@ -136,8 +154,15 @@ def task_of(verdict_stream: str) -> int:
 
 
 class Bench:
-    def __init__(self, spec: Fleet, config: DetectionConfig, settings: TaskReachSettings) -> None:
+    def __init__(
+        self,
+        spec: Fleet,
+        config: DetectionConfig,
+        settings: TaskReachSettings,
+        timing: BenchTiming | None = None,
+    ) -> None:
         self.spec, self.settings, self.run = spec, settings, Run(spec)
+        self.timing = timing or BenchTiming(INSTANT, spec.seed, bytes_per_line=0.0)
         self.sim = FleetCounts(spec)
         self.alarms = {
             "tts_new": evaluator_for(config.tts_reach_alarm.alarm()),
@@ -168,9 +193,9 @@ class Bench:
         responses, timeouts = int(m.responses.sum()), int(m.timeouts.sum())
         run.responses += responses
         run.timeouts += timeouts
-        run.lines += (
-            responses + int(m.frames.sum()) + timeouts + int(m.vad_warnings.sum()) + 2 * m.calls_started
-        )
+        lines = responses + int(m.frames.sum()) + timeouts + int(m.vad_warnings.sum()) + 2 * m.calls_started
+        run.lines += lines
+        self.timing.minute_lines(lines)
         counts = MinuteCounts(
             vad_warnings=int(m.vad_warnings.sum()),
             vad_max_delay=float(m.vad_max_delay.max()) if m.vad_warnings.any() else None,
@@ -179,36 +204,45 @@ class Bench:
             first_audio_timeouts=timeouts,
         )
         for name, evaluator in self.alarms.items():
-            self._transition(name, evaluator.push(counts)[1])
+            self._transition(name, evaluator.push(counts)[1], end)
         self.vad.append((m.vad_warnings, m.vad_max_delay))
         self._tick(m, end)
         self._contributors(m, end)
         self._self_judge(m, end)
         self._rows(m)
 
-    def _transition(self, name: str, in_alarm: bool) -> None:
+    def _transition(self, name: str, in_alarm: bool, end: float) -> None:
         self.run.pages[name] += in_alarm and not self.state[name]
         self.state[name] = in_alarm
+        self.timing.alarm_state(name, end, in_alarm)
 
     def _tick(self, m: Minute, end: float) -> None:
-        responses, frames, timeouts = self.tick.push(m.responses, m.frames, m.timeouts)
+        decision = self.timing.tick(end, self.settings.window_minutes)
+        sums = self.tick.push(m.responses, m.frames, m.timeouts)
+        # The last minute as the query finds it: its late lines are not yet searchable.
+        responses, frames, timeouts = (
+            total - last + self.timing.visible(last, end, decision.query_start)
+            for total, last in zip(sums, (m.responses, m.frames, m.timeouts), strict=True)
+        )
         rows = rows_of(self.spec.tasks, responses, frames, timeouts)
         self.run.rows["a_per_task"] = max(self.run.rows["a_per_task"], len(rows))
         found = assess_task_reach(rows, self.settings, self.spec.tasks)
         if found.suspects:
-            self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), end)
-        if self.state["vad"]:
-            self._vad_attribution(end)
+            self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), decision.at, decision)
+        if self.timing.in_alarm("vad", decision.query_start):
+            self._vad_attribution(end, self.timing.query(decision, self.policy.window_minutes))
 
     def _contributors(self, m: Minute, end: float) -> None:
         breaching = int(m.timeouts.max()) >= CI_ALARM_MIN_TIMEOUTS
-        self._transition("b_contributors", breaching)
+        self._transition("b_contributors", breaching, end)
         if breaching:
+            decision = self.timing.alarm_decision("b_contributors", end, CONTRIBUTOR_HANDLER)
             found = assess_task_reach(
                 rows_of(self.spec.tasks, m.responses, m.frames, m.timeouts), self.settings, self.spec.tasks
             )
             if found.suspects:
-                self.run.options["b_contributors"].cordon(task_of(found.suspects[0].log_stream), end)
+                task = task_of(found.suspects[0].log_stream)
+                self.run.options["b_contributors"].cordon(task, decision.at, decision)
 
     def _self_judge(self, m: Minute, end: float) -> None:
         """Healthy tasks judging themselves, at minute resolution (the silent task: exactly, below)."""
@@ -241,10 +275,11 @@ class Bench:
                 self.run.options["c_self"].cordon(truth.bad_task, due)
                 return
 
-    def _vad_attribution(self, end: float) -> None:
+    def _vad_attribution(self, end: float, decision: Decision) -> None:
         """Today's path: the drainer's slow-VAD attribution (``assess_fleet``) over the last 30
         minutes' per-task warnings, at each tick while the VAD alarm is in ALARM."""
         warnings = np.stack([w for w, _ in self.vad])
+        warnings[-1] = self.timing.visible(warnings[-1], end, decision.query_start)
         delays = np.stack([d for _, d in self.vad])
         total, started = warnings.sum(axis=0), self.starts.sums[0]
         first_minute = end / 60 - len(self.vad)
@@ -264,7 +299,7 @@ class Bench:
         streams = {f"agent/livekit-agent/t{t}": str(t) for t in range(self.spec.tasks)}
         assessment = assess_fleet(stats, streams, streams.values(), self.policy)
         for worker in assessment.degraded:
-            self.run.options["vad_today"].cordon(int(worker.task_id), end)
+            self.run.options["vad_today"].cordon(int(worker.task_id), decision.at, decision)
 
     def _rows(self, m: Minute) -> None:
         """Rows the other queries would return at this minute (their worst case in the run)."""
@@ -283,9 +318,22 @@ class Bench:
         rows["drainer_tts_outcomes"] = max(rows["drainer_tts_outcomes"], per_task)
 
 
-def run_family(family: str, tasks: int, volume: float, minutes: int, seeds: int) -> list[Run]:
+def run_family(
+    family: str,
+    tasks: int,
+    volume: float,
+    minutes: int,
+    seeds: int,
+    profile: DelayProfile = INSTANT,
+    bytes_per_line: float = 0.0,
+) -> list[Run]:
     config, settings = DetectionConfig(), TaskReachSettings()
     return [
-        Bench(fleet(family, tasks, volume, minutes, seed), config, settings).execute()
+        Bench(
+            fleet(family, tasks, volume, minutes, seed),
+            config,
+            settings,
+            BenchTiming(profile, seed, bytes_per_line),
+        ).execute()
         for seed in range(1, seeds + 1)
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from devkit.fleet_counts import HEALTHY
 from devkit.traffic import FAILURE_FAMILIES
 from fleet_remediation.adapters.windowed_insights import DEFAULT_MAX_QUERIES, planned_pieces
 from fleet_remediation.contract.task_reach import TaskReachSettings
+from livekit_fleet_remediation.offline.delays import DelayProfile
 from worker_drainer.task_reach_query import MAX_TASK_ROWS
 
 
@@ -54,6 +56,29 @@ def costs(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: floa
     }
 
 
+def delay_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
+    """What the delays added to the right cordons, in minutes, [median, worst] over the runs: in all
+    (from the end of the minute whose data decided) and by cause, the biggest first."""
+    waits = [
+        r.options[option].waits[bad]
+        for r in runs
+        if (bad := r.truth.bad_task) is not None and bad in r.options[option].waits
+    ]
+    if not waits:
+        return {}
+    added = [sum(v for cause, v in w.items() if cause != "minute_end") / 60 for w in waits]
+    causes = sorted({cause for w in waits for cause in w if cause != "minute_end"})
+    by_cause = {cause: _median_worst([w.get(cause, 0.0) / 60 for w in waits]) for cause in causes}
+    return {
+        "delay_minutes": _median_worst(added),
+        "delay_by_cause_minutes": dict(sorted(by_cause.items(), key=lambda item: -item[1][0])),
+    }
+
+
+def _median_worst(values: Sequence[float]) -> list[float]:
+    return [round(statistics.median(values), 2), round(max(values), 2)]
+
+
 def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
     latencies: list[float | None] = []
     hurt: list[int] = []
@@ -79,9 +104,11 @@ def option_figures(runs: Sequence[Run], option: str) -> dict[str, Any]:
     elif latencies:
         figures |= {
             "latency_minutes": [None if v is None else round(v, 2) for v in latencies],
+            "median_latency_minutes": round(statistics.median(found), 2) if found else None,
             "worst_latency_minutes": round(max(found), 2) if len(found) == len(latencies) else None,
             "right_task_cordoned": f"{right} of {len(latencies)}",
             "calls_hurt_before_cordon": hurt,
+            **delay_figures(runs, option),
         }
     return figures
 
@@ -136,20 +163,33 @@ def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: fl
     }
 
 
-def main(tasks: Sequence[int], volumes: Sequence[float], days: float, seeds: int, as_json: bool) -> None:
+def main(
+    tasks: Sequence[int],
+    volumes: Sequence[float],
+    days: float,
+    seeds: int,
+    as_json: bool,
+    profile: DelayProfile,
+) -> None:
     started = time.perf_counter()
     settings = TaskReachSettings()
     bytes_per_line = line_bytes()
     print(
         json.dumps(
-            {"terms": TERMS, "per_task_test": settings.describe(), "bytes_per_line": round(bytes_per_line)}
+            {
+                "terms": TERMS,
+                "per_task_test": settings.describe(),
+                "bytes_per_line": round(bytes_per_line),
+                "delays": profile.describe(),
+            }
         )
     )
     for size in tasks:
         for volume in volumes:
             for family in HEALTHY + FAILURE_FAMILIES:
                 minutes = round(days * 1440) if family in HEALTHY else FAILURE_RUN_MINUTES
-                result = summary(run_family(family, size, volume, minutes, seeds), settings, bytes_per_line)
+                runs = run_family(family, size, volume, minutes, seeds, profile, bytes_per_line)
+                result = summary(runs, settings, bytes_per_line) | {"profile": profile.name}
                 print(json.dumps(result) if as_json else text_line(result), flush=True)
     print(
         json.dumps(

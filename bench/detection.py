@@ -23,8 +23,10 @@ act, but they are not pages. It prints:
   responder said at each of their ALARMs (right / nobody named / wrong), and drains: of the bad
   worker, of healthy workers, and in fleet-wide events.
 
-Times are the end of the minute whose evaluation changes the state; CloudWatch's own ingestion and
-evaluation delay (typically 1-3 minutes) comes on top, for the old and the new alarm alike.
+Times are when the alarm's state changes under the delay profile (``--profile aws``, the default:
+the minute's lines ingested, the metric visible, then the alarm's next once-a-minute evaluation;
+``--profile none``: the end of the minute whose evaluation changes the state), for the old and the
+new alarm alike.
 
     PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
 
@@ -32,6 +34,10 @@ With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``benc
 60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):
 
     ... -m bench.detection --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
+
+There each decision waits for the services' delays (``--profile aws``, the default: the service
+profile's schedule jitter, cold starts, late log lines, Logs Insights time, metric visibility and
+alarm evaluation, EventBridge delivery; ``--profile none`` for the instant model).
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.sections import DrainerSection, TtsReachSection
 from fleet_remediation.domain.job_outcomes import JobOutcome
+from livekit_fleet_remediation.offline.delay_profiles import PROFILES, profile_named
+from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile, Delays
 from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentration
 from tts_reach_alarm.investigation import recheck_alpha
 from tts_reach_alarm.transition import analysis_window_minutes
@@ -165,6 +173,8 @@ class RunResult:
     # Minutes (indexes) at whose end each alarm was in ALARM.
     alarm_minutes: dict[str, list[int]] = field(default_factory=dict)
     bad_task_id: str | None = None
+    # Seconds from the end of each ALARM minute until the alarm's evaluation of it (the profile's delay).
+    seen_after: dict[str, dict[int, float]] = field(default_factory=dict)
     fleet_wide: bool = False
     onset_minute: float | None = None
     cause_minute: float | None = None
@@ -335,7 +345,14 @@ class Watch:
         )
 
 
-def run(family: str, volume: float, minutes: int, seed: int, config: DetectionConfig) -> RunResult:
+def run(
+    family: str,
+    volume: float,
+    minutes: int,
+    seed: int,
+    config: DetectionConfig,
+    profile: DelayProfile = INSTANT,
+) -> RunResult:
     started = time.perf_counter()
     sim = TrafficSimulation(scenario(family, volume, minutes, seed))
     watch = Watch(sim, config, DrainerPolicy())
@@ -346,6 +363,11 @@ def run(family: str, volume: float, minutes: int, seed: int, config: DetectionCo
     truth = sim.truth
     result.responses = watch.responses
     result.alarm_minutes = watch.alarm_minutes
+    delays = Delays(profile, seed)
+    result.seen_after = {
+        alarm: {m: delays.alarm_sees(alarm, (m + 1) * 60.0) - (m + 1) * 60.0 for m in in_alarm}
+        for alarm, in_alarm in watch.alarm_minutes.items()
+    }
     result.fleet_wide = truth.fleet_wide
     if truth.bad_task is not None:
         result.bad_task_id = sim.tasks[truth.bad_task].task_id
@@ -394,7 +416,9 @@ def latency(result: RunResult, alarm: str) -> float | None:
         (m for m in result.alarm_minutes[alarm] if start <= m + 1 <= result.end_minute + 10),
         None,
     )
-    return None if found is None else found + 1 - result.onset_minute
+    if found is None:
+        return None
+    return found + 1 + result.seen_after.get(alarm, {}).get(found, 0.0) / 60 - result.onset_minute
 
 
 def first_of(*latencies: float | None) -> float | None:
@@ -531,6 +555,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, help="runs per failure family and volume (default 3, quick 1)")
     parser.add_argument("--tasks", type=int, nargs="*", help="fleet sizes: the fleet-scale benchmark")
     parser.add_argument("--json", action="store_true", help="fleet-scale benchmark, one JSON object a line")
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="aws",
+        help="the services' delays (default aws; none: every decision at the end of its minute)",
+    )
     args = parser.parse_args(argv)
     if args.tasks or args.json:
         from bench import _task_detection, _task_detection_report
@@ -541,8 +571,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.days or QUICK_DAYS,
             args.seeds or 2,
             args.json,
+            profile_named(args.profile),
         )
         return
+    profile = profile_named(args.profile)
     days = args.days or (QUICK_DAYS if args.quick else FULL_DAYS)
     seeds = args.seeds or (QUICK_SEEDS if args.quick else FULL_SEEDS)
     config = DetectionConfig()
@@ -550,16 +582,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         f"TTS alarm (new): {config.tts_reach_alarm.describe()}\n"
         "TTS alarm (old, baseline): per-minute reach < 0.97 with >= 10 responses, 3 of 5 minutes\n"
-        f"VAD alarm: {config.vad_alarm.describe()}"
+        f"VAD alarm: {config.vad_alarm.describe()}\n"
+        f"Delays: profile {profile.name} ({profile.version}): latency counts to the alarm's evaluation"
     )
     print(HEALTHY_HEADER, flush=True)
     for family in HEALTHY_FAMILIES:
         for volume in args.volumes:
-            print(healthy_row(run(family, volume, round(days * 1440), seed=11, config=config)), flush=True)
+            healthy = run(family, volume, round(days * 1440), 11, config, profile)
+            print(healthy_row(healthy), flush=True)
     print(FAILURE_HEADER, flush=True)
     for family in FAILURE_FAMILIES:
         for volume in args.volumes:
-            runs = [run(family, volume, FAILURE_RUN_MINUTES, seed, config) for seed in range(1, seeds + 1)]
+            runs = [
+                run(family, volume, FAILURE_RUN_MINUTES, seed, config, profile)
+                for seed in range(1, seeds + 1)
+            ]
             print(failure_row(runs), flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s wall time, {time.process_time():.0f} s CPU")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +14,13 @@ import pytest
 
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli.replay import main, replay
-from livekit_fleet_remediation.offline.replay_model import ReplayResult
+from livekit_fleet_remediation.offline.replay_model import TIMELINE_ACTIONS, ReplayResult
 from tools import make_incident_fixture
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
 CDK_JSON = REPO / "examples" / "standalone" / "environments.json"
-ACTIONS = {"delete-room", "cordon", "stop-task", "undo", "notify"}
+ACTIONS = set(TIMELINE_ACTIONS)
 
 
 def _raw_lines(path: Path) -> list[tuple[str, datetime, dict[str, Any]]]:
@@ -89,7 +89,7 @@ def test_the_bad_worker_is_cordoned_by_a_tick_during_the_vad_alarm_and_named_by_
     assert verdicts[0].p_value < 0.05
     assert cordons[0].at <= verdicts[0].at
     # Drained (the zombie's room is already gone) and stopped: the worker takes no more lessons.
-    stops = [a for a in incident.actions if a.action == "stop-task"]
+    stops = [a for a in incident.actions if a.action == "stop"]
     assert [a.target for a in stops] == [make_incident_fixture.BAD_TASK]
     assert stops[0].at >= cordons[0].at
 
@@ -123,18 +123,36 @@ def test_the_alarms_are_routed_as_the_stack_wires_them(incident: ReplayResult) -
     assert by_trigger["livekit-prod-agents-vad-slow-inference ALARM"] == {"zombie_reaper", "worker_drainer"}
     assert "livekit-prod-agents-vad-slow-inference OK" not in by_trigger
     assert by_trigger["livekit-prod-agents-tts-reach ALARM"] == {"tts_reach_alarm"}
-    # The TTS page holds past the end of the log (its 30-minute window still holds the failures).
-    assert "livekit-prod-agents-tts-reach OK" not in by_trigger
     assert by_trigger["suspect-worker event"] == {"worker_drainer"}
     assert by_trigger["schedule"] == {"zombie_reaper", "worker_drainer", "tts_reach_alarm"}
     reaper_ticks = [
         i.at for i in incident.invocations if i.trigger == "schedule" and i.function == "zombie_reaper"
     ]
     assert all(at.minute % 5 == 0 for at in reaper_ticks)
+    stopped = next(a.at for a in incident.actions if a.action == "stop")
+    # Feedback: the stopped task writes no more lines, so the TTS page resolves once, after the stop,
+    # and pages no more (the log's later failures on that worker are not replayed).
+    tts = [(a.state, a.at) for a in incident.alarms if a.alarm.endswith("tts-reach")]
+    assert [state for state, _ in tts] == ["ALARM", "OK"]
+    assert tts[1][1] > stopped
+    assert by_trigger["livekit-prod-agents-tts-reach OK"] == {"tts_reach_alarm"}
     # Every report is one the function produced itself, and none failed: a suspect-worker event that
-    # names a worker the drainer already stopped is a quiet no-op (the replay's ECS gives the stop's
-    # reason, as DescribeTasks does; test_worker_drainer covers that event on moto).
+    # names a worker the drainer already stopped (its tick stopped it first) is a quiet no-op (the
+    # replay's ECS gives the stop's reason, as DescribeTasks does; test_worker_drainer covers that
+    # event on moto).
     assert [i.report["errors"] for i in incident.invocations if i.report["status"] != "ok"] == []
+
+
+def test_the_delays_put_the_cordon_after_the_instant_models_minute(incident: ReplayResult) -> None:
+    """The same log under ``--profile none``: the tick cordons at the end of its minute; under the
+    service profile the same tick's jitter and queries put it later, in the same minute here."""
+    instant = replay(FIXTURE, "prod", CDK_JSON, profile="none")
+    (at_once,) = [a.at for a in instant.actions if a.action == "cordon"]
+    (delayed,) = [a.at for a in incident.actions if a.action == "cordon"]
+    assert at_once.second == 0
+    assert at_once.microsecond == 0
+    assert at_once < delayed < at_once + timedelta(minutes=1)
+    assert instant.delays.startswith("Delays: none")
 
 
 def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
@@ -148,7 +166,12 @@ def test_a_dry_run_changes_nothing_and_spares_nothing() -> None:
 def test_json_document_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--log", str(FIXTURE), "--config", str(CDK_JSON), "--env", "prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"alarms", "verdicts", "actions", "lessons"}
+    assert set(document) == {"delays", "alarms", "verdicts", "actions", "lessons", "out_of_rotation"}
+    assert document["delays"].startswith("Delays: profile aws")
+    (out,) = document["out_of_rotation"]
+    assert out["task"] == make_incident_fixture.BAD_TASK
+    assert 0 < out["minutes_after_first_failed_session"] < 10
+    _at(out["from"])
     for alarm in document["alarms"]:
         assert set(alarm) == {"alarm", "state", "at"}
         assert alarm["state"] in ("ALARM", "OK")

@@ -35,6 +35,7 @@ from livekit_fleet_remediation.cli.common import (
     config_file,
     load_config,
 )
+from livekit_fleet_remediation.offline.delay_profiles import PROFILES, profile_named
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
 from livekit_fleet_remediation.offline.replay import Replay, UnreadableInput
 from livekit_fleet_remediation.offline.replay_model import SIMULATED_PARTS, ReplayResult
@@ -46,7 +47,10 @@ def replay(
     config_path: Path | None,
     mode: Mode = Mode.ENFORCE,
     progress: TextIO | None = None,
+    profile: str = "aws",
+    seed: int = 1,
 ) -> ReplayResult:
+    """The replay of ``log`` under the named delay profile (``none``: instant), its draws seeded."""
     try:
         chosen = config_file(config_path)
         config = load_config(chosen, env_name)
@@ -57,7 +61,7 @@ def replay(
     except UnreadableLogError as exc:
         raise UnreadableInput(str(exc)) from None
     try:
-        engine = Replay(events, env_name, config, mode, str(log), progress)
+        engine = Replay(events, env_name, config, mode, str(log), progress, profile_named(profile), seed)
     except ConfigurationError as exc:
         raise UnreadableInput(f"{chosen}: {exc.message}") from None
     return engine.run()
@@ -72,7 +76,7 @@ def render_text(result: ReplayResult, out: TextIO) -> None:
         "Real: the stack's EventBridge routing; zombie_reaper run_reaper, tts_reach_alarm run_tts_reach, "
         "worker_drainer run_drainer (their routers, decisions, executors and reports).\n"
         f"Simulated: {'; '.join(SIMULATED_PARTS)}.\n"
-        "Alarm times are the end of the breaching minute; CloudWatch's own delay (1-3 min) is not included.\n"
+        f"{result.delays}\n"
     )
     for warning in result.warnings:
         out.write(f"warning: {warning}\n")
@@ -101,7 +105,7 @@ def _write_timeline(result: ReplayResult, out: TextIO) -> None:
     for note in result.notes:
         rows.append((note.at, 2, note.function, note.text))
     for at, _, who, text in sorted(rows, key=lambda row: (row[0], row[1])):
-        out.write(f"{at:%H:%M}  {who:<16} {text}\n")
+        out.write(f"{at:%H:%M:%S}  {who:<16} {text}\n")
 
 
 def _write_sessions(result: ReplayResult, out: TextIO) -> None:
@@ -112,9 +116,12 @@ def _write_sessions(result: ReplayResult, out: TextIO) -> None:
         f"\nSessions: {outcome.total} jobs; {len(outcome.failed)} failed in the log (responses, no first "
         f"audio); {outcome.failed_after_remediation} would still have failed; {len(outcome.spared)} spared.\n"
         "Model: a failed session is spared only when its job request reached its worker after that worker "
-        "was cordoned (LiveKit would have placed it on another, healthy worker); every other failed session "
-        "still fails.\n"
+        "was taken out of rotation (a step the step table marks takes_out: LiveKit would have placed it on "
+        "another, healthy worker); every other failed session still fails.\n"
     )
+    for task, since, minutes in result.rotation_latency():
+        after = "" if minutes is None else f", {minutes:.1f} min after its first failed session started"
+        out.write(f"Out of rotation: {task} from {since:%H:%M:%S}{after}.\n")
     for lesson in outcome.spared:
         spans = result.out_of_rotation.get(task_id_from_log_stream(lesson.stream), [])
         cordoned = min(start for start, _ in spans)
@@ -122,7 +129,7 @@ def _write_sessions(result: ReplayResult, out: TextIO) -> None:
         assert started is not None
         out.write(
             f"  spared {lesson.job_id} ({lesson.room}): started {started:%H:%M:%S} on "
-            f"{task_id_from_log_stream(lesson.stream)}, cordoned {cordoned:%H:%M}\n"
+            f"{task_id_from_log_stream(lesson.stream)}, out of rotation {cordoned:%H:%M}\n"
         )
     if outcome.after_reap:
         lesson, room, when = outcome.after_reap[0]
@@ -143,6 +150,16 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
     found.add_argument("--html", type=Path, help="also write a self-contained HTML page of the incident here")
     found.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="aws",
+        help="the services' delays the replay runs under (default aws; none: every decision at the end "
+        "of its minute)",
+    )
+    found.add_argument(
+        "--seed", type=int, default=1, help="the seed of the profile's delay draws (default 1)"
+    )
+    found.add_argument(
         "--mode",
         choices=[Mode.ENFORCE.value, Mode.DRY_RUN.value],
         default=Mode.ENFORCE.value,
@@ -157,7 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     try:
-        result = replay(args.log, args.env, args.config, Mode(args.mode), progress=sys.stderr)
+        result = replay(
+            args.log,
+            args.env,
+            args.config,
+            Mode(args.mode),
+            progress=sys.stderr,
+            profile=args.profile,
+            seed=args.seed,
+        )
     except UnreadableInput as exc:
         sys.stderr.write(f"replay: error: {exc}\n")
         return EXIT_USAGE

@@ -14,12 +14,34 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleet_remediation.contract.drainer_steps import Step
 from fleet_remediation.contract.naming import task_id_from_log_stream
+from livekit_fleet_remediation.offline.replay_model import DELETE_ROOM, NOTIFY, TIMELINE_ACTIONS
 
 if TYPE_CHECKING:
     from livekit_fleet_remediation.offline.replay_model import ReplayResult
 
 MINUTE_MS = 60_000
+# One colour per lane of the actions panel; every step of the drainer's step table has one (its reap
+# shows as the rooms it deleted).
+STEP_COLORS: dict[Step, str] = {
+    Step.CORDON: "#d35400",
+    Step.COMPLETE_CORDON: "#e59866",
+    Step.STOP: "#2c3e50",
+    Step.UNDO: "#16a085",
+    Step.SETTLE_CAPACITY: "#2874a6",
+    Step.REVERT_CAPACITY: "#85929e",
+}
+LANE_COLORS = {
+    DELETE_ROOM: "#8e44ad",
+    **{step.value: color for step, color in STEP_COLORS.items()},
+    NOTIFY: "#7f8c8d",
+}
+
+
+def action_lanes() -> list[dict[str, str]]:
+    """The actions panel's lanes, in the timeline's order, each with its colour."""
+    return [{"action": action, "color": LANE_COLORS[action]} for action in TIMELINE_ACTIONS]
 
 
 def _ms(moment: datetime) -> int:
@@ -62,6 +84,14 @@ def incident_title(result: ReplayResult) -> str:
     )
 
 
+def _rotation_spans(result: ReplayResult, end_ms: int) -> list[dict[str, Any]]:
+    return [
+        {"worker": worker, "from": _ms(start), "to": end_ms if end is None else _ms(end)}
+        for worker, spans in result.out_of_rotation.items()
+        for start, end in spans
+    ]
+
+
 def page_data(result: ReplayResult) -> dict[str, Any]:
     assert result.lessons is not None
     spared = {lesson.job_id for lesson in result.lessons.spared}
@@ -76,6 +106,7 @@ def page_data(result: ReplayResult) -> dict[str, Any]:
         "series": result.series,
         "alarms": [{"name": name, "label": _alarm_label(name)} for name in alarm_names],
         "bands": _alarm_bands(result),
+        "lanes": action_lanes(),
         "actions": [
             {
                 "at": _ms(a.at),
@@ -90,11 +121,7 @@ def page_data(result: ReplayResult) -> dict[str, Any]:
             {"at": _ms(v.at), "concentrated": v.concentrated, "suspect": v.suspect, "reason": v.reason}
             for v in result.verdicts
         ],
-        "out_of_rotation": [
-            {"worker": worker, "from": _ms(start), "to": end_ms if end is None else _ms(end)}
-            for worker, spans in result.out_of_rotation.items()
-            for start, end in spans
-        ],
+        "out_of_rotation": _rotation_spans(result, end_ms),
         "lessons": [
             {
                 "job": lesson.job_id,

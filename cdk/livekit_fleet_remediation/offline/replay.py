@@ -6,13 +6,17 @@ schedule tick to the functions as the stack's EventBridge rules do (``stack_rule
 functions' own service entry points (``run_reaper``, ``run_tts_reach``, ``run_drainer``: their
 routers, decisions, executors and reports) with simulated dependencies. Only the clock, the log
 source, LiveKit and ECS (and the AWS stores around them) are simulated; ``replay_world`` says how
-each is built from the log.
+each is built from the log. Each invocation happens when the delay profile puts it
+(``replay_timing``: the alarms' evaluation, EventBridge, schedule jitter, cold starts, Logs Insights'
+late lines and run time); ``--profile none`` keeps every decision at the end of its minute.
 
 The counterfactual is conservative: a failed lesson counts as spared only when its ``received job
-request`` on a worker came after that worker was cordoned (and before any undo): LiveKit would have
-placed it on another worker, which the model assumes healthy. Everything else failed as it did in the
-log; the log itself is replayed as recorded (a reaped zombie's warnings keep coming, a cordoned worker
-keeps receiving lessons in the log), so no action feeds back into the alarms.
+request`` on a worker came after that worker was taken out of rotation (a step the step table marks
+``takes_out``, until an undo): LiveKit would have placed it on another worker (a replacement), which
+the model assumes healthy. Everything else failed as it did in the log. One action feeds back: a
+stopped task's later lines are not written, so the alarms and the queries no longer see them; other
+lines are replayed as recorded (a reaped zombie's warnings keep coming, a cordoned worker keeps
+receiving lessons in the log).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from functools import partial
 from typing import Any, TextIO
 
 from fleet_remediation.adapters.alarm_state import AlarmReading
@@ -35,26 +41,26 @@ from fleet_remediation.core.observability import logger, metrics
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.config import EnvironmentConfig
-from livekit_fleet_remediation.offline.backtest import MINUTE, lessons, run_backtest
+from livekit_fleet_remediation.offline.backtest import MINUTE, AlarmTransition, lessons, run_backtest
+from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.replay_model import (
-    ACTION_NAMES,
+    NOTIFY,
     SIMULATED_ACCOUNT,
     ActionRecord,
     AlarmChange,
     Invocation,
-    NoteRecord,
     ReplayResult,
-    VerdictRecord,
     alarm_event,
     counterfactual,
     on_schedule,
-    quiet_outcome,
     stack_rules,
 )
+from livekit_fleet_remediation.offline.replay_record import ReplayRecorder
 from livekit_fleet_remediation.offline.replay_stack import SimulatedWorld, function_settings
+from livekit_fleet_remediation.offline.replay_timing import FOLLOW_UP, describe
 from livekit_fleet_remediation.offline.series import minute_series
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.service import run_tts_reach
@@ -93,6 +99,8 @@ class Replay:
         mode: Mode = Mode.ENFORCE,
         log_name: str = "",
         progress: TextIO | None = None,
+        profile: DelayProfile = INSTANT,
+        seed: int = 1,
     ) -> None:
         if not events:
             raise UnreadableInput(f"{log_name or 'the log'} holds no JSON log events")
@@ -102,7 +110,10 @@ class Replay:
         self.progress = progress
         self.rules = stack_rules(env_name, config)
         self.region, self.account = config.region, config.account or SIMULATED_ACCOUNT
-        self.world = SimulatedWorld.from_events(self.events, config, region=self.region, account=self.account)
+        self.world = SimulatedWorld.from_events(
+            self.events, config, region=self.region, account=self.account, profile=profile, seed=seed
+        )
+        self.timing = self.world.timing
         self.settings = function_settings(env_name, config, self.account)
         self.result = ReplayResult(
             log=log_name,
@@ -112,7 +123,9 @@ class Replay:
             streams=len({e.stream for e in self.events}),
             start=self.events[0].at,
             end=self.events[-1].at,
+            delays=describe(profile, seed),
         )
+        self.recorder = ReplayRecorder(self.result, self.world.clock)
         self._check_stream_names()
         self._reaper, self._responder, self._drainer = self._dependencies()
 
@@ -144,45 +157,35 @@ class Replay:
             "tts_reach": tts_reach_alarm_name(self.env_name, service),
         }
 
+    def _transitions(self) -> list[AlarmTransition]:
+        """The alarms' state changes over the lines written: a stopped task's later lines are not."""
+        written = [event for event in self.events if self.timing.written(event)]
+        return run_backtest(written, self.config.detection).transitions()
+
     def run(self) -> ReplayResult:
         backtest = run_backtest(self.events, self.config.detection)
-        transitions = backtest.transitions()
+        self._changes = backtest.transitions()
         first = backtest.minutes[0].start
         minutes = len(backtest.minutes)
         started, reported = time.monotonic(), time.monotonic()
-        previous = {"vad": "OK", "tts_reach": "OK"}
-        names = self._alarm_names()
+        self._previous = {"vad": "OK", "tts_reach": "OK"}
         with _function_logs_quiet():
             for index in range(1, minutes + 1):
                 now = first + index * MINUTE
-                self.world.clock.now = now
-                for change in (t for t in transitions if t.at == now):
-                    alarm = names[change.alarm]
-                    self.result.alarms.append(AlarmChange(alarm, change.state, now))
-                    self.world.alarm_states.readings[alarm] = AlarmReading(change.state, now)
-                    event = alarm_event(
-                        alarm,
-                        change.state,
-                        previous[change.alarm],
-                        now,
-                        account=self.account,
-                        region=self.region,
-                    )
-                    previous[change.alarm] = change.state
-                    for rule in self.rules:
-                        if rule.alarm == alarm and change.state in rule.states:
-                            self._invoke(rule.function, event, f"{alarm} {change.state}")
+                for change in (t for t in self._changes if t.at == now):
+                    self._alarm_changes(change.alarm, change.state, now)
                 for rule in self.rules:
                     if rule.schedule_minutes is not None and on_schedule(rule, now):
-                        name = f"lkfr-{self.env_name}-{rule.function.value.replace('_', '-')}-schedule"
-                        event = schedule_event(name, account=self.account, region=self.region, now=now)
-                        self._invoke(rule.function, event, "schedule")
+                        tick = now + self.timing.seconds(self.timing.profile.schedule_jitter)
+                        self.timing.push(tick, partial(self._tick, rule.function, now))
+                self.timing.run_until(now)
                 if self.progress and time.monotonic() - reported >= PROGRESS_EVERY_SECONDS:
                     reported = time.monotonic()
                     self.progress.write(
                         f"replay: simulated {now:%Y-%m-%d %H:%M} ({index / minutes:.0%}), "
                         f"{reported - started:.0f} s\n"
                     )
+            self.timing.run_until(None)
         self._record_notifications()
         self.result.lessons = counterfactual(
             lessons(self.events, self.config.detection.catalog()),
@@ -193,7 +196,35 @@ class Replay:
         self.result.series = minute_series(self.events, self.config.detection.catalog(), first, minutes)
         return self.result
 
+    def _alarm_changes(self, name: str, state: str, period_end: datetime) -> None:
+        """The alarm evaluates the minute ending at ``period_end`` and changes state; EventBridge
+        delivers the change to the rules that match it."""
+        alarm = self._alarm_names()[name]
+        seen = self.timing.alarm_seen(alarm, period_end)
+        event = alarm_event(
+            alarm, state, self._previous[name], seen, account=self.account, region=self.region
+        )
+        self._previous[name] = state
+
+        def changed() -> None:
+            self.result.alarms.append(AlarmChange(alarm, state, seen))
+            self.world.alarm_states.readings[alarm] = AlarmReading(state, seen)
+            for rule in self.rules:
+                if rule.alarm == alarm and state in rule.states:
+                    delivered = seen + self.timing.seconds(self.timing.profile.event_delivery)
+                    trigger = f"{alarm} {state}"
+                    run = partial(self._invoke, rule.function, event, trigger)
+                    self.timing.push(delivered, run, FOLLOW_UP)
+
+        self.timing.push(seen, changed)
+
+    def _tick(self, function: FunctionName, minute: datetime) -> None:
+        name = f"lkfr-{self.env_name}-{function.value.replace('_', '-')}-schedule"
+        event = schedule_event(name, account=self.account, region=self.region, now=minute)
+        self._invoke(function, event, "schedule")
+
     def _invoke(self, function: FunctionName, event: dict[str, Any], trigger: str) -> None:
+        self.timing.started(function.value)
         invocation_id = f"replay-{len(self.result.invocations) + 1}"
         # The simulated stack's account and region: the functions' door admits their events.
         context: Any = LocalLambdaContext(account=self.account, region=self.region)
@@ -215,60 +246,32 @@ class Replay:
         self.result.invocations.append(Invocation(now, function.value, trigger, report))
         self._record(function, trigger, report)
         if function is FunctionName.TTS_REACH_ALARM:
-            for delivered in self.world.bus.take():
+            for put in self.world.bus.take():
                 for rule in self.rules:
-                    if rule.suspect_worker and delivered["detail"].get("environment") == self.env_name:
-                        self._invoke(rule.function, delivered, "suspect-worker event")
+                    if rule.suspect_worker and put["detail"].get("environment") == self.env_name:
+                        at = now + self.timing.seconds(self.timing.profile.event_delivery)
+                        run = partial(self._invoke, rule.function, put, "suspect-worker event")
+                        self.timing.push(at, run, FOLLOW_UP)
+        self._feedback()
 
     def _record(self, function: FunctionName, trigger: str, report: dict[str, Any]) -> None:
-        now = self.world.clock()
-        candidates = {c["resource"]: c for c in report["candidates"]}
-        summary = report.get("summary") or {}
-        # A re-check during an open incident is a verdict only when it found something new.
-        if function is FunctionName.TTS_REACH_ALARM and "verdict" in summary and "recheck" not in summary:
-            top = next(iter(report["candidates"]), None)
-            concentrated = summary["verdict"] == "concentrated"
-            suspect = task_id_from_log_stream(top["resource"]) if concentrated and top else None
-            self.result.verdicts.append(
-                VerdictRecord(
-                    now, concentrated, suspect, summary.get("p_value"), str(summary.get("reason", ""))
-                )
-            )
-        acted = False
-        for action in report["actions"]:
-            name = ACTION_NAMES.get(action["action"], action["action"])
-            if action["outcome"] != "done" or name not in (*ACTION_NAMES.values(), "delete-room"):
-                continue
-            acted = True
-            plan = candidates.get(action["resource"], {})
-            if function is FunctionName.ZOMBIE_REAPER:
-                rule = plan.get("facts", {}).get("rule")
-                reason = f"{trigger}: {plan.get('reason', action.get('reason', ''))} [{rule}]"
-                self._act(function, "delete-room", action["resource"], reason)
-            elif action["action"] == "reap":
-                planned = str(plan.get("reason", "")).removeprefix("reap: ")
-                for room in plan.get("facts", {}).get("rooms_to_reap", []):
-                    reason = f"{trigger}: reap first on task {action['resource']}: {planned}"
-                    self._act(function, "delete-room", room, reason)
-            else:
-                planned = str(plan.get("reason", "")).removeprefix(f"{action['action']}: ")
-                outcome = action.get("reason", "")
-                self._act(function, name, action["resource"], f"{trigger}: {planned} -> {outcome}")
-        if not acted and trigger != "schedule" and function is not FunctionName.TTS_REACH_ALARM:
-            self.result.notes.append(NoteRecord(now, function.value, f"{trigger}: {quiet_outcome(report)}"))
+        """One invocation's report into the result (a benchmark wraps it to meter the reports)."""
+        self.recorder.record(function, trigger, report)
 
-    def _act(self, function: FunctionName, action: str, target: str, reason: str) -> None:
-        at = self.world.clock()
-        self.result.actions.append(ActionRecord(at, function.value, action, target, reason))
-        if action == "cordon":
-            self.result.out_of_rotation.setdefault(target, []).append((at, None))
-        elif action == "undo":
-            spans = self.result.out_of_rotation.get(target, [])
-            if spans and spans[-1][1] is None:
-                spans[-1] = (spans[-1][0], at)
+    def _feedback(self) -> None:
+        """A logged task that was stopped writes no more lines: the alarms are evaluated again over
+        the lines written (their changes from now on follow), the queries no longer find them."""
+        stopped = {
+            stream: at
+            for at, task_id, _ in self.world.ecs.stopped
+            if (stream := self.world.ecs.stream_of(task_id)) and stream not in self.timing.cuts
+        }
+        if stopped:
+            self.timing.cuts.update(stopped)
+            self._changes = self._transitions()
 
     def _record_notifications(self) -> None:
         topic = self._reaper.settings.notification_topic_arn.rsplit(":", 1)[-1]
         for sent in self.world.sent:
-            self.result.actions.append(ActionRecord(sent.at, sent.function, "notify", topic, sent.subject))
+            self.result.actions.append(ActionRecord(sent.at, sent.function, NOTIFY, topic, sent.subject))
         self.result.actions.sort(key=lambda a: a.at)

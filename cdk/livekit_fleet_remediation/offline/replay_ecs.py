@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.contract.naming import task_id_from_log_stream
 from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.replay_timing import Deployments
 from livekit_fleet_remediation.offline.replay_world import LoggedJob, SimulatedLiveKit
 from worker_drainer.adapters.ecs_tasks import (
     RUNNING,
@@ -22,6 +23,7 @@ from worker_drainer.adapters.ecs_tasks import (
 from worker_drainer.tags import TaskMarks
 
 STOPPED = "STOPPED"
+PENDING = "PENDING"
 REPLACEMENT_PREFIX = "sim-replacement-"
 
 
@@ -51,8 +53,15 @@ class SimulatedEcsService:
         service: str,
         region: str,
         account: str,
+        deployments: Deployments | None = None,
+        start_delay: Callable[[], timedelta] = timedelta,
     ) -> None:
         self.clock = clock
+        # Rolling deployments the log shows (``replay_timing.rolling_deployments``): in progress, and
+        # the logged tasks they replace, stopped at their last line; how long a task the scheduler
+        # starts takes to be RUNNING.
+        self.deployments = deployments or Deployments([], {})
+        self.start_delay = start_delay
         self.cluster, self.service = cluster, service
         self._arn_prefix = f"arn:aws:ecs:{region}:{account}:task/{cluster}/"
         self.calls = 0
@@ -75,6 +84,11 @@ class SimulatedEcsService:
             if task_id not in self._tasks:
                 self._tasks[task_id] = _Task(task_id, self._arn_prefix + task_id, first, stream)
                 self._desired += 1
+        for task in self._tasks.values():
+            retired = self.deployments.retired.get(task.stream or "")
+            if retired is not None and retired <= now and task.stopped_at is None:
+                self._stop(task, "simulated ECS: replaced by a rolling deployment")
+                self._desired -= 1
 
     def _scheduler(self) -> None:
         """What the ECS service scheduler does with the desired count: start replacements up to it;
@@ -83,7 +97,7 @@ class SimulatedEcsService:
         running = [task for task in self._tasks.values() if task.stopped_at is None]
         while len(running) < self._desired:
             task_id = f"{REPLACEMENT_PREFIX}{next(self._replacements)}"
-            task = _Task(task_id, self._arn_prefix + task_id, now, None)
+            task = _Task(task_id, self._arn_prefix + task_id, now + self.start_delay(), None)
             self._tasks[task_id] = task
             running.append(task)
         replacements = sorted(
@@ -96,8 +110,11 @@ class SimulatedEcsService:
         task.stopped_at, task.stop_reason = self.clock(), reason
         self.stopped.append((task.stopped_at, task.task_id, reason))
 
+    def _running(self, task: _Task) -> bool:
+        return task.stopped_at is None and task.started_at <= self.clock()
+
     def _view(self, task: _Task) -> EcsTask:
-        status = RUNNING if task.stopped_at is None else STOPPED
+        status = STOPPED if task.stopped_at is not None else RUNNING if self._running(task) else PENDING
         return EcsTask(
             arn=task.arn,
             last_status=status,
@@ -123,7 +140,7 @@ class SimulatedEcsService:
     def running_tasks(self) -> list[EcsTask]:
         self.calls += 1
         self._advance()
-        return [self._view(task) for task in self._tasks.values() if task.stopped_at is None]
+        return [self._view(task) for task in self._tasks.values() if self._running(task)]
 
     def describe_task(self, task: str) -> EcsTask | None:
         self.calls += 1
@@ -170,12 +187,15 @@ class SimulatedEcsService:
     def capacity(self) -> ServiceCapacity:
         self.calls += 1
         self._advance()
-        running = sum(task.stopped_at is None for task in self._tasks.values())
+        running = sum(self._running(task) for task in self._tasks.values())
         return ServiceCapacity(self._desired, running)
 
     def deployment_in_progress(self) -> str | None:
-        # The replayed incident has no deployment.
         self.calls += 1
+        now = self.clock()
+        for began, ended in self.deployments.spans:
+            if began <= now < ended:
+                return f"simulated ECS: rolling deployment {began:%H:%M}-{ended:%H:%M}"
         return None
 
     def ecs_managed_tags(self) -> bool:

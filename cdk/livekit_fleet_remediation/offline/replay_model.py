@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleet_remediation.contract.drainer_steps import ROWS, STEP_TABLE, Step, StepRow
 from fleet_remediation.contract.naming import (
     ALARM_DETAIL_TYPE,
     FunctionName,
@@ -17,18 +18,41 @@ from fleet_remediation.contract.naming import (
     vad_alarm_name,
 )
 from fleet_remediation.core.report_model import Mode
+from fleet_remediation.domain import reaping
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.offline.backtest import Lesson
 from livekit_fleet_remediation.offline.replay_world import LoggedJob
 
 SIMULATED_ACCOUNT = "000000000000"
 SIMULATED_STORE = "simulated"
-ACTION_NAMES = {"reap": "delete-room", "cordon": "cordon", "stop": "stop-task", "undo": "undo"}
+# The timeline's actions: the rooms deleted (by the reaper, or by the drainer's reap step, one entry
+# a room), every other step of the drainer's step table by its name, and the notifications sent.
+DELETE_ROOM, NOTIFY = reaping.DELETE, "notify"
+
+
+def timeline_action(step: Step) -> str:
+    return DELETE_ROOM if step is Step.REAP else step.value
+
+
+TIMELINE_ACTIONS = (
+    DELETE_ROOM,
+    *(timeline_action(row.step) for row in STEP_TABLE if row.step is not Step.REAP),
+    NOTIFY,
+)
+
+
+def drainer_step(action: str) -> StepRow | None:
+    """The step table's row of an action a drainer report names (None for any other action)."""
+    return ROWS.get(Step(action)) if action in Step.__members__.values() else None
+
+
 SIMULATED_PARTS = (
-    "the clock (minute by minute)",
-    "the log source (the exported events feed the alarms and answer the functions' Logs Insights queries)",
+    "the clock (minute by minute, each invocation at the moment the delay profile puts it)",
+    "the log source (the exported events feed the alarms and answer the functions' Logs Insights queries; "
+    "a stopped task's later lines are not written)",
     "LiveKit (rooms from `received job request` to `process exiting`)",
-    "ECS (one task per log stream, from its first line)",
+    "ECS (one task per log stream, from its first line; a replacement RUNNING after the profile's task "
+    "start; a rolling deployment where the log shows tasks replaced)",
     "the ledger, idempotency table, EventBridge bus and SNS topic (in memory)",
 )
 
@@ -116,7 +140,7 @@ class VerdictRecord:
 class ActionRecord:
     at: datetime
     function: str
-    action: str  # delete-room | cordon | stop-task | undo | notify
+    action: str  # one of TIMELINE_ACTIONS
     target: str
     reason: str
 
@@ -160,6 +184,8 @@ class ReplayResult:
     streams: int
     start: datetime
     end: datetime
+    # Which delays the replay ran under (``replay_timing.describe``).
+    delays: str = ""
     alarms: list[AlarmChange] = field(default_factory=list)
     verdicts: list[VerdictRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
@@ -171,10 +197,30 @@ class ReplayResult:
     # Per-minute counts for the page (``offline.series.minute_series``).
     series: dict[str, Any] = field(default_factory=dict)
 
+    def rotation_latency(self) -> list[tuple[str, datetime, float | None]]:
+        """Each task taken out of rotation: when, and the minutes since its first failed session
+        started (None when none failed on it before)."""
+        assert self.lessons is not None
+        found = []
+        for task, spans in self.out_of_rotation.items():
+            if not spans:
+                continue
+            since = spans[0][0]
+            failed = [
+                lesson.started
+                for lesson in self.lessons.failed
+                if lesson.started is not None
+                and task_id_from_log_stream(lesson.stream) == task
+                and lesson.started <= since
+            ]
+            found.append((task, since, (since - min(failed)).total_seconds() / 60 if failed else None))
+        return found
+
     def document(self) -> dict[str, Any]:
         """The ``--json`` document."""
         assert self.lessons is not None
         return {
+            "delays": self.delays,
             "alarms": [{"alarm": a.alarm, "state": a.state, "at": _iso(a.at)} for a in self.alarms],
             "verdicts": [
                 {
@@ -202,6 +248,14 @@ class ReplayResult:
                 "failed_after_remediation": self.lessons.failed_after_remediation,
                 "spared": [lesson.job_id for lesson in self.lessons.spared],
             },
+            "out_of_rotation": [
+                {
+                    "task": task,
+                    "from": _iso(since),
+                    "minutes_after_first_failed_session": None if minutes is None else round(minutes, 2),
+                }
+                for task, since, minutes in self.rotation_latency()
+            ],
         }
 
 
@@ -240,26 +294,3 @@ def counterfactual(
         if lesson.started is not None and earlier and earlier[0][1] < lesson.started:
             after_reap.append((lesson, *earlier[0]))
     return LessonsOutcome(len(found), failed, [x for x in failed if spared(x)], after_reap)
-
-
-def quiet_outcome(report: dict[str, Any]) -> str:
-    """One line saying why an invocation that was triggered by an alarm or an event did nothing."""
-    if report["errors"]:
-        return "; ".join(f"{e['code']}: {e['message']}" for e in report["errors"])
-    summary = report.get("summary") or {}
-    if "skipped" in summary:
-        return str(summary["skipped"])
-    if report["function"] == FunctionName.ZOMBIE_REAPER.value:
-        seen, over = summary.get("rooms_seen", 0), summary.get("rooms_over_age", 0)
-        return f"nothing to reap ({seen} room(s), {over} over age)"
-    unknown = [c["reason"] for c in report["candidates"] if "not a RUNNING task" in c["reason"]]
-    refused = [c["reason"] for c in report["candidates"] if "guardrail" in c["reason"]]
-    # The worker with the most slow-inference warnings, and why it was not enough.
-    slowest = max(report["candidates"], key=lambda c: c["facts"].get("warnings", 0), default=None)
-    worst = (
-        [f"{slowest['resource']}: {slowest['reason']}"]
-        if slowest and slowest["facts"].get("warnings")
-        else []
-    )
-    parts = [str(summary.get("fleet", "")), *worst, *unknown, *refused]
-    return "no action: " + "; ".join(p for p in parts if p)

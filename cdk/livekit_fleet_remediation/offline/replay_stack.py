@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from fleet_remediation.contract.naming import FunctionName, mode_parameter_name
 from fleet_remediation.contract.settings import (
@@ -17,8 +18,8 @@ from fleet_remediation.contract.settings import (
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.config import EnvironmentConfig
+from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
-from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.replay_ecs import SimulatedEcsService, SimulatedWorkerProbe
 from livekit_fleet_remediation.offline.replay_model import SIMULATED_STORE
@@ -30,6 +31,12 @@ from livekit_fleet_remediation.offline.replay_stores import (
     SimulatedNotifier,
     SimulatedOnceGuard,
 )
+from livekit_fleet_remediation.offline.replay_timing import (
+    DelayedLogsInsights,
+    DelayedWorkerLogs,
+    ReplayTiming,
+    rolling_deployments,
+)
 from livekit_fleet_remediation.offline.replay_world import (
     LoggedJob,
     SimulatedClock,
@@ -37,7 +44,6 @@ from livekit_fleet_remediation.offline.replay_world import (
     jobs_from_events,
     room_service_factory,
 )
-from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from worker_drainer.dependencies import DrainerDependencies
 from zombie_reaper.dependencies import ReaperDependencies
@@ -108,15 +114,24 @@ class SimulatedWorld:
     livekit: SimulatedLiveKit
     ecs: SimulatedEcsService
     bus: SimulatedEventBus
+    timing: ReplayTiming
     ledger: SimulatedLedger = field(default_factory=SimulatedLedger)
     alarm_states: SimulatedAlarmStates = field(default_factory=SimulatedAlarmStates)
     sent: list[SentNotification] = field(default_factory=list)
 
     @classmethod
     def from_events(
-        cls, events: Sequence[LogEvent], config: EnvironmentConfig, *, region: str, account: str
+        cls,
+        events: Sequence[LogEvent],
+        config: EnvironmentConfig,
+        *,
+        region: str,
+        account: str,
+        profile: DelayProfile = INSTANT,
+        seed: int = 1,
     ) -> SimulatedWorld:
         clock = SimulatedClock(events[0].at)
+        timing = ReplayTiming(profile, seed, events, clock)
         jobs = jobs_from_events(events)
         ecs = SimulatedEcsService(
             events,
@@ -125,9 +140,11 @@ class SimulatedWorld:
             service=config.agent_service.ecs_service,
             region=region,
             account=account,
+            deployments=rolling_deployments(events, timedelta(seconds=profile.deployment.p99 or 900.0)),
+            start_delay=lambda: timing.seconds(profile.task_start),
         )
         bus = SimulatedEventBus(clock, region=region, account=account)
-        return cls(list(events), clock, jobs, SimulatedLiveKit(jobs, clock), ecs, bus)
+        return cls(list(events), clock, jobs, SimulatedLiveKit(jobs, clock), ecs, bus, timing)
 
     def dependencies(
         self, settings: FunctionSettings, mode: Mode, catalog: SignalCatalog
@@ -157,7 +174,7 @@ class SimulatedWorld:
             mode_switch=switch,
             notifier=notifier(FunctionName.TTS_REACH_ALARM),
             events=self.bus,
-            insights=OfflineLogsInsights(self.events, catalog),
+            insights=DelayedLogsInsights(self.events, catalog, self.timing),
             once=SimulatedOnceGuard(),
             clock=self.clock,
             alarm_states=self.alarm_states,
@@ -168,7 +185,7 @@ class SimulatedWorld:
             notifier=notifier(FunctionName.WORKER_DRAINER),
             ecs=self.ecs,
             ledger=self.ledger,
-            worker_logs=OfflineWorkerLogs(self.events, catalog.slow_vad, catalog),
+            worker_logs=DelayedWorkerLogs(self.events, catalog.slow_vad, catalog, self.timing),
             worker_probe=SimulatedWorkerProbe(self.jobs, self.ecs, self.livekit),
             room_service_factory=rooms,
             alarm_states=self.alarm_states,
