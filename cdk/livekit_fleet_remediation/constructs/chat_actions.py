@@ -195,17 +195,7 @@ class ChatEntryPoint(Construct):
         )
         for statement in self._statements(stack, services, list(switches.values())):
             self.role.add_to_policy(statement)
-        NagSuppressions.add_resource_suppressions(
-            self.role,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="X-Ray PutTraceSegments/PutTelemetryRecords take no resource-level permissions.",
-                    applies_to=["Resource::*"],
-                )
-            ],
-            apply_to_children=True,
-        )
+        _suppress_trace_wildcard(self.role)
 
     def _log_group(self, key: StackKey, name: str, retention_days: int) -> logs.LogGroup:
         log_group_name = f"/aws/lambda/{name}"
@@ -272,3 +262,17 @@ def _settings(
         },
         "switches": {function.value: parameter for function, parameter in switches.items()},
     }
+
+
+def _suppress_trace_wildcard(role: iam.Role) -> None:
+    NagSuppressions.add_resource_suppressions(
+        role,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason="X-Ray PutTraceSegments/PutTelemetryRecords take no resource-level permissions.",
+                applies_to=["Resource::*"],
+            )
+        ],
+        apply_to_children=True,
+    )
