@@ -160,12 +160,7 @@ class ChatEntryPoint(Construct):
         stack = Stack.of(self)
         name = chat_actions.chat_entry_function_name(env_name)
         self.log_group = self._log_group(key, name, log_retention_days)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{name}: read and claim button tokens, forward to the drainers, switch off",
-        )
+        self.role = self._role(name)
         switches = {function: kill_switch.function_parameter_name(function) for function in FunctionName}
         self.function = lambda_.Function(
             self,
@@ -196,6 +191,14 @@ class ChatEntryPoint(Construct):
         for statement in self._statements(stack, services, list(switches.values())):
             self.role.add_to_policy(statement)
         _suppress_trace_wildcard(self.role)
+
+    def _role(self, name: str) -> iam.Role:
+        return iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{name}: read and claim button tokens, forward to the drainers, switch off",
+        )
 
     def _log_group(self, key: StackKey, name: str, retention_days: int) -> logs.LogGroup:
         log_group_name = f"/aws/lambda/{name}"
