@@ -13,6 +13,7 @@ PHYSICAL_NAME = {
     "AWS::Lambda::LayerVersion": "LayerName",
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::Logs::MetricFilter": "FilterName",
+    "AWS::Logs::QueryDefinition": "Name",
     "AWS::CloudWatch::Alarm": "AlarmName",
     "AWS::CloudWatch::CompositeAlarm": "AlarmName",
     "AWS::CloudWatch::Dashboard": "DashboardName",
