@@ -26,6 +26,14 @@ class TaskReach:
     responses: int
     first_frames: int
     timeouts: int
+    # First frames that came after their response's timeout: slow responses, not silent ones.
+    late_frames: int = 0
+    tts_endpoint: str = ""
+
+    @property
+    def missing(self) -> int:
+        """Responses whose first frame never came (a timeout not followed by a late frame)."""
+        return max(0, self.timeouts - self.late_frames)
 
 
 @dataclass(frozen=True)

@@ -13,28 +13,33 @@ from datetime import datetime
 
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
 from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.contract.signals import TTS_COLUMNS, TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
+from fleet_remediation.core.errors import AwsApiError
 from worker_drainer.task_reach import TaskReach, TaskReachAssessment, assess_task_reach
 
 # Logs Insights returns at most 10,000 rows; one row per task keeps a fleet far below it.
 MAX_TASK_ROWS = 10000
-COUNTS = ("responses", "first_frames", "timeouts")
 
 
 def task_reach_query(catalog: SignalCatalog) -> str:
-    """Responses started, first audio frames and first-audio timeouts per log stream."""
-    signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
-    either = " or ".join(signal.insights_filter().removeprefix("filter ") for signal in signals)
-    sums = ", ".join(
-        f'sum(strcontains({signal.field}, "{signal.text}")) as {name}'
-        for signal, name in zip(signals, COUNTS, strict=True)
+    """Responses started, first audio frames, first-audio timeouts and late first frames per log
+    stream, with the TTS endpoint its lines name (the agent package's group label, if any)."""
+    return "\n| ".join(
+        [
+            f"filter {catalog.tts_selector()}",
+            f"stats {catalog.tts_sums()}, latest({TTS_ENDPOINT_FIELD}) as {TTS_ENDPOINT_FIELD} by @logStream",
+            f"limit {MAX_TASK_ROWS}",
+        ]
     )
-    return "\n| ".join([f"filter {either}", f"stats {sums} by @logStream", f"limit {MAX_TASK_ROWS}"])
 
 
-def _row(row: Row) -> TaskReach:
-    return TaskReach(row["@logStream"], *(int(float(row[name])) for name in COUNTS))
+def _row(row: Row, endpoint: str) -> TaskReach:
+    try:
+        counts = SignalCatalog.tts_totals(row)
+    except ValueError as exc:
+        raise AwsApiError(f"Logs Insights returned a {exc}", aws_code="BadResult") from None
+    return TaskReach(row["@logStream"], *counts, tts_endpoint=endpoint)
 
 
 def read_task_reach(
@@ -48,7 +53,18 @@ def read_task_reach(
     pieces = run_in_pieces(
         insights, log_group, task_reach_query(catalog), window, deadline, limit=MAX_TASK_ROWS
     )
-    return [_row(row) for row in summed(pieces, ("@logStream",), COUNTS) if row.get("@logStream")]
+    # The latest piece that names an endpoint for a stream is the latest endpoint (pieces run in order).
+    endpoints = {
+        row["@logStream"]: row[TTS_ENDPOINT_FIELD]
+        for rows in pieces
+        for row in rows
+        if row.get("@logStream") and row.get(TTS_ENDPOINT_FIELD)
+    }
+    return [
+        _row(row, endpoints.get(row["@logStream"], ""))
+        for row in summed(pieces, ("@logStream",), TTS_COLUMNS)
+        if row.get("@logStream")
+    ]
 
 
 def tick_verdict(

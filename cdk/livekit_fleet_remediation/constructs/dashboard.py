@@ -169,14 +169,10 @@ class FleetDashboard(Construct):
     def _per_worker_over_time(self, view: EnvironmentConfig) -> None:
         service = view.agent_service
         catalog = view.detection.catalog()
-        started, frame = catalog.response_started, catalog.first_audio_frame
         reach = "\n| ".join(
             [
-                f"filter {started.insights_filter().removeprefix('filter ')} "
-                f"or {frame.insights_filter().removeprefix('filter ')}",
-                f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-                f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
-                "first_frames / responses as reach by bin(5m), @logStream",
+                f"filter {catalog.tts_selector()}",
+                f"stats {catalog.tts_sums()} by bin(5m), @logStream",
             ]
         )
         self.dashboard.add_widgets(

@@ -70,6 +70,7 @@ class OfflineLogsInsights:
                 "responses": str(job.responses),
                 "first_frames": str(job.first_frames),
                 "timeouts": str(job.timeouts),
+                "late_frames": str(job.late_frames),
             }
             for job in counter.outcomes()
         ]
