@@ -8,6 +8,7 @@ guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
 from fleet_remediation.contract.signals import TTS_COLUMNS, TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
 from fleet_remediation.core.errors import AwsApiError
-from worker_drainer.task_reach import TaskReach, TaskReachAssessment, assess_task_reach
+from worker_drainer.task_reach import TaskFacts, TaskReach, TaskReachAssessment, assess_task_reach
 
 # Logs Insights returns at most 10,000 rows; one row per task keeps a fleet far below it.
 MAX_TASK_ROWS = 10000
@@ -68,11 +69,11 @@ def read_task_reach(
 
 
 def tick_verdict(
-    rows: Sequence[TaskReach], settings: TaskReachSettings, running_streams: Sequence[str]
+    rows: Sequence[TaskReach], settings: TaskReachSettings, running: Sequence[TaskFacts], now: datetime
 ) -> TaskReachAssessment:
-    """The tick's per-task verdict over its rows; only running tasks' streams can be suspects (a
-    replaced task's stream is history)."""
-    running = set(running_streams)
-    found = assess_task_reach(rows, settings, len(running))
-    kept = tuple(v for v in found.tested if v.log_stream in running or not v.suspect)
-    return TaskReachAssessment(kept, found.fleet_wide, found.level, found.tasks, found.reason)
+    """The per-task verdict over the tick's rows and what ECS says of the running tasks; only
+    running tasks' streams can be suspects (a replaced task's stream is history)."""
+    streams = {task.log_stream for task in running}
+    found = assess_task_reach(rows, settings, len(streams), running, now)
+    kept = tuple(v for v in found.tested if v.log_stream in streams or not v.suspect)
+    return dataclasses.replace(found, tested=kept)

@@ -28,7 +28,7 @@ from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
-from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
 from worker_drainer.task_reach_query import read_task_reach, task_reach_query, tick_verdict
 
 START = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
@@ -161,7 +161,7 @@ def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_t
     running = [f"agent/a/t{i}" for i in range(300)] + ["agent/a/silent"]
     window = (START - timedelta(minutes=SETTINGS.window_minutes), START)
     read = read_task_reach(insights, "g", SignalCatalog.default(), window, time.monotonic() + 5)
-    found = tick_verdict(read, SETTINGS, running)
+    found = tick_verdict(read, SETTINGS, [TaskFacts(stream) for stream in running], START)
     assert seen == [task_reach_query(SignalCatalog.default())]
     assert [v.log_stream for v in found.suspects] == ["agent/a/silent"]
 

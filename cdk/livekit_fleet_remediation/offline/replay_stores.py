@@ -27,6 +27,7 @@ class SimulatedLedger:
         self._debts: dict[str, CapacityDebt] = {}
         self._journal: dict[tuple[str, str], tuple[datetime, str, dict[str, str]]] = {}
         self._notices: dict[str, int] = {}
+        self._group_event: tuple[str, int] | None = None
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         self.calls += 1
@@ -75,6 +76,15 @@ class SimulatedLedger:
             return False
         self._notices[key] = epoch + ttl_seconds
         return True
+
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        self.calls += 1
+        self._group_event = (description, int(now.timestamp()) + ttl_seconds)
+
+    def group_event(self, now: datetime) -> str | None:
+        self.calls += 1
+        held = self._group_event
+        return held[0] if held is not None and held[1] > int(now.timestamp()) else None
 
 
 class SimulatedAlarmStates:

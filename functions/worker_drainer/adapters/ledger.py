@@ -83,6 +83,14 @@ class Ledger(Protocol):
         """True for the first caller per ``key`` within ``ttl_seconds``."""
         ...
 
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        """Record that a group event holds the service's TTS drains for ``ttl_seconds`` from ``now``."""
+        ...
+
+    def group_event(self, now: datetime) -> str | None:
+        """The group event holding the service's TTS drains at ``now``, if one does."""
+        ...
+
 
 class DynamoLedger:
     def __init__(self, table_name: str, service: str, client: DynamoDBClient | None = None) -> None:
@@ -222,6 +230,27 @@ class DynamoLedger:
         except _ConditionFailed:
             return False
         return True
+
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        item = {
+            "pk": {"S": f"group-event#{self.service}"},
+            "sk": {"S": "group-event"},
+            "description": {"S": description},
+            "expires_at": {"N": str(int(now.timestamp()) + ttl_seconds)},
+        }
+        self._call(lambda: self._client.put_item(TableName=self.table_name, Item=item), self.service)
+
+    def group_event(self, now: datetime) -> str | None:
+        key = {"pk": {"S": f"group-event#{self.service}"}, "sk": {"S": "group-event"}}
+        found = self._call(
+            lambda: self._client.get_item(TableName=self.table_name, Key=key, ConsistentRead=True),
+            self.service,
+        )
+        item = found.get("Item") or {}
+        # DynamoDB deletes expired items lazily: an item past its expiry no longer holds.
+        if not item or int(item["expires_at"]["N"]) <= int(now.timestamp()):
+            return None
+        return str(item["description"]["S"])
 
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
         try:
