@@ -89,8 +89,8 @@ def _labels(
         if task.started_at is not None:
             start = int(task.started_at.timestamp()) // cohort_seconds * cohort_seconds
             labels[COHORT][stream] = f"at {datetime.fromtimestamp(start, task.started_at.tzinfo):%H:%M}"
-        if endpoints.get(stream):
-            labels[ENDPOINT][stream] = endpoints[stream]
+    # The agents' lines name the endpoint of every task that wrote any, running or not told by ECS.
+    labels[ENDPOINT] = {stream: endpoint for stream, endpoint in endpoints.items() if endpoint}
     return labels
 
 
