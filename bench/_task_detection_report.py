@@ -23,6 +23,7 @@ from bench._task_detection import (
     run_family,
 )
 from devkit.fleet_counts import HEALTHY
+from devkit.fleet_groups import GROUP_FAMILIES
 from devkit.traffic import FAILURE_FAMILIES
 from fleet_remediation.adapters.windowed_insights import DEFAULT_MAX_QUERIES, planned_pieces
 from fleet_remediation.contract.task_reach import TaskReachSettings
@@ -147,7 +148,7 @@ def main(tasks: Sequence[int], volumes: Sequence[float], days: float, seeds: int
     )
     for size in tasks:
         for volume in volumes:
-            for family in HEALTHY + FAILURE_FAMILIES:
+            for family in HEALTHY + FAILURE_FAMILIES + GROUP_FAMILIES:
                 minutes = round(days * 1440) if family in HEALTHY else FAILURE_RUN_MINUTES
                 result = summary(run_family(family, size, volume, minutes, seeds), settings, bytes_per_line)
                 print(json.dumps(result) if as_json else text_line(result), flush=True)
