@@ -77,8 +77,6 @@ TERMS = {
 }
 
 
-# The drainer's job sightings start this long before the oldest live room (evidence.JOB_LINE_INDEXING_MARGIN).
-SIGHTINGS_MARGIN_MINUTES = 5
 ROW_LIMITS = {
     "a_per_task": MAX_TASK_ROWS,
     "responder_jobs": MAX_JOBS,
@@ -187,6 +185,7 @@ class Bench:
         self.fleet_jobs: deque[tuple[int, int]] = deque(maxlen=RESPONDER_WINDOW_MINUTES)
         self.self_level = settings.level(tasks)
         self.facts = task_facts(self.sim.groups)
+        self.job_requests = 0
 
     def execute(self) -> Run:
         started = time.perf_counter()
@@ -309,10 +308,10 @@ class Bench:
         # The responder's jobs: those in progress at its window's start and those started since.
         window_jobs = self.fleet_jobs[0][0] + sum(s for _, s in list(self.fleet_jobs)[1:])
         rows["responder_jobs"] = max(rows["responder_jobs"], window_jobs)
-        # The drainer's sightings read the job requests since the oldest live room was created: the
-        # calls in progress (their rooms' requests) and those started since, plus a 5-minute margin.
-        margin = sum(s for _, s in list(self.fleet_jobs)[-SIGHTINGS_MARGIN_MINUTES:])
-        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], m.calls_active + margin)
+        # The drainer's sightings read every job request since its oldest running task started (here
+        # the run's start: tasks live for days).
+        self.job_requests += m.calls_started
+        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], self.job_requests)
         # A suspect's TTS outcomes: its jobs over 30 minutes (those started, and those in progress).
         per_task = int(started.max()) + self.spec.calls_per_task
         rows["drainer_tts_outcomes"] = max(rows["drainer_tts_outcomes"], per_task)

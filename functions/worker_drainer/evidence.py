@@ -97,8 +97,8 @@ def read_rooms(
 ) -> tuple[RoomsSeen, int]:
     """Every running task's job sightings (so a room on another worker is accounted for) and the
     live rooms; how many LiveKit calls that took."""
+    sightings = _job_sightings(tasks, deps, report, now, deadline)
     live, calls = _live_rooms(deps, report)
-    sightings = _job_sightings(tasks, deps, report, now, deadline, _oldest(live))
     return RoomsSeen(live, sightings, now, deps.settings.reaper.policy.managed_room_pattern), calls
 
 
@@ -108,15 +108,10 @@ def _job_sightings(
     report: ReportBuilder,
     now: datetime,
     deadline: float,
-    oldest_room: datetime | None,
 ) -> dict[str, list[JobSighting]] | None:
     streams = {deps.settings.log_stream_for(task.task_id): task.task_id for task in tasks}
     starts = [task.started_at for task in tasks if task.started_at is not None]
     since = min(starts) if starts and len(starts) == len(tasks) else now - JOB_LOOKBACK
-    if oldest_room is not None:
-        # A job joins a room after the room exists: lines older than the oldest live room name no
-        # live room (at 1,000 tasks, hours of job requests against a few minutes of them).
-        since = max(since, oldest_room - JOB_LINE_INDEXING_MARGIN)
     try:
         rows = deps.worker_logs.job_sightings(list(streams), since, now, query_deadline(deps, deadline))
     except RemediationError as exc:
@@ -127,14 +122,6 @@ def _job_sightings(
         if sighting.log_stream in streams:
             found.setdefault(streams[sighting.log_stream], []).append(sighting)
     return found
-
-
-def _oldest(live: dict[str, LiveRoom] | None) -> datetime | None:
-    """The oldest live room's creation, when LiveKit told every room's (else None: read it all)."""
-    if not live:
-        return None
-    created = [room.created_at for room in live.values()]
-    return min(c for c in created if c is not None) if all(c is not None for c in created) else None
 
 
 def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[str, LiveRoom] | None, int]:
