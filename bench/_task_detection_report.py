@@ -94,6 +94,14 @@ def capped_decisions(runs: Sequence[Run]) -> int:
     )
 
 
+def refused_outcome(query: str, tasks: int) -> str:
+    """What a read refused at its row limit leaves: the responder turns to one row per task (its
+    verdict is the tick's, ``tts_reach_alarm.per_task``); the drainer's reads stay unknown."""
+    if query == "responder_jobs":
+        return f"per-job read refused; decided on {tasks} per-task rows (the tick's verdict)"
+    return f"refused: more than {DEFAULT_MAX_QUERIES} queries; unknown, no decision"
+
+
 def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: float) -> dict[str, Any]:
     spec = runs[0].spec
     days = sum(r.spec.minutes for r in runs) / 1440
@@ -108,7 +116,7 @@ def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: fl
             "pieces": pieces,
             "outcome": "read whole in pieces"
             if pieces <= DEFAULT_MAX_QUERIES
-            else f"refused: more than {DEFAULT_MAX_QUERIES} queries; unknown, no decision",
+            else refused_outcome(name, spec.tasks),
         }
     healthy = spec.family in HEALTHY
     return {
