@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from bench._detection_timing import CONTRIBUTOR_HANDLER, BenchTiming, Decision
 from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
+from devkit.fleet_groups import Groups, start_time
 from devkit.traffic import EPOCH
 from fleet_remediation.contract.alarm_math import MinuteCounts, evaluator_for
 from fleet_remediation.contract.detection import DetectionConfig
@@ -43,7 +45,7 @@ from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from tts_reach_alarm.analysis import MAX_JOBS
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
 from worker_drainer.attribution import assess_fleet
-from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
 from worker_drainer.task_reach_query import MAX_TASK_ROWS
 
 FAILURE_RUN_MINUTES = 290
@@ -77,7 +79,10 @@ TERMS = {
     "splits needed to keep each piece under it (the query is split before it reaches the limit)",
     "families": "healthy: steady, daily (quiet nights, busy afternoons), slow-tts (a slow but healthy "
     "provider day); one task: tts-dead-worker (stops producing first frames, no CPU symptom), cpu-starved, "
-    "cpu-starved-zombie; fleet-wide: provider-outage, fleet-slowdown",
+    "cpu-starved-zombie; fleet-wide: provider-outage, fleet-slowdown; groups (devkit.fleet_groups, none may "
+    "be cordoned): az-outage, endpoint-outage-10/-30, bad-revision-10/-30/-50, spreading (a 30 % endpoint "
+    "group failing task by task over 10 min), warm-up (10 % new tasks with late first frames), "
+    "mixed-revisions (healthy)",
     "not_modelled": "the ECS calls of the cordon itself (well under a second); option c does not wait for "
     "CloudWatch (its report to LiveKit is taken as instant)",
 }
@@ -137,13 +142,28 @@ class Windows:
         return self.sums
 
 
-def rows_of(tasks: int, responses: np.ndarray, frames: np.ndarray, timeouts: np.ndarray) -> list[TaskReach]:
+def rows_of(
+    tasks: int,
+    responses: np.ndarray,
+    frames: np.ndarray,
+    timeouts: np.ndarray,
+    late: np.ndarray | None = None,
+    endpoints: Sequence[str] = (),
+) -> list[TaskReach]:
     """What the per-task query returns: a row for each task with TTS lines in the window."""
     seen = np.flatnonzero(responses + frames + timeouts)
-    columns = zip(
-        seen.tolist(), responses[seen].tolist(), frames[seen].tolist(), timeouts[seen].tolist(), strict=True
-    )
-    return [TaskReach(STREAMS[i], r, f, t) for i, r, f, t in columns]
+    late = np.zeros_like(responses) if late is None else late
+    return [
+        TaskReach(
+            STREAMS[i],
+            int(responses[i]),
+            int(frames[i]),
+            int(timeouts[i]),
+            int(late[i]),
+            endpoints[i] if endpoints else "",
+        )
+        for i in seen.tolist()
+    ]
 
 
 STREAMS = [f"agent/livekit-agent/t{i}" for i in range(10_000)]
@@ -151,6 +171,18 @@ STREAMS = [f"agent/livekit-agent/t{i}" for i in range(10_000)]
 
 def task_of(verdict_stream: str) -> int:
     return int(verdict_stream.rsplit("/t", 1)[1])
+
+
+def task_facts(groups: Groups) -> list[TaskFacts]:
+    """What DescribeTasks tells of each simulated task."""
+    return [
+        TaskFacts(
+            STREAMS[i], zone, f"arn:aws:ecs:eu-west-1:1:task-definition/{revision}", start_time(started)
+        )
+        for i, (zone, revision, started) in enumerate(
+            zip(groups.zone, groups.revision, groups.started_seconds.tolist(), strict=True)
+        )
+    ]
 
 
 class Bench:
@@ -170,14 +202,15 @@ class Bench:
         }
         self.state = {"tts_new": False, "vad": False, "b_contributors": False}
         tasks = spec.tasks
-        self.tick = Windows(settings.window_minutes, tasks)
+        self.tick = Windows(settings.window_minutes, tasks, arrays=4)
         self.self_window = Windows(SELF_WINDOW_MINUTES, tasks)
         self.policy = DrainerPolicy()
         self.starts = Windows(self.policy.window_minutes, tasks, arrays=1)
         self.vad: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=self.policy.window_minutes)
         self.fleet_jobs: deque[tuple[int, int]] = deque(maxlen=RESPONDER_WINDOW_MINUTES)
-        self.job_requests = 0
         self.self_level = settings.level(tasks)
+        self.facts = task_facts(self.sim.groups)
+        self.job_requests = 0
 
     def execute(self) -> Run:
         started = time.perf_counter()
@@ -218,15 +251,16 @@ class Bench:
 
     def _tick(self, m: Minute, end: float) -> None:
         decision = self.timing.tick(end, self.settings.window_minutes)
-        sums = self.tick.push(m.responses, m.frames, m.timeouts)
+        late = m.late_frames if m.late_frames is not None else np.zeros_like(m.responses)
+        sums = self.tick.push(m.responses, m.frames, m.timeouts, late)
         # The last minute as the query finds it: its late lines are not yet searchable.
-        responses, frames, timeouts = (
+        responses, frames, timeouts, lates = (
             total - last + self.timing.visible(last, end, decision.query_start)
-            for total, last in zip(sums, (m.responses, m.frames, m.timeouts), strict=True)
+            for total, last in zip(sums, (m.responses, m.frames, m.timeouts, late), strict=True)
         )
-        rows = rows_of(self.spec.tasks, responses, frames, timeouts)
+        rows = rows_of(self.spec.tasks, responses, frames, timeouts, lates, self.sim.groups.endpoint)
         self.run.rows["a_per_task"] = max(self.run.rows["a_per_task"], len(rows))
-        found = assess_task_reach(rows, self.settings, self.spec.tasks)
+        found = assess_task_reach(rows, self.settings, self.spec.tasks, self.facts, start_time(end))
         if found.suspects:
             self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), decision.at, decision)
         if self.timing.in_alarm("vad", decision.query_start):

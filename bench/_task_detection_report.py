@@ -24,6 +24,7 @@ from bench._task_detection import (
     run_family,
 )
 from devkit.fleet_counts import HEALTHY
+from devkit.fleet_groups import GROUP_FAMILIES
 from devkit.traffic import FAILURE_FAMILIES
 from fleet_remediation.adapters.windowed_insights import DEFAULT_MAX_QUERIES, planned_pieces
 from fleet_remediation.contract.task_reach import TaskReachSettings
@@ -120,6 +121,14 @@ def capped_decisions(runs: Sequence[Run]) -> int:
     )
 
 
+def refused_outcome(query: str, tasks: int) -> str:
+    """What a read refused at its row limit leaves: the responder turns to one row per task (its
+    verdict is the tick's, ``tts_reach_alarm.per_task``); the drainer's reads stay unknown."""
+    if query == "responder_jobs":
+        return f"per-job read refused; decided on {tasks} per-task rows (the tick's verdict)"
+    return f"refused: more than {DEFAULT_MAX_QUERIES} queries; unknown, no decision"
+
+
 def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: float) -> dict[str, Any]:
     spec = runs[0].spec
     days = sum(r.spec.minutes for r in runs) / 1440
@@ -134,7 +143,7 @@ def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: fl
             "pieces": pieces,
             "outcome": "read whole in pieces"
             if pieces <= DEFAULT_MAX_QUERIES
-            else f"refused: more than {DEFAULT_MAX_QUERIES} queries; unknown, no decision",
+            else refused_outcome(name, spec.tasks),
         }
     healthy = spec.family in HEALTHY
     return {
@@ -186,7 +195,7 @@ def main(
     )
     for size in tasks:
         for volume in volumes:
-            for family in HEALTHY + FAILURE_FAMILIES:
+            for family in HEALTHY + FAILURE_FAMILIES + GROUP_FAMILIES:
                 minutes = round(days * 1440) if family in HEALTHY else FAILURE_RUN_MINUTES
                 runs = run_family(family, size, volume, minutes, seeds, profile, bytes_per_line)
                 result = summary(runs, settings, bytes_per_line) | {"profile": profile.name}

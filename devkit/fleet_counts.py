@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from devkit.fleet_groups import GROUP_FAILURES, GROUP_FAMILIES, Groups, groups_for
 from devkit.fleet_spec import FAMILIES, HEALTHY, Fleet, fleet
 from devkit.traffic import SILENT_LESSON_PATIENCE_SECONDS, STARVED_LEAD_SECONDS, FailureKind, diurnal_factor
 
@@ -60,6 +61,7 @@ class Minute:
     vad_max_delay: np.ndarray
     started: np.ndarray  # calls placed on each task this minute
     calls_active: int
+    late_frames: np.ndarray | None = None  # first frames after their timeout (None: none)
 
     @property
     def calls_started(self) -> int:
@@ -106,6 +108,15 @@ class FleetCounts:
             self.truth.fleet_wide = not kind.one_worker
             if kind.one_worker:
                 self.truth.bad_task = int(self.rng.integers(tasks))
+        if spec.family in GROUP_FAMILIES and spec.failure_start_minute is not None:
+            self.start = spec.failure_start_minute * 60
+            self.end = self.start + spec.failure_minutes * 60
+            self.truth.fleet_wide = spec.family in GROUP_FAILURES
+            self.truth.onset_seconds = self.start if self.truth.fleet_wide else None
+        # Its own generator: the other families' draws stay as they were.
+        self.groups: Groups = groups_for(
+            spec.family, tasks, self.start, np.random.default_rng(spec.seed + 104729)
+        )
 
     def cordon(self, task: int) -> None:
         self.cordoned[task] = True
@@ -141,12 +152,14 @@ class FleetCounts:
         responses = rng.poisson(self.active * (60 / spec.response_gap_seconds))
         carried = (int(self.carry_frames[bad]), int(self.carry_timeouts[bad])) if bad is not None else (0, 0)
         frames, timeouts = self._outcomes(responses, at)
+        late = self._shared(responses, frames, timeouts, at)
         warnings, delay = self._vad(placed, at)
         if silent and bad is not None:
             self._silent_task(bad, minute, carried, (responses, frames, timeouts))
         if bad is not None:
             warnings[bad], delay[bad] = self._starved(bad, at, placed[bad], warnings[bad], delay[bad])
-        return Minute(minute, responses, frames, timeouts, warnings, delay, placed, int(self.active.sum()))
+        active = int(self.active.sum())
+        return Minute(minute, responses, frames, timeouts, warnings, delay, placed, active, late)
 
     def _place(self, calls: int, minute: int, silent: int | None) -> np.ndarray:
         """Each call on a random task with a free slot; calls finding none are not placed. A call
@@ -193,6 +206,20 @@ class FleetCounts:
         timeouts = hung - late_timeouts + self.carry_timeouts
         self.carry_timeouts = late_timeouts
         return frames, timeouts
+
+    def _shared(
+        self, responses: np.ndarray, frames: np.ndarray, timeouts: np.ndarray, at: float
+    ) -> np.ndarray:
+        """The group families: a failing group's tasks answer nothing (every response times out);
+        a warming task's responses time out and then play (a timeout and a late first frame)."""
+        failing = self.groups.failing(at, self.end)
+        frames[failing] = 0
+        timeouts[failing] = responses[failing]
+        warming = self.groups.warming_up(at)
+        late = np.where(warming, responses, 0)
+        timeouts[warming] = responses[warming]
+        frames[warming] = responses[warming]
+        return late
 
     def _silent_task(
         self,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from devkit.fleet_groups import GROUP_FAMILIES
 from devkit.traffic import FAILURE_FAMILIES, NORMAL_TTS, SLOW_TTS, FailureKind, TtsLatency
 
 HEALTHY = ("steady", "daily", "slow-tts")
@@ -73,5 +74,5 @@ def fleet(family: str, tasks: int, volume: float, minutes: int, seed: int) -> Fl
     rng = np.random.default_rng(seed * 7919 + tasks)
     call = float(CALL_MINUTES[(seed - 1) % len(CALL_MINUTES)])
     gap = float(RESPONSE_GAP_SECONDS[int(rng.integers(len(RESPONSE_GAP_SECONDS)))])
-    start = 150 + float(rng.uniform(0, 60)) if family in FAILURE_FAMILIES else None
+    start = 150 + float(rng.uniform(0, 60)) if family in FAILURE_FAMILIES + GROUP_FAMILIES else None
     return Fleet(family, tasks, volume, minutes, seed, call, gap, start)

@@ -14,7 +14,8 @@ Each dispatch's metadata is the script (JSON):
 - ``first_audio_timeout_seconds``: the emitter's timeout;
 - ``hold_seconds``: how long the session stays open at most before it is closed;
 - ``seconds_per_sentence``: audio per sentence of the streaming engine;
-- ``detach_after_seconds``: detach the emitter by hand that long after the texts are queued.
+- ``detach_after_seconds``: detach the emitter by hand that long after the texts are queued;
+- ``line_format``, ``summary_interval_seconds``, ``tts_endpoint``: the emitter's options.
 
 The agent's TTS node carries the drill hook as a team wires it (``withhold_first_audio``): with
 ``ECS_CONTAINER_METADATA_URI_V4`` pointing at a task metadata stand-in whose tags hold a tts-silence
@@ -60,6 +61,9 @@ class Script:
     seconds_per_sentence: float = 1.0
     detach_after_seconds: float | None = None
     llm_reply: str | None = None
+    line_format: str = "summary"
+    summary_interval_seconds: float = 30.0
+    tts_endpoint: str | None = None
 
     @classmethod
     def from_metadata(cls, metadata: str) -> Script:
@@ -113,7 +117,13 @@ async def entrypoint(ctx: JobContext) -> None:
     session: AgentSession[Any] = AgentSession(
         tts=script.make_tts(), llm=ScriptedLLM(script.llm_reply) if script.llm_reply else NOT_GIVEN
     )
-    emitter = emit_detection_signals(session, first_audio_timeout_seconds=script.first_audio_timeout_seconds)
+    emitter = emit_detection_signals(
+        session,
+        first_audio_timeout_seconds=script.first_audio_timeout_seconds,
+        line_format=script.line_format,
+        summary_interval_seconds=script.summary_interval_seconds,
+        tts_endpoint=script.tts_endpoint,
+    )
     await session.start(agent=ScriptReader(instructions="Read the script aloud."), room=ctx.room)
 
     handles = [session.say(text) for text in script.say]

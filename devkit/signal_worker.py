@@ -171,8 +171,8 @@ DEMO_SCRIPTS: dict[str, dict[str, Any]] = {
 
 
 def main() -> None:
-    """Print the emitter's lines, as the worker wrote them, for one job per fake TTS, and which
-    detection signal (``SignalCatalog.default()``) each line counts as."""
+    """Print the emitter's lines, as the worker wrote them, for one job per fake TTS, and what each
+    line adds to which detection signal (``SignalCatalog.default()``)."""
     from fleet_remediation.contract.signals import SignalCatalog
     from livekit_fleet_agent.detection_signals import LOGGER_NAME
 
@@ -185,7 +185,11 @@ def main() -> None:
                 for line in worker.run_script(f"demo-{name}-{uuid.uuid4().hex[:6]}", script):
                     record = json.loads(line)
                     if record["name"] == LOGGER_NAME:
-                        signals = [signal.metric_name for signal in catalog if signal.matches(record)]
+                        signals = [
+                            f"{signal.metric_name} +{count}"
+                            for signal in catalog
+                            if (count := signal.count(record))
+                        ]
                         print(line)
                         print(f"    -> counts as: {', '.join(signals) or 'nothing'}")
         finally:

@@ -13,14 +13,18 @@ folds measured pressure (slow VAD inference, CPU) into the job-count load, so a 
 keep up stops taking new jobs while its running sessions continue.
 
 And, with one line in the entrypoint, it writes the TTS detection lines from the session's own
-events (``emit_detection_signals(session)``, see ``detection_signals``).
+events (``emit_detection_signals(session)``, see ``detection_signals``): a compact summary per
+interval and one line per first-audio timeout.
 """
 
 from livekit_fleet_agent.detection_signals import (
     DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS,
+    DEFAULT_SUMMARY_INTERVAL_SECONDS,
     FIRST_AUDIO_FRAME_TEXT,
     FIRST_AUDIO_TIMEOUT_TEXT,
     RESPONSE_STARTED_TEXT,
+    SUMMARY_TEXT,
+    TTS_ENDPOINT_ENV,
     SignalEmitter,
     emit_detection_signals,
 )
@@ -37,11 +41,14 @@ __version__ = "0.2.0"
 
 __all__ = [
     "DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS",
+    "DEFAULT_SUMMARY_INTERVAL_SECONDS",
     "DRAINING_STATE",
     "FIRST_AUDIO_FRAME_TEXT",
     "FIRST_AUDIO_TIMEOUT_TEXT",
     "RESPONSE_STARTED_TEXT",
     "STATE_TAG",
+    "SUMMARY_TEXT",
+    "TTS_ENDPOINT_ENV",
     "DrainAwareLoad",
     "SignalEmitter",
     "SlowInferenceCounter",

@@ -8,21 +8,30 @@ agent's entrypoint adds them::
     emit_detection_signals(session)
     await session.start(agent=..., room=ctx.room)
 
-Per response (one ``SpeechHandle``: ``session.say`` or a generated reply) it writes, through the
-standard ``logging`` module (so livekit-agents' JSON formatter renders them as one object a line):
+It follows each response (one ``SpeechHandle``: ``session.say`` or a generated reply): it starts
+when the speech becomes the session's current speech (a speech queued behind another is not
+started yet, so its wait is not counted); its first audio frame plays when the agent state turns to
+``speaking`` (livekit-agents sets it when the audio output reports playback of this speech's first
+frame). What it writes (decision 0015, compact agent signals):
 
-- ``agent_response_started`` when the response starts: the moment the speech becomes the session's
-  current speech (a speech queued behind another is not started yet, so its wait is not counted);
-- ``tts_node_first_audio_frame`` when its first audio frame plays: the agent state turns to
-  ``speaking``, which livekit-agents sets when the audio output reports playback of this speech's
-  first frame (carries ``first_audio_seconds`` since the start);
-- ``tts_first_audio_timeout`` when no first frame follows within ``first_audio_timeout_seconds``
-  (``reason: deadline``), or when the TTS fails unrecoverably first (``reason: tts_error``), so a
-  silent TTS is a countable event rather than a missing one.
+- ``agent_tts_summary``, one line per ``summary_interval_seconds`` (30 s) and at the session's end,
+  only when something happened: ``responses`` started, ``first_frames`` played, ``late_frames``
+  (first frames that came after their response's timeout line: slow, not silent; written only when
+  non-zero) and ``tts_endpoint`` (the group label, see ``tts_endpoint_label``). Metric filters sum
+  these fields; the drainer's per-task look reads them directly.
+- ``tts_first_audio_timeout`` (WARNING), one line per event, when no first frame follows within
+  ``first_audio_timeout_seconds`` (``reason: deadline``) or the TTS fails unrecoverably first
+  (``reason: tts_error``): a silent TTS is a countable event, and the responder names the failing
+  rooms from these lines.
+
+``line_format="per_response"`` writes the former per-response lines instead of the summary
+(``agent_response_started``, ``tts_node_first_audio_frame`` with ``first_audio_seconds``; about
+ten times the bytes): for agents whose detection is configured for per-response lines.
 
 A response interrupted or ended before its first frame without a TTS failure (a reply that only
-called a tool) writes no timeout. Every line carries ``job_id``, ``room``, ``room_id`` and
-``worker_id`` of the job (when run inside one) and the ``speech_id``.
+called a tool) writes no timeout. Every per-event line carries ``job_id``, ``room``, ``room_id`` and
+``worker_id`` of the job (when run inside one) and the ``speech_id``; a summary carries ``job_id``
+and ``room``.
 
 The message texts default to the detection's signal catalog (``SignalCatalog.default()`` in the
 shared Lambda layer; a unit test holds the two equal). This module ships inside the agent image,
@@ -37,41 +46,31 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
+
+from livekit_fleet_agent.signal_context import TTS_ENDPOINT_ENV as TTS_ENDPOINT_ENV
+from livekit_fleet_agent.signal_context import (
+    TTS_ENDPOINT_FIELD,
+    Counts,
+    SessionLike,
+    SpeechHandleLike,
+    job_context_fields,
+    tts_endpoint_label,
+)
 
 RESPONSE_STARTED_TEXT = "agent_response_started"
 FIRST_AUDIO_FRAME_TEXT = "tts_node_first_audio_frame"
 FIRST_AUDIO_TIMEOUT_TEXT = "tts_first_audio_timeout"
+SUMMARY_TEXT = "agent_tts_summary"
 DEFAULT_FIRST_AUDIO_TIMEOUT_SECONDS = 10.0
+DEFAULT_SUMMARY_INTERVAL_SECONDS = 30.0
+SUMMARY = "summary"
+SUMMARY_KEYS = frozenset({"job_id", "room", TTS_ENDPOINT_FIELD})
+PER_RESPONSE = "per_response"
 LOGGER_NAME = "livekit_fleet_agent.signals"
 # How often a queued speech is checked for having become the current one (the SDK has no event
 # for it); only speeches waiting in the queue are checked.
 QUEUE_POLL_SECONDS = 0.05
-
-
-class SpeechHandleLike(Protocol):
-    """The public part of livekit-agents' ``SpeechHandle`` the emitter reads."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def interrupted(self) -> bool: ...
-
-    def done(self) -> bool: ...
-
-    def add_done_callback(self, callback: Callable[[Any], None]) -> None: ...
-
-
-class SessionLike(Protocol):
-    """The public part of livekit-agents' ``AgentSession`` the emitter uses."""
-
-    @property
-    def current_speech(self) -> Any: ...
-
-    def on(self, event: Any, callback: Any = None) -> Any: ...
-
-    def off(self, event: Any, callback: Any) -> None: ...
 
 
 @dataclass
@@ -85,25 +84,6 @@ class _Response:
     resolved: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-def job_context_fields() -> dict[str, str]:
-    """``job_id``, ``room``, ``room_id``, ``worker_id`` of the running livekit-agents job (the same
-    keys as the worker's ``received job request`` line), or nothing outside a job."""
-    # Imported here so that ``livekit_fleet_agent`` (DrainAwareLoad) imports with the standard
-    # library alone.
-    from livekit.agents import get_job_context
-
-    ctx = get_job_context(required=False)
-    if ctx is None:
-        return {}
-    fields = {
-        "job_id": ctx.job.id,
-        "room": ctx.job.room.name,
-        "room_id": ctx.job.room.sid,
-        "worker_id": ctx.worker_id,
-    }
-    return {key: value for key, value in fields.items() if value}
-
-
 class SignalEmitter:
     """Writes the detection lines for one ``AgentSession``; detaches itself when it closes."""
 
@@ -115,20 +95,36 @@ class SignalEmitter:
         response_started_text: str = RESPONSE_STARTED_TEXT,
         first_audio_frame_text: str = FIRST_AUDIO_FRAME_TEXT,
         first_audio_timeout_text: str = FIRST_AUDIO_TIMEOUT_TEXT,
+        summary_text: str = SUMMARY_TEXT,
+        summary_interval_seconds: float = DEFAULT_SUMMARY_INTERVAL_SECONDS,
+        line_format: str = SUMMARY,
+        tts_endpoint: str | None = None,
         job_fields: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if not first_audio_timeout_seconds > 0:
             raise ValueError("first_audio_timeout_seconds must be positive")
-        texts = (response_started_text, first_audio_frame_text, first_audio_timeout_text)
+        if not summary_interval_seconds > 0:
+            raise ValueError("summary_interval_seconds must be positive")
+        if line_format not in (SUMMARY, PER_RESPONSE):
+            raise ValueError(f"line_format must be {SUMMARY!r} or {PER_RESPONSE!r}")
+        texts = (response_started_text, first_audio_frame_text, first_audio_timeout_text, summary_text)
         if any(not text for text in texts) or len(set(texts)) != len(texts):
-            raise ValueError("the three signal texts must be non-empty and distinct")
+            raise ValueError("the signal texts must be non-empty and distinct")
         self.first_audio_timeout_seconds = first_audio_timeout_seconds
+        self.summary_text = summary_text
+        self.summary_interval_seconds = summary_interval_seconds
+        self.line_format = line_format
         self.response_started_text = response_started_text
         self.first_audio_frame_text = first_audio_frame_text
         self.first_audio_timeout_text = first_audio_timeout_text
         self._session = session
         self._fields = dict(job_fields) if job_fields is not None else job_context_fields()
+        endpoint = tts_endpoint if tts_endpoint is not None else tts_endpoint_label(session)
+        if endpoint:
+            self._fields[TTS_ENDPOINT_FIELD] = endpoint
+        self._counts = Counts()
+        self._summarizer: asyncio.Task[None] | None = None
         self._logger = logger or logging.getLogger(LOGGER_NAME)
         self._responses: dict[str, _Response] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -147,6 +143,10 @@ class SignalEmitter:
         for event, handler in emitter._handlers.items():
             session.on(event, handler)
         emitter._attached = True
+        if emitter.line_format == SUMMARY:
+            emitter._summarizer = asyncio.get_running_loop().create_task(
+                emitter._summarize(), name="signal-emitter-summary"
+            )
         return emitter
 
     @property
@@ -159,14 +159,32 @@ class SignalEmitter:
         return frozenset(self._tasks)
 
     def detach(self) -> None:
-        """Unsubscribe and cancel every pending timer (done automatically when the session closes)."""
+        """Unsubscribe, cancel every pending timer and write what the summary still holds (done
+        automatically when the session closes)."""
         if self._attached:
             for event, handler in self._handlers.items():
                 self._session.off(event, handler)
             self._attached = False
         for task in self._tasks:
             task.cancel()
+        if self._summarizer is not None:
+            self._summarizer.cancel()
+            self._summarizer = None
         self._responses.clear()
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the summary of what happened since the last one, if anything did."""
+        counts, self._counts = self._counts, Counts()
+        if self.line_format == SUMMARY and (counts.responses or counts.first_frames or counts.late_frames):
+            # The job and room name the summary; the room and worker sids stay on per-event lines.
+            named = {key: value for key, value in self._fields.items() if key in SUMMARY_KEYS}
+            self._logger.info(self.summary_text, extra={**named, **counts.fields()})
+
+    async def _summarize(self) -> None:
+        while True:
+            await asyncio.sleep(self.summary_interval_seconds)
+            self.flush()
 
     # --- session events ----------------------------------------------------------------------------
     def _on_speech_created(self, event: Any) -> None:
@@ -195,12 +213,15 @@ class SignalEmitter:
         assert response.started_at is not None  # set by _start
         response.frame_written = True
         response.resolved.set()
-        self._write(
-            logging.INFO,
-            self.first_audio_frame_text,
-            response,
-            first_audio_seconds=round(self._now() - response.started_at, 3),
-        )
+        self._counts.first_frames += 1
+        self._counts.late_frames += response.timeout_written
+        if self.line_format == PER_RESPONSE:
+            self._write(
+                logging.INFO,
+                self.first_audio_frame_text,
+                response,
+                first_audio_seconds=round(self._now() - response.started_at, 3),
+            )
 
     def _on_error(self, event: Any) -> None:
         error = getattr(event, "error", None)
@@ -237,7 +258,9 @@ class SignalEmitter:
         if response.started_at is not None:
             return
         response.started_at = self._now()
-        self._write(logging.INFO, self.response_started_text, response, source=response.source)
+        self._counts.responses += 1
+        if self.line_format == PER_RESPONSE:
+            self._write(logging.INFO, self.response_started_text, response, source=response.source)
 
     def _time_out(self, response: _Response, *, reason: str) -> None:
         if response.frame_written or response.timeout_written or response.started_at is None:
@@ -264,8 +287,10 @@ class SignalEmitter:
 def emit_detection_signals(session: SessionLike, **options: Any) -> SignalEmitter:
     """The one line for an agent's entrypoint: ``emit_detection_signals(session)``.
 
-    Options: ``first_audio_timeout_seconds`` (default 10 s) and the three texts
-    (``response_started_text``, ``first_audio_frame_text``, ``first_audio_timeout_text``) when the
-    environment's ``detection.signals`` in cdk.json uses other ones.
+    Options: ``first_audio_timeout_seconds`` (default 10 s), ``summary_interval_seconds`` (30 s),
+    ``tts_endpoint`` (default ``tts_endpoint_label(session)``), ``line_format`` ("summary" or
+    "per_response") and the texts (``summary_text``, ``first_audio_timeout_text``; with per-response
+    lines ``response_started_text``, ``first_audio_frame_text``) when the environment's
+    ``detection.signals`` in cdk.json uses other ones.
     """
     return SignalEmitter.attach(session, **options)

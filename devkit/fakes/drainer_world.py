@@ -39,7 +39,6 @@ from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.group_events import LedgerGroupEvents
 
 CLUSTER = "agents"
 SERVICE = "agent-svc"
@@ -218,7 +217,6 @@ class DrainerWorld:
             alarm_states=CloudWatchAlarmStates(boto3.client("cloudwatch")),
             clock=clock or (lambda: self.now),
             chat_tokens=DynamoChatTokens(TABLE, client=dynamodb_client),
-            group_events=LedgerGroupEvents(TABLE, settings.agent_service, client=dynamodb_client),
         )
 
     def invoke(

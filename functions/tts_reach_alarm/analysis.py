@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from fleet_remediation.adapters.logs_insights import Row
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.contract.signals import TTS_COLUMNS, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.core.message_model import probability
 from fleet_remediation.domain.job_outcomes import JobOutcome
@@ -36,7 +36,12 @@ from tts_reach_alarm.hypergeometric import (
 # The jobs one query asks for (Logs Insights returns at most 10,000 rows): a window with more is
 # read in time pieces (``investigation``), and one that cannot be is not decided on.
 MAX_JOBS = 5000
-JOB_COUNTS = ("responses", "first_frames", "timeouts")
+JOB_COUNTS = TTS_COLUMNS
+# ``JobOutcome.failed`` over ``tts_sums``' columns (a summary line's counts are in the ``_summed`` ones).
+FAILING_FILTER = (
+    "filter timeouts > late_frames + late_frames_summed or "
+    "(responses + responses_summed > 0 and first_frames + first_frames_summed = 0)"
+)
 
 
 MAX_LISTED_JOBS = 50
@@ -46,15 +51,11 @@ def job_outcomes_query(catalog: SignalCatalog, *, failing_only: bool = False) ->
     """Responses, first audio frames and explicit first-audio timeouts per job and log stream. TTS
     lines carry ``job_id`` but no ``room`` (incident report), so jobs are keyed by ``job_id``.
     ``failing_only`` keeps the failed jobs (``JobOutcome.failed``: the query a person pastes)."""
-    started, frame, timeout = catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout
-    any_of = " or ".join(s.insights_filter().removeprefix("filter ") for s in (started, frame, timeout))
     return "\n| ".join(
         [
-            f"filter ({any_of}) and ispresent(job_id)",
-            f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-            f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
-            f'sum(strcontains({timeout.field}, "{timeout.text}")) as timeouts by job_id, @logStream',
-            *(["filter (responses > 0 and first_frames = 0) or timeouts > 0"] if failing_only else []),
+            f"filter ({catalog.tts_selector()}) and ispresent(job_id)",
+            f"stats {catalog.tts_sums()} by job_id, @logStream",
+            *([FAILING_FILTER] if failing_only else []),
             f"limit {MAX_JOBS}",
         ]
     )
@@ -72,14 +73,11 @@ def job_rooms_query(job_ids: Sequence[str]) -> str:
     )
 
 
-def _count(row: Row, name: str) -> int:
-    raw = row.get(name, "0") or "0"
+def _counts(row: Row) -> tuple[int, int, int, int]:
     try:
-        return int(float(raw))
-    except ValueError:
-        raise AwsApiError(
-            f"Logs Insights returned a non-numeric {name}: {raw!r}", aws_code="BadResult"
-        ) from None
+        return SignalCatalog.tts_totals(row)
+    except ValueError as exc:
+        raise AwsApiError(f"Logs Insights returned a {exc}", aws_code="BadResult") from None
 
 
 def parse_job_outcomes(rows: Iterable[Row]) -> list[JobOutcome]:
@@ -88,8 +86,7 @@ def parse_job_outcomes(rows: Iterable[Row]) -> list[JobOutcome]:
         job_id, stream = row.get("job_id"), row.get("@logStream")
         if not job_id or not stream:
             raise AwsApiError(f"Logs Insights row lacks job_id or @logStream: {row}", aws_code="BadResult")
-        counts = (_count(row, "responses"), _count(row, "first_frames"), _count(row, "timeouts"))
-        outcomes.append(JobOutcome(job_id, stream, *counts))
+        outcomes.append(JobOutcome(job_id, stream, *_counts(row)))
     return outcomes
 
 

@@ -25,7 +25,6 @@ from worker_drainer.adapters.ledger import DynamoLedger, Ledger
 from worker_drainer.adapters.outbox import DynamoOutbox, NotificationOutbox, ledger_once_guard
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, WorkerLogs
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe, WorkerProbe
-from worker_drainer.group_events import GroupEvents, LedgerGroupEvents
 
 
 @dataclass
@@ -51,7 +50,6 @@ class DrainerDependencies(NotifyingDependencies):
     action_events: ActionEventSink | None = None
     # The chat buttons' tokens (None: no chat buttons) and the group events a chat drain waits out.
     chat_tokens: ChatTokenStore | None = None
-    group_events: GroupEvents | None = None
 
     @classmethod
     def from_environment(cls) -> DrainerDependencies:
@@ -90,5 +88,4 @@ class DrainerDependencies(NotifyingDependencies):
             ),
             alarm_states=CloudWatchAlarmStates(),
             chat_tokens=DynamoChatTokens(settings.ledger_table_name) if settings.chat_topic_arn else None,
-            group_events=LedgerGroupEvents(settings.ledger_table_name, settings.agent_service),
         )

@@ -16,6 +16,9 @@ from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 
+# The trigger's detail key of a group event (``silent_task.GROUP_EVENT``).
+GROUP_EVENT = "group_event"
+
 UNKNOWN_NOTE = "the reply was lost or the run interrupted: the next tick re-reads the task and finishes it"
 # What each error leaves unknown, so a partial run never reads as a clean one.
 CONSEQUENCES = {
@@ -87,6 +90,10 @@ def message_lines(report: ReportBuilder, plan: LadderPlan, snapshot: Snapshot | 
         consequence = CONSEQUENCES.get(error.code)
         text = f"{error.code}: {error.message}" + (f" — {consequence}" if consequence else "")
         lines.append(Line("error", text, key=f"error#{error.code}#{error.resource or ''}", code=error.code))
+    group_event = report.trigger.detail.get(GROUP_EVENT) if report.trigger else None
+    if group_event:
+        text = f"TTS {group_event} (held for the group's hold time after it was last seen)"
+        lines.append(Line("fleet", text, key=f"group#{group_event.split(' fail', 1)[0]}"))
     fleet = snapshot.fleet if snapshot else None
     if fleet is not None and fleet.fleet_wide and snapshot is not None and snapshot.start_new:
         slow = "; ".join(f"{w.task_id}: {w.reason}" for w in fleet.workers if w.pattern.elevated)

@@ -18,40 +18,63 @@ from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
+from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
 from worker_drainer.evidence import query_deadline
-from worker_drainer.task_reach import TaskVerdict
+from worker_drainer.task_reach import TaskFacts, TaskVerdict
 from worker_drainer.task_reach_query import tick_verdict
 
 # What a suspect found by the tick names as its alarm, in messages and the report.
 PER_TASK_REACH = "per-task TTS reach"
+# The trigger's detail key of a group event that holds the service's TTS drains.
+GROUP_EVENT = "group_event"
 
 
 def during_silent_task(
     parsed: DrainerTrigger, deps: DrainerDependencies, report: ReportBuilder, deadline: float
 ) -> DrainerTrigger:
-    """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; an
-    unreadable result is a report error and leaves the tick as it was."""
-    if parsed.trigger.kind is not TriggerKind.SCHEDULE or parsed.suspect is not None:
+    """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; a
+    suspect-worker event re-checked against the same verdict (fleet-wide and group rules). A group
+    event is recorded in the ledger (``GROUP_EVENT`` in the trigger's detail): while it holds, no
+    cordon or stop starts (``work.hold``). An unreadable result is a report error and leaves the
+    trigger as it was (a recorded group event still holds)."""
+    kind = parsed.trigger.kind
+    tick = kind is TriggerKind.SCHEDULE and parsed.suspect is None
+    if not tick and kind is not TriggerKind.SUSPECT_WORKER:
         return parsed
     settings, reach = deps.settings, deps.settings.drainer.task_reach
     now = deps.clock()
     start = now - timedelta(minutes=reach.window_minutes)
     try:
+        held = deps.ledger.group_event(now)
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
-        running = [settings.log_stream_for(task.task_id) for task in deps.ecs.running_tasks()]
+        facts = [task_facts(task, settings) for task in deps.ecs.running_tasks()]
     except RemediationError as exc:
         note_look_error(report, exc)
         return parsed
-    found = tick_verdict(rows, reach, running)
+    found = tick_verdict(rows, reach, facts, now)
     parsed.trigger.detail["task_reach"] = found.reason
-    if found.fleet_wide or not found.suspects:
+    if found.group is not None:
+        held = found.group.describe()
+        deps.ledger.hold_group_event(held, now, reach.group_hold_minutes * 60)
+    if held is not None:
+        parsed.trigger.detail[GROUP_EVENT] = held
+    if not tick or found.shared or not found.suspects or held is not None:
         return parsed
     top = found.suspects[0]
     suspect = _suspect(top, settings, TimeWindow(start=start, end=now))
     parsed.trigger.detail["silent_task"] = suspect.task_id
     return DrainerTrigger(parsed.trigger, True, suspect=suspect)
+
+
+def task_facts(task: EcsTask, settings: DrainerSettings) -> TaskFacts:
+    return TaskFacts(
+        settings.log_stream_for(task.task_id),
+        task.availability_zone,
+        task.task_definition_arn,
+        task.started_at,
+    )
 
 
 def _suspect(verdict: TaskVerdict, settings: DrainerSettings, window: TimeWindow) -> SuspectWorkerDetail:

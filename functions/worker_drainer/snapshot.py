@@ -139,7 +139,7 @@ def _check_manual_task(
 
 def _check_no_group_event(deps: DrainerDependencies) -> None:
     service = deps.settings.agent_service
-    refusal = group_event_refusal(deps.group_events, service, deps.clock())
+    refusal = group_event_refusal(deps.ledger, service, deps.clock())
     if refusal is not None:
         raise ChatRequestRefusedError(f"chat drain refused: {refusal}", resource=service)
 

@@ -8,55 +8,23 @@ guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
-from fleet_remediation.adapters.logs_insights import LogsInsights, Row
-from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.adapters.task_reach_rows import MAX_TASK_ROWS as MAX_TASK_ROWS
+from fleet_remediation.adapters.task_reach_rows import read_task_reach as read_task_reach
+from fleet_remediation.adapters.task_reach_rows import task_reach_query as task_reach_query
 from fleet_remediation.contract.task_reach import TaskReachSettings
-from worker_drainer.task_reach import TaskReach, TaskReachAssessment, assess_task_reach
-
-# Logs Insights returns at most 10,000 rows; one row per task keeps a fleet far below it.
-MAX_TASK_ROWS = 10000
-COUNTS = ("responses", "first_frames", "timeouts")
-
-
-def task_reach_query(catalog: SignalCatalog) -> str:
-    """Responses started, first audio frames and first-audio timeouts per log stream."""
-    signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
-    either = " or ".join(signal.insights_filter().removeprefix("filter ") for signal in signals)
-    sums = ", ".join(
-        f'sum(strcontains({signal.field}, "{signal.text}")) as {name}'
-        for signal, name in zip(signals, COUNTS, strict=True)
-    )
-    return "\n| ".join([f"filter {either}", f"stats {sums} by @logStream", f"limit {MAX_TASK_ROWS}"])
-
-
-def _row(row: Row) -> TaskReach:
-    return TaskReach(row["@logStream"], *(int(float(row[name])) for name in COUNTS))
-
-
-def read_task_reach(
-    insights: LogsInsights,
-    log_group: str,
-    catalog: SignalCatalog,
-    window: tuple[datetime, datetime],
-    deadline: float,
-) -> list[TaskReach]:
-    """One row per task over ``window``; a result at the row limit is split, never decided on."""
-    pieces = run_in_pieces(
-        insights, log_group, task_reach_query(catalog), window, deadline, limit=MAX_TASK_ROWS
-    )
-    return [_row(row) for row in summed(pieces, ("@logStream",), COUNTS) if row.get("@logStream")]
+from worker_drainer.task_reach import TaskFacts, TaskReach, TaskReachAssessment, assess_task_reach
 
 
 def tick_verdict(
-    rows: Sequence[TaskReach], settings: TaskReachSettings, running_streams: Sequence[str]
+    rows: Sequence[TaskReach], settings: TaskReachSettings, running: Sequence[TaskFacts], now: datetime
 ) -> TaskReachAssessment:
-    """The tick's per-task verdict over its rows; only running tasks' streams can be suspects (a
-    replaced task's stream is history)."""
-    running = set(running_streams)
-    found = assess_task_reach(rows, settings, len(running))
-    kept = tuple(v for v in found.tested if v.log_stream in running or not v.suspect)
-    return TaskReachAssessment(kept, found.fleet_wide, found.level, found.tasks, found.reason)
+    """The per-task verdict over the tick's rows and what ECS says of the running tasks; only
+    running tasks' streams can be suspects (a replaced task's stream is history)."""
+    streams = {task.log_stream for task in running}
+    found = assess_task_reach(rows, settings, len(streams), running, now)
+    kept = tuple(v for v in found.tested if v.log_stream in streams or not v.suspect)
+    return dataclasses.replace(found, tested=kept)

@@ -20,7 +20,7 @@ from worker_drainer.incidents import trigger_incident
 from worker_drainer.ladder import plan_ladder
 from worker_drainer.message_lines import Line
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
-from worker_drainer.silent_task import during_silent_task
+from worker_drainer.silent_task import GROUP_EVENT, during_silent_task
 from worker_drainer.snapshot import read_snapshot
 from worker_drainer.validation import ServiceIdentity
 
@@ -83,6 +83,10 @@ def hold(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> tuple[LadderPla
     going_on = tuple(step for step in plan.steps if step.step not in STARTING)
     if len(going_on) == len(plan.steps) or run.event.trigger.manual is not None:
         return plan, None
+    group_event = fleet.trigger.trigger.detail.get(GROUP_EVENT)
+    if group_event:
+        # A failure shared by a group is not one bad worker: no task is drained while it lasts.
+        return dataclasses.replace(plan, steps=going_on), str(group_event)
     deps = run.deps
     why = hold_reason(
         deps.settings.disruption_window, fleet.snapshot.now, deps.ecs.deployment_in_progress, run.report

@@ -38,8 +38,8 @@ from livekit_fleet_remediation.constructs.chat_actions import ChatActions
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from worker_drainer import chat_handler
 from worker_drainer.adapters.chat_tokens import ChatToken, DynamoChatTokens
+from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.chat_entry import ChatEntryDependencies, ChatEntrySettings, SsmSwitchWriter
-from worker_drainer.group_events import LedgerGroupEvents
 from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
@@ -332,8 +332,8 @@ def test_a_chat_drain_waits_out_a_group_event(world: DrainerWorld, chat: Chat) -
     task, notification = drained(world)
     assert press(chat, notification, "Undrain the drained task")["status"] == "ok"
     undone = chat_message(world)
-    events = LedgerGroupEvents(TABLE, SERVICE, client=boto3.client("dynamodb"))
-    events.record_group_event("availability zone eu-west-1a", world.now + timedelta(minutes=30))
+    ledger = DynamoLedger(TABLE, SERVICE, client=boto3.client("dynamodb"))
+    ledger.hold_group_event("availability zone eu-west-1a", world.now, ttl_seconds=30 * 60)
     report = press(chat, undone, "Drain the task again")
     assert report["status"] == "ok"  # the entry point forwarded it; the drainer refuses it
     refused = chat.drainer.reports[-1]

@@ -22,9 +22,15 @@ import pytest
 
 from devkit.installed import InstalledEnvironment
 from devkit.livekit_local import LocalLiveKit
+from devkit.signal_bytes import measure_format
 from devkit.signal_worker import SESSION_CLOSED, SignalAgentWorker
 from fleet_remediation.contract.signals import SignalCatalog
-from livekit_fleet_agent import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, RESPONSE_STARTED_TEXT
+from livekit_fleet_agent import (
+    FIRST_AUDIO_FRAME_TEXT,
+    FIRST_AUDIO_TIMEOUT_TEXT,
+    RESPONSE_STARTED_TEXT,
+    SUMMARY_TEXT,
+)
 from livekit_fleet_agent.detection_signals import LOGGER_NAME
 from tests.metric_filter_pattern import insights_filter_matches, pattern_matches
 
@@ -33,6 +39,8 @@ TIMEOUT_SECONDS = 1.5
 # Scheduling on a shared 2-core machine: how late a timer or a line may be, at most.
 SLACK_SECONDS = 0.5
 HELLO = "Hello there."
+PER_RESPONSE = {"line_format": "per_response"}
+ENDPOINT = "test-tts/eu-west-1"
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +83,10 @@ def _assert_closed_without_leaks(lines: list[str]) -> None:
 
 
 def _assert_catalog_agrees(lines: list[str]) -> None:
-    """On every line the job wrote (the SDK's own too), the three forms of each signal definition
-    agree; and each emitter line is exactly the signal it stands for."""
+    """On every line the job wrote (the SDK's own too), the forms of each signal definition agree
+    (its own line: filter pattern, Insights filter, offline match; the summary line: its filter
+    pattern and metric value against the offline count); and each emitter line is exactly the
+    signal it stands for."""
     catalog = SignalCatalog.default()
     meant = {
         RESPONSE_STARTED_TEXT: catalog.response_started,
@@ -91,9 +101,19 @@ def _assert_catalog_agrees(lines: list[str]) -> None:
             assert insights_filter_matches(signal.insights_filter(), record) == offline, (signal.name, line)
             expected = record["name"] == LOGGER_NAME and meant.get(record["message"]) == signal
             assert offline == expected, (signal.name, line)
+            summary = signal.summary_filter_pattern()
+            if summary is not None and not offline:
+                published = pattern_matches(summary, line)
+                field = str(signal.summary_field)
+                assert signal.count(record) == (record[field] if published else 0), (signal.name, line)
 
 
-def test_a_speaking_tts_yields_a_start_then_a_first_frame_per_response(
+def _summary(signals: list[dict[str, Any]]) -> dict[str, Any]:
+    (summary,) = [s for s in signals if s["message"] == SUMMARY_TEXT]
+    return summary
+
+
+def test_per_response_lines_yield_a_start_then_a_first_frame_per_response(
     worker: SignalAgentWorker,
 ) -> None:
     room = _room()
@@ -107,6 +127,7 @@ def test_a_speaking_tts_yields_a_start_then_a_first_frame_per_response(
             "first_audio_timeout_seconds": TIMEOUT_SECONDS,
             "seconds_per_sentence": 2.0,
             "hold_seconds": 10.0,
+            **PER_RESPONSE,
         },
     )
     signals = _signals(lines)
@@ -131,10 +152,57 @@ def test_a_speaking_tts_yields_a_start_then_a_first_frame_per_response(
     _assert_catalog_agrees(lines)
 
 
+def test_a_summary_counts_the_responses_and_frames_of_the_job_in_one_line(worker: SignalAgentWorker) -> None:
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "streaming",
+            "say": ["The first answer.", "The second answer.", "The third answer."],
+            "first_audio_timeout_seconds": TIMEOUT_SECONDS,
+            "seconds_per_sentence": 0.5,
+            "hold_seconds": 10.0,
+            "tts_endpoint": ENDPOINT,
+        },
+    )
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [SUMMARY_TEXT]
+    summary = signals[0]
+    assert (summary["responses"], summary["first_frames"]) == (3, 3)
+    assert "late_frames" not in summary  # written only when there were late frames
+    assert summary["tts_endpoint"] == ENDPOINT
+    job = _job_of(worker, room)
+    assert (summary["job_id"], summary["room"]) == (job["job_id"], job["room"])
+    _assert_closed_without_leaks(lines)
+    _assert_catalog_agrees(lines)
+
+
+def test_a_summary_is_written_each_interval_while_the_job_runs(worker: SignalAgentWorker) -> None:
+    room = _room()
+    lines = worker.run_script(
+        room,
+        {
+            "tts": "streaming",
+            "say": ["One.", "Two."],
+            "seconds_per_sentence": 1.5,
+            "summary_interval_seconds": 1.0,
+            "hold_seconds": 6.0,
+        },
+    )
+    summaries = [s for s in _signals(lines) if s["message"] == SUMMARY_TEXT]
+    # The first answer's start and frame land in an early interval, the second's in a later one.
+    assert len(summaries) >= 2
+    assert sum(s["responses"] for s in summaries) == 2
+    assert sum(s["first_frames"] for s in summaries) == 2
+    _assert_catalog_agrees(lines)
+
+
 @pytest.mark.parametrize(
-    ("engine", "last"), [("streaming", FIRST_AUDIO_FRAME_TEXT), ("stalling", FIRST_AUDIO_TIMEOUT_TEXT)]
+    ("engine", "frames", "timeouts"), [("streaming", 1, []), ("stalling", 0, [FIRST_AUDIO_TIMEOUT_TEXT])]
 )
-def test_an_llm_reply_is_a_response_too(worker: SignalAgentWorker, engine: str, last: str) -> None:
+def test_an_llm_reply_is_a_response_too(
+    worker: SignalAgentWorker, engine: str, frames: int, timeouts: list[str]
+) -> None:
     # The incident's shape: the LLM's text arrives, and the TTS voices it or never does.
     room = _room()
     lines = worker.run_script(
@@ -147,12 +215,19 @@ def test_an_llm_reply_is_a_response_too(worker: SignalAgentWorker, engine: str, 
         },
     )
     signals = _signals(lines)
-    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, last]
-    assert signals[0]["source"] == "generate_reply"
-    assert signals[0]["speech_id"] == signals[1]["speech_id"]
-    _assert_carries_the_job(signals[1], _job_of(worker, room))
+    assert [s["message"] for s in signals] == [*timeouts, SUMMARY_TEXT]
+    assert (signals[-1]["responses"], signals[-1]["first_frames"]) == (1, frames)
+    for timeout in signals[:-1]:
+        _assert_carries_the_job(timeout, _job_of(worker, room))
     _assert_closed_without_leaks(lines)
     _assert_catalog_agrees(lines)
+
+
+def test_the_summary_carries_a_fraction_of_the_per_response_bytes(worker: SignalAgentWorker) -> None:
+    # The smoke run of `python -m devkit.signal_bytes`: six answers, one job, each format.
+    before, after = measure_format(worker, "per_response"), measure_format(worker, "summary")
+    assert (before.signal_lines, after.signal_lines) == (2 * before.responses, 1)
+    assert after.signal_bytes * 5 < before.signal_bytes
 
 
 def test_a_stalled_tts_yields_a_timeout_after_the_deadline_and_no_frame(worker: SignalAgentWorker) -> None:
@@ -164,6 +239,7 @@ def test_a_stalled_tts_yields_a_timeout_after_the_deadline_and_no_frame(worker: 
             "say": [HELLO],
             "first_audio_timeout_seconds": TIMEOUT_SECONDS,
             "hold_seconds": 3.0,
+            **PER_RESPONSE,
         },
     )
     signals = _signals(lines)
@@ -194,10 +270,11 @@ def test_a_failing_tts_yields_a_timeout_without_waiting_for_the_deadline(worker:
         },
     )
     signals = _signals(lines)
-    assert [s["message"] for s in signals] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_TIMEOUT_TEXT]
-    started, timeout = signals
+    assert [s["message"] for s in signals] == [FIRST_AUDIO_TIMEOUT_TEXT, SUMMARY_TEXT]
+    timeout, summary = signals
     assert timeout["reason"] == "tts_error"
-    assert _at(timeout) - _at(started) < TIMEOUT_SECONDS
+    assert timeout["waited_seconds"] < TIMEOUT_SECONDS
+    assert (summary["responses"], summary["first_frames"]) == (1, 0)
     _assert_carries_the_job(timeout, _job_of(worker, room))
     _assert_closed_without_leaks(lines)
     _assert_catalog_agrees(lines)
@@ -209,7 +286,7 @@ def test_a_session_closed_before_the_deadline_cancels_the_timer(worker: SignalAg
     lines = worker.run_script(
         room, {"tts": "stalling", "say": [HELLO], "first_audio_timeout_seconds": 30.0, "hold_seconds": 1.0}
     )
-    assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
+    assert [s["message"] for s in _signals(lines)] == [SUMMARY_TEXT]
     _assert_closed_without_leaks(lines)
 
 
@@ -226,7 +303,10 @@ def test_a_detached_emitter_writes_nothing_more(worker: SignalAgentWorker) -> No
             "hold_seconds": 2.0,
         },
     )
-    assert [s["message"] for s in _signals(lines)] == [RESPONSE_STARTED_TEXT]
+    # Detaching writes what the summary held (the response had started), then nothing more.
+    signals = _signals(lines)
+    assert [s["message"] for s in signals] == [SUMMARY_TEXT]
+    assert signals[0]["responses"] == 1
     _assert_closed_without_leaks(lines)
 
 
@@ -238,4 +318,4 @@ def test_the_emitter_runs_from_the_installed_wheel(
     closed = next(r for r in map(json.loads, lines) if r["message"] == SESSION_CLOSED)
     package = Path(closed["emitter_package"]).resolve()
     assert package.is_relative_to(agent_installed.root.resolve()), package
-    assert [r["message"] for r in _signals(lines)][:2] == [RESPONSE_STARTED_TEXT, FIRST_AUDIO_FRAME_TEXT]
+    assert [r["message"] for r in _signals(lines)] == [SUMMARY_TEXT]

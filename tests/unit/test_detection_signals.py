@@ -60,3 +60,16 @@ def test_the_timeout_must_be_positive(seconds: float) -> None:
 def test_the_texts_must_be_distinct_and_not_empty(texts: dict[str, str]) -> None:
     with pytest.raises(ValueError, match="distinct"):
         SignalEmitter(object(), job_fields={}, **texts)  # type: ignore[arg-type]
+
+
+def test_the_summary_text_and_fields_are_the_catalogs() -> None:
+    from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD as CATALOG_ENDPOINT_FIELD
+    from livekit_fleet_agent.detection_signals import SUMMARY_TEXT, TTS_ENDPOINT_FIELD
+
+    catalog = SignalCatalog.default()
+    assert catalog.summary_text == SUMMARY_TEXT
+    assert TTS_ENDPOINT_FIELD == CATALOG_ENDPOINT_FIELD
+    # The summary's count keys (``_Counts.fields``) are the catalog's summary fields.
+    assert {"responses", "first_frames", "late_frames"} == {
+        s.summary_field for s in catalog.tts_signals if s.summary_field
+    }

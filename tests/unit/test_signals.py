@@ -132,3 +132,76 @@ def test_the_timeout_text_must_be_distinguishable_from_the_pair() -> None:
         SignalSettings.model_validate(
             {"first_audio_frame": {"text": "tts_frame"}, "first_audio_timeout": {"text": "tts_frame_timeout"}}
         )
+
+
+# --- the agent package's summary line (decision 0015) ----------------------------------------------
+SUMMARIES = {
+    "full": agent_line(
+        "livekit_fleet_agent.signals",
+        "agent_tts_summary",
+        job_id="AJ_3",
+        room="lesson-3",
+        tts_endpoint="tts/eu-west-1",
+        responses=4,
+        first_frames=3,
+        late_frames=1,
+    ),
+    "no_late": agent_line("livekit_fleet_agent.signals", "agent_tts_summary", responses=2, first_frames=2),
+    "zero_frames": agent_line(
+        "livekit_fleet_agent.signals", "agent_tts_summary", responses=1, first_frames=0
+    ),
+    "text_count": agent_line("livekit_fleet_agent.signals", "agent_tts_summary", responses="4"),
+    "other_message": agent_line("ppi-agent", "agent_tts_summary_v2", responses=5),
+}
+
+
+@pytest.mark.parametrize("signal_name", ["response_started", "first_audio_frame", "late_first_frame"])
+def test_summary_filter_metric_value_and_evaluator_agree(signal_name: str) -> None:
+    """The summary metric filter publishes ``$.<field>`` on the lines its pattern matches: summed,
+    that is the offline count, line for line (the pattern read by the independent evaluator)."""
+    signal = getattr(SignalCatalog.default(), signal_name)
+    pattern, value = signal.summary_filter_pattern(), signal.summary_metric_value()
+    assert pattern is not None
+    assert value is not None
+    field = value.removeprefix("$.")
+    for sample, line in {**SAMPLES, **SUMMARIES}.items():
+        record = json.loads(line) if line.startswith("{") else {}
+        published = record[field] if pattern_matches(pattern, line) else 0
+        own = 1 if pattern_matches(signal.metric_filter_pattern(), line) else 0
+        assert signal.count(record) == published + own, sample
+
+
+def test_a_summary_counts_by_its_fields_and_a_per_response_line_counts_one() -> None:
+    catalog = SignalCatalog.default()
+    assert catalog.tts_counts(json.loads(SUMMARIES["full"])) == (4, 3, 0, 1)
+    assert catalog.tts_counts(json.loads(SUMMARIES["zero_frames"])) == (1, 0, 0, 0)
+    assert catalog.tts_counts(json.loads(SUMMARIES["text_count"])) == (0, 0, 0, 0)
+    assert catalog.tts_counts(json.loads(SAMPLES["response"])) == (1, 0, 0, 0)
+    assert catalog.response_started.summary_filter_pattern() == (
+        '{ $.message = "agent_tts_summary" && $.responses >= 1 }'
+    )
+
+
+def test_insights_rows_add_the_line_counts_and_the_summed_fields() -> None:
+    catalog = SignalCatalog.default()
+    sums = catalog.tts_sums()
+    assert 'sum(strcontains(message, "agent_response_started")) as responses' in sums
+    assert "sum(responses) as responses_summed" in sums
+    assert "sum(late_frames) as late_frames_summed" in sums
+    assert 'message = "agent_tts_summary"' in catalog.tts_selector()
+    row = {"responses": "2", "responses_summed": "5", "first_frames": "", "timeouts": "1"}
+    assert catalog.tts_totals(row) == (7, 0, 1, 0)
+    with pytest.raises(ValueError, match="non-numeric timeouts_summed"):
+        catalog.tts_totals({"timeouts_summed": "x"})
+
+
+def test_a_team_with_its_own_per_response_lines_leaves_the_summary_out() -> None:
+    settings = SignalSettings(
+        response_started=SignalDefinition(field="event", text="reply_started"),
+        first_audio_frame=SignalDefinition(field="event", text="tts_first_chunk"),
+    )
+    catalog = SignalCatalog.from_settings(settings)
+    assert catalog.response_started.summary_filter_pattern() is None
+    assert "sum(responses)" not in catalog.tts_sums()
+    assert catalog.tts_counts(json.loads(SUMMARIES["full"]))[:2] == (0, 0)
+    assert catalog.tts_counts({"event": "reply_started"}) == (1, 0, 0, 0)

@@ -30,7 +30,7 @@ from fleet_remediation.contract.task_reach import TaskReachSettings
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
-from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
 from worker_drainer.task_reach_query import read_task_reach, task_reach_query, tick_verdict
 
 START = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
@@ -169,7 +169,7 @@ def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_t
     assert clock.monotonic() >= AWS_PROFILE.insights_queue_and_run_seconds(
         AWS_PROFILE.per_task_look_bytes, 0.99
     )
-    found = tick_verdict(read, SETTINGS, running)
+    found = tick_verdict(read, SETTINGS, [TaskFacts(stream) for stream in running], START)
     assert seen == [task_reach_query(SignalCatalog.default())]
     assert [v.log_stream for v in found.suspects] == ["agent/a/silent"]
 

@@ -159,9 +159,12 @@ def test_outcomes_query_uses_the_signal_definitions() -> None:
         'message = "agent_response_started" or message = "tts_node_first_audio_frame" '
         'or message = "tts_first_audio_timeout"'
     ) in query
+    # The agent package's summary lines count too: their fields are summed.
+    assert 'or message = "agent_tts_summary"' in query
+    assert "sum(responses) as responses_summed" in query
     assert 'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts' in query
     assert "by job_id, @logStream" in query
-    assert "filter (responses > 0 and first_frames = 0) or timeouts > 0" in query
+    assert "filter timeouts > late_frames + late_frames_summed or " in query
 
 
 # --- exactness against the exact integer computation, deadline, truncation ------------------------

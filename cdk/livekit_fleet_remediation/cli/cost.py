@@ -6,7 +6,8 @@ incident (a fleet-wide TTS provider outage).
     lkfr cost --env NAME --tasks N --responses-per-minute R [--config environments.json]
               [--dashboard-loads-per-day D | --dashboard-hours-open H --refresh-minutes M]
               [--incident-hours X] [--kms-year 1|2|3] [--prices FILE | --price-region REGION] [--json]
-              [--agent-summary-line-bytes B [--agent-summary-seconds S] [--agent-events-per-response E]]
+              [--agent-per-response | --agent-summary-line-bytes B [--agent-summary-seconds S]]
+              [--agent-events-per-response E]
 
 It synthesizes the environment's stack (seconds: it loads the CDK) and prices that template at the
 list prices of the stack's own region: a dated table in the package, else ``--prices FILE`` (a price
@@ -27,6 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fleet_remediation.contract.agent_lines import (
+    DEFAULT_TIMEOUT_RATE,
+    SUMMARY_LINE_BYTES,
+    TIMEOUT_LINE_BYTES,
+)
 from livekit_fleet_remediation.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -68,17 +74,26 @@ def parser() -> argparse.ArgumentParser:
     use.add_argument("--dashboard-hours-open", type=_non_negative, help="hours a day the dashboard is open")
     found.add_argument("--refresh-minutes", type=_positive, help="its auto-refresh while open")
     found.add_argument("--incident-hours", type=_non_negative, default=6.0, help="0: no incident")
-    found.add_argument(
+    lines = found.add_mutually_exclusive_group()
+    lines.add_argument(
+        "--agent-per-response",
+        action="store_true",
+        help="price the agent package's per-response lines (line_format='per_response') instead of its "
+        "summaries",
+    )
+    lines.add_argument(
         "--agent-summary-line-bytes",
         type=_positive,
-        help="price the compact agent format instead: one summary line per job of this many bytes",
+        help=f"one summary line's size (default {SUMMARY_LINE_BYTES}, measured on a real worker)",
     )
-    found.add_argument("--agent-summary-seconds", type=_positive, default=30.0, help="its interval")
+    found.add_argument(
+        "--agent-summary-seconds", type=_positive, default=30.0, help="the summaries' interval"
+    )
     found.add_argument(
         "--agent-events-per-response",
         type=_non_negative,
-        default=0.001,
-        help="its rare per-event lines (first-audio timeouts) per response, each a summary line's size",
+        default=DEFAULT_TIMEOUT_RATE,
+        help="first-audio timeout lines (one per event) per response",
     )
     found.add_argument(
         "--kms-year", type=int, choices=(1, 2, 3), default=3, help="the key's year (3: steady)"
@@ -123,14 +138,17 @@ def dashboard_use(args: argparse.Namespace) -> DashboardUse:
 
 
 def agent_signals(args: argparse.Namespace) -> AgentSignalBytes | None:
-    """The agent package's lines: None is today's per-response format, as the profile measured it."""
-    line = args.agent_summary_line_bytes
-    if line is None:
+    """The agent package's lines: by default its summaries (a line per job per interval, each job
+    counted as writing every interval) and its first-audio timeout lines, at the sizes measured on a
+    real worker (``python -m devkit.signal_bytes``); None: the per-response lines as the usage profile
+    measured them."""
+    if args.agent_per_response:
         return None
+    line = args.agent_summary_line_bytes or SUMMARY_LINE_BYTES
     return SummaryFormat(
         summary_bytes=line + EVENT_OVERHEAD_BYTES,
         interval_seconds=args.agent_summary_seconds,
-        event_bytes=line + EVENT_OVERHEAD_BYTES,
+        event_bytes=TIMEOUT_LINE_BYTES + EVENT_OVERHEAD_BYTES,
         events_per_response=args.agent_events_per_response,
     )
 

@@ -19,15 +19,9 @@ def add_per_worker_queries(
     """Saves the service's per-worker queries under ``scope``; the text widget that names them."""
     group = view.agent_service.agent_log_group
     catalog = view.detection.catalog()
-    started, frame = catalog.response_started, catalog.first_audio_frame
+    # Counts from the agent package's summaries and from per-response lines alike.
     reach_over_time = "\n| ".join(
-        [
-            f"filter {started.insights_filter().removeprefix('filter ')} "
-            f"or {frame.insights_filter().removeprefix('filter ')}",
-            f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-            f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames, '
-            "first_frames / responses as reach by bin(5m), @logStream",
-        ]
+        [f"filter {catalog.tts_selector()}", f"stats {catalog.tts_sums()} by bin(5m), @logStream"]
     )
     queries = [
         *service.detection.per_worker_queries(),

@@ -77,6 +77,10 @@ class Detection(Construct):
         # Dimensionless metrics: their count (and cost) does not grow with jobs, rooms or workers.
         for signal in catalog:
             self._filter(signal.metric_name, signal.metric_filter_pattern(), "1", cloudwatch.Unit.COUNT)
+            summary, value = signal.summary_filter_pattern(), signal.summary_metric_value()
+            if summary and value:
+                # The agent package's summary line carries the count: the metric sums its field.
+                self._filter(signal.metric_name, summary, value, cloudwatch.Unit.COUNT, source="Summary")
         delay_pattern, delay_metric = (
             catalog.slow_vad.value_filter_pattern(),
             catalog.slow_vad.value_metric_name,
@@ -149,12 +153,15 @@ class Detection(Construct):
             ),
         )
 
-    def _filter(self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit) -> None:
+    def _filter(
+        self, metric_name: str, pattern: str, value: str, unit: cloudwatch.Unit, source: str = ""
+    ) -> None:
+        """``source``: a second filter feeding the same metric (the summary line's) is told apart by it."""
         logs.MetricFilter(
             self,
-            f"{metric_name}Filter",
+            f"{metric_name}{source}Filter",
             log_group=self.log_group,
-            filter_name=metric_filter_name(self.env_name, self.service, metric_name),
+            filter_name=metric_filter_name(self.env_name, self.service, metric_name + source),
             filter_pattern=logs.FilterPattern.literal(pattern),
             metric_namespace=self.namespace,
             metric_name=metric_name,
@@ -262,14 +269,11 @@ class Detection(Construct):
         """(title, Logs Insights query) of the per-worker views: saved queries, run on demand (a
         dashboard widget would scan the agent logs on every load)."""
         catalog = self._catalog
-        started, frame = catalog.response_started, catalog.first_audio_frame
         per_worker_reach = "\n| ".join(
             [
-                f"filter {started.insights_filter().removeprefix('filter ')} "
-                f"or {frame.insights_filter().removeprefix('filter ')}",
-                f'stats sum(strcontains({started.field}, "{started.text}")) as responses, '
-                f'sum(strcontains({frame.field}, "{frame.text}")) as first_frames by @logStream',
-                "sort responses desc",
+                f"filter {catalog.tts_selector()}",
+                f"stats {catalog.tts_sums()} by @logStream",
+                "sort responses + responses_summed desc",
             ]
         )
         return [

@@ -88,6 +88,7 @@ class TtsReachResponder(Construct):
             ecs_cluster=config.agent_service.ecs_cluster,
             detection=config.detection,
             tts_reach=config.tts_reach,
+            task_reach=config.drainer.task_reach,
             scan_budget=config.scan_budget,
             scan_budget_table_name=self.scan_budget_table_name,
         )

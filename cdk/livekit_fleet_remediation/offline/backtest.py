@@ -47,8 +47,8 @@ def bucket(events: Sequence[LogEvent], catalog: SignalCatalog) -> list[Minute]:
             delay = catalog.slow_vad.value(event.record)
             if delay is not None:
                 minute.vad_max_delay = max(minute.vad_max_delay or 0.0, delay)
-        minute.responses += catalog.response_started.matches(event.record)
-        minute.first_frames += catalog.first_audio_frame.matches(event.record)
+        minute.responses += catalog.response_started.count(event.record)
+        minute.first_frames += catalog.first_audio_frame.count(event.record)
         minute.first_audio_timeouts += catalog.first_audio_timeout.matches(event.record)
     return minutes
 

@@ -2,7 +2,8 @@
 responder's own ``investigate`` runs unchanged in the backtest and the replay. Never deployed.
 
 This is not a Logs Insights engine. It recognises exactly the query texts the responder builds
-(``job_outcomes_query`` for the signal catalog it was given, and ``job_rooms_query``) and answers each
+(``job_outcomes_query`` for the signal catalog it was given, ``job_rooms_query``, and the per-task
+``task_reach_query`` it reads at scale) and answers each
 with the rows Logs Insights would return, as strings; any other query is an error, so a responder
 that changes its queries fails here loudly instead of being answered wrongly.
 """
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fleet_remediation.adapters.logs_insights import QueryResult, Row
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.adapters.task_reach_rows import task_reach_query
+from fleet_remediation.contract.signals import TTS_COUNTS, TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.domain.job_outcomes import JobOutcomeCounter
 from livekit_fleet_remediation.offline.log_export import LogEvent
@@ -34,6 +36,7 @@ class OfflineLogsInsights:
         self.catalog = catalog
         self.calls = 0
         self._outcomes_query = job_outcomes_query(catalog)
+        self._task_reach_query = task_reach_query(catalog)
         # job_rooms_query(ids) is this prefix, the quoted ids, then this suffix.
         probe = job_rooms_query(["JOB"])
         self._rooms_prefix, self._rooms_suffix = probe.split('"JOB"')
@@ -47,6 +50,8 @@ class OfflineLogsInsights:
         self.calls += 1
         if query == self._outcomes_query:
             rows = self._job_outcomes(start, end)
+        elif query == self._task_reach_query:
+            rows = self._task_reach(start, end)
         elif query.startswith(self._rooms_prefix) and query.endswith(self._rooms_suffix):
             listed = query[len(self._rooms_prefix) : len(query) - len(self._rooms_suffix)]
             rows = self._job_rooms(set(_QUOTED.findall(listed)), start, end)
@@ -70,8 +75,30 @@ class OfflineLogsInsights:
                 "responses": str(job.responses),
                 "first_frames": str(job.first_frames),
                 "timeouts": str(job.timeouts),
+                "late_frames": str(job.late_frames),
             }
             for job in counter.outcomes()
+        ]
+
+    def _task_reach(self, start: datetime, end: datetime) -> list[Row]:
+        """``task_reach_query``: per stream, the TTS counts and the latest endpoint its lines name."""
+        counts: dict[str, list[int]] = {}
+        endpoints: dict[str, str] = {}
+        for event in self._window(start, end):
+            hits = self.catalog.tts_counts(event.record)
+            if any(hits):
+                row = counts.setdefault(event.stream, [0, 0, 0, 0])
+                counts[event.stream] = [a + b for a, b in zip(row, hits, strict=True)]
+                endpoint = event.record.get(TTS_ENDPOINT_FIELD)
+                if isinstance(endpoint, str) and endpoint:
+                    endpoints[event.stream] = endpoint
+        return [
+            {
+                "@logStream": stream,
+                **dict(zip(TTS_COUNTS, map(str, row), strict=True)),
+                TTS_ENDPOINT_FIELD: endpoints.get(stream, ""),
+            }
+            for stream, row in sorted(counts.items())
         ]
 
     def _job_rooms(self, job_ids: set[str], start: datetime, end: datetime) -> list[Row]:

@@ -63,6 +63,7 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
         "notification_topic_arn": f"arn:aws:sns:{config.region}:{account}:{SIMULATED_STORE}-notifications",
         "runbook_base_url": config.runbook_base_url,
     }
+    logged = {**common, "agent_log_group": config.agent_service.agent_log_group}
     livekit = {"livekit_url": config.livekit_url, "livekit_secret_id": config.livekit_secret_name}
     return {
         FunctionName.ZOMBIE_REAPER: settings_for_deployment(
@@ -73,20 +74,20 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
         FunctionName.TTS_REACH_ALARM: settings_for_deployment(
             TtsReachSettings,
             {
-                **common,
+                **logged,
                 "aws_region": config.region,
                 "agent_service": service,
-                "agent_log_group": config.agent_service.agent_log_group,
                 "idempotency_table_name": SIMULATED_STORE,
                 "detection": config.detection,
                 "tts_reach": config.tts_reach,
+                "task_reach": config.drainer.task_reach,
             },
             path,
         ),
         FunctionName.WORKER_DRAINER: settings_for_deployment(
             DrainerSettings,
             {
-                **common,
+                **logged,
                 **livekit,
                 "reaper": config.reaper,
                 "drainer": config.drainer,
@@ -96,7 +97,6 @@ def function_settings(env_name: str, config: EnvironmentConfig, account: str) ->
                 "ecs_cluster": config.agent_service.ecs_cluster,
                 "ecs_service": config.agent_service.ecs_service,
                 "ledger_table_name": SIMULATED_STORE,
-                "agent_log_group": config.agent_service.agent_log_group,
             },
             path,
         ),

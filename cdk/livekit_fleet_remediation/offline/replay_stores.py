@@ -29,6 +29,7 @@ class SimulatedLedger:
         self._journal: dict[tuple[str, str], tuple[datetime, str, dict[str, str]]] = {}
         self._notices: dict[str, int] = {}
         self._open: dict[tuple[str, str], OpenIntent] = {}
+        self._group_event: tuple[str, int] | None = None
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         self.calls += 1
@@ -94,6 +95,15 @@ class SimulatedLedger:
     def close_intent(self, task_id: str, key: AuditKey) -> bool:
         self.calls += 1
         return self._open.pop((task_id, key.sort_key), None) is not None
+
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        self.calls += 1
+        self._group_event = (description, int(now.timestamp()) + ttl_seconds)
+
+    def group_event(self, now: datetime) -> str | None:
+        self.calls += 1
+        held = self._group_event
+        return held[0] if held is not None and held[1] > int(now.timestamp()) else None
 
 
 class SimulatedAlarmStates:

@@ -22,8 +22,8 @@ def minute_series(
         index = int((event.at - start).total_seconds() // 60)
         if not 0 <= index < minutes:
             continue
-        responses[index] += catalog.response_started.matches(event.record)
-        frames[index] += catalog.first_audio_frame.matches(event.record)
+        responses[index] += catalog.response_started.count(event.record)
+        frames[index] += catalog.first_audio_frame.count(event.record)
         if catalog.slow_vad.matches(event.record):
             vad.setdefault(event.stream, [0] * minutes)[index] += 1
     ranked = sorted(vad.items(), key=lambda item: -sum(item[1]))

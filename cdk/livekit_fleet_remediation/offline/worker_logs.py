@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from fleet_remediation.contract.signals import Signal, SignalCatalog
+from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD, Signal, SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
@@ -31,18 +31,20 @@ class OfflineWorkerLogs:
     def task_reach(self, start: datetime, end: datetime, deadline: float) -> list[TaskReach]:
         """The per-task query's rows: each stream's responses, first frames and timeouts."""
         self.calls += 1
-        signals = (
-            self.catalog.response_started,
-            self.catalog.first_audio_frame,
-            self.catalog.first_audio_timeout,
-        )
         counts: dict[str, list[int]] = {}
+        endpoints: dict[str, str] = {}
         for event in self._in_window(start, end):
-            hits = [int(signal.matches(event.record)) for signal in signals]
+            hits = self.catalog.tts_counts(event.record)
             if any(hits):
-                row = counts.setdefault(event.stream, [0, 0, 0])
+                row = counts.setdefault(event.stream, [0, 0, 0, 0])
                 counts[event.stream] = [a + b for a, b in zip(row, hits, strict=True)]
-        return [TaskReach(stream, *row) for stream, row in sorted(counts.items())]
+                endpoint = event.record.get(TTS_ENDPOINT_FIELD)
+                if isinstance(endpoint, str) and endpoint:
+                    endpoints[event.stream] = endpoint
+        return [
+            TaskReach(stream, row[0], row[1], row[2], row[3], endpoints.get(stream, ""))
+            for stream, row in sorted(counts.items())
+        ]
 
     def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[SlowVadStats]:
         self.calls += 1

@@ -20,6 +20,9 @@ class EcsTask:
     private_ip: str | None = None
     started_at: datetime | None = None
     stopped_reason: str = ""
+    # The groups a shared failure may follow (DescribeTasks' availabilityZone, taskDefinitionArn).
+    availability_zone: str = ""
+    task_definition_arn: str = ""
 
     @property
     def task_id(self) -> str:
@@ -71,4 +74,6 @@ def task_from(raw: Mapping[str, Any]) -> EcsTask:
         private_ip=_private_ip(raw),
         started_at=raw.get("startedAt"),
         stopped_reason=str(raw.get("stoppedReason", "")),
+        availability_zone=str(raw.get("availabilityZone", "")),
+        task_definition_arn=str(raw.get("taskDefinitionArn", "")),
     )

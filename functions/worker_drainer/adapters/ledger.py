@@ -94,6 +94,14 @@ class Ledger(Protocol):
         """Delete the open intent; False when another run closed it first."""
         ...
 
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        """Record that a group event holds the service's TTS drains for ``ttl_seconds`` from ``now``."""
+        ...
+
+    def group_event(self, now: datetime) -> str | None:
+        """The group event holding the service's TTS drains at ``now``, if one does."""
+        ...
+
 
 class DynamoLedger:
     def __init__(self, table_name: str, service: str, client: DynamoDBClient | None = None) -> None:
@@ -247,6 +255,31 @@ class DynamoLedger:
             return False
         return True
 
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
+        item = _group_event_key(self.service) | {
+            "description": {"S": description},
+            "expires_at": {"N": str(int(now.timestamp()) + ttl_seconds)},
+        }
+        self._call(lambda: self._client.put_item(TableName=self.table_name, Item=item), self.service)
+
+    def group_event(self, now: datetime) -> str | None:
+        # A Query, as the ledger's other reads: the drainer's role is granted Query, not GetItem.
+        key = _group_event_key(self.service)
+        found = self._call(
+            lambda: self._client.query(
+                TableName=self.table_name,
+                KeyConditionExpression="pk = :pk AND sk = :sk",
+                ExpressionAttributeValues={":pk": key["pk"], ":sk": key["sk"]},
+                ConsistentRead=True,
+            ),
+            self.service,
+        )
+        # DynamoDB deletes expired items lazily: an item past its expiry no longer holds.
+        live = [
+            item for item in found.get("Items", []) if int(item["expires_at"]["N"]) > int(now.timestamp())
+        ]
+        return str(live[0]["description"]["S"]) if live else None
+
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
         try:
             self._call(request, resource, conditional=True)
@@ -262,3 +295,7 @@ class DynamoLedger:
                 if conditional and exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
                     raise LedgerCondition from exc
                 raise
+
+
+def _group_event_key(service: str) -> dict[str, Any]:
+    return {"pk": {"S": f"group-event#{service}"}, "sk": {"S": "group-event"}}

@@ -19,7 +19,7 @@ from typing import Protocol
 from fleet_remediation.adapters.logs_insights import LogsInsights, Row
 from fleet_remediation.adapters.windowed_insights import ResultTruncatedError as ResultTruncatedError
 from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
-from fleet_remediation.contract.signals import Signal, SignalCatalog
+from fleet_remediation.contract.signals import TTS_COLUMNS, Signal, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, InvalidEventError
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.task_reach import TaskReach
@@ -159,16 +159,10 @@ def tts_outcomes_query(catalog: SignalCatalog, log_stream: str) -> str:
     """Per job on one stream: responses started, first audio frames and first-audio timeouts."""
     if not STREAM_NAME.fullmatch(log_stream):
         raise InvalidEventError(f"log stream name {log_stream!r} has characters a query cannot carry")
-    signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
-    either = " or ".join(signal.insights_filter().removeprefix("filter ") for signal in signals)
-    counts = ", ".join(
-        f'sum(strcontains({signal.field}, "{signal.text}")) as {name}'
-        for signal, name in zip(signals, ("responses", "first_frames", "timeouts"), strict=True)
-    )
     return "\n| ".join(
         [
-            f'filter ({either}) and ispresent(job_id) and @logStream = "{log_stream}"',
-            f"stats {counts} by job_id, @logStream",
+            f'filter ({catalog.tts_selector()}) and ispresent(job_id) and @logStream = "{log_stream}"',
+            f"stats {catalog.tts_sums()} by job_id, @logStream",
             f"limit {MAX_TTS_JOBS}",
         ]
     )
@@ -240,15 +234,9 @@ class InsightsWorkerLogs:
             self.insights, self.log_group, query, (start, end), deadline, limit=MAX_TTS_JOBS
         )
         self.calls += len(pieces)
-        rows = summed(pieces, ("job_id", "@logStream"), ("responses", "first_frames", "timeouts"))
+        rows = summed(pieces, ("job_id", "@logStream"), TTS_COLUMNS)
         return [
-            JobOutcome(
-                log_stream=row["@logStream"],
-                job_id=row["job_id"],
-                responses=int(_number(row, "responses")),
-                first_frames=int(_number(row, "first_frames")),
-                timeouts=int(_number(row, "timeouts")),
-            )
+            JobOutcome(row["job_id"], row["@logStream"], *SignalCatalog.tts_totals(row))
             for row in rows
             if row.get("@logStream") and row.get("job_id")
         ]

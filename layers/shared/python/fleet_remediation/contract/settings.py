@@ -36,6 +36,7 @@ from fleet_remediation.contract.sections import (
     TtsReachSection,
 )
 from fleet_remediation.contract.signals import SignalSettings
+from fleet_remediation.contract.task_reach import TaskReachSettings
 
 
 class FunctionSettings(BaseSettings):
@@ -154,6 +155,9 @@ class TtsReachSettings(ServiceFunctionSettings):
     ecs_cluster: str | None = Field(default=None, min_length=1, description="For the suspect task's link.")
     detection: DetectionConfig = DetectionConfig()
     tts_reach: TtsReachSection = TtsReachSection()
+    # The drainer's per-task test (drainer.task_reach): the responder judges per-task rows with it
+    # when the window holds more jobs than its per-job read can take.
+    task_reach: TaskReachSettings = TaskReachSettings()
     scan_budget: ScanBudgetSection = ScanBudgetSection()
     scan_budget_table_name: str | None = Field(
         default=None, min_length=1, description="The hourly scan tally (none: looks are not budgeted)."

@@ -17,6 +17,16 @@ Public API (other functions rely on it; keep it stable)::
     catalog.slow_vad.value_filter_pattern()    # the lines that also carry a numeric ``delay``
     catalog.slow_vad.metric_name / value_metric_name   # SlowVadInferences / SlowVadInferencesDelay
     catalog.response_started / catalog.first_audio_frame   # the TTS-reach pair
+    catalog.response_started.summary_filter_pattern()   # the agent package's summary line, metric
+    catalog.response_started.summary_metric_value()     # value ``$.responses`` (filters sum it)
+    catalog.tts_selector() / catalog.tts_sums() / catalog.tts_totals(row)   # one row of TTS counts
+    catalog.tts_counts(record)                 # offline: what one line adds to each TTS count
+
+Two line formats feed the TTS counts, both on by default and never both written by one agent:
+per-response lines (one line per event, counted 1 each: a team's own lines) and the agent
+package's compact summary (``summary_text``: one line per job process and interval carrying the
+counts ``responses``, ``first_frames``, ``late_frames``; decision 0015). First-audio timeouts are
+always one line per event: the responder names the failing rooms from them.
 
 The worker drainer builds per-log-stream statistics from ``catalog.slow_vad.insights_filter()``
 and ``catalog.slow_vad.value_field`` (``delay``), e.g.
@@ -29,72 +39,21 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, model_validator
+from fleet_remediation.contract.signal_settings import MatchKind as MatchKind
+from fleet_remediation.contract.signal_settings import SignalDefinition as SignalDefinition
+from fleet_remediation.contract.signal_settings import SignalSettings as SignalSettings
 
-from fleet_remediation.contract.models import StrictModel
-
-# A plain JSON key: usable unquoted as ``$.key`` in a metric-filter pattern and as a Logs Insights field.
-FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-# Text that needs no escaping in either language: no quotes, backslashes, wildcards or slashes.
-TEXT_PATTERN = r'^[^"\\*/]+$'
-
-
-class MatchKind(StrEnum):
-    EXACT = "exact"
-    CONTAINS = "contains"
-
-
-class SignalDefinition(StrictModel):
-    """Where one signal lives in an agent's JSON log line (one entry per environment in cdk.json)."""
-
-    field: str = Field(default="message", pattern=FIELD_PATTERN, description="JSON key holding the text.")
-    text: str = Field(
-        min_length=1,
-        max_length=200,
-        pattern=TEXT_PATTERN,
-        description="The text the field holds (or contains).",
-    )
-    match: MatchKind = Field(
-        default=MatchKind.EXACT, description="exact: the whole value is the text; contains: a substring."
-    )
-    value_field: str | None = Field(
-        default=None, pattern=FIELD_PATTERN, description="Numeric JSON key carried by the line, if any."
-    )
-
-
-class SignalSettings(StrictModel):
-    """The signals, with defaults taken from the incident report and the livekit source.
-
-    ``slow_vad`` matches both the silero plugin ("inference is slower than realtime") and
-    livekit-agents' own inference VAD ("VAD inference is slower than realtime"); ``delay`` is the
-    cumulative backlog in seconds.
-    """
-
-    slow_vad: SignalDefinition = SignalDefinition(
-        text="inference is slower than realtime", match=MatchKind.CONTAINS, value_field="delay"
-    )
-    response_started: SignalDefinition = SignalDefinition(text="agent_response_started")
-    first_audio_frame: SignalDefinition = SignalDefinition(text="tts_node_first_audio_frame")
-    # Written by livekit_fleet_agent's emitter when no first audio frame follows a response start in
-    # time: a silent TTS becomes a countable event instead of a missing one.
-    first_audio_timeout: SignalDefinition = SignalDefinition(text="tts_first_audio_timeout")
-
-    @model_validator(mode="after")
-    def _tts_signals_distinguishable(self) -> SignalSettings:
-        # The responder's query counts the TTS events with strcontains(): no text may hold another.
-        texts = {
-            "response_started": self.response_started.text,
-            "first_audio_frame": self.first_audio_frame.text,
-            "first_audio_timeout": self.first_audio_timeout.text,
-        }
-        for name, text in texts.items():
-            for other, other_text in texts.items():
-                if name != other and text in other_text:
-                    raise ValueError(f"{other}.text must not contain {name}.text")
-        return self
+# The alias suffix of a summary field's sum in an Insights ``stats`` (``SignalCatalog.tts_sums``).
+SUMMED_SUFFIX = "_summed"
+# The per-task TTS counts, in the order ``tts_sums`` and ``tts_totals`` give them.
+TTS_COUNTS = ("responses", "first_frames", "timeouts", "late_frames")
+# The key of the agent package's lines naming the TTS endpoint (provider and region) a task's
+# responses used: a group the product cannot see in ECS (decision 0015).
+TTS_ENDPOINT_FIELD = "tts_endpoint"
+# Every column ``tts_sums`` may return (a piece-wise read sums each of them).
+TTS_COLUMNS = tuple(column for name in TTS_COUNTS for column in (name, name + SUMMED_SUFFIX))
 
 
 @dataclass(frozen=True)
@@ -107,6 +66,8 @@ class Signal:
     text: str
     match: MatchKind
     value_field: str | None = None
+    summary_text: str | None = None
+    summary_field: str | None = None
 
     # --- CloudWatch Logs metric filter -------------------------------------------------------------
     def metric_filter_pattern(self) -> str:
@@ -121,6 +82,16 @@ class Signal:
             return None
         value = f"*{self.text}*" if self.match is MatchKind.CONTAINS else self.text
         return f'{{ $.{self.field} = "{value}" && $.{self.value_field} >= 0 }}'
+
+    def summary_filter_pattern(self) -> str | None:
+        """The agent package's summary lines that count this signal (at least once: a zero publishes
+        nothing); the metric filter's value is ``summary_metric_value()``, so the metric sums them."""
+        if self.summary_text is None or self.summary_field is None:
+            return None
+        return f'{{ $.message = "{self.summary_text}" && $.{self.summary_field} >= 1 }}'
+
+    def summary_metric_value(self) -> str | None:
+        return f"$.{self.summary_field}" if self.summary_field else None
 
     @property
     def value_metric_name(self) -> str | None:
@@ -137,7 +108,27 @@ class Signal:
         """The filter followed by the caller's commands (``stats``, ``sort``...), one per line."""
         return "\n| ".join([self.insights_filter(), *commands])
 
+    def insights_sums(self, alias: str) -> list[str]:
+        """The aggregates that count this signal in a ``stats`` command: its own lines as ``alias``,
+        the summaries' field as ``alias``_summed (add the two: ``total``)."""
+        sums = [f'sum(strcontains({self.field}, "{self.text}")) as {alias}']
+        if self.summary_field is not None:
+            sums.append(f"sum({self.summary_field}) as {alias}{SUMMED_SUFFIX}")
+        return sums
+
     # --- offline evaluator (exported log events) -----------------------------------------------------
+    def count(self, record: Mapping[str, Any]) -> int:
+        """What one parsed line adds to this signal's count: 1 for its own line, the summary's field
+        when it is a whole number of at least 1 (what the summary metric filter publishes), else 0."""
+        if self.matches(record):
+            return 1
+        if self.summary_field is None or record.get("message") != self.summary_text:
+            return 0
+        raw = record.get(self.summary_field)
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 1:
+            return 0
+        return int(raw)
+
     def matches(self, record: Mapping[str, Any]) -> bool:
         """Whether one parsed JSON log line is this signal."""
         actual = record.get(self.field)
@@ -162,6 +153,8 @@ class SignalCatalog:
     response_started: Signal
     first_audio_frame: Signal
     first_audio_timeout: Signal
+    late_first_frame: Signal
+    summary_text: str = "agent_tts_summary"
 
     @classmethod
     def from_settings(cls, settings: SignalSettings) -> SignalCatalog:
@@ -173,6 +166,8 @@ class SignalCatalog:
                 text=definition.text,
                 match=definition.match,
                 value_field=definition.value_field,
+                summary_text=settings.summary_text if definition.summary_field else None,
+                summary_field=definition.summary_field,
             )
 
         return cls(
@@ -182,6 +177,8 @@ class SignalCatalog:
             first_audio_timeout=build(
                 "first_audio_timeout", "TtsFirstAudioTimeouts", settings.first_audio_timeout
             ),
+            late_first_frame=build("late_first_frame", "TtsLateFirstAudioFrames", settings.late_first_frame),
+            summary_text=settings.summary_text,
         )
 
     @classmethod
@@ -189,7 +186,53 @@ class SignalCatalog:
         return cls.from_settings(SignalSettings())
 
     def __iter__(self) -> Iterator[Signal]:
-        return iter((self.slow_vad, self.response_started, self.first_audio_frame, self.first_audio_timeout))
+        return iter((self.slow_vad, *self.tts_signals))
+
+    @property
+    def tts_signals(self) -> tuple[Signal, Signal, Signal, Signal]:
+        """In ``TTS_COUNTS`` order."""
+        return (
+            self.response_started,
+            self.first_audio_frame,
+            self.first_audio_timeout,
+            self.late_first_frame,
+        )
+
+    # --- one row of TTS counts (every query that counts responses, frames and timeouts) -----------
+    def tts_selector(self) -> str:
+        """The Insights condition selecting every line that counts towards a TTS count."""
+        own = [signal.insights_filter().removeprefix("filter ") for signal in self.tts_signals]
+        if any(signal.summary_field for signal in self.tts_signals):
+            own.append(f'message = "{self.summary_text}"')
+        return " or ".join(own)
+
+    def tts_sums(self) -> str:
+        """The aggregates of a ``stats`` command counting ``TTS_COUNTS`` (read back with ``tts_totals``)."""
+        return ", ".join(
+            expression
+            for signal, alias in zip(self.tts_signals, TTS_COUNTS, strict=True)
+            for expression in signal.insights_sums(alias)
+        )
+
+    @staticmethod
+    def tts_totals(row: Mapping[str, str]) -> tuple[int, int, int, int]:
+        """``TTS_COUNTS`` from one result row of ``tts_sums`` (a sum over no value reads empty: 0).
+        A non-numeric value raises ValueError."""
+
+        def number(key: str) -> int:
+            raw = row.get(key) or "0"
+            try:
+                return int(float(raw))
+            except ValueError:
+                raise ValueError(f"non-numeric {key}: {raw!r}") from None
+
+        totals = [number(alias) + number(alias + SUMMED_SUFFIX) for alias in TTS_COUNTS]
+        return totals[0], totals[1], totals[2], totals[3]
+
+    def tts_counts(self, record: Mapping[str, Any]) -> tuple[int, int, int, int]:
+        """Offline: what one parsed line adds to each of ``TTS_COUNTS``."""
+        counts = [signal.count(record) for signal in self.tts_signals]
+        return counts[0], counts[1], counts[2], counts[3]
 
 
 def _camel(name: str) -> str:

@@ -48,6 +48,40 @@ class TaskReachSettings(StrictModel):
         le=1,
         description="At this share of tasks failing on their own the failure is fleet-wide: notify only.",
     )
+    trend_p: float = Field(
+        default=0.001,
+        gt=0,
+        lt=1,
+        description=(
+            "A looser level: a task with >= 2 missing first frames at this p-value is 'failing too' when "
+            "the rule asks whether the failure is shared (fleet-wide, or by a group)."
+        ),
+    )
+    group_alpha: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description=(
+            "A group (zone, task-definition revision, TTS endpoint, start cohort) holding this many of the "
+            "failing tasks by chance at most this often is a group event: notify, drain nobody."
+        ),
+    )
+    group_min_tasks: int = Field(default=2, ge=2, description="Failing tasks a group event needs, at least.")
+    group_hold_minutes: int = Field(
+        default=15,
+        ge=0,
+        le=240,
+        description="After a group event was last seen, no task is cordoned on TTS evidence for this long.",
+    )
+    start_cohort_minutes: int = Field(
+        default=10, ge=1, le=1440, description="Tasks started within the same such slice form a start cohort."
+    )
+    warmup_minutes: float = Field(
+        default=5.0,
+        ge=0,
+        le=60,
+        description="A task this young is suspect only when silent (no first frame at all in the window).",
+    )
 
     def level(self, tasks: int) -> float:
         """The per-task, per-tick significance for a fleet of ``tasks``."""
@@ -60,5 +94,8 @@ class TaskReachSettings(StrictModel):
             f">= {self.min_failing_share:.0%} of its responses, and "
             f"binomial p <= {self.false_cordons_per_day:g}/day / (ticks a day x tasks) against "
             f"max({self.expected_timeout_rate:.2%}, the rest of the fleet's rate); fleet-wide (no "
-            f"cordon) at {self.fleet_wide_fraction:.0%} of tasks failing"
+            f"cordon) at {self.fleet_wide_fraction:.0%} of tasks failing; a group event (no cordon) when "
+            f">= {self.group_min_tasks} failing tasks share a zone, revision, TTS endpoint or start cohort "
+            f"beyond chance (p <= {self.group_alpha:g}); tasks younger than {self.warmup_minutes:g} min "
+            "only when silent"
         )

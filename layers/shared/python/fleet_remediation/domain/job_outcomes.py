@@ -21,10 +21,12 @@ class JobOutcome:
     responses: int
     first_frames: int
     timeouts: int = 0
+    # First frames that came after their response's timeout line: slow, not silent.
+    late_frames: int = 0
 
     @property
     def failed(self) -> bool:
-        return (self.responses > 0 and self.first_frames == 0) or self.timeouts > 0
+        return (self.responses > 0 and self.first_frames == 0) or self.timeouts > self.late_frames
 
 
 def failing_jobs(jobs: Iterable[JobOutcome]) -> list[JobOutcome]:
@@ -36,22 +38,21 @@ class JobOutcomeCounter:
     over lines that carry a ``job_id``), taken from parsed log lines."""
 
     def __init__(self, catalog: SignalCatalog) -> None:
-        self._signals = (catalog.response_started, catalog.first_audio_frame, catalog.first_audio_timeout)
+        self._catalog = catalog
         self._counts: dict[tuple[str, str], list[int]] = {}
 
     def add(self, log_stream: str, record: Mapping[str, Any]) -> bool:
         """Count one line; whether it was one of the job's TTS signals."""
         job_id = record.get("job_id")
-        hits = [signal.matches(record) for signal in self._signals]
+        hits = self._catalog.tts_counts(record)
         if not isinstance(job_id, str) or not job_id or not any(hits):
             return False
-        counts = self._counts.setdefault((job_id, log_stream), [0, 0, 0])
+        counts = self._counts.setdefault((job_id, log_stream), [0, 0, 0, 0])
         for index, hit in enumerate(hits):
-            counts[index] += int(hit)
+            counts[index] += hit
         return True
 
     def outcomes(self) -> list[JobOutcome]:
         return [
-            JobOutcome(job_id, stream, responses, frames, timeouts)
-            for (job_id, stream), (responses, frames, timeouts) in sorted(self._counts.items())
+            JobOutcome(job_id, stream, *counts) for (job_id, stream), counts in sorted(self._counts.items())
         ]
