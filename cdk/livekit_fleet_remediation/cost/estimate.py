@@ -193,7 +193,7 @@ def _document(
             "baseline": round(priced.baseline.peak_hour_bytes(load.agent_bytes_per_minute) / GB, 3)
         },
         "notes": [
-            "drills: no drill feature is deployed; when one is, its runs are a line here",
+            "drills: lkfr drill tags one task and reads what lkfr audit reads: fractions of a cent a drill",
             "xray: every invocation is a trace (active tracing); traces retrieved are priced only when given",
         ],
     }
