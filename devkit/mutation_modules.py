@@ -184,8 +184,12 @@ MODULES: tuple[Module, ...] = (
     Module(
         "action_events",
         "action events: their contract, the per-run cap and the summary of what was not sent",
-        (f"{_FR}/adapters/action_events.py", f"{_FR}/contract/action_events.py"),
-        ("tests/unit/test_pipeline.py", "tests/faults/test_side_effect_outcomes.py"),
+        (f"{_FR}/adapters/action_events.py", f"{_FR}/contract/action_events.py", f"{_FR}/core/announce.py"),
+        (
+            "tests/unit/test_pipeline.py",
+            "tests/unit/test_action_event_cap.py",
+            "tests/faults/test_side_effect_outcomes.py",
+        ),
     ),
     Module(
         "chat_actions",
