@@ -149,6 +149,7 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_task_reach.py",
+            "tests/unit/test_task_reach_edges.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_silent_task.py",
             "tests/integration/test_worker_drainer_task_scope.py",
@@ -165,6 +166,7 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_disruption_window.py",
+            "tests/unit/test_drainer_step_holds.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_holds.py",
             "tests/integration/test_reaper_holds.py",
