@@ -9,8 +9,10 @@ the one report, none fails the invocation."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,11 +23,13 @@ from moto import mock_aws
 from devkit.fakes.aws_faults import Ambiguous, TookEffect
 from devkit.fakes.logs_insights import FakeInsightsClient
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, ScanStoppedError
 from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
     CloudWatchIncomingBytes,
     DynamoDBScanTally,
+    LookPolicy,
+    LookSkippedError,
     ScanBudget,
 )
 from fleet_remediation.contract.budgets import SCAN_TALLY_CALL
@@ -71,6 +75,8 @@ def job_rows(query: str, start: datetime, end: datetime) -> list[dict[str, objec
 class Budgeted:
     aws: Aws
     client: FakeInsightsClient
+    # What the look policy was told (problems with the tally).
+    problems: list[Exception] = field(default_factory=list)
 
     def spend(self, scanned: float) -> None:
         DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)).add(HOUR, scanned)
@@ -185,3 +191,76 @@ def test_a_tally_add_that_may_have_landed_is_never_sent_again(
     (error,) = report["errors"]
     assert "UpdateItem (scan tally)" in error["message"]
     assert budgeted.spent() == pytest.approx(2 * 0.30 * GB)
+
+
+# --- unknown is not zero, and the budget's edges, on the budgeted adapter itself ------------------
+
+
+def _look(budgeted: Budgeted, priority: bool = False) -> Any:
+    """One look over the re-check's window, straight through ``BudgetedInsights``."""
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    insights.policy = LookPolicy(priority=priority, problem=budgeted.problems.append)
+    group = budgeted.aws.deps.settings.agent_log_group
+    return insights.run_query(group, "stats count(*)", T0 - timedelta(minutes=32), T0, time.monotonic() + 20)
+
+
+@pytest.mark.parametrize(
+    "unreadable",
+    ["table gone", "count a string", "count missing"],
+)
+def test_an_unreadable_tally_skips_a_recheck_and_lets_an_alarms_look_run(
+    budgeted: Budgeted, unreadable: str
+) -> None:
+    """A tally that cannot be read (the table gone; an item whose count is not a number) is unknown
+    spend, never "nothing spent": a scheduled re-check is skipped; the look a new ALARM triggers
+    still runs, and the unreadable tally is reported."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    if unreadable == "table gone":
+        dynamodb.delete_table(TableName=TALLY_TABLE)
+    else:
+        count = {"S": "lots"} if unreadable == "count a string" else None
+        item = {"hour": {"S": HOUR}, "expires_at": {"N": "1"}} | ({"scanned_bytes": count} if count else {})
+        dynamodb.put_item(TableName=TALLY_TABLE, Item=item)
+    with pytest.raises(LookSkippedError, match="this hour's spend is unreadable"):
+        _look(budgeted)
+    assert budgeted.client.started == [], "a skipped re-check starts no query"
+    assert _look(budgeted, priority=True).rows is not None
+    assert len(budgeted.client.started) == 1
+    assert budgeted.problems, "the unreadable tally is told"
+
+
+@pytest.mark.parametrize(
+    ("spent", "estimate", "runs"),
+    [
+        (9 * GB, 1 * GB - 1, True),
+        (9 * GB, 1 * GB, True),
+        (9 * GB, 1 * GB + 1, False),
+        (CEILING - 1, 0.0, True),
+        (CEILING, 0.0, False),
+        (CEILING + 1, 0.0, False),
+    ],
+    ids=[
+        "estimate-under-left",
+        "estimate-at-left",
+        "estimate-over-left",
+        "spent-under",
+        "spent-at",
+        "spent-over",
+    ],
+)
+def test_a_recheck_runs_up_to_exactly_what_is_left(
+    budgeted: Budgeted, spent: float, estimate: float, runs: bool
+) -> None:
+    budgeted.spend(spent)
+    if estimate:
+        budgeted.incoming(estimate)
+    if runs:
+        # It starts (a byte left is room to start; the running look is then stopped at what is left).
+        with contextlib.suppress(ScanStoppedError):
+            _look(budgeted)
+        assert len(budgeted.client.started) == 1
+    else:
+        with pytest.raises(LookSkippedError):
+            _look(budgeted)
+        assert budgeted.client.started == []

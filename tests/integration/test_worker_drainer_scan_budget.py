@@ -92,3 +92,13 @@ def test_the_look_the_vad_alarm_triggers_goes_ahead_over_a_spent_budget(budgeted
     assert [c for c in report["candidates"] if c["reason"].startswith("scan budget")] == []
     assert budgeted.client.started, "the ALARM's statistics were read"
     assert budgeted.tally.spent(budgeted.hour()) > 10 * GB
+
+
+def test_the_ticks_per_task_look_is_skipped_when_the_hours_tally_is_unreadable(budgeted: Budgeted) -> None:
+    """Unknown spend is not zero: with the tally table gone, the scheduled look is not run unbounded."""
+    boto3.client("dynamodb").delete_table(TableName=TALLY_TABLE)
+    report = budgeted.invoke(schedule_event(budgeted.world.now))
+    assert budgeted.client.started == []
+    (skip,) = [c for c in report["candidates"] if c["reason"].startswith("scan budget")]
+    assert skip["decision"] == "skip"
+    assert "this hour's spend is unreadable" in skip["reason"]
