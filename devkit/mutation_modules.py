@@ -213,6 +213,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_cli.py",
             "tests/unit/test_redrive_events.py",
+            "tests/integration/test_undo_production_client.py",
             "tests/integration/test_plan_cli.py",
             "tests/integration/test_plan_errors.py",
             "tests/integration/test_dead_letter_redrive.py",
