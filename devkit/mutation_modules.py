@@ -54,6 +54,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_routing_and_budgets.py",
             "tests/unit/test_reap_switch_reads.py",
+            "tests/unit/test_reaper_routes_every_service.py",
             "tests/integration/test_kill_switch.py",
             "tests/integration/test_agent_services.py",
         ),
