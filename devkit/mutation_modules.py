@@ -80,7 +80,11 @@ MODULES: tuple[Module, ...] = (
         "tts_reach",
         "the responder's analysis, its hypergeometric test and its service",
         ("tts_reach_alarm/analysis.py", "tts_reach_alarm/hypergeometric.py", "tts_reach_alarm/service.py"),
-        ("tests/unit/test_tts_reach_analysis.py", "tests/integration/test_tts_reach_alarm.py"),
+        (
+            "tests/unit/test_tts_reach_analysis.py",
+            "tests/unit/test_tts_reach_edges.py",
+            "tests/integration/test_tts_reach_alarm.py",
+        ),
         ("tests/unit/test_tts_reach_analysis.py::test_five_thousand_jobs_take_well_under_a_second_of_cpu",),
     ),
     Module(
@@ -191,7 +195,8 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_pipeline.py",
             "tests/unit/test_action_event_cap.py",
-            "tests/faults/test_side_effect_outcomes.py",
+            # The one fault test of the action events (the file's other faults take minutes).
+            "tests/faults/test_side_effect_outcomes.py::test_an_action_event_that_may_have_landed_is_put_once",
         ),
     ),
     Module(
