@@ -93,6 +93,11 @@ def stage(module: Module) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, source in PACKAGES.items():
         _sync(source, folder / name)
+    for path in module.mutated:
+        mutant = folder / "mutants" / path
+        if mutant.exists() and "__mutmut_" not in mutant.read_text():
+            # Copied unmutated before the file was listed here: mutmut would take it as done.
+            mutant.unlink()
     quoted = "[" + ", ".join(f'"{item}"' for item in module.mutated) + "]"
     tests = "[" + ", ".join(f'"{item}"' for item in module.tests) + "]"
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)

@@ -195,6 +195,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_pipeline.py",
             "tests/unit/test_action_event_cap.py",
+            "tests/unit/test_action_event_outcomes.py",
             # The one fault test of the action events (the file's other faults take minutes).
             "tests/faults/test_side_effect_outcomes.py::test_an_action_event_that_may_have_landed_is_put_once",
         ),
