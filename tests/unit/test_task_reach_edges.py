@@ -56,15 +56,15 @@ def test_a_task_is_named_from_exactly_the_minimum_failing_share(responses: int, 
     assert verdict.suspect is named
 
 
-def _settings_whose_level_is(p: float) -> TaskReachSettings:
-    """Settings for a fleet of one whose per-tick level is exactly ``p`` (as a float)."""
+def _settings_whose_level_is(p: float, tasks: int = 1) -> TaskReachSettings:
+    """Settings for a fleet of ``tasks`` whose per-tick level is exactly ``p`` (as a float)."""
     base = TaskReachSettings(tick_minutes=60)
-    per_day = p * (1440 / base.tick_minutes)
+    per_day = p * (1440 / base.tick_minutes) * tasks
     for _ in range(64):
         settings = base.model_copy(update={"false_cordons_per_day": per_day})
-        if settings.level(1) == p:
+        if settings.level(tasks) == p:
             return settings
-        per_day = math.nextafter(per_day, math.inf if settings.level(1) < p else -math.inf)
+        per_day = math.nextafter(per_day, math.inf if settings.level(tasks) < p else -math.inf)
     raise AssertionError("no setting gives this level exactly")
 
 
@@ -128,3 +128,16 @@ def test_the_fleet_is_the_larger_of_the_running_tasks_and_the_streams_seen() -> 
     assert assess_task_reach(rows, settings, 10).fleet_wide
     # 20 streams, 30 running: 4 is under 20 % of 30.
     assert not assess_task_reach(rows, settings, 30).fleet_wide
+
+
+@pytest.mark.parametrize("step", [-1, 0], ids=["level-below-p", "level-at-p"])
+def test_a_task_failing_at_exactly_the_level_counts_towards_a_fleet_wide_failure(step: int) -> None:
+    rows = [TaskReach(_stream(i), responses=3, first_frames=0, timeouts=3) for i in range(2)]
+    p = binomial_tail(3, 3, TaskReachSettings().expected_timeout_rate)
+    at = _settings_whose_level_is(p, tasks=2)
+    per_day = at.false_cordons_per_day
+    while step and at.model_copy(update={"false_cordons_per_day": per_day}).level(2) == p:
+        per_day = math.nextafter(per_day, -math.inf)
+    settings = at.model_copy(update={"false_cordons_per_day": per_day, "fleet_wide_fraction": 0.2})
+    found = assess_task_reach(rows, settings, 2)
+    assert found.fleet_wide is (step == 0)
