@@ -10,8 +10,10 @@ import math
 
 import pytest
 
+from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
 from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.task_reach_query import task_reach_query
 
 HEALTHY = TaskReach("agent/agent/healthy", responses=40, first_frames=40, timeouts=0)
 
@@ -141,3 +143,48 @@ def test_a_task_failing_at_exactly_the_level_counts_towards_a_fleet_wide_failure
     settings = at.model_copy(update={"false_cordons_per_day": per_day, "fleet_wide_fraction": 0.2})
     found = assess_task_reach(rows, settings, 2)
     assert found.fleet_wide is (step == 0)
+
+
+def test_the_per_task_query_is_exactly_the_three_signals_summed_per_stream() -> None:
+    # Pinned as Logs Insights reads it: a wrong separator or field is a query error or a wrong count.
+    assert task_reach_query(SignalCatalog.default()) == (
+        'filter message = "agent_response_started" or message = "tts_node_first_audio_frame" or '
+        'message = "tts_first_audio_timeout"\n'
+        '| stats sum(strcontains(message, "agent_response_started")) as responses, '
+        'sum(strcontains(message, "tts_node_first_audio_frame")) as first_frames, '
+        'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts by @logStream\n'
+        "| limit 10000"
+    )
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "p", "tail"),
+    [
+        (0, 5, 0.1, 1.0),
+        (6, 5, 0.1, 0.0),
+        (1, 10, 0.1, 1.0),  # at the mean: never significant
+        (3, 5, 0.5, 16 / 32),
+        (5, 5, 0.5, 1 / 32),
+    ],
+    ids=["none", "more-than-n", "at-the-mean", "above-the-mean", "all"],
+)
+def test_the_binomial_tail_at_its_edges(k: int, n: int, p: float, tail: float) -> None:
+    assert binomial_tail(k, n, p) == pytest.approx(tail, rel=1e-12)
+
+
+def test_a_rest_of_the_fleet_failing_more_raises_the_baseline_the_task_is_tested_against() -> None:
+    # The task: 5 of 50 (10 %); the rest: 1 of 1 response timed out (rate 1: the whole rest fails).
+    task = TaskReach(_stream(1), responses=50, first_frames=45, timeouts=5)
+    rest = TaskReach(_stream(2), responses=1, first_frames=0, timeouts=1)
+    found = assess_task_reach([task, rest], TaskReachSettings(), 10)
+    (verdict,) = found.tested
+    assert (verdict.responses, verdict.timeouts) == (50, 5)
+    assert verdict.baseline_rate == pytest.approx(1 - 1e-9)
+    assert not verdict.suspect
+    # The same task beside a rest failing at 5 %: tested against 5 %, not against the healthy rate.
+    rest = TaskReach(_stream(2), responses=100, first_frames=95, timeouts=5)
+    found = assess_task_reach([task, rest], TaskReachSettings(min_timeouts=3), 10)
+    (verdict, *_) = found.tested
+    assert verdict.baseline_rate == pytest.approx(0.05)
+    assert verdict.p_value == pytest.approx(binomial_tail(5, 50, 0.05))
+    assert not verdict.suspect
