@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from fleet_remediation.adapters.action_events import EventBridgeActionEvents
-from fleet_remediation.contract.action_events import ENTRIES_PER_PUT, MAX_EVENTS_PER_RUN
+from fleet_remediation.contract.action_events import ENTRIES_PER_PUT, MAX_EVENTS_PER_RUN, event_id
 from fleet_remediation.core.announce import action_events, announce
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Refusal
@@ -87,3 +88,41 @@ def test_one_over_the_cap_sends_the_cap_and_the_summary_says_one_was_not_sent(bu
     assert summary["action_events"] == {"sent": MAX_EVENTS_PER_RUN, "unknown": 0, "failed": 0, "problems": []}
     assert summary["action_events_not_sent"] == 1
     assert sorted(_delivered(bus_queue)) == [f"task-{i:03d}" for i in range(MAX_EVENTS_PER_RUN)]
+
+
+def test_each_event_says_who_acted_where_and_how_and_its_id_names_the_fact() -> None:
+    report = _report(1)
+    report.agent_service = "outbound"
+    report.mode = Mode.DRY_RUN
+    (event,) = action_events(report, "incident-1", NOW)
+    assert (event.environment, event.function, event.agent_service) == ("cap", "worker_drainer", "outbound")
+    assert (event.invocation_id, event.incident_id, event.mode) == ("cap-request", "incident-1", "dry-run")
+    assert (event.resource, event.action, event.outcome) == ("task-000", "cordon", "refused")
+    assert event.id == event_id("worker_drainer", "cap-request", "refusal", "task-000", "cordon", "refused")
+    report.environment = None
+    (unnamed,) = action_events(report, None, NOW)
+    assert unnamed.environment == "unknown"
+
+
+@pytest.mark.parametrize("part", range(6))
+def test_an_event_id_changes_with_each_part_of_its_fact(part: int) -> None:
+    parts = ["worker_drainer", "request", "action", "task", "cordon", "done"]
+    other = [*parts]
+    other[part] = "other"
+    assert event_id(*parts) != event_id(*other)
+    assert len(event_id(*parts)) == 32
+    # Parts are separated: moving a character from one part to the next is another fact.
+    assert event_id("ab", "c") != event_id("a", "bc")
+    assert event_id(None, "x") == event_id("", "x")
+
+
+def test_a_sink_that_is_given_no_events_is_not_called() -> None:
+    calls: list[int] = []
+
+    class Sink:
+        def put(self, events: list[Any]) -> Any:
+            calls.append(len(events))
+            raise AssertionError("no events: nothing to put")
+
+    announce(_report(0), [], Sink(), None)
+    assert calls == []
