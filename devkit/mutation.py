@@ -8,7 +8,7 @@ each module runs in a staging folder of its own, build/mutation/<module>, where 
 at the top level as Lambda sees it.
 
     PYTHONPATH= .venv/bin/python -m devkit.mutation [--module NAME ...|--shard I/N] [--list]
-        [--max-children N] [--survivors] [--diffs] [--report-only] [MUTANT ...]
+        [--jobs N] [--survivors] [--diffs] [--report-only] [MUTANT ...]
 
 A staging folder is kept between runs and only changed files are copied into it, so mutmut's cache
 (build/mutation/<module>/mutants) keeps every verdict whose function and tests did not change: a
@@ -178,7 +178,9 @@ def _own(module: Module, names: list[str]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument(
+        "--jobs", "--max-children", dest="max_children", type=int, default=2, help="mutants tested at once"
+    )
     parser.add_argument(
         "--module", action="append", help="run (or report) only this module; repeatable; --list names them"
     )
