@@ -175,7 +175,7 @@ infra: setup
 faults: setup ## Fault suite (part of make test) with its table: fault, function, time, outcome; then the tally
 	@$(PY) -m pytest -p no:cacheprovider -p tests.faults.table tests/faults -q
 
-mutation: setup ## Mutation check (mutmut) of the decision, executor and adapter modules: survivors and kill rate (MUTATION_ARGS=--survivors, --diffs, --report-only)
+mutation: setup ## Mutation check (mutmut) of every runtime module: survivors and kill rate per module (MUTATION_ARGS="--module NAME", --shard I/N, --list, --survivors, --diffs, --report-only)
 	@PYTHONPATH= $(PY) -m devkit.mutation $(MUTATION_ARGS)
 
 lambda-smoke: setup ## The synthesized functions under AWS's Lambda Runtime Interface Emulator (prints a table)

@@ -11,7 +11,8 @@ Behaviours:
 
 - ``PASS``: forward to ``upstream`` (a moto server) and relay its answer.
 - ``SILENT``: read the request and never answer (until ``behave``/``stop`` releases it).
-- ``SLOW``: wait ``delay_s`` before forwarding.
+- ``SLOW``: answer ``delay_s`` after the request arrived (forwarded at once; the upstream's own
+  time is part of the delay, not added to it, so a loaded machine does not make the answer later).
 - ``THROTTLE``: answer the next ``times`` requests with the protocol's throttling error (HTTP 400,
   ``ThrottlingException`` for JSON protocols, ``Throttling`` for the query protocol of SNS), then
   forward as ``PASS``.
@@ -135,13 +136,13 @@ class AwsEndpoint:
                     release.wait()
                     self.close_connection = True
                     return
-                if behaviour is Behaviour.SLOW:
-                    time.sleep(delay_s)
+                answer_at = time.monotonic() + (delay_s if behaviour is Behaviour.SLOW else 0.0)
                 if behaviour is Behaviour.THROTTLE:
                     self._throttle()
                     return
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 status, reply_headers, reply = endpoint._forward("POST", self.path, headers, body)
+                time.sleep(max(0.0, answer_at - time.monotonic()))
                 self.send_response(status)
                 for name, value in reply_headers:
                     if name.lower() not in (

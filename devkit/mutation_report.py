@@ -1,6 +1,8 @@
-"""The verdicts of the mutation check (``make mutation``), read from mutmut's cache in the staging
-folder, and the tally: per module, then in all, with the kill rate over the mutants checked and over
-those that change behaviour (a mutant that only rewrites the words of a message is counted apart).
+"""The verdicts of the mutation check (``make mutation``), read from mutmut's cache in each module's
+staging folder, and the tally: per file, per module, then in all, with the kill rate over the
+mutants checked and over those that change behaviour (a mutant that only rewrites the words of a
+message, or one listed as equivalent in ``devkit.mutation_modules.EQUIVALENT`` with its reason, is
+counted apart).
 
 mutmut is read in-process (one ``mutmut`` command costs seconds, and there are hundreds of
 survivors); its settings and cache are read from the staging folder, its working folder.
@@ -14,8 +16,10 @@ import os
 import textwrap
 import tokenize
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+
+from devkit.mutation_modules import EQUIVALENT
 
 CAUGHT = ("killed", "timeout")
 
@@ -48,12 +52,17 @@ def mutant_diff(staging: Path, name: str) -> str:
 @contextlib.contextmanager
 def in_staging(staging: Path) -> Iterator[None]:
     # mutmut reads its settings (pyproject.toml) and its cache (mutants/) from the working folder.
+    # Its settings are cached per process: each module's folder has its own.
+    from mutmut.configuration import reset_config
+
     previous = Path.cwd()
     os.chdir(staging)
+    reset_config()
     try:
         yield
     finally:
         os.chdir(previous)
+        reset_config()
 
 
 def is_message_text(diff: str) -> bool:
@@ -84,18 +93,34 @@ def _tokens(source: str) -> list[tuple[int, str]] | None:
         return None
 
 
-def report(staging: Path, verdicts: dict[str, str], show_diffs: bool = False) -> None:
-    """Each surviving mutant that changes behaviour (with its diff when asked), a table per module,
-    and the tally; its last line starts ``mutation: N mutants, K killed (R %)``."""
+def report(staged: Mapping[str, Path], show_diffs: bool = False) -> None:
+    """Each surviving mutant that changes behaviour (with its diff when asked), each equivalent one
+    with its reason, a table per file and per module, and the tally; its last line starts
+    ``mutation: N mutants, K killed (R %)``."""
+    verdicts: dict[str, str] = {}
+    module_of: dict[str, str] = {}
+    for module, folder in staged.items():
+        if not (folder / "mutants").is_dir():
+            print(f"  {module}: not run yet (make mutation MUTATION_ARGS='--module {module}')")
+            continue
+        for name, status in results(folder).items():
+            verdicts[name], module_of[name] = status, module
     survivors = sorted(name for name, status in verdicts.items() if status == "survived")
-    diffs = {name: mutant_diff(staging, name) for name in survivors}
-    text = {name for name in survivors if is_message_text(diffs[name])}
+    diffs = {name: mutant_diff(staged[module_of[name]], name) for name in survivors}
+    apart = {name for name in survivors if is_message_text(diffs[name]) or name in EQUIVALENT}
     for name in survivors:
-        if name not in text:
+        if name in EQUIVALENT:
+            print(f"  equivalent: {name}: {EQUIVALENT[name]}")
+        elif name not in apart:
             print(f"  survived: {name}")
             if show_diffs:
                 print(textwrap.indent(_changed_lines(diffs[name]), "      "))
-    _table(verdicts)
+    _table("file", verdicts, lambda name: name.partition(".x")[0])
+    _table("module", verdicts, module_of.__getitem__, apart)
+    print(_tally(verdicts, survivors, apart))
+
+
+def _tally(verdicts: dict[str, str], survivors: list[str], apart: set[str]) -> str:
     counts = Counter(verdicts.values())
     unchecked = counts["not checked"]
     checked = sum(counts.values()) - unchecked
@@ -105,30 +130,36 @@ def report(staging: Path, verdicts: dict[str, str], show_diffs: bool = False) ->
         for status, n in sorted(counts.items())
         if status not in (*CAUGHT, "survived", "no tests", "not checked")
     )
-    behavioural = checked - len(text)
-    print(
+    equivalent = len(apart & EQUIVALENT.keys())
+    behavioural = checked - len(apart)
+    return (
         f"mutation: {checked} mutants, {caught} killed ({_percent(caught, checked)} %; {counts['timeout']} "
-        f"of them by a timeout), {len(survivors)} survived ({len(text)} only rewrite message text), "
-        f"{counts['no tests']} not reached by a test{others}; over the {behavioural} that change "
-        f"behaviour: {_percent(caught, behavioural)} % killed"
+        f"of them by a timeout), {len(survivors)} survived ({len(apart) - equivalent} only rewrite message "
+        f"text, {equivalent} equivalent), {counts['no tests']} not reached by a test{others}; over the "
+        f"{behavioural} that change behaviour: {_percent(caught, behavioural)} % killed"
         + (f"; {unchecked} more not checked yet (run again to go on)" if unchecked else "")
     )
 
 
-def _table(verdicts: dict[str, str]) -> None:
-    by_module: dict[str, Counter[str]] = {}
+def _table(
+    title: str, verdicts: dict[str, str], group: Callable[[str], str], apart: set[str] | None = None
+) -> None:
+    by_group: dict[str, Counter[str]] = {}
+    set_apart: Counter[str] = Counter()
     for name, status in verdicts.items():
-        by_module.setdefault(name.partition(".x")[0], Counter())[status] += 1
+        by_group.setdefault(group(name), Counter())[status] += 1
+        set_apart[group(name)] += name in (apart or ())
     columns = ("killed", "timeout", "survived", "no tests", "not checked")
-    print(f"  {'module':<44} {'mutants':>7} " + " ".join(f"{c:>11}" for c in columns) + "  killed %")
-    for module, counts in sorted(by_module.items()):
+    last = "  killed % (of behavioural)" if apart is not None else "  killed %"
+    print(f"  {title:<44} {'mutants':>7} " + " ".join(f"{c:>11}" for c in columns) + last)
+    for key, counts in sorted(by_group.items()):
         checked = sum(counts.values()) - counts["not checked"]
         caught = sum(counts[status] for status in CAUGHT)
-        print(
-            f"  {module:<44} {sum(counts.values()):>7} "
-            + " ".join(f"{counts[c]:>11}" for c in columns)
-            + f"  {_percent(caught, checked):>8}"
-        )
+        rate = f"  {_percent(caught, checked):>8}"
+        if apart is not None:
+            rate += f" ({_percent(caught, checked - set_apart[key])})"
+        cells = " ".join(f"{counts[c]:>11}" for c in columns)
+        print(f"  {key:<44} {sum(counts.values()):>7} {cells}{rate}")
 
 
 def _changed_lines(diff: str) -> str:

@@ -134,6 +134,32 @@ def _set(path: str, value: Any) -> Callable[[Event, datetime], Event]:
     return change
 
 
+def _drop(path: str) -> Callable[[Event, datetime], Event]:
+    """A change that removes one (dotted) field of the event."""
+
+    def change(event: Event, now: datetime) -> Event:
+        *parents, last = path.split(".")
+        target = event
+        for key in parents:
+            target = target[key]
+        del target[last]
+        return event
+
+    return change
+
+
+def _copy(source: str, path: str) -> Callable[[Event, datetime], Event]:
+    """A change that sets one (dotted) field to another's value, as it is."""
+
+    def change(event: Event, now: datetime) -> Event:
+        value: Any = event
+        for key in source.split("."):
+            value = value[key]
+        return _set(path, value)(event, now)
+
+    return change
+
+
 def _moved(account: str = ACCOUNT, region: str = REGION) -> Callable[[Event, datetime], Event]:
     """The whole event, its resources' ARNs included, from another account or region: a consistent
     forgery, not a typo."""
@@ -164,6 +190,9 @@ def envelope_cases(route: Route) -> list[Forged]:
         ("time a number in a string", _set("time", lambda now: str(int(now.timestamp()))), INVALID),
         ("time a boolean", _set("time", True), INVALID),
         ("naive time", _set("time", lambda now: iso(now).removesuffix("Z")), INVALID),
+        ("time null", _set("time", None), INVALID),
+        ("time missing", _drop("time"), INVALID),
+        ("time not a time", _set("time", "now-ish"), INVALID),
         ("stale time", _set("time", lambda now: iso(now - stale)), UNTRUSTED),
         ("future time", _set("time", lambda now: iso(now + SKEW + timedelta(minutes=1))), UNTRUSTED),
         ("resources an object", _set("resources", {"0": "arn"}), INVALID),
@@ -234,6 +263,18 @@ def alarm_cases(route: Route) -> list[Forged]:
             _set("detail.state.timestamp", lambda now: iso(now + timedelta(hours=1))),
             UNTRUSTED,
         ),
+        ("state timestamp missing", _drop("detail.state.timestamp"), INVALID),
+        ("state timestamp null", _set("detail.state.timestamp", None), INVALID),
+        ("state timestamp a boolean", _set("detail.state.timestamp", True), INVALID),
+        ("previous state timestamp a number", _set("detail.previousState.timestamp", 1.5e9), INVALID),
+        ("previous state timestamp not a time", _set("detail.previousState.timestamp", "earlier"), INVALID),
+        (
+            "naive previous state timestamp",
+            _set(
+                "detail.previousState.timestamp", lambda now: iso(now - timedelta(hours=1)).removesuffix("Z")
+            ),
+            INVALID,
+        ),
         (
             "future previous state",
             _set("detail.previousState.timestamp", lambda now: iso(now + timedelta(days=1))),
@@ -253,6 +294,42 @@ def alarm_cases(route: Route) -> list[Forged]:
     return [Forged(route, n, change, code) for n, change, code in cases]
 
 
+def _window_time_cases(stale: timedelta) -> list[tuple[str, Callable[[Event, datetime], Any], str]]:
+    """Every malformed form of each of the suspect window's times: wrong types (no coercion), missing,
+    naive, and for the end (the one checked against the clock) stale and future; a start moved so
+    far that the window no longer ends after it."""
+    cases: list[tuple[str, Callable[[Event, datetime], Any], str]] = []
+    for field in ("start", "end"):
+        path = f"detail.window.{field}"
+        cases += [
+            (f"window {field} a number", _set(path, lambda now: now.timestamp()), INVALID),
+            (f"window {field} a boolean", _set(path, True), INVALID),
+            (f"window {field} null", _set(path, None), INVALID),
+            (f"window {field} a list", _set(path, lambda now: [iso(now)]), INVALID),
+            (f"window {field} not a time", _set(path, "just now"), INVALID),
+            (f"window {field} missing", _drop(path), INVALID),
+            (
+                f"naive window {field}",
+                _set(path, lambda now: iso(now - timedelta(minutes=2)).removesuffix("Z")),
+                UNTRUSTED,
+            ),
+        ]
+    cases += [
+        ("stale window end", _set("detail.window.end", lambda now: iso(now - stale)), UNTRUSTED),
+        (
+            "future window end",
+            _set("detail.window.end", lambda now: iso(now + timedelta(minutes=5))),
+            UNTRUSTED,
+        ),
+        (
+            "future window start",
+            _set("detail.window.start", lambda now: iso(now + timedelta(minutes=5))),
+            UNTRUSTED,
+        ),
+    ]
+    return cases
+
+
 def suspect_cases(route: Route) -> list[Forged]:
     stale = timedelta(seconds=route.max_age_seconds) + SKEW + timedelta(minutes=1)
     cases = [
@@ -266,13 +343,15 @@ def suspect_cases(route: Route) -> list[Forged]:
         ("p-value a boolean", _set("detail.p_value", False), INVALID),
         ("task id a number", _set("detail.task_id", 1), INVALID),
         ("window a list", _set("detail.window", []), INVALID),
-        ("window end a number", _set("detail.window.end", lambda now: now.timestamp()), INVALID),
         ("evidence a list", _set("detail.evidence", []), INVALID),
         ("environment a number", _set("detail.environment", 1), INVALID),
-        # Times.
-        ("naive window", _set("detail.window.end", lambda now: iso(now).removesuffix("Z")), UNTRUSTED),
-        ("stale window", _set("detail.window.end", lambda now: iso(now - stale)), UNTRUSTED),
-        ("future window", _set("detail.window.end", lambda now: iso(now + timedelta(minutes=5))), UNTRUSTED),
+        *_window_time_cases(stale),
+        ("window start after its end", _set("detail.window.start", lambda now: iso(now)), UNTRUSTED),
+        (
+            "window start at its end",
+            _copy("detail.window.end", "detail.window.start"),
+            UNTRUSTED,
+        ),
         # Free text.
         ("oversize evidence", _set("detail.evidence", {"note": "e" * 9000}), INVALID),
         ("oversize log stream", _set("detail.log_stream", "l" * 513), INVALID),

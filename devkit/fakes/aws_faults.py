@@ -149,6 +149,10 @@ class TookEffect:
         self.remaining = times
         self.took_effect = 0
         self.throttled = 0
+        # Attempts that sent the faulted request again, byte for byte (a botocore retry, or a new
+        # call with the same parameters): "never repeated" is that this stays 0.
+        self.repeated = 0
+        self._bodies: set[bytes] = set()
         self._read_timeout = float(client.meta.config.read_timeout)
         self._query = client.meta.service_model.protocol == "query"
         self._faulted: set[str] = set()
@@ -156,6 +160,8 @@ class TookEffect:
 
     def _send(self, request: Any, **_: Any) -> AWSResponse | None:
         call = str(request.headers.get("amz-sdk-invocation-id", ""))
+        body = bytes(request.body or b"") if not isinstance(request.body, str) else request.body.encode()
+        self.repeated += body in self._bodies
         if call in self._faulted:
             if self.fault is not Ambiguous.RESET_THEN_THROTTLED:
                 return None
@@ -165,6 +171,7 @@ class TookEffect:
             return None
         self.remaining -= 1
         self._faulted.add(call)
+        self._bodies.add(body)
         self._serve(request)
         self.took_effect += 1
         match self.fault:

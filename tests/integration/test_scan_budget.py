@@ -11,8 +11,10 @@ invocation."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,11 +25,12 @@ from moto import mock_aws
 from devkit.fakes.aws_faults import Ambiguous, TookEffect
 from devkit.fakes.logs_insights import FakeInsightsClient
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, ScanStoppedError
 from fleet_remediation.adapters.scan_budget import (
     BudgetedInsights,
     CloudWatchIncomingBytes,
     DynamoDBScanTally,
+    LookPolicy,
     LookSkippedError,
     ScanBudget,
 )
@@ -76,6 +79,8 @@ def job_rows(query: str, start: datetime, end: datetime) -> list[dict[str, objec
 class Budgeted:
     aws: Aws
     client: FakeInsightsClient
+    # What the look policy was told (problems with the tally).
+    problems: list[Exception] = field(default_factory=list)
 
     def spend(self, scanned: float) -> None:
         DynamoDBScanTally(TALLY_TABLE, boto3.client("dynamodb", region_name=REGION)).add(HOUR, scanned)
@@ -279,3 +284,72 @@ def test_a_tally_add_that_may_have_landed_is_never_sent_again(
     (error,) = report["errors"]
     assert "UpdateItem (scan tally)" in error["message"]
     assert budgeted.spent() == pytest.approx(2 * 0.30 * GB)
+
+
+# --- unknown is not zero, and the budget's edges, on the budgeted adapter itself ------------------
+
+
+def _policy_look(budgeted: Budgeted, priority: bool = False) -> Any:
+    """One look over the re-check's window, straight through ``BudgetedInsights``."""
+    insights = budgeted.aws.deps.insights
+    assert isinstance(insights, BudgetedInsights)
+    insights.policy = LookPolicy(priority=priority, problem=budgeted.problems.append)
+    group = budgeted.aws.deps.settings.agent_log_group
+    return insights.run_query(group, "stats count(*)", T0 - timedelta(minutes=32), T0, time.monotonic() + 20)
+
+
+@pytest.mark.parametrize(
+    "unreadable",
+    ["table gone", "count a string", "count missing"],
+)
+def test_an_unreadable_tally_skips_every_look(budgeted: Budgeted, unreadable: str) -> None:
+    """A tally that cannot be read (the table gone; an item whose count is not a number) is unknown
+    spend, never "nothing spent": a scheduled re-check is skipped, and so is the look a new ALARM
+    triggers (the ceiling holds for every look); no query starts."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    if unreadable == "table gone":
+        dynamodb.delete_table(TableName=TALLY_TABLE)
+    else:
+        count = {"S": "lots"} if unreadable == "count a string" else None
+        item = {"hour": {"S": HOUR}, "expires_at": {"N": "1"}} | ({"scanned_bytes": count} if count else {})
+        dynamodb.put_item(TableName=TALLY_TABLE, Item=item)
+    for priority in (False, True):
+        with pytest.raises(LookSkippedError, match="this hour's spend is unreadable"):
+            _policy_look(budgeted, priority=priority)
+    assert budgeted.client.started == [], "a skipped look starts no query"
+
+
+@pytest.mark.parametrize(
+    ("spent", "estimate", "runs"),
+    [
+        (9 * GB, 1 * GB - 1, True),
+        (9 * GB, 1 * GB, True),
+        (9 * GB, 1 * GB + 1, False),
+        (CEILING - 1, 0.0, True),
+        (CEILING, 0.0, False),
+        (CEILING + 1, 0.0, False),
+    ],
+    ids=[
+        "estimate-under-left",
+        "estimate-at-left",
+        "estimate-over-left",
+        "spent-under",
+        "spent-at",
+        "spent-over",
+    ],
+)
+def test_a_recheck_runs_up_to_exactly_what_is_left(
+    budgeted: Budgeted, spent: float, estimate: float, runs: bool
+) -> None:
+    budgeted.spend(spent)
+    if estimate:
+        budgeted.incoming(estimate)
+    if runs:
+        # It starts (a byte left is room to start; the running look is then stopped at what is left).
+        with contextlib.suppress(ScanStoppedError):
+            _policy_look(budgeted)
+        assert len(budgeted.client.started) == 1
+    else:
+        with pytest.raises(LookSkippedError):
+            _policy_look(budgeted)
+        assert budgeted.client.started == []

@@ -210,6 +210,21 @@ def test_the_same_transition_twice_gives_one_notification(aws: Aws, lambda_conte
     assert second["notifications"] == first["notifications"]
 
 
+def test_two_separate_alarms_of_the_same_alarm_both_act(aws: Aws, lambda_context: Any) -> None:
+    """The once-key names the alarm's state timestamp: a later ALARM of the same alarm (it went OK
+    in between, or was re-raised) is a new fact; it notifies and hands the worker over again."""
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    later = alarm_event(timestamp="2026-09-15T17:43:00.000+0000")
+    later["id"] = "0d6f4f2e-9c1b-4d3e-8a7b-1f2e3d4c5b6a"
+    second = lambda_handler(later, lambda_context, dependencies=aws.deps)
+    assert [(a["action"], a["outcome"]) for a in first["actions"]] == [("emit-suspect-worker", "done")]
+    assert [(a["action"], a["outcome"]) for a in second["actions"]] == [("emit-suspect-worker", "done")]
+    assert len(aws.drain(aws.events_queue)) == 2
+    assert len(aws.drain(aws.sns_queue)) == 2
+    assert second["notifications"] != first["notifications"]
+
+
 def test_ok_sends_one_resolved_notification(aws: Aws, lambda_context) -> None:  # type: ignore[no-untyped-def]
     for _ in range(2):
         report = lambda_handler(alarm_event("OK"), lambda_context, dependencies=aws.deps)

@@ -7,6 +7,7 @@ task's tags from moto through ``FakeEcsTaskMetadataEndpoint``."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -156,23 +157,70 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
         metadata.stop()
 
 
+# How long a thread waits for the other's step before the test fails (not a race: a hang guard).
+HANG_GUARD_SECONDS = 60
+
+
+class OrderedLedger:
+    """The drainer's ledger with the two invocations' interleaving fixed, so that the test does not
+    depend on the machine's load: both have planned the cordon before either takes the lease; the
+    first takes it; the second asks while the first holds it (and is refused); only then does the
+    first release it. Every other call goes to the real ledger."""
+
+    def __init__(
+        self, ledger: Any, first: bool, both_planned: threading.Barrier, order: dict[str, threading.Event]
+    ) -> None:
+        self._ledger, self._first, self._both_planned, self._order = ledger, first, both_planned, order
+        self._planned = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+    def _wait(self, step: str) -> None:
+        assert self._order[step].wait(HANG_GUARD_SECONDS), f"the other invocation never reached {step!r}"
+
+    def acquire(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._planned:
+            self._planned = True
+            self._both_planned.wait(HANG_GUARD_SECONDS)
+        if self._first:
+            lease = self._ledger.acquire(*args, **kwargs)
+            self._order["first holds"].set()
+            return lease
+        self._wait("first holds")
+        try:
+            return self._ledger.acquire(*args, **kwargs)
+        except ConcurrentActionError:
+            self._order["second refused"].set()
+            raise
+
+    def release(self, lease: Any) -> None:
+        if self._first:
+            self._wait("second refused")
+        self._ledger.release(lease)
+
+
 def test_two_concurrent_alarm_invocations_cordon_once(world: DrainerWorld) -> None:
     bad = world.task_ids[1]
     world.slow(bad, count=240, minutes=25)
     desired = world.desired_count()
     reports: list[dict[str, Any]] = []
-    barrier = threading.Barrier(2)
+    both_planned = threading.Barrier(2)
+    order = {"first holds": threading.Event(), "second refused": threading.Event()}
 
-    def invoke() -> None:
+    def invoke(first: bool) -> None:
         deps = world.dependencies()
-        barrier.wait()
+        deps = dataclasses.replace(deps, ledger=OrderedLedger(deps.ledger, first, both_planned, order))
         reports.append(world.invoke(alarm_event(at=world.now), deps))
 
-    threads = [threading.Thread(target=invoke) for _ in range(2)]
+    threads = [threading.Thread(target=invoke, args=(first,)) for first in (True, False)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
+        thread.join(HANG_GUARD_SECONDS)
+    assert order["second refused"].is_set(), (
+        "the second invocation asked for the lease while the first held it"
+    )
     outcomes = sorted(
         outcome for report in reports for (_, action, outcome) in _actions(report) if action == "cordon"
     )

@@ -88,3 +88,29 @@ def test_during_a_rolling_deployment_a_cordon_is_held_and_a_manual_drain_acts(wo
     world.now += timedelta(minutes=1)
     after = world.invoke(schedule_event(world.now))
     assert "held" not in after["summary"]
+
+
+@pytest.mark.parametrize("hold", ["outside the window", "during a deployment"])
+def test_a_stop_is_held_like_a_cordon_and_goes_ahead_once_the_hold_ends(
+    world: DrainerWorld, hold: str
+) -> None:
+    """The stop starts a disruption of its own (the task's last sessions end): held outside the
+    disruption window and while the service deploys, as the cordon is."""
+    deployment = EcsRollingDeployment(world.ecs_client)
+    target = world.task_ids[3]
+    drained = world.invoke({"action": "drain", "task": target, "dry_run": False})
+    assert [a["action"] for a in drained["actions"]] == ["cordon"]
+    world.run_service_scheduler()
+    world.now += timedelta(minutes=1)
+    deployment.rolling = hold == "during a deployment"
+    report = _held(world, schedule_event(world.now)) if hold == "outside the window" else None
+    report = report or world.invoke(schedule_event(world.now))
+    assert report["actions"] == [], report["actions"]
+    assert next(c for c in report["candidates"] if c["resource"] == target)["decision"] == "held"
+    assert world.task(target)["lastStatus"] == "RUNNING"
+    deployment.rolling = False
+    world.now += timedelta(minutes=1)
+    after = world.invoke(schedule_event(world.now))
+    assert [(a["resource"], a["action"], a["outcome"]) for a in after["actions"]] == [
+        (target, "stop", "done")
+    ]

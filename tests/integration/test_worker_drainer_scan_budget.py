@@ -113,3 +113,13 @@ def test_a_flapping_vad_alarm_gets_one_look_per_interval(budgeted: Budgeted) -> 
     assert "flaps" in skips[0], skips
     assert "one look per 10 min" in skips[0], skips
     assert budgeted.tally.spent(budgeted.hour()) > 0, "the first look counted"
+
+
+def test_the_ticks_per_task_look_is_skipped_when_the_hours_tally_is_unreadable(budgeted: Budgeted) -> None:
+    """Unknown spend is not zero: with the tally table gone, the scheduled look is not run unbounded."""
+    boto3.client("dynamodb").delete_table(TableName=TALLY_TABLE)
+    report = budgeted.invoke(schedule_event(budgeted.world.now))
+    assert budgeted.client.started == []
+    (skip,) = [c for c in report["candidates"] if c["reason"].startswith("scan budget")]
+    assert skip["decision"] == "skip"
+    assert "this hour's spend is unreadable" in skip["reason"]

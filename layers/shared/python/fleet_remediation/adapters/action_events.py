@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, EndpointConnectionError
 
-from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE, ENTRIES_PER_PUT, ActionEvent
 from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT
 from fleet_remediation.contract.naming import EVENT_BUS_NAME, EVENT_SOURCE
@@ -23,7 +23,7 @@ from fleet_remediation.core.announce import Announced
 class EventBridgeActionEvents:
     def __init__(self, event_bus_name: str = EVENT_BUS_NAME, client: Any | None = None) -> None:
         self.event_bus_name = event_bus_name
-        self._client = client or aws_client(ACTION_EVENTS_PUT)
+        self._client = guard_side_effects(client) if client else aws_client(ACTION_EVENTS_PUT)
 
     def put(self, events: list[ActionEvent]) -> Announced:
         announced = Announced()

@@ -73,7 +73,17 @@ class DynamoDBScanTally:
             found = self._client.get_item(
                 TableName=self.table_name, Key={"hour": {"S": hour}}, ConsistentRead=True
             )
-        return float(found.get("Item", {}).get("scanned_bytes", {}).get("N", "0"))
+        if "Item" not in found:
+            return 0.0  # no look this hour yet: the first ADD creates the item
+        try:
+            return float(found["Item"]["scanned_bytes"]["N"])
+        except (KeyError, TypeError, ValueError):
+            # Unknown spend is not zero: an item without a readable count is unreadable.
+            raise AwsApiError(
+                "DynamoDB GetItem (scan tally) failed: the hour's item holds no readable scanned_bytes",
+                aws_code="MalformedTally",
+                resource=self.table_name,
+            ) from None
 
     def add(self, hour: str, scanned: float) -> None:
         expires = int((datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC) + TALLY_TTL).timestamp())

@@ -1,0 +1,271 @@
+"""What the mutation check (``make mutation``) mutates, module by module, and the tests that cover
+each module: every runtime module of the shared layer, the three functions, the console commands
+and the construct.
+
+A module here is a named group of source files with the test files that exercise them. Each module
+is staged and run apart (build/mutation/<module>), so one module's run maps and re-runs only its
+own tests: a module takes minutes on two cores, and the whole runtime can be split into shards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    what: str
+    # Staged paths (package at the top level, as Lambda imports it).
+    mutated: tuple[str, ...]
+    tests: tuple[str, ...]
+    # Tests that would fail for the wrong reason under mutmut's instrumentation (CPU-time tests).
+    deselected: tuple[str, ...] = ()
+
+
+_FR = "fleet_remediation"
+_WD = "worker_drainer"
+_CLI = "livekit_fleet_remediation/cli"
+_CONSTRUCTS = "livekit_fleet_remediation/constructs"
+
+MODULES: tuple[Module, ...] = (
+    Module(
+        "reaper",
+        "the reaping policy, its executor and outcomes, and the reaper's service",
+        (
+            f"{_FR}/domain/reaping.py",
+            f"{_FR}/domain/reap_executor.py",
+            f"{_FR}/domain/reap_outcomes.py",
+            "zombie_reaper/service.py",
+        ),
+        (
+            "tests/unit/test_reaper_service.py",
+            "tests/unit/test_reaper_grace_and_journal.py",
+            "tests/unit/test_reap_executor.py",
+            "tests/unit/test_reaping_policy.py",
+            "tests/unit/test_report_bounds.py",
+            "tests/faults/test_reaper_livekit_faults.py",
+        ),
+    ),
+    Module(
+        "routing",
+        "alarm routing, the kill switch and the budgets",
+        (f"{_FR}/core/routing.py", f"{_FR}/core/kill_switch.py", f"{_FR}/contract/budgets.py"),
+        (
+            "tests/unit/test_routing_and_budgets.py",
+            "tests/unit/test_reap_switch_reads.py",
+            "tests/unit/test_reaper_routes_every_service.py",
+            "tests/integration/test_kill_switch.py",
+            "tests/integration/test_agent_services.py",
+        ),
+    ),
+    Module(
+        "shared_adapters",
+        "the shared layer's AWS clients, LiveKit rooms, Logs Insights and once-keys",
+        (
+            f"{_FR}/adapters/aws_clients.py",
+            f"{_FR}/adapters/livekit_rooms.py",
+            f"{_FR}/adapters/logs_insights.py",
+            f"{_FR}/adapters/idempotency.py",
+        ),
+        (
+            "tests/unit/test_clients_from_the_budgeted_factory.py",
+            "tests/unit/test_worker_drainer_insights.py",
+            "tests/integration/test_livekit_rooms_deadlines.py",
+            "tests/integration/test_alarm_states.py",
+            "tests/integration/test_tts_reach_alarm.py",
+        ),
+    ),
+    Module(
+        "tts_reach",
+        "the responder's analysis, its hypergeometric test and its service",
+        ("tts_reach_alarm/analysis.py", "tts_reach_alarm/hypergeometric.py", "tts_reach_alarm/service.py"),
+        (
+            "tests/unit/test_tts_reach_analysis.py",
+            "tests/unit/test_tts_reach_edges.py",
+            "tests/integration/test_tts_reach_alarm.py",
+        ),
+        ("tests/unit/test_tts_reach_analysis.py::test_five_thousand_jobs_take_well_under_a_second_of_cpu",),
+    ),
+    Module(
+        "drainer",
+        "the drainer's ladder, guardrails, executor, saga, capacity, evidence, recovery, validation",
+        tuple(
+            f"{_WD}/{name}.py"
+            for name in (
+                "ladder",
+                "guardrails",
+                "executor",
+                "saga",
+                "capacity",
+                "capacity_keeper",
+                "evidence",
+                "recovery",
+                "validation",
+            )
+        ),
+        (
+            "tests/unit/test_worker_drainer_attribution.py",
+            "tests/unit/test_worker_drainer_capacity.py",
+            "tests/unit/test_worker_drainer_ladder.py",
+            "tests/unit/test_worker_drainer_ladder_safety.py",
+            "tests/unit/test_worker_drainer_reporting.py",
+            "tests/unit/test_worker_drainer_stats.py",
+            "tests/unit/test_worker_drainer_validation.py",
+            "tests/integration/test_worker_drainer.py",
+            "tests/integration/test_worker_drainer_safety.py",
+            "tests/faults/test_drainer_saga_faults.py",
+        ),
+    ),
+    Module(
+        "drainer_adapters",
+        "the drainer's ECS, ledger, capacity-debt and probe adapters",
+        tuple(
+            f"{_WD}/adapters/{name}.py" for name in ("ecs_tasks", "ledger", "capacity_debts", "worker_probe")
+        ),
+        (
+            "tests/unit/test_worker_drainer_capacity.py",
+            "tests/integration/test_worker_drainer.py",
+            "tests/integration/test_worker_drainer_safety.py",
+            "tests/integration/test_worker_drainer_step_calls.py",
+            "tests/faults/test_drainer_saga_faults.py",
+            "tests/faults/test_side_effect_outcomes.py",
+        ),
+    ),
+    Module(
+        "door",
+        "the door: typed refusal of malformed events, and the suspect route",
+        (f"{_FR}/core/door.py", f"{_FR}/core/suspect_route.py", f"{_FR}/contract/events.py"),
+        (
+            "tests/unit/test_door.py",
+            "tests/unit/test_worker_drainer_validation.py",
+            "tests/integration/test_bad_inputs.py",
+        ),
+    ),
+    Module(
+        "task_detection",
+        "per-task detection: the per-task reach rule, its query, the silent task and the task scope",
+        (
+            f"{_FR}/contract/task_reach.py",
+            f"{_WD}/task_reach.py",
+            f"{_WD}/task_reach_query.py",
+            f"{_WD}/silent_task.py",
+            f"{_WD}/task_scope.py",
+        ),
+        (
+            "tests/unit/test_task_reach.py",
+            "tests/unit/test_task_reach_edges.py",
+            "tests/unit/test_worker_drainer_steps.py",
+            "tests/integration/test_worker_drainer_silent_task.py",
+            "tests/integration/test_worker_drainer_task_scope.py",
+        ),
+    ),
+    Module(
+        "holds",
+        "holds: the disruption window, deployments in progress and the step table's flags",
+        (
+            f"{_FR}/core/holds.py",
+            f"{_FR}/contract/disruption_window.py",
+            f"{_FR}/adapters/deployments.py",
+            f"{_FR}/contract/drainer_steps.py",
+        ),
+        (
+            "tests/unit/test_disruption_window.py",
+            "tests/unit/test_drainer_step_holds.py",
+            "tests/unit/test_worker_drainer_steps.py",
+            "tests/integration/test_worker_drainer_holds.py",
+            "tests/integration/test_reaper_holds.py",
+            "tests/integration/test_worker_drainer_step_calls.py",
+        ),
+    ),
+    Module(
+        "scan_budget",
+        "the scan budget: the tally, the ceiling and the windowed Insights reads",
+        (f"{_FR}/adapters/scan_budget.py", f"{_FR}/adapters/windowed_insights.py"),
+        (
+            "tests/unit/test_task_reach.py",
+            "tests/integration/test_scan_budget.py",
+            "tests/integration/test_worker_drainer_scan_budget.py",
+        ),
+    ),
+    Module(
+        "action_events",
+        "action events: their contract, the per-run cap and the summary of what was not sent",
+        (f"{_FR}/adapters/action_events.py", f"{_FR}/contract/action_events.py", f"{_FR}/core/announce.py"),
+        (
+            "tests/unit/test_pipeline.py",
+            "tests/unit/test_action_event_cap.py",
+            "tests/unit/test_action_event_outcomes.py",
+            # The one fault test of the action events (the file's other faults take minutes).
+            "tests/faults/test_side_effect_outcomes.py::test_an_action_event_that_may_have_landed_is_put_once",
+        ),
+    ),
+    Module(
+        "chat_actions",
+        "chat actions: the undo button's request and its verification",
+        (f"{_FR}/core/chat_actions.py",),
+        ("tests/integration/test_chat_undo_button.py",),
+    ),
+    Module(
+        "console",
+        "the console commands (lkfr): undo, invoke, redrive, plan",
+        (
+            f"{_CLI}/undo.py",
+            f"{_CLI}/invoke.py",
+            f"{_CLI}/common.py",
+            f"{_CLI}/redrive.py",
+            f"{_CLI}/plan.py",
+            f"{_CLI}/plan_livekit.py",
+        ),
+        (
+            "tests/unit/test_cli.py",
+            "tests/unit/test_redrive_events.py",
+            "tests/integration/test_undo_production_client.py",
+            "tests/integration/test_plan_cli.py",
+            "tests/integration/test_plan_errors.py",
+            "tests/integration/test_dead_letter_redrive.py",
+        ),
+    ),
+    Module(
+        "construct",
+        "the construct's IAM and template (synthesis; slow: minutes per mutant)",
+        (
+            f"{_CONSTRUCTS}/remediation_function.py",
+            f"{_CONSTRUCTS}/worker_drainer.py",
+            f"{_CONSTRUCTS}/zombie_reaper.py",
+            f"{_CONSTRUCTS}/tts_reach.py",
+            f"{_CONSTRUCTS}/chat_actions.py",
+            f"{_CONSTRUCTS}/scan_budget.py",
+            f"{_CONSTRUCTS}/kill_switch.py",
+            f"{_CONSTRUCTS}/function_parts.py",
+        ),
+        (
+            "tests/infra/test_construct.py",
+            "tests/infra/test_worker_drainer.py",
+            "tests/infra/test_chat_actions.py",
+            "tests/infra/test_scan_budget_stack.py",
+            "tests/infra/test_operator_controls.py",
+            "tests/infra/test_action_events.py",
+        ),
+    ),
+)
+
+
+def by_name(name: str) -> Module:
+    for module in MODULES:
+        if module.name == name:
+            return module
+    raise SystemExit(f"no mutation module {name!r}; the modules are: {', '.join(m.name for m in MODULES)}")
+
+
+def shard(spec: str) -> tuple[Module, ...]:
+    """``I/N``: the I-th of N shards (1-based), every N-th module from the I-th."""
+    index, _, count = spec.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise SystemExit(f"--shard {spec!r}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    return MODULES[int(index) - 1 :: int(count)]
+
+
+# Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
+# adding one: a survivor that a test could kill belongs in a test, not here).
+EQUIVALENT: dict[str, str] = {}

@@ -1,0 +1,99 @@
+"""The responder's concentration test (``tts_reach_alarm.analysis``) at each of its edges and one
+step either side, on the unit that owns it: the family-wise p-value against alpha (``p < alpha``:
+at alpha is fleet-wide), the Bonferroni bound past the analysis deadline against alpha, the minimum
+failed jobs in all and on the top worker, and the two workers it takes to compare."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from fleet_remediation.domain.job_outcomes import JobOutcome
+from tts_reach_alarm.analysis import Verdict, assess_concentration
+
+HEALTHY = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
+
+
+def jobs(failed_on: dict[str, int], healthy_on: dict[str, int]) -> list[JobOutcome]:
+    out = []
+    for stream, count in failed_on.items():
+        out += [JobOutcome(f"AJ_f{stream}{i}", stream, responses=3, first_frames=0) for i in range(count)]
+    for stream, count in healthy_on.items():
+        out += [JobOutcome(f"AJ_h{stream}{i}", stream, responses=3, first_frames=3) for i in range(count)]
+    return out
+
+
+def _alpha_around(value: float, step: int) -> float:
+    return value if step == 0 else math.nextafter(value, math.inf if step > 0 else -math.inf)
+
+
+@pytest.mark.parametrize(
+    ("step", "verdict"),
+    [(-1, Verdict.FLEET_WIDE), (0, Verdict.FLEET_WIDE), (1, Verdict.CONCENTRATED)],
+    ids=["alpha-under-p", "alpha-at-p", "alpha-over-p"],
+)
+def test_a_concentration_needs_a_family_wise_p_strictly_below_alpha(step: int, verdict: Verdict) -> None:
+    window = jobs({"bad": 4}, HEALTHY)
+    corrected = assess_concentration(window, alpha=0.05, min_failed_jobs=2).p_value_family
+    assert corrected is not None
+    found = assess_concentration(window, alpha=_alpha_around(corrected, step), min_failed_jobs=2)
+    assert found.verdict is verdict
+    assert found.p_value_family == corrected
+
+
+@pytest.mark.parametrize(
+    ("step", "verdict"),
+    [(-1, Verdict.INCONCLUSIVE), (0, Verdict.INCONCLUSIVE), (1, Verdict.CONCENTRATED)],
+    ids=["alpha-under-bound", "alpha-at-bound", "alpha-over-bound"],
+)
+def test_past_the_deadline_the_bound_must_be_strictly_below_alpha(step: int, verdict: Verdict) -> None:
+    window = jobs({"bad": 4}, HEALTHY)
+    past = time.monotonic() - 1
+    bound = assess_concentration(window, alpha=0.05, min_failed_jobs=2, deadline=past).p_value_family
+    assert bound is not None
+    found = assess_concentration(window, alpha=_alpha_around(bound, step), min_failed_jobs=2, deadline=past)
+    assert found.verdict is verdict
+
+
+@pytest.mark.parametrize(
+    ("least", "verdict"),
+    [(3, Verdict.CONCENTRATED), (4, Verdict.CONCENTRATED), (5, Verdict.INCONCLUSIVE)],
+    ids=["minimum-under", "minimum-at", "minimum-over"],
+)
+def test_the_minimum_failed_jobs_in_all_at_its_edge(least: int, verdict: Verdict) -> None:
+    # Four failures, all on one worker among ten: significant at any of these minimums.
+    found = assess_concentration(jobs({"bad": 4}, HEALTHY), alpha=0.05, min_failed_jobs=least)
+    assert found.verdict is verdict
+
+
+@pytest.mark.parametrize(
+    ("least", "verdict"),
+    [(2, Verdict.CONCENTRATED), (3, Verdict.CONCENTRATED), (4, Verdict.FLEET_WIDE)],
+    ids=["top-minimum-under", "top-minimum-at", "top-minimum-over"],
+)
+def test_the_minimum_failed_jobs_on_the_top_worker_at_its_edge(least: int, verdict: Verdict) -> None:
+    # Six failures, three on the top worker (of its three jobs), one each on three others.
+    window = jobs({"bad": 3, "w0": 1, "w1": 1, "w2": 1}, {f"w{i}": 6 for i in range(3, 40)})
+    found = assess_concentration(window, alpha=0.05, min_failed_jobs=least)
+    assert found.verdict is verdict, found.reason
+
+
+@pytest.mark.parametrize(("workers", "compared"), [(1, False), (2, True)], ids=["one-worker", "two-workers"])
+def test_it_takes_two_workers_to_compare(workers: int, compared: bool) -> None:
+    window = jobs({"bad": 4}, {"w0": 6} if workers == 2 else {"bad": 6})
+    found = assess_concentration(window, alpha=0.05, min_failed_jobs=2)
+    assert (found.p_value is not None) is compared
+    assert (found.verdict is Verdict.INCONCLUSIVE) is not compared
+
+
+@pytest.mark.parametrize(
+    ("least", "verdict"),
+    [(3, Verdict.CONCENTRATED), (4, Verdict.CONCENTRATED), (5, Verdict.INCONCLUSIVE)],
+    ids=["minimum-under", "minimum-at", "minimum-over"],
+)
+def test_past_the_deadline_the_minimum_failed_jobs_still_holds(least: int, verdict: Verdict) -> None:
+    past = time.monotonic() - 1
+    found = assess_concentration(jobs({"bad": 4}, HEALTHY), alpha=0.05, min_failed_jobs=least, deadline=past)
+    assert found.verdict is verdict
