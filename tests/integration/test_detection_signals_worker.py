@@ -108,11 +108,6 @@ def _assert_catalog_agrees(lines: list[str]) -> None:
                 assert signal.count(record) == (record[field] if published else 0), (signal.name, line)
 
 
-def _summary(signals: list[dict[str, Any]]) -> dict[str, Any]:
-    (summary,) = [s for s in signals if s["message"] == SUMMARY_TEXT]
-    return summary
-
-
 def test_per_response_lines_yield_a_start_then_a_first_frame_per_response(
     worker: SignalAgentWorker,
 ) -> None:

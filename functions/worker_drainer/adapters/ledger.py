@@ -275,9 +275,8 @@ class DynamoLedger:
             self.service,
         )
         # DynamoDB deletes expired items lazily: an item past its expiry no longer holds.
-        live = [
-            item for item in found.get("Items", []) if int(item["expires_at"]["N"]) > int(now.timestamp())
-        ]
+        epoch = int(now.timestamp())
+        live = [item for item in found.get("Items", []) if int(item["expires_at"]["N"]) > epoch]
         return str(live[0]["description"]["S"]) if live else None
 
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
