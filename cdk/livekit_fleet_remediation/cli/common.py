@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from livekit_fleet_remediation.config import (
     ConfigError,
@@ -14,6 +17,7 @@ from livekit_fleet_remediation.config import (
     context_from_file,
     environment_names,
     load_config_file,
+    load_environment,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -40,14 +44,90 @@ class InvalidConfig(Exception):
 
 
 def add_common(parser: argparse.ArgumentParser, *, env_required: bool = True) -> None:
-    parser.add_argument(
+    """``env_required``: the command needs ``--env`` unless ``--stack`` or ``--app`` names one instance
+    (``configuration`` checks that, since argparse cannot say "required unless")."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--config",
         type=Path,
         help="an environments file or a cdk.json (default: $LKFR_CONFIG, else ./environments.json, "
         "else ./cdk.json)",
     )
-    parser.add_argument("--env", required=env_required, help="the environment's name in that file")
+    source.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="your deployed CloudFormation stack that holds the FleetRemediation construct: the "
+        "configuration is read from its functions",
+    )
+    source.add_argument(
+        "--app",
+        metavar="COMMAND",
+        help='your CDK app (e.g. "python app.py", run here): synthesized, the configuration is read '
+        "from its template",
+    )
+    parser.add_argument(
+        "--env",
+        help="the environment's name in that file, or the construct's name_prefix in the stack or app "
+        "(default there: the only one)",
+    )
     parser.add_argument("--region", help="AWS region (default: the environment's)")
+    parser.set_defaults(env_required=env_required)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Where the configuration was read from (``where``, for messages: the user's file, stack or app)
+    and the environments it holds, each as the raw object ``EnvironmentConfig`` validates."""
+
+    where: str
+    environments: dict[str, Any]
+    path: Path | None = None
+
+    def choose(self, env: str | None) -> str:
+        if env:
+            if env not in self.environments:
+                known = ", ".join(sorted(self.environments))
+                raise UsageError(f"{self.where}: environment {env!r} is not there (have: {known})")
+            return env
+        if len(self.environments) == 1:
+            return next(iter(self.environments))
+        raise UsageError(f"{self.where} holds {len(self.environments)} environments: pass --env NAME")
+
+    def load(self, env: str | None) -> tuple[str, EnvironmentConfig]:
+        """One environment, validated: UsageError for a wrong name, InvalidConfig (naming the field
+        and where it was read from) for a value that does not validate."""
+        name = self.choose(env)
+        try:
+            return name, load_environment(self.environments_context(), name)
+        except ConfigError as exc:
+            raise InvalidConfig(f"{self.where}: {exc}") from None
+
+    def environments_context(self) -> dict[str, Any]:
+        return {"environments": self.environments}
+
+
+def configuration(args: argparse.Namespace) -> Configuration:
+    """The one way every command reads its configuration: ``--stack``, ``--app`` or the file."""
+    from livekit_fleet_remediation.cli import deployed_config as deployed
+
+    stack, app = getattr(args, "stack", None), getattr(args, "app", None)
+    if stack is None and app is None:
+        if getattr(args, "env_required", False) and not args.env:
+            raise UsageError("name the environment: --env NAME (or read it from --stack or --app)")
+        chosen = config_file(args.config)
+        return Configuration(str(chosen), load_context(chosen)["environments"], chosen)
+    where = f"stack {stack}" if stack else f"your CDK app ({app!r})"
+    try:
+        if stack:
+            functions = deployed.from_stack(stack, *deployed.lambda_reader(args.region))
+        else:
+            functions = deployed.from_app(app, Path.cwd())
+        name, raw = deployed.environment_config(functions, args.env, where)
+    except deployed.DeployedConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except (BotoCoreError, ClientError) as exc:
+        raise CommandFailed(type(exc).__name__, f"reading {where}: {exc}") from None
+    return Configuration(where, {name: raw})
 
 
 def config_file(path: Path | None) -> Path:
@@ -61,7 +141,8 @@ def config_file(path: Path | None) -> Path:
             return candidate
     raise UsageError(
         f"no environments.json in {Path.cwd()}: pass --config PATH (your environments file or "
-        f"cdk.json) or set {CONFIG_ENV_VAR}; examples/standalone/environments.json shows the shape"
+        f"cdk.json) or set {CONFIG_ENV_VAR}; with the construct in your own CDK app, pass --stack NAME "
+        '(your deployed stack) or --app "python app.py" (lkfr schema prints the file\'s shape)'
     )
 
 

@@ -27,7 +27,6 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -57,10 +56,11 @@ from livekit_fleet_remediation.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
     InvalidConfig,
     UsageError,
     add_common,
-    load_config,
+    configuration,
     use_region,
 )
 from livekit_fleet_remediation.cli.plan_livekit import (
@@ -196,11 +196,11 @@ def plan_drainer(
     return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
 
 
-def load_plan_config(path: Path | None, env: str) -> EnvironmentConfig:
-    """An environment that does not validate is a typed failure (exit 1), as the handler's own
-    ConfigurationError would be."""
+def load_plan_config(args: argparse.Namespace) -> tuple[str, EnvironmentConfig]:
+    """The environment's name and configuration (file, stack or app). One that does not validate is a
+    typed failure (exit 1), as the handler's own ConfigurationError would be."""
     try:
-        return load_config(path, env)
+        return configuration(args).load(args.env)
     except InvalidConfig as exc:
         raise PlanFailed(ConfigurationError.code, str(exc)) from exc
 
@@ -261,18 +261,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = command.parse_args(argv)
     notifier = HeldNotifier()
     try:
-        config = load_plan_config(args.config, args.env)
+        env, config = load_plan_config(args)
         use_region(args.region, config)
         with quiet():
             if args.function == "reaper":
-                report = plan_reaper(args.env, config, notifier)
+                report = plan_reaper(env, config, notifier)
             else:
-                report = plan_drainer(args.env, config, notifier, args.ledger_table)
+                report = plan_drainer(env, config, notifier, args.ledger_table)
     except UsageError as exc:
         command.print_usage(sys.stderr)
         print(f"{command.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except PlanFailed as exc:
+    except (PlanFailed, CommandFailed) as exc:
         print(f"plan failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except RemediationError as exc:
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     print(json.dumps(report, indent=2) if args.json else render(report, notifier.held))
     if report["status"] == "failed":
-        print(failure_line(report, args.env, config), file=sys.stderr)
+        print(failure_line(report, env, config), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
