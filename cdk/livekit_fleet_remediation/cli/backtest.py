@@ -32,9 +32,12 @@ from fleet_remediation.contract.models import describe_validation_error
 from livekit_fleet_remediation.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
+    Configuration,
     UsageError,
     add_common,
     config_file,
+    configuration,
     load_context,
 )
 from livekit_fleet_remediation.offline.backtest import BacktestResult, run_backtest
@@ -42,19 +45,20 @@ from livekit_fleet_remediation.offline.log_export import UnreadableLogError, loa
 from tts_reach_alarm.transition import analysis_window_minutes
 
 
-def load_detection(path: Path | None, env: str) -> DetectionConfig:
-    """Only the environment's ``detection`` section: a backtest needs no LiveKit or AWS settings."""
-    config_path = config_file(path)
-    context = load_context(config_path)
-    environments = context["environments"]
-    if env not in environments:
-        known = ", ".join(sorted(environments))
-        raise UsageError(f"{config_path}: environment {env!r} is not in the file (have: {known})")
+def load_detection(
+    path: Path | None, env: str | None, source: Configuration | None = None
+) -> DetectionConfig:
+    """Only the environment's ``detection`` section: a backtest needs no LiveKit or AWS settings.
+    ``source``: a configuration already read (``--stack``, ``--app``), else the file at ``path``."""
+    if source is None:
+        config_path = config_file(path)
+        source = Configuration(str(config_path), load_context(config_path)["environments"], config_path)
+    env = source.choose(env)
     try:
-        return DetectionConfig.model_validate(environments[env].get("detection", {}))
+        return DetectionConfig.model_validate(source.environments[env].get("detection", {}))
     except ValidationError as exc:
         detail = describe_validation_error(exc, prefix=f"environments.{env}.detection.")
-        raise UsageError(f"{config_path}: invalid configuration: {detail}") from None
+        raise UsageError(f"{source.where}: invalid configuration: {detail}") from None
 
 
 def _transitions(result: BacktestResult, alarm: str) -> list[str]:
@@ -134,9 +138,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        config = load_detection(args.config, args.env)
+        source = configuration(args) if args.stack or args.app else None
+        config = load_detection(args.config, args.env, source)
         events = load_events(args.log)
-    except (UsageError, UnreadableLogError) as exc:
+    except (UsageError, UnreadableLogError, CommandFailed) as exc:
         sys.stderr.write(f"backtest: error: {exc}\n")
         return EXIT_USAGE
     render(run_backtest(events, config), config, sys.stdout)

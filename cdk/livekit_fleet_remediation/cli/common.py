@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from livekit_fleet_remediation.config import (
     ConfigError,
     EnvironmentConfig,
@@ -39,13 +40,23 @@ class CommandFailed(Exception):
         self.code, self.message = code, message
 
 
+def sdk_failure(exc: ClientError | BotoCoreError, doing: str) -> CommandFailed:
+    """An AWS SDK error as the one typed line every command prints (``code: message``, exit 1)."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code, message = str(error.get("Code") or "ClientError"), str(error.get("Message") or exc)
+    else:
+        code, message = type(exc).__name__, str(exc)
+    return CommandFailed(code, f"{doing}: {' '.join(message.split())}")
+
+
 class InvalidConfig(Exception):
     """The environment exists but does not validate (the message names the field)."""
 
 
-def add_common(parser: argparse.ArgumentParser, *, env_required: bool = True) -> None:
-    """``env_required``: the command needs ``--env`` unless ``--stack`` or ``--app`` names one instance
-    (``configuration`` checks that, since argparse cannot say "required unless")."""
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """``--config``, ``--stack`` or ``--app`` (where the configuration is), ``--env`` (optional where
+    that holds one environment) and ``--region``."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--config",
@@ -71,7 +82,6 @@ def add_common(parser: argparse.ArgumentParser, *, env_required: bool = True) ->
         "(default there: the only one)",
     )
     parser.add_argument("--region", help="AWS region (default: the environment's)")
-    parser.set_defaults(env_required=env_required)
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,8 @@ class Configuration:
             return env
         if len(self.environments) == 1:
             return next(iter(self.environments))
-        raise UsageError(f"{self.where} holds {len(self.environments)} environments: pass --env NAME")
+        known = " or ".join(sorted(self.environments))
+        raise UsageError(f"{self.where} holds {len(self.environments)} environments: pass --env {known}")
 
     def load(self, env: str | None) -> tuple[str, EnvironmentConfig]:
         """One environment, validated: UsageError for a wrong name, InvalidConfig (naming the field
@@ -112,8 +123,6 @@ def configuration(args: argparse.Namespace) -> Configuration:
 
     stack, app = getattr(args, "stack", None), getattr(args, "app", None)
     if stack is None and app is None:
-        if getattr(args, "env_required", False) and not args.env:
-            raise UsageError("name the environment: --env NAME (or read it from --stack or --app)")
         chosen = config_file(args.config)
         return Configuration(str(chosen), load_context(chosen)["environments"], chosen)
     where = f"stack {stack}" if stack else f"your CDK app ({app!r})"
@@ -126,7 +135,7 @@ def configuration(args: argparse.Namespace) -> Configuration:
     except deployed.DeployedConfigError as exc:
         raise UsageError(str(exc)) from None
     except (BotoCoreError, ClientError) as exc:
-        raise CommandFailed(type(exc).__name__, f"reading {where}: {exc}") from None
+        raise sdk_failure(exc, f"reading {where}") from None
     return Configuration(where, {name: raw})
 
 
@@ -174,6 +183,43 @@ def load_config(path: Path | None, env: str) -> EnvironmentConfig:
         return load_config_file(chosen, env)
     except ConfigError as exc:
         raise (InvalidConfig if env in known else UsageError)(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a command that calls the deployed functions acts on: the environment (the functions'
+    name prefix), the region, and the agent services the configuration names."""
+
+    env: str
+    region: str
+    services: tuple[str, ...]
+    where: str
+
+    def service(self, given: str | None) -> str:
+        """``--service``, else the only agent service; a name the configuration lacks is a UsageError."""
+        if given is None and len(self.services) == 1:
+            return self.services[0]
+        if given is None or given not in self.services:
+            choices = " or ".join(self.services)
+            raise UsageError(
+                f"{self.where}: pass --service {choices}" + (f" (not {given!r})" if given else "")
+            )
+        return given
+
+
+def target(args: argparse.Namespace) -> Target:
+    """``--env`` with ``--region`` names deployed functions without reading any file (the agent
+    services are then whatever ``--service`` says); otherwise the configuration (file, stack or app)
+    gives the environment, its region and its agent services."""
+    if args.region and args.env and not (args.stack or args.app):
+        given = getattr(args, "service", None)
+        named = tuple(given) if isinstance(given, list) else (given or DEFAULT_AGENT_SERVICE,)
+        return Target(args.env, args.region, named, f"environment {args.env}")
+    source = configuration(args)
+    env, config = source.load(args.env)
+    return Target(
+        env, args.region or config.region, tuple(s.name for s in config.agent_services), source.where
+    )
 
 
 def use_region(region: str | None, config: EnvironmentConfig) -> str:

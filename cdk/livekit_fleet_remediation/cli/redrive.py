@@ -44,6 +44,7 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
+from livekit_fleet_remediation.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, sdk_failure
 from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, Invoker, invoke_budget, lambda_invoker
 
 # The queue's calls and the function's configuration read, from the budgeted factory.
@@ -240,9 +241,14 @@ def main(
         lambda_client = aws_client(FUNCTION_READ, session=session, region_name=args.region)
         queue_url, timeout = dead_letter_queue(lambda_client, sqs, args.function)
         queue_url = args.queue_url or queue_url
-    except (ValueError, ClientError, BotoCoreError) as exc:
-        print(f"redrive: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        print(f"lkfr redrive: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ClientError, BotoCoreError) as exc:
+        print(
+            f"redrive failed: {sdk_failure(exc, f'reading {args.function} and its queue')}", file=sys.stderr
+        )
+        return EXIT_FAILED
     invoke = invoker or lambda_invoker(
         aws_client(invoke_budget(timeout), session=session, region_name=args.region), args.function
     )
@@ -253,10 +259,10 @@ def main(
         tally = redrive(sqs, queue_url, kind, args, invoke, visibility, out)
     except (ClientError, BotoCoreError) as exc:
         # SQS refused a read (a permission, the key): what was printed so far stands.
-        print(f"redrive: {exc}", file=sys.stderr)
-        return 2
+        print(f"redrive failed: {sdk_failure(exc, f'reading {queue_url}')}", file=sys.stderr)
+        return EXIT_FAILED
     out(tally.line())
-    return 1 if tally.kept else 0
+    return EXIT_FAILED if tally.kept else EXIT_OK
 
 
 if __name__ == "__main__":

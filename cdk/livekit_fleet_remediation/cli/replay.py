@@ -29,10 +29,13 @@ from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
+    Configuration,
     InvalidConfig,
     UsageError,
     add_common,
     config_file,
+    configuration,
     load_config,
 )
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
@@ -46,11 +49,17 @@ def replay(
     config_path: Path | None,
     mode: Mode = Mode.ENFORCE,
     progress: TextIO | None = None,
+    source: Configuration | None = None,
 ) -> ReplayResult:
+    """``source``: a configuration already read (``--stack``, ``--app``), else the file at ``config_path``."""
     try:
-        chosen = config_file(config_path)
-        config = load_config(chosen, env_name)
-    except (UsageError, InvalidConfig) as exc:
+        if source is None:
+            chosen = config_file(config_path)
+            where, config = str(chosen), load_config(chosen, env_name)
+        else:
+            where = source.where
+            env_name, config = source.load(env_name or None)
+    except (UsageError, InvalidConfig, CommandFailed) as exc:
         raise UnreadableInput(str(exc)) from None
     try:
         events = load_events(log)
@@ -59,7 +68,7 @@ def replay(
     try:
         engine = Replay(events, env_name, config, mode, str(log), progress)
     except ConfigurationError as exc:
-        raise UnreadableInput(f"{chosen}: {exc.message}") from None
+        raise UnreadableInput(f"{where}: {exc.message}") from None
     return engine.run()
 
 
@@ -157,8 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     try:
-        result = replay(args.log, args.env, args.config, Mode(args.mode), progress=sys.stderr)
-    except UnreadableInput as exc:
+        source = configuration(args) if args.stack or args.app else None
+        result = replay(args.log, args.env, args.config, Mode(args.mode), progress=sys.stderr, source=source)
+    except (UnreadableInput, UsageError) as exc:
         sys.stderr.write(f"replay: error: {exc}\n")
         return EXIT_USAGE
     if args.html:
