@@ -1,7 +1,8 @@
 """The remediation wheel at both ends of its dependency ranges: installed into a fresh venv with every
 dependency at the lowest version its range allows (requirements/wheelhouse-lowest.lock: aws-cdk-lib a
 year older than the newest, cdk-nag 2, pydantic 2.11, boto3 1.40) and into another at the highest
-(requirements/wheelhouse-highest.lock: the newest releases, cdk-nag 3), offline. Each synthesizes
+(requirements/wheelhouse-highest.lock: the newest releases the ranges allow; cdk-nag's newest 2.x,
+since 3.0 removed the ``NagSuppressions`` the construct uses), offline. Each synthesizes
 examples/consumer_app with the pinned CDK CLI, cdk-nag clean, and the two templates are the same.
 
 What the comparison leaves out, and why:
