@@ -54,9 +54,22 @@ class InvalidConfig(Exception):
     """The environment exists but does not validate (the message names the field)."""
 
 
+def plain(text: str) -> str:
+    """Docstring text for a terminal: without reStructuredText's and Markdown's code quotes."""
+    return text.replace("``", "").replace("`", "")
+
+
+class PlainHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help`` as written in the module's docstring (its line breaks kept), quotes removed."""
+
+    def format_help(self) -> str:
+        return plain(super().format_help())
+
+
 def add_common(parser: argparse.ArgumentParser) -> None:
     """``--config``, ``--stack`` or ``--app`` (where the configuration is), ``--env`` (optional where
-    that holds one environment) and ``--region``."""
+    that holds one environment) and ``--region``; and the help without code quotes."""
+    parser.formatter_class = PlainHelpFormatter
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--config",

@@ -17,7 +17,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from livekit_fleet_remediation.cli.common import EXIT_USAGE
+from livekit_fleet_remediation.cli.common import EXIT_USAGE, plain
 
 # Each command's module, imported only when it runs: ``lkfr --help`` loads none of them.
 COMMANDS = {
@@ -37,7 +37,7 @@ def _usage() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(_usage() + (__doc__ or "").split("\n", 2)[2])
+        sys.stdout.write(_usage() + plain((__doc__ or "").split("\n", 2)[2]))
         return 0 if args else EXIT_USAGE
     if args[0] == "--version":
         from fleet_remediation import __version__

@@ -44,7 +44,13 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
-from livekit_fleet_remediation.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, sdk_failure
+from livekit_fleet_remediation.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PlainHelpFormatter,
+    sdk_failure,
+)
 from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, Invoker, invoke_budget, lambda_invoker
 
 # The queue's calls and the function's configuration read, from the budgeted factory.
@@ -208,7 +214,9 @@ def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple
 
 
 def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
+    found = argparse.ArgumentParser(
+        prog="lkfr redrive", description=__doc__.split("\n\n")[0], formatter_class=PlainHelpFormatter
+    )
     found.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
     found.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
     found.add_argument(
