@@ -20,10 +20,11 @@ environment or an invalid configuration), with a one-line error.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
@@ -59,6 +60,25 @@ def load_detection(
     except ValidationError as exc:
         detail = describe_validation_error(exc, prefix=f"environments.{env}.detection.")
         raise UsageError(f"{source.where}: invalid configuration: {detail}") from None
+
+
+def document(result: BacktestResult) -> dict[str, Any]:
+    """``--json``: each alarm's transitions and the responder's verdicts, times in UTC."""
+    return {
+        "transitions": [
+            {"alarm": t.alarm, "state": t.state, "at": t.at.isoformat()} for t in result.transitions()
+        ],
+        "failing_sessions": len(result.failing_lessons),
+        "verdicts": [
+            {
+                "at": at.isoformat(),
+                "reason": verdict.reason,
+                "concentrated": verdict.concentrated,
+                "suspect_stream": verdict.top.log_stream if verdict.concentrated and verdict.top else None,
+            }
+            for at, verdict in result.verdicts
+        ],
+    }
 
 
 def _transitions(result: BacktestResult, alarm: str) -> list[str]:
@@ -132,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
     )
     found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
     add_common(found)
+    found.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     return found
 
 
@@ -144,5 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, UnreadableLogError, CommandFailed) as exc:
         sys.stderr.write(f"backtest: error: {exc}\n")
         return EXIT_USAGE
-    render(run_backtest(events, config), config, sys.stdout)
+    result = run_backtest(events, config)
+    if args.json:
+        json.dump(document(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render(result, config, sys.stdout)
     return EXIT_OK

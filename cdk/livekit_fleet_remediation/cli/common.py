@@ -164,7 +164,8 @@ def config_file(path: Path | None) -> Path:
     raise UsageError(
         f"no environments.json in {Path.cwd()}: pass --config PATH (your environments file or "
         f"cdk.json) or set {CONFIG_ENV_VAR}; with the construct in your own CDK app, pass --stack NAME "
-        '(your deployed stack) or --app "python app.py" (lkfr schema prints the file\'s shape)'
+        '(your deployed stack) or --app "python app.py" (lkfr validate --schema prints the file\'s '
+        "JSON Schema)"
     )
 
 

@@ -6,9 +6,13 @@
     lkfr audit --env NAME --hours N         what the functions did: their reports and the ledger
     lkfr undo --env NAME --task ID          give a cordoned task back to the fleet (the drainer's undo)
     lkfr redrive --function NAME            re-run the events parked in a function's dead-letter queue
+    lkfr validate [--env NAME]              check the configuration; --schema prints its JSON Schema
+    lkfr completion bash|zsh                a shell completion script (source it from your shell's rc)
 
-Every command takes ``--config PATH`` (default: $LKFR_CONFIG, else ./environments.json) and
-``--help``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
+Every command but redrive reads the configuration from ``--config PATH`` (default: $LKFR_CONFIG,
+else ./environments.json), or, with the construct in your own CDK app, from ``--stack NAME`` (your
+deployed stack's functions) or ``--app "python app.py"`` (your app, synthesized); and takes ``--help``
+and ``--json``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ COMMANDS = {
     "audit": "livekit_fleet_remediation.cli.audit",
     "undo": "livekit_fleet_remediation.cli.undo",
     "redrive": "livekit_fleet_remediation.cli.redrive",
+    "validate": "livekit_fleet_remediation.cli.validate",
+    "completion": "livekit_fleet_remediation.cli.completion",
 }
 
 

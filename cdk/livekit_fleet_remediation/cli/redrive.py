@@ -225,6 +225,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
     found.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
     found.add_argument("--region", help="AWS region (default: the credential chain's)")
+    found.add_argument("--json", action="store_true", help="one JSON document: the lines and the tally")
     return found
 
 
@@ -243,6 +244,9 @@ def main(
     session: boto3.session.Session | None = None,
 ) -> int:
     args = parse_args(argv)
+    lines: list[str] = []
+    if args.json:
+        out = lines.append
     try:
         kind = function_kind(args.function)
         sqs = aws_client(QUEUE_CALL, session=session, region_name=args.region)
@@ -270,6 +274,8 @@ def main(
         print(f"redrive failed: {sdk_failure(exc, f'reading {queue_url}')}", file=sys.stderr)
         return EXIT_FAILED
     out(tally.line())
+    if args.json:
+        print(json.dumps({"function": args.function, "queue_url": queue_url, "lines": lines, **vars(tally)}))
     return EXIT_FAILED if tally.kept else EXIT_OK
 
 

@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     )
     found.add_argument("--drain", action="store_true", help="drain the task again (undo an undrain)")
     found.add_argument("--dry-run", action="store_true", help="only ask the drainer what it would do")
+    found.add_argument("--json", action="store_true", help="print the drainer's report as JSON")
     return found
 
 
@@ -106,7 +107,8 @@ def main(argv: Sequence[str] | None = None, invoker: Invoker | None = None) -> i
     except CommandFailed as exc:
         print(f"undo failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(render_report(report) if "candidates" in report else json.dumps(report, indent=2))
+    readable = "candidates" in report and not args.json
+    print(render_report(report) if readable else json.dumps(report, indent=2))
     if report.get("status") != "ok":
         errors = report.get("errors") or [{"code": report.get("status"), "message": "see the report"}]
         print(
