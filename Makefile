@@ -98,7 +98,8 @@ wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES)
 # The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
 # consumer's synth needs no network and no build step.
 DIST_ASSETS := build/dist-assets
-DIST_SOURCES := pyproject.toml README.md LICENSE agent/pyproject.toml agent/README.md \
+DIST_SOURCES := pyproject.toml hatch_build.py README.md LICENSE agent/pyproject.toml agent/README.md \
+	tests/fixtures/incident-2026-09-15.jsonl examples/standalone/environments.json \
 	$(shell find cdk/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
 		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))

@@ -108,6 +108,14 @@ def test_each_wheel_is_typed_and_names_its_home(wheels: dict[str, Path], distrib
     assert labels == {"Homepage", "Documentation", "Source", "Changelog", "Issues"}
 
 
+def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[str, Path]) -> None:
+    """``lkfr replay --example`` and ``lkfr backtest --example`` need no checkout."""
+    names = set(_names(wheels["livekit_fleet_remediation"]))
+    assert "livekit_fleet_remediation/examples/incident-2026-09-15.jsonl" in names
+    assert "livekit_fleet_remediation/examples/environments.json" in names
+    assert "livekit_fleet_remediation/schema/environments.schema.json" in names
+
+
 def test_the_long_description_has_no_relative_link(wheels: dict[str, Path]) -> None:
     """The package index shows README.md from the wheel, where a relative link leads nowhere."""
     (description,) = _metadata(wheels["livekit_fleet_remediation"])["Description"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from livekit_fleet_remediation.cli import completion, main, validate
+from livekit_fleet_remediation.cli import backtest, completion, main, validate
 from livekit_fleet_remediation.cli.common import UsageError, config_file
 from tests.example_environments import EXAMPLE_CONFIG
 
@@ -130,3 +130,16 @@ def test_the_zsh_script_runs_the_same_completion_through_bashcompinit() -> None:
     assert script.startswith("#compdef lkfr\n")
     assert "bashcompinit" in script
     assert completion.bash_script() in script
+
+
+def test_backtest_example_runs_the_shipped_incident_without_any_file_of_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    assert backtest.main(["--example", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert {"alarm": "tts_reach", "state": "ALARM", "at": "2026-09-15T17:37:00+00:00"} in document[
+        "transitions"
+    ]
+    assert document["failing_sessions"] == 24

@@ -41,6 +41,7 @@ from livekit_fleet_remediation.cli.common import (
     configuration,
     load_context,
 )
+from livekit_fleet_remediation.cli.examples import add_example, use_example
 from livekit_fleet_remediation.offline.backtest import BacktestResult, run_backtest
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
 from tts_reach_alarm.transition import analysis_window_minutes
@@ -150,7 +151,7 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="lkfr backtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_example(found)
     add_common(found)
     found.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     return found
@@ -158,6 +159,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    use_example(args)
     try:
         source = configuration(args) if args.stack or args.app else None
         config = load_detection(args.config, args.env, source)

@@ -38,6 +38,7 @@ from livekit_fleet_remediation.cli.common import (
     configuration,
     load_config,
 )
+from livekit_fleet_remediation.cli.examples import add_example, use_example
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
 from livekit_fleet_remediation.offline.replay import Replay, UnreadableInput
 from livekit_fleet_remediation.offline.replay_model import SIMULATED_PARTS, ReplayResult
@@ -147,7 +148,7 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="lkfr replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_example(found)
     add_common(found)
     found.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
     found.add_argument("--html", type=Path, help="also write a self-contained HTML page of the incident here")
@@ -162,6 +163,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    use_example(args)
     # The functions log their reports and emit EMF metrics: not on the replay's output.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
