@@ -81,3 +81,12 @@ def test_the_home_page_loads_from_disk_without_the_network(site: Path, width: in
     # The search worker's shim (the offline plugin's) came from the site itself.
     assert loaded.values["shim"] == "function"
     assert loaded.values["scroll_width"] <= width
+
+
+def test_every_runbook_a_notification_links_is_a_page_of_the_built_site(site: Path) -> None:
+    """A team that hosts the built site finds each runbook at runbooks/<name>.html."""
+    from fleet_remediation.contract.naming import RUNBOOKS, VAD_RUNBOOK
+
+    for path in [*RUNBOOKS.values(), VAD_RUNBOOK]:
+        page = Path(path).relative_to("docs").with_suffix(".html")
+        assert (site / page).is_file(), page

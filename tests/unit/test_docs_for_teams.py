@@ -50,3 +50,11 @@ def test_the_install_page_says_both_architectures_are_built_and_arm64_is_the_def
     assert "arm64 by default" in page
     makefile = (REPO / "Makefile").read_text()
     assert "LAMBDA_ARCHITECTURES := arm64 x86_64" in makefile
+
+
+def test_every_runbook_a_notification_links_is_a_page_of_the_repository() -> None:
+    """Notifications link ``runbook_base_url`` + these paths (the repository's view of docs/)."""
+    from fleet_remediation.contract.naming import RUNBOOKS, VAD_RUNBOOK
+
+    for path in [*RUNBOOKS.values(), VAD_RUNBOOK]:
+        assert (REPO / path).is_file(), path
