@@ -90,3 +90,15 @@ def test_every_runbook_a_notification_links_is_a_page_of_the_built_site(site: Pa
     for path in [*RUNBOOKS.values(), VAD_RUNBOOK]:
         page = Path(path).relative_to("docs").with_suffix(".html")
         assert (site / page).is_file(), page
+
+
+def test_the_configuration_reference_has_a_section_per_group_and_no_python_repr(site: Path) -> None:
+    from livekit_fleet_remediation.config import EnvironmentConfig
+
+    page = (site / "reference" / "configuration.html").read_text(encoding="utf-8")
+    for group in ("reaper", "detection", "tts_reach", "drainer", "scan_budget", "disruption_window"):
+        assert f'<h3 id="{group}"' in page, group
+        assert group in EnvironmentConfig.model_fields
+    assert "&lt;Weekday" not in page
+    assert "<Weekday" not in page
+    assert "[&quot;mon&quot;, &quot;tue&quot;" in page or '["mon", "tue"' in page
