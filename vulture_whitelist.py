@@ -46,3 +46,5 @@ _.__getattr__
 # own kill-switch names.
 _.function_mode_parameter_names
 _.service_mode_parameter_names
+# argparse reads a parser's formatter_class when it prints --help (cli/common.add_common sets it).
+_.formatter_class

@@ -160,3 +160,38 @@ def test_a_stack_without_our_functions_is_a_usage_error_that_names_it(deployed: 
     )
     with pytest.raises(UsageError, match="stack Other holds no LiveKit Fleet Remediation function"):
         configuration(_args(stack="Other"))
+
+
+def test_audit_reads_the_deployed_instance_from_the_stack_alone(
+    deployed: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No environments file anywhere: the stack names the instance's functions and its one service."""
+    from livekit_fleet_remediation.cli import audit
+
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    # The drainer's ledger as the stack on moto names it (its logical id: see the module's text).
+    ledger = "RemediationtutorServiceagentsWorkerDrainerLedger8379F2BB"
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName=ledger,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    logs = boto3.client("logs", region_name=REGION)
+    for name in (
+        "lkfr-tutor-zombie-reaper",
+        "lkfr-tutor-agents-tts-reach-alarm",
+        "lkfr-tutor-agents-worker-drainer",
+    ):
+        logs.create_log_group(logGroupName=f"/aws/lambda/{name}")
+    status = audit.main(["--stack", STACK, "--env", "tutor", "--region", REGION, "--hours", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    document = json.loads(out)
+    assert document["environment"] == "tutor"
+    assert sorted(document["functions"]) == [
+        "lkfr-tutor-agents-tts-reach-alarm",
+        "lkfr-tutor-agents-worker-drainer",
+        "lkfr-tutor-zombie-reaper",
+    ]
+    assert document["functions"]["lkfr-tutor-agents-worker-drainer"]["ledger_table"] == ledger

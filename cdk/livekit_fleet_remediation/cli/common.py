@@ -143,7 +143,7 @@ def configuration(args: argparse.Namespace) -> Configuration:
         if stack:
             functions = deployed.from_stack(stack, *deployed.lambda_reader(args.region))
         else:
-            functions = deployed.from_app(app, Path.cwd())
+            functions = deployed.from_app(str(app), Path.cwd())
         name, raw = deployed.environment_config(functions, args.env, where)
     except deployed.DeployedConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -242,9 +242,3 @@ def use_region(region: str | None, config: EnvironmentConfig) -> str:
     if region:
         os.environ["AWS_DEFAULT_REGION"] = region
     return os.environ.setdefault("AWS_DEFAULT_REGION", config.region)
-
-
-def region_for(path: Path | None, env: str, region: str | None) -> str:
-    """``--region`` as given (the functions' names follow from ``env``: no file is read), else the
-    environment's region from the configuration file."""
-    return region or load_config(path, env).region
