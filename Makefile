@@ -37,7 +37,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium wheelhouse dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
+.PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -83,12 +83,23 @@ $(WHEELHOUSE)/.filled: requirements/wheelhouse.lock $(VENV)/.installed
 	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse.lock -d $(WHEELHOUSE)
 	@touch $@
 
-wheelhouse: $(WHEELHOUSE)/.filled
+# Each end of the dependency ranges in pyproject.toml, for tests/packaging/test_dependency_ranges.py.
+RANGE_WHEELHOUSES := build/wheelhouse-lowest/.filled build/wheelhouse-highest/.filled
+build/wheelhouse-%/.filled: requirements/wheelhouse-%.lock $(VENV)/.installed
+	@echo "==> wheelhouse for the $* end of the dependency ranges (requirements/wheelhouse-$*.lock)"
+	@rm -rf build/wheelhouse-$* && mkdir -p build/wheelhouse-$*
+	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse-$*.lock -d build/wheelhouse-$*
+	@touch $@
+
+wheelhouse-ranges: $(RANGE_WHEELHOUSES) ## Fill build/wheelhouse-lowest and -highest (the dependency ranges' ends)
+
+wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES)
 
 # The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
 # consumer's synth needs no network and no build step.
 DIST_ASSETS := build/dist-assets
-DIST_SOURCES := pyproject.toml README.md LICENSE agent/pyproject.toml agent/README.md \
+DIST_SOURCES := pyproject.toml hatch_build.py README.md LICENSE agent/pyproject.toml agent/README.md \
+	tests/fixtures/incident-2026-09-15.jsonl examples/standalone/environments.json \
 	$(shell find cdk/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
 		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
@@ -161,6 +172,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 	@$(PY) -m devkit.code_shape --check --top 0
 
 test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
+	@$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
 	@$(PY) -m pytest -p no:cacheprovider --durations=10
 
 unit: setup

@@ -48,3 +48,8 @@ _.function_mode_parameter_names
 _.service_mode_parameter_names
 # The agent package's drill hook for a team's worker main process (docs/operations/drill.md runs it).
 _.start_cpu_burner
+# argparse reads a parser's formatter_class when it prints --help (cli/common.add_common sets it).
+_.formatter_class
+# The reaper's settings carry the environment's drill opt-in for lkfr drill --stack/--app, which reads
+# it back from the deployed variable (cli/deployed_config.py); the reaper itself never reads it.
+_.drills_enabled

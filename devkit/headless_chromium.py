@@ -18,7 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,8 @@ async def _drive(
     width: int,
     height: int,
     deadline: float,
+    actions: Sequence[str] = (),
+    wait_for: str | None = None,
 ) -> PageLoad:
     result = PageLoad()
     devtools = await _devtools_url(profile, process, deadline)
@@ -173,7 +175,7 @@ async def _drive(
     ):
         session = DevToolsSession(socket, max(1.0, deadline - time.monotonic()))
         try:
-            await _inspect(session, url, expressions, width, height, deadline, result)
+            await _inspect(session, url, expressions, (width, height), deadline, result, actions, wait_for)
         finally:
             with contextlib.suppress(Exception):
                 await session.send("Browser.close", browser=True)
@@ -185,11 +187,13 @@ async def _inspect(
     session: DevToolsSession,
     url: str,
     expressions: Mapping[str, str],
-    width: int,
-    height: int,
+    size: tuple[int, int],
     deadline: float,
     result: PageLoad,
+    actions: Sequence[str] = (),
+    wait_for: str | None = None,
 ) -> None:
+    width, height = size
     target = await session.send("Target.createTarget", {"url": "about:blank"}, browser=True)
     attached = await session.send(
         "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, browser=True
@@ -212,22 +216,42 @@ async def _inspect(
     settle = min(deadline, time.monotonic() + 0.5)
     while (event := await session.next_event(settle)) is not None:
         _record(event, result)
+    await _act_and_wait(session, actions, wait_for, deadline, result)
     for name, expression in expressions.items():
         answer = await session.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
         if "exceptionDetails" in answer:
             result.exceptions.append(f"evaluating {name}: {answer['exceptionDetails'].get('text')}")
         result.values[name] = answer.get("result", {}).get("value")
     metrics = await session.send("Page.getLayoutMetrics")
-    size = metrics.get("cssContentSize") or metrics["contentSize"]
+    content = metrics.get("cssContentSize") or metrics["contentSize"]
     shot = await session.send(
         "Page.captureScreenshot",
         {
             "format": "png",
             "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": width, "height": size["height"], "scale": 1},
+            "clip": {"x": 0, "y": 0, "width": width, "height": content["height"], "scale": 1},
         },
     )
     result.screenshot = base64.b64decode(shot["data"])
+
+
+async def _act_and_wait(
+    session: DevToolsSession, actions: Sequence[str], wait_for: str | None, deadline: float, result: PageLoad
+) -> None:
+    """Run ``actions`` in the page (a user's typing), then poll ``wait_for`` until it is true: what
+    the page does on its own after the load (a search answered by its worker) has happened."""
+    for action in actions:
+        answer = await session.send("Runtime.evaluate", {"expression": action, "returnByValue": True})
+        if "exceptionDetails" in answer:
+            result.exceptions.append(f"running {action[:60]}: {answer['exceptionDetails'].get('text')}")
+    while wait_for is not None:
+        answer = await session.send("Runtime.evaluate", {"expression": wait_for, "returnByValue": True})
+        if answer.get("result", {}).get("value"):
+            return
+        if time.monotonic() > deadline - 1:
+            raise TimeoutError(f"the page never made {wait_for} true")
+        while (event := await session.next_event(min(deadline, time.monotonic() + 0.2))) is not None:
+            _record(event, result)
 
 
 def _record(event: dict[str, Any], result: PageLoad) -> bool:
@@ -255,8 +279,12 @@ def load_page(
     height: int = 1000,
     timeout: float = 60.0,
     log: Path | None = None,
+    query: str = "",
+    actions: Sequence[str] = (),
+    wait_for: str | None = None,
 ) -> PageLoad:
-    """Open ``path`` (a local file) in headless Chromium and report what happened."""
+    """Open ``path`` (a local file, with ``?query`` when given) in headless Chromium and report what
+    happened; ``actions`` and ``wait_for``: see ``_act_and_wait``."""
     deadline = time.monotonic() + timeout
     with (
         tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile_dir,
@@ -266,8 +294,9 @@ def load_page(
         output = stack.enter_context(log.open("wb")) if log else subprocess.DEVNULL
         process = _start_chromium(profile, width, height, output)
         try:
+            url = path.resolve().as_uri() + (f"?{query}" if query else "")
             drive = _drive(
-                process, profile, path.resolve().as_uri(), expressions or {}, width, height, deadline
+                process, profile, url, expressions or {}, width, height, deadline, actions, wait_for
             )
             # The whole conversation, connection included, ends by the deadline.
             return asyncio.run(asyncio.wait_for(drive, timeout))

@@ -74,11 +74,17 @@ def built_wheels() -> dict[str, Path]:
     return wheels
 
 
-def install(root: Path, *requirements: str | Path) -> InstalledEnvironment:
-    """A fresh virtual environment at ``root`` with ``requirements`` (wheel paths or pins) installed
-    from the wheelhouse only: a dependency missing from it fails here, as it would offline."""
-    if not (WHEELHOUSE / ".filled").exists():
-        raise InstallError(f"{WHEELHOUSE} is not filled: run `make setup` (or `make wheelhouse`)")
+def range_end(end: str) -> tuple[Path, Path]:
+    """The lock file of one end ("lowest", "highest") of the dependency ranges, and its wheelhouse."""
+    return REPO_ROOT / "requirements" / f"wheelhouse-{end}.lock", REPO_ROOT / "build" / f"wheelhouse-{end}"
+
+
+def install(root: Path, *requirements: str | Path, wheelhouse: Path = WHEELHOUSE) -> InstalledEnvironment:
+    """A fresh virtual environment at ``root`` with ``requirements`` (wheel paths, pins, or ``-r``
+    and a lock file) installed from ``wheelhouse`` only: a dependency missing from it fails here, as
+    it would offline."""
+    if not (wheelhouse / ".filled").exists():
+        raise InstallError(f"{wheelhouse} is not filled: run `make setup` (or `make wheelhouse`)")
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
     installed = InstalledEnvironment(root)
     done = installed.run(
@@ -91,7 +97,7 @@ def install(root: Path, *requirements: str | Path) -> InstalledEnvironment:
             "--no-index",
             "--disable-pip-version-check",
             "--find-links",
-            str(WHEELHOUSE),
+            str(wheelhouse),
             *map(str, requirements),
         ],
         cwd=root,

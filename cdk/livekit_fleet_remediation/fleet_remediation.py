@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Stack, Tags
+from aws_cdk import Stack, TagManager, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -32,6 +32,14 @@ from livekit_fleet_remediation.references import (
 )
 
 ENVIRONMENT_TAG = "livekit-fleet-remediation:environment"
+
+
+def _tag_where_untaggable(dashboard: cloudwatch.Dashboard, name_prefix: str) -> None:
+    """aws-cdk-lib releases before dashboards took tags (2.221 among them) drop ``Tags.of``'s tag: there
+    the same tag is written as a property, so the template is the same on every release in range."""
+    resource = dashboard.node.default_child
+    if isinstance(resource, cloudwatch.CfnDashboard) and not TagManager.is_taggable(resource):
+        resource.add_property_override("Tags", [{"Key": ENVIRONMENT_TAG, "Value": name_prefix}])
 
 
 class FleetRemediation(Construct):
@@ -103,6 +111,7 @@ class FleetRemediation(Construct):
             # so an update keeps it instead of replacing a same-named one.
             dashboard_scope=detection_scope,
         ).dashboard
+        _tag_where_untaggable(self.dashboard, name_prefix)
 
     def _kill_switch(self, name_prefix: str, config: EnvironmentConfig) -> None:
         """The environment's switch, and under it one per function and one per agent service."""

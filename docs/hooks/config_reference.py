@@ -10,6 +10,7 @@ default, limits and description, so the page cannot drift from the code.
 from __future__ import annotations
 
 import enum
+import json
 import sys
 import types
 import typing
@@ -121,7 +122,22 @@ def default_text(value: Any) -> str:
         return "`[]`"
     if isinstance(value, str):
         return f'`"{value}"`'
+    if isinstance(value, tuple | list | dict):
+        return _code(json.dumps(_as_json(value)))
     return _code(str(value))
+
+
+def _as_json(value: Any) -> Any:
+    """A default as the configuration file writes it (enum values, models' fields), never a repr."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple | list):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _as_json(item) for key, item in value.items()}
+    return value if isinstance(value, int | float | str | bool) or value is None else str(value)
 
 
 def rows(model: type[BaseModel], prefix: str = "", defaults: Any = MISSING) -> Iterator[Row]:
@@ -152,9 +168,20 @@ def table(model: type[BaseModel], prefix: str = "", exclude: frozenset[str] = fr
 
 
 def environment_table() -> str:
+    """One section per settings group (each nested model of the environment), so no table runs the
+    length of the page on a phone; the environment's own fields first."""
     from livekit_fleet_remediation.config import EnvironmentConfig
 
-    return table(EnvironmentConfig)
+    groups = [
+        name
+        for name, field in EnvironmentConfig.model_fields.items()
+        if any(_is_model(kind) for kind in _inner(field.annotation))
+    ]
+    sections = [table(EnvironmentConfig, exclude=frozenset(groups))]
+    for name in groups:
+        only = frozenset(EnvironmentConfig.model_fields) - {name}
+        sections.append(f"### {name}\n\n{table(EnvironmentConfig, exclude=only)}")
+    return "\n\n".join(sections)
 
 
 def function_tables() -> str:

@@ -279,9 +279,10 @@ def test_a_re_run_whose_message_cannot_be_deleted_says_so(world: World) -> None:
     assert world.parked() == (0, 1)
 
 
-def test_a_queue_sqs_will_not_read_is_one_line_and_exit_2(
+def test_a_queue_sqs_will_not_read_is_one_typed_line_and_exit_1(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The documented contract (docs/operations/commands.md): an SDK error is a typed failure."""
     world.park(SCHEDULE_EVENT)
 
     def access_denied(**_: Any) -> None:
@@ -291,6 +292,20 @@ def test_a_queue_sqs_will_not_read_is_one_line_and_exit_2(
     world.session.events.register("before-call.sqs.ReceiveMessage", access_denied)
     status = world.redrive(["--function", FUNCTION, "--apply"], reaper_in_process(timedelta(0)))
 
-    assert status == 2
-    assert "KMS.AccessDeniedException" in capsys.readouterr().err
+    assert status == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("redrive failed: KMS.AccessDeniedException: reading ")
+    assert line.endswith(": no")
     assert world.parked() == (1, 0)
+
+
+def test_a_function_lambda_does_not_know_is_one_typed_line_and_exit_1(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = world.redrive(["--function", "lkfr-elsewhere-zombie-reaper"], reaper_in_process(timedelta(0)))
+
+    assert status == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "redrive failed: ResourceNotFoundException: reading lkfr-elsewhere-zombie-reaper and its queue: "
+    )

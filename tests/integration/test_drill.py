@@ -14,6 +14,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from aws_cdk import assertions
 from moto import mock_aws
 from moto.moto_api import state_manager
 
@@ -282,3 +283,21 @@ def test_lkfr_drill_is_a_console_command(capsys: pytest.CaptureFixture[str]) -> 
 
     assert main(["drill", "--help"]) == 0
     assert "--fault" in capsys.readouterr().out
+
+
+def test_a_construct_users_stack_carries_the_drill_opt_in_back_to_lkfr(tmp_path: Path) -> None:
+    """With the construct, the configuration is code: ``lkfr drill --stack/--app`` reads it back from
+    the functions, so the environment-wide function carries ``drills.enabled`` (and nothing when it is
+    off: the stacks of environments not named for drills are unchanged)."""
+    from livekit_fleet_remediation.cli import deployed_config
+    from livekit_fleet_remediation.standalone import build_stacks
+
+    context = json.loads(environments(tmp_path).read_text())
+    context["environments"]["undrilled"] = dict(context["environments"][ENV], drills={"enabled": False})
+    _, stacks = build_stacks(None, context, str(tmp_path / "out"))
+    templates = [assertions.Template.from_stack(stack).to_json() for stack in stacks.values()]
+    functions = deployed_config.from_templates(templates)
+    _, drilled = deployed_config.environment_config(functions, ENV, "the app")
+    _, undrilled = deployed_config.environment_config(functions, "undrilled", "the app")
+    assert drilled["drills"] == {"enabled": True}
+    assert "drills" not in undrilled

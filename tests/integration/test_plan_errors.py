@@ -154,7 +154,7 @@ def test_a_missing_secret_says_so_and_where_it_is_named(
     assert err.splitlines()[-1] == (
         f"plan failed: SecretError: cannot read LiveKit credentials from {SECRET}: secret {SECRET} does not "
         f'exist in {REGION}: create it with {{"api_key": "...", "api_secret": "..."}}, or correct '
-        "livekit_secret_name in cdk.json"
+        f"livekit_secret_name in {tmp_path / 'cdk.json'}"
     )
 
 
@@ -209,7 +209,7 @@ def test_a_bad_livekit_url_is_named_by_the_variable_it_came_from(
     assert err.splitlines()[-1] == (
         "plan failed: ConfigurationError: LIVEKIT_URL (environment variable) 'ftp://livekit.example.com' "
         "is not a LiveKit URL: use wss://HOST, ws://HOST:7880, https://HOST or http://HOST:7880, or unset "
-        "it to use cdk.json's livekit_url"
+        "it to use the configuration's livekit_url"
     )
 
 
@@ -229,7 +229,7 @@ def test_the_aws_hint_unwraps_powertools_get_parameter_error() -> None:
         wrapped()
     assert secret_hint(raised.value, secret_id="s", region="r") == (
         'secret s does not exist in r: create it with {"api_key": "...", "api_secret": "..."}, or correct '
-        "livekit_secret_name in cdk.json"
+        "livekit_secret_name in the environment's configuration"
     )
 
 

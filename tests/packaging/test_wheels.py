@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import subprocess
 import sys
 import zipfile
@@ -50,8 +51,9 @@ def _metadata(wheel: Path) -> dict[str, list[str]]:
         name = next(n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
         message = Parser().parsestr(archive.read(name).decode())
     return {
-        key: message.get_all(key) or [] for key in ("Name", "Version", "Requires-Dist", "License-Expression")
-    }
+        key: message.get_all(key) or []
+        for key in ("Name", "Version", "Requires-Dist", "License-Expression", "Project-URL", "Classifier")
+    } | {"Description": [message.get_payload()]}
 
 
 def _top_level(wheel: Path) -> set[str]:
@@ -95,6 +97,35 @@ def test_each_wheel_carries_the_release_version_and_license(
     assert metadata["Version"] == [__version__]
     assert metadata["License-Expression"] == ["Apache-2.0"]
     assert f"-{__version__}-py3-none-any.whl" in wheels[distribution].name
+
+
+@pytest.mark.parametrize("distribution", ["livekit_fleet_remediation", "livekit_fleet_agent"])
+def test_each_wheel_is_typed_and_names_its_home(wheels: dict[str, Path], distribution: str) -> None:
+    metadata = _metadata(wheels[distribution])
+    assert f"{distribution}/py.typed" in _names(wheels[distribution])
+    assert "Typing :: Typed" in metadata["Classifier"]
+    labels = {url.split(",", 1)[0] for url in metadata["Project-URL"]}
+    assert labels == {"Homepage", "Documentation", "Source", "Changelog", "Issues"}
+
+
+def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[str, Path]) -> None:
+    """``lkfr replay --example`` and ``lkfr backtest --example`` need no checkout."""
+    names = set(_names(wheels["livekit_fleet_remediation"]))
+    assert "livekit_fleet_remediation/examples/incident-2026-09-15.jsonl" in names
+    assert "livekit_fleet_remediation/examples/environments.json" in names
+    assert "livekit_fleet_remediation/schema/environments.schema.json" in names
+
+
+def test_the_long_description_has_no_relative_link(wheels: dict[str, Path]) -> None:
+    """The package index shows README.md from the wheel, where a relative link leads nowhere."""
+    (description,) = _metadata(wheels["livekit_fleet_remediation"])["Description"]
+    targets = re.findall(r"\]\(([^)\s]+)\)", description)
+    assert targets, "the description has no link: the scan read nothing"
+    assert [t for t in targets if not t.startswith(("https://", "#"))] == []
+    source = next(
+        u for u in _metadata(wheels["livekit_fleet_remediation"])["Project-URL"] if u.startswith("Source")
+    )
+    assert f"]({source.split(', ', 1)[1]}/blob/main/docs/construct.md)" in description
 
 
 def test_the_agent_package_depends_on_livekit_agents_alone(wheels: dict[str, Path]) -> None:

@@ -43,7 +43,7 @@ from livekit_fleet_remediation.cli.common import (
     InvalidConfig,
     UsageError,
     add_common,
-    region_for,
+    target,
 )
 
 MAX_HOURS = 24 * 90  # the ledger keeps its audit trail 90 days
@@ -59,8 +59,8 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument(
         "--service",
         action="append",
-        help="an agent service whose responder and drainer to read "
-        f"(repeat it; default: {DEFAULT_AGENT_SERVICE})",
+        help="an agent service whose responder and drainer to read (repeat it; default: every one the "
+        f"configuration names; with --env and --region and no configuration read, {DEFAULT_AGENT_SERVICE})",
     )
     return found
 
@@ -121,9 +121,11 @@ def main(argv: Sequence[str] | None = None, clients: Clients | None = None) -> i
     since = datetime.now(UTC) - timedelta(hours=args.hours)
     progress = Progress(lambda line: print(line, file=sys.stderr))
     try:
-        region = region_for(args.config, args.env, args.region)
-        services = args.service or [DEFAULT_AGENT_SERVICE]
-        functions, entries = read(args.env, since, clients or Clients.budgeted(region), progress, services)
+        found = target(args)
+        services = args.service or list(found.services)
+        functions, entries = read(
+            found.env, since, clients or Clients.budgeted(found.region), progress, services
+        )
     except (UsageError, InvalidConfig) as exc:
         print(f"lkfr audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -132,7 +134,7 @@ def main(argv: Sequence[str] | None = None, clients: Clients | None = None) -> i
         return EXIT_FAILED
     if args.json:
         document = {
-            "environment": args.env,
+            "environment": found.env,
             "since": since.isoformat().replace("+00:00", "Z"),
             "functions": {
                 d.name: {"log_group": d.log_group, "ledger_table": d.ledger_table} for d in functions
@@ -142,5 +144,5 @@ def main(argv: Sequence[str] | None = None, clients: Clients | None = None) -> i
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render(entries, args.env, since, sys.stdout)
+        render(entries, found.env, since, sys.stdout)
     return EXIT_OK

@@ -20,10 +20,11 @@ environment or an invalid configuration), with a one-line error.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
@@ -32,29 +33,53 @@ from fleet_remediation.contract.models import describe_validation_error
 from livekit_fleet_remediation.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
+    Configuration,
     UsageError,
     add_common,
     config_file,
+    configuration,
     load_context,
 )
+from livekit_fleet_remediation.cli.examples import add_example, use_example
 from livekit_fleet_remediation.offline.backtest import BacktestResult, run_backtest
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
 from tts_reach_alarm.transition import analysis_window_minutes
 
 
-def load_detection(path: Path | None, env: str) -> DetectionConfig:
-    """Only the environment's ``detection`` section: a backtest needs no LiveKit or AWS settings."""
-    config_path = config_file(path)
-    context = load_context(config_path)
-    environments = context["environments"]
-    if env not in environments:
-        known = ", ".join(sorted(environments))
-        raise UsageError(f"{config_path}: environment {env!r} is not in the file (have: {known})")
+def load_detection(
+    path: Path | None, env: str | None, source: Configuration | None = None
+) -> DetectionConfig:
+    """Only the environment's ``detection`` section: a backtest needs no LiveKit or AWS settings.
+    ``source``: a configuration already read (``--stack``, ``--app``), else the file at ``path``."""
+    if source is None:
+        config_path = config_file(path)
+        source = Configuration(str(config_path), load_context(config_path)["environments"], config_path)
+    env = source.choose(env)
     try:
-        return DetectionConfig.model_validate(environments[env].get("detection", {}))
+        return DetectionConfig.model_validate(source.environments[env].get("detection", {}))
     except ValidationError as exc:
         detail = describe_validation_error(exc, prefix=f"environments.{env}.detection.")
-        raise UsageError(f"{config_path}: invalid configuration: {detail}") from None
+        raise UsageError(f"{source.where}: invalid configuration: {detail}") from None
+
+
+def document(result: BacktestResult) -> dict[str, Any]:
+    """``--json``: each alarm's transitions and the responder's verdicts, times in UTC."""
+    return {
+        "transitions": [
+            {"alarm": t.alarm, "state": t.state, "at": t.at.isoformat()} for t in result.transitions()
+        ],
+        "failing_sessions": len(result.failing_lessons),
+        "verdicts": [
+            {
+                "at": at.isoformat(),
+                "reason": verdict.reason,
+                "concentrated": verdict.concentrated,
+                "suspect_stream": verdict.top.log_stream if verdict.concentrated and verdict.top else None,
+            }
+            for at, verdict in result.verdicts
+        ],
+    }
 
 
 def _transitions(result: BacktestResult, alarm: str) -> list[str]:
@@ -126,18 +151,26 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="lkfr backtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_example(found)
     add_common(found)
+    found.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    use_example(args)
     try:
-        config = load_detection(args.config, args.env)
+        source = configuration(args) if args.stack or args.app else None
+        config = load_detection(args.config, args.env, source)
         events = load_events(args.log)
-    except (UsageError, UnreadableLogError) as exc:
+    except (UsageError, UnreadableLogError, CommandFailed) as exc:
         sys.stderr.write(f"backtest: error: {exc}\n")
         return EXIT_USAGE
-    render(run_backtest(events, config), config, sys.stdout)
+    result = run_backtest(events, config)
+    if args.json:
+        json.dump(document(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render(result, config, sys.stdout)
     return EXIT_OK

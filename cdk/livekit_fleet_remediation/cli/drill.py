@@ -50,7 +50,7 @@ from livekit_fleet_remediation.cli.common import (
     InvalidConfig,
     UsageError,
     add_common,
-    load_config,
+    configuration,
 )
 from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
 from livekit_fleet_remediation.config import EnvironmentConfig
@@ -232,19 +232,19 @@ def main(argv: Sequence[str] | None = None, drill: Drill | None = None, ssm: Any
     args = parser().parse_args(argv)
     progress = Progress(lambda line: print(line, file=sys.stderr))
     try:
-        config = load_config(args.config, args.env)
+        env, config = configuration(args).load(args.env)
         region = args.region or config.region
         service_names = [service.name for service in config.agent_services]
         service = args.service or (service_names[0] if len(service_names) == 1 else None)
         if service not in service_names:
             raise UsageError(f"--service must be one of {', '.join(service_names)}")
         agent_service = next(s for s in config.agent_services if s.name == service)
-        check_allowed(config, args.env, args.minutes, datetime.now(UTC))
-        mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), args.env, service)
+        check_allowed(config, env, args.minutes, datetime.now(UTC))
+        mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), env, service)
         drill = drill or Drill(
             aws_client(DRILL_TAG_CALL, region_name=region),
             Clients.budgeted(region),
-            args.env,
+            env,
             service,
             progress,
         )

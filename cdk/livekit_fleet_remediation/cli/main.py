@@ -8,9 +8,13 @@
     lkfr redrive --function NAME            re-run the events parked in a function's dead-letter queue
     lkfr drill --env NAME --fault F         fake one failure on one task; pass if the product answers
     lkfr cost --env NAME --tasks N --responses-per-minute R   the stack's monthly bill, before deploying
+    lkfr validate [--env NAME]              check the configuration; --schema prints its JSON Schema
+    lkfr completion bash|zsh                a shell completion script (source it from your shell's rc)
 
-Every command takes ``--config PATH`` (default: $LKFR_CONFIG, else ./environments.json) and
-``--help``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
+Every command but redrive reads the configuration from ``--config PATH`` (default: $LKFR_CONFIG,
+else ./environments.json), or, with the construct in your own CDK app, from ``--stack NAME`` (your
+deployed stack's functions) or ``--app "python app.py"`` (your app, synthesized); and takes ``--help``
+and ``--json``. Exit status: 0 ok, 1 a typed failure (one line on stderr), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from livekit_fleet_remediation.cli.common import EXIT_USAGE
+from livekit_fleet_remediation.cli.common import EXIT_USAGE, plain
 
 # Each command's module, imported only when it runs: ``lkfr --help`` loads none of them.
 COMMANDS = {
@@ -31,6 +35,8 @@ COMMANDS = {
     "redrive": "livekit_fleet_remediation.cli.redrive",
     "drill": "livekit_fleet_remediation.cli.drill",
     "cost": "livekit_fleet_remediation.cli.cost",
+    "validate": "livekit_fleet_remediation.cli.validate",
+    "completion": "livekit_fleet_remediation.cli.completion",
 }
 
 
@@ -41,7 +47,7 @@ def _usage() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(_usage() + (__doc__ or "").split("\n", 2)[2])
+        sys.stdout.write(_usage() + plain((__doc__ or "").split("\n", 2)[2]))
         return 0 if args else EXIT_USAGE
     if args[0] == "--version":
         from fleet_remediation import __version__

@@ -27,7 +27,6 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -48,7 +47,7 @@ from fleet_remediation.contract.settings import (
     settings_for_deployment,
 )
 from fleet_remediation.contract.signals import SignalCatalog
-from fleet_remediation.core.error_hints import credentials_hint
+from fleet_remediation.core.error_hints import CONFIGURATION, credentials_hint
 from fleet_remediation.core.errors import ConfigurationError, RemediationError
 from fleet_remediation.core.messages import REPORT_LINK_LABEL
 from fleet_remediation.core.observability import logger
@@ -57,10 +56,11 @@ from livekit_fleet_remediation.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
     InvalidConfig,
     UsageError,
     add_common,
-    load_config,
+    configuration,
     use_region,
 )
 from livekit_fleet_remediation.cli.plan_livekit import (
@@ -196,11 +196,12 @@ def plan_drainer(
     return dict(handler.lambda_handler({"action": "plan"}, LocalLambdaContext(), dependencies=deps))
 
 
-def load_plan_config(path: Path | None, env: str) -> EnvironmentConfig:
-    """An environment that does not validate is a typed failure (exit 1), as the handler's own
-    ConfigurationError would be."""
+def load_plan_config(args: argparse.Namespace) -> tuple[str, EnvironmentConfig, str]:
+    """The environment's name and configuration, and where it was read from (file, stack or app). One
+    that does not validate is a typed failure (exit 1), as the handler's own ConfigurationError would be."""
     try:
-        return load_config(path, env)
+        source = configuration(args)
+        return (*source.load(args.env), source.where)
     except InvalidConfig as exc:
         raise PlanFailed(ConfigurationError.code, str(exc)) from exc
 
@@ -239,11 +240,12 @@ def render(report: dict[str, Any], held: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig) -> str:
+def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig, where: str) -> str:
     first = report["errors"][0]
-    line = f"plan failed: {first['code']}: {' '.join(first['message'].split())}"
+    message = " ".join(first["message"].split()).replace(CONFIGURATION, where)
+    line = f"plan failed: {first['code']}: {message}"
     if first["code"] == "LiveKitApiError" and "HTTP 401" in first["message"]:
-        line += f" ({credentials_source(env, config)})"
+        line += f" ({credentials_source(env, config, where)})"
     return line
 
 
@@ -261,18 +263,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = command.parse_args(argv)
     notifier = HeldNotifier()
     try:
-        config = load_plan_config(args.config, args.env)
+        env, config, where = load_plan_config(args)
         use_region(args.region, config)
         with quiet():
             if args.function == "reaper":
-                report = plan_reaper(args.env, config, notifier)
+                report = plan_reaper(env, config, notifier)
             else:
-                report = plan_drainer(args.env, config, notifier, args.ledger_table)
+                report = plan_drainer(env, config, notifier, args.ledger_table)
     except UsageError as exc:
         command.print_usage(sys.stderr)
         print(f"{command.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except PlanFailed as exc:
+    except (PlanFailed, CommandFailed) as exc:
         print(f"plan failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except RemediationError as exc:
@@ -283,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     print(json.dumps(report, indent=2) if args.json else render(report, notifier.held))
     if report["status"] == "failed":
-        print(failure_line(report, args.env, config), file=sys.stderr)
+        print(failure_line(report, env, config, where), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

@@ -28,7 +28,7 @@ _API_SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
 
 
 def livekit_url(config: EnvironmentConfig) -> str:
-    """``LIVEKIT_URL`` (ws, wss, http or https) as the API's http(s) URL, else cdk.json's; a bad
+    """``LIVEKIT_URL`` (ws, wss, http or https) as the API's http(s) URL, else the configuration's; a bad
     value is named by where it came from."""
     raw = os.environ.get("LIVEKIT_URL")
     if not raw:
@@ -39,17 +39,19 @@ def livekit_url(config: EnvironmentConfig) -> str:
         raise PlanFailed(
             ConfigurationError.code,
             f"LIVEKIT_URL (environment variable) {raw!r} is not a LiveKit URL: use wss://HOST, "
-            "ws://HOST:7880, https://HOST or http://HOST:7880, or unset it to use cdk.json's livekit_url",
+            "ws://HOST:7880, https://HOST or http://HOST:7880, or unset it to use the configuration's "
+            "livekit_url",
         )
     return f"{api_scheme}://{rest}"
 
 
-def credentials_source(env: str, config: EnvironmentConfig) -> str:
+def credentials_source(env: str, config: EnvironmentConfig, where: str) -> str:
+    """Where the LiveKit key came from; ``where``: the file, stack or app the configuration was read from."""
     if os.environ.get("LIVEKIT_API_KEY") and os.environ.get("LIVEKIT_API_SECRET"):
         return "the key and secret came from LIVEKIT_API_KEY and LIVEKIT_API_SECRET (environment variables)"
     return (
         f"the key and secret came from the secret {config.livekit_secret_name} "
-        f"(cdk.json environments.{env}.livekit_secret_name)"
+        f"({where}: environments.{env}.livekit_secret_name)"
     )
 
 

@@ -44,6 +44,13 @@ from fleet_remediation.contract.naming import (
     SUSPECT_WORKER_DETAIL_TYPE,
     FunctionName,
 )
+from livekit_fleet_remediation.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PlainHelpFormatter,
+    sdk_failure,
+)
 from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, Invoker, invoke_budget, lambda_invoker
 
 # The queue's calls and the function's configuration read, from the budgeted factory.
@@ -207,7 +214,9 @@ def dead_letter_queue(lambda_client: Any, sqs: Any, function_name: str) -> tuple
 
 
 def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(prog="lkfr redrive", description=__doc__.split("\n\n")[0])
+    found = argparse.ArgumentParser(
+        prog="lkfr redrive", description=__doc__.split("\n\n")[0], formatter_class=PlainHelpFormatter
+    )
     found.add_argument("--function", required=True, help="the function's name, e.g. lkfr-prod-zombie-reaper")
     found.add_argument("--apply", action="store_true", help="invoke, and delete each message that ran ok")
     found.add_argument(
@@ -216,6 +225,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--max", type=int, default=10, help="at most this many messages (default 10)")
     found.add_argument("--queue-url", help="the DLQ (default: the function's DeadLetterConfig)")
     found.add_argument("--region", help="AWS region (default: the credential chain's)")
+    found.add_argument("--json", action="store_true", help="one JSON document: the lines and the tally")
     return found
 
 
@@ -234,15 +244,23 @@ def main(
     session: boto3.session.Session | None = None,
 ) -> int:
     args = parse_args(argv)
+    lines: list[str] = []
+    if args.json:
+        out = lines.append
     try:
         kind = function_kind(args.function)
         sqs = aws_client(QUEUE_CALL, session=session, region_name=args.region)
         lambda_client = aws_client(FUNCTION_READ, session=session, region_name=args.region)
         queue_url, timeout = dead_letter_queue(lambda_client, sqs, args.function)
         queue_url = args.queue_url or queue_url
-    except (ValueError, ClientError, BotoCoreError) as exc:
-        print(f"redrive: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        print(f"lkfr redrive: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ClientError, BotoCoreError) as exc:
+        print(
+            f"redrive failed: {sdk_failure(exc, f'reading {args.function} and its queue')}", file=sys.stderr
+        )
+        return EXIT_FAILED
     invoke = invoker or lambda_invoker(
         aws_client(invoke_budget(timeout), session=session, region_name=args.region), args.function
     )
@@ -253,10 +271,12 @@ def main(
         tally = redrive(sqs, queue_url, kind, args, invoke, visibility, out)
     except (ClientError, BotoCoreError) as exc:
         # SQS refused a read (a permission, the key): what was printed so far stands.
-        print(f"redrive: {exc}", file=sys.stderr)
-        return 2
+        print(f"redrive failed: {sdk_failure(exc, f'reading {queue_url}')}", file=sys.stderr)
+        return EXIT_FAILED
     out(tally.line())
-    return 1 if tally.kept else 0
+    if args.json:
+        print(json.dumps({"function": args.function, "queue_url": queue_url, "lines": lines, **vars(tally)}))
+    return EXIT_FAILED if tally.kept else EXIT_OK
 
 
 if __name__ == "__main__":

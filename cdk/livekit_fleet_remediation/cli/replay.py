@@ -29,12 +29,16 @@ from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    CommandFailed,
+    Configuration,
     InvalidConfig,
     UsageError,
     add_common,
     config_file,
+    configuration,
     load_config,
 )
+from livekit_fleet_remediation.cli.examples import add_example, use_example
 from livekit_fleet_remediation.offline.delay_profiles import PROFILES, profile_named
 from livekit_fleet_remediation.offline.log_export import UnreadableLogError, load_events
 from livekit_fleet_remediation.offline.replay import Replay, UnreadableInput
@@ -49,12 +53,18 @@ def replay(
     progress: TextIO | None = None,
     profile: str = "aws",
     seed: int = 1,
+    source: Configuration | None = None,
 ) -> ReplayResult:
-    """The replay of ``log`` under the named delay profile (``none``: instant), its draws seeded."""
+    """The replay of ``log`` under the named delay profile (``none``: instant), its draws seeded.
+    ``source``: a configuration already read (``--stack``, ``--app``), else the file at ``config_path``."""
     try:
-        chosen = config_file(config_path)
-        config = load_config(chosen, env_name)
-    except (UsageError, InvalidConfig) as exc:
+        if source is None:
+            chosen = config_file(config_path)
+            where, config = str(chosen), load_config(chosen, env_name)
+        else:
+            where = source.where
+            env_name, config = source.load(env_name or None)
+    except (UsageError, InvalidConfig, CommandFailed) as exc:
         raise UnreadableInput(str(exc)) from None
     try:
         events = load_events(log)
@@ -63,7 +73,7 @@ def replay(
     try:
         engine = Replay(events, env_name, config, mode, str(log), progress, profile_named(profile), seed)
     except ConfigurationError as exc:
-        raise UnreadableInput(f"{chosen}: {exc.message}") from None
+        raise UnreadableInput(f"{where}: {exc.message}") from None
     return engine.run()
 
 
@@ -145,7 +155,7 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="lkfr replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    found.add_argument("--log", type=Path, required=True, help="exported events (JSON lines or document)")
+    add_example(found)
     add_common(found)
     found.add_argument("--json", action="store_true", help="print one JSON document instead of the timeline")
     found.add_argument("--html", type=Path, help="also write a self-contained HTML page of the incident here")
@@ -170,10 +180,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    use_example(args)
     # The functions log their reports and emit EMF metrics: not on the replay's output.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     try:
+        source = configuration(args) if args.stack or args.app else None
         result = replay(
             args.log,
             args.env,
@@ -182,8 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=sys.stderr,
             profile=args.profile,
             seed=args.seed,
+            source=source,
         )
-    except UnreadableInput as exc:
+    except (UnreadableInput, UsageError) as exc:
         sys.stderr.write(f"replay: error: {exc}\n")
         return EXIT_USAGE
     if args.html:

@@ -40,7 +40,7 @@ from livekit_fleet_remediation.cli.common import (
     InvalidConfig,
     UsageError,
     add_common,
-    region_for,
+    target,
 )
 from livekit_fleet_remediation.cli.invoke import Invoker, invoke_budget, lambda_invoker
 from livekit_fleet_remediation.cli.render import render_report
@@ -54,11 +54,12 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--task", required=True, help="the ECS task's id or ARN")
     found.add_argument(
         "--service",
-        default=DEFAULT_AGENT_SERVICE,
-        help=f"the agent service whose drainer to ask (default: {DEFAULT_AGENT_SERVICE})",
+        help="the agent service whose drainer to ask (default: the configuration's only one; "
+        f"with --env and --region and no configuration read, {DEFAULT_AGENT_SERVICE})",
     )
     found.add_argument("--drain", action="store_true", help="drain the task again (undo an undrain)")
     found.add_argument("--dry-run", action="store_true", help="only ask the drainer what it would do")
+    found.add_argument("--json", action="store_true", help="print the drainer's report as JSON")
     return found
 
 
@@ -95,9 +96,10 @@ def undo(event: dict[str, Any], invoke: Invoker, name: str) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, invoker: Invoker | None = None) -> int:
     args = parser().parse_args(argv)
-    name = lambda_function_name(args.env, FunctionName.WORKER_DRAINER, args.service)
     try:
-        region = region_for(args.config, args.env, args.region)
+        found = target(args)
+        name = lambda_function_name(found.env, FunctionName.WORKER_DRAINER, found.service(args.service))
+        region = found.region
         if invoker is None:
             timeout = drainer_timeout(aws_client(LAMBDA_CONFIGURATION_READ, region_name=region), name)
             invoker = lambda_invoker(aws_client(invoke_budget(timeout), region_name=region), name)
@@ -108,7 +110,8 @@ def main(argv: Sequence[str] | None = None, invoker: Invoker | None = None) -> i
     except CommandFailed as exc:
         print(f"undo failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(render_report(report) if "candidates" in report else json.dumps(report, indent=2))
+    readable = "candidates" in report and not args.json
+    print(render_report(report) if readable else json.dumps(report, indent=2))
     if report.get("status") != "ok":
         errors = report.get("errors") or [{"code": report.get("status"), "message": "see the report"}]
         print(

@@ -13,7 +13,9 @@ from constructs import Construct
 
 from livekit_fleet_remediation.assets import asset_roots
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+# Named, not ``lambda_.Runtime.PYTHON_3_14``: that constant came with aws-cdk-lib 2.222, and a team on an
+# older release renders the same "python3.14" from this (tests/packaging/test_dependency_ranges.py).
+RUNTIME = lambda_.Runtime("python3.14", lambda_.RuntimeFamily.PYTHON, supports_inline_code=True)
 # Build stamps (make's .built) and bytecode are not code: they never ship.
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.built"]
 # Lambda's architecture names, and the machine each one's manylinux wheels are tagged with.

@@ -96,4 +96,5 @@ class ZombieReaper(Construct):
             agent_services=config.service_identities,
             reaper=config.reaper,
             idempotency_table_name=self.idempotency_table.table_name,
+            drills_enabled=True if config.drills.enabled else None,
         )

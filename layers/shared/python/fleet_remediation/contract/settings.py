@@ -121,6 +121,11 @@ class ReaperSettings(LiveKitSettings):
         min_length=1,
         description="Once-keys: a retried run replays its results; a dry run announces a room set once.",
     )
+    # Carried for `lkfr drill --stack/--app`, which reads an instance's configuration back from its
+    # functions (the environment-wide function carries the environment-wide opt-in); None: not named.
+    drills_enabled: bool | None = Field(
+        default=None, description="The environment is named for drills (drills.enabled)."
+    )
 
     @property
     def timeout_seconds(self) -> float:

@@ -21,9 +21,13 @@ NOT_ALLOWED = (
     "the AWS credentials are valid but not allowed to call {action} on {resource} ({code}): use a "
     "role that allows it, or ask for that permission"
 )
+# Where the environment's configuration is: a function cannot know; ``lkfr`` names the file, stack or
+# app it read in its place.
+CONFIGURATION = "the environment's configuration"
 SECRET_NOT_FOUND = (
     "secret {resource} does not exist in {region}: create it with "
-    '{{"api_key": "...", "api_secret": "..."}}, or correct livekit_secret_name in cdk.json'
+    '{{"api_key": "...", "api_secret": "..."}}, or correct livekit_secret_name in '
+    + CONFIGURATION.replace("{", "{{")
 )
 LIVEKIT_UNAUTHORIZED = (
     "the LiveKit server refused the API key: the key or secret does not match the server's keys; "
