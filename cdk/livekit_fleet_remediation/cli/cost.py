@@ -41,8 +41,7 @@ from livekit_fleet_remediation.cli.common import (
     InvalidConfig,
     UsageError,
     add_common,
-    load_config,
-    load_context,
+    configuration,
 )
 from livekit_fleet_remediation.cost.agent_lines import (
     EVENT_OVERHEAD_BYTES,
@@ -155,15 +154,17 @@ def agent_signals(args: argparse.Namespace) -> AgentSignalBytes | None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     use = dashboard_use(args)
-    config = load_config(args.config, args.env)
-    context = load_context(args.config)
+    # The file, or a construct user's stack or app read back (cli.common.configuration).
+    source = configuration(args)
+    env, config = source.load(args.env)
+    context = source.environments_context()
     try:
         prices = prices_for(args.price_region or config.region, None if args.price_region else args.prices)
     except UnpricedRegionError as exc:
         raise CommandFailed(exc.code, str(exc)) from None
     except PriceFileError as exc:
         raise CommandFailed(exc.code, str(exc)) from None
-    template = _template(args.env, context)
+    template = _template(env, context)
     request = CostRequest(
         args.tasks,
         args.responses_per_minute,
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         signals=agent_signals(args),
     )
     try:
-        return estimate(args.env, config, template, shipped_profile(), request)
+        return estimate(env, config, template, shipped_profile(), request)
     except UnpricedResourceError as exc:
         raise CommandFailed(exc.code, str(exc)) from None
 
