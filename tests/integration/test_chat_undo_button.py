@@ -29,6 +29,7 @@ import pytest
 from aws_cdk import assertions
 
 from devkit.fakes.drainer_world import CHAT_TOPIC, TABLE, TOPIC, DrainerWorld, moto_world
+from devkit.fakes.drainer_world import SERVICE as ECS_SERVICE
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.naming import FunctionName, function_mode_parameter_name
@@ -332,7 +333,8 @@ def test_a_chat_drain_waits_out_a_group_event(world: DrainerWorld, chat: Chat) -
     task, notification = drained(world)
     assert press(chat, notification, "Undrain the drained task")["status"] == "ok"
     undone = chat_message(world)
-    ledger = DynamoLedger(TABLE, SERVICE, client=boto3.client("dynamodb"))
+    # The drainer's ledger, as the group-aware detection writes it (keyed by the ECS service).
+    ledger = DynamoLedger(TABLE, ECS_SERVICE, client=boto3.client("dynamodb"))
     ledger.hold_group_event("availability zone eu-west-1a", world.now, ttl_seconds=30 * 60)
     report = press(chat, undone, "Drain the task again")
     assert report["status"] == "ok"  # the entry point forwarded it; the drainer refuses it
