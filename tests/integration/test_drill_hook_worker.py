@@ -20,7 +20,7 @@ from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
 from devkit.signal_worker import SignalAgentWorker
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
-from livekit_fleet_agent import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, TaskTagReader
+from livekit_fleet_agent import FIRST_AUDIO_FRAME_TEXT, FIRST_AUDIO_TIMEOUT_TEXT, SUMMARY_TEXT, TaskTagReader
 from livekit_fleet_agent.drill import CpuBurner, DrillHook
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(90)]
@@ -42,8 +42,18 @@ def marker(fault: DrillFault, seconds: int = 600) -> str:
     return DrillMarker(fault, int(time.time()) + seconds, "drill-test").value()
 
 
-def _messages(lines: list[str]) -> list[str]:
-    return [json.loads(line).get("message", "") for line in lines]
+def _records(lines: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in lines]
+
+
+def _messages(records: list[dict[str, Any]]) -> list[str]:
+    return [record.get("message", "") for record in records]
+
+
+def _played(records: list[dict[str, Any]]) -> int:
+    """First frames that played, as the job's summaries count them (and per-response lines, if any)."""
+    summed = sum(int(r.get("first_frames", 0)) for r in records if r.get("message") == SUMMARY_TEXT)
+    return summed + _messages(records).count(FIRST_AUDIO_FRAME_TEXT)
 
 
 def test_a_tts_silence_drill_withholds_the_first_audio_of_that_worker_until_the_marker_goes(
@@ -61,13 +71,13 @@ def test_a_tts_silence_drill_withholds_the_first_audio_of_that_worker_until_the_
             "say": ["Hello there."],
             "first_audio_timeout_seconds": 1.5,
         }
-        drilled = _messages(worker.run_script(f"drill-{uuid.uuid4().hex[:8]}", script))
-        assert FIRST_AUDIO_TIMEOUT_TEXT in drilled
-        assert FIRST_AUDIO_FRAME_TEXT not in drilled
+        drilled = _records(worker.run_script(f"drill-{uuid.uuid4().hex[:8]}", script))
+        assert _messages(drilled).count(FIRST_AUDIO_TIMEOUT_TEXT) == 1
+        assert _played(drilled) == 0
         task_tags.clear()
-        after = _messages(worker.run_script(f"after-{uuid.uuid4().hex[:8]}", script))
-        assert FIRST_AUDIO_FRAME_TEXT in after
-        assert FIRST_AUDIO_TIMEOUT_TEXT not in after
+        after = _records(worker.run_script(f"after-{uuid.uuid4().hex[:8]}", script))
+        assert _played(after) == 1
+        assert FIRST_AUDIO_TIMEOUT_TEXT not in _messages(after)
     finally:
         worker.stop()
     assert metadata.requests >= 2
