@@ -13,7 +13,7 @@ from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
-from worker_drainer.adapters.journal_model import INTENDED, OpenIntent
+from worker_drainer.adapters.journal_model import INTENDED, OpenIntent, TagWrite
 from worker_drainer.adapters.ledger import AuditKey, CapacityDebt, Lease, Phase
 
 
@@ -29,6 +29,7 @@ class SimulatedLedger:
         self._journal: dict[tuple[str, str], tuple[datetime, str, dict[str, str]]] = {}
         self._notices: dict[str, int] = {}
         self._open: dict[tuple[str, str], OpenIntent] = {}
+        self._tag_writes: list[TagWrite] = []
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         self.calls += 1
@@ -94,6 +95,14 @@ class SimulatedLedger:
     def close_intent(self, task_id: str, key: AuditKey) -> bool:
         self.calls += 1
         return self._open.pop((task_id, key.sort_key), None) is not None
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
+        self.calls += 1
+        self._tag_writes.append(write)
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]:
+        self.calls += 1
+        return [write for write in self._tag_writes if write.at >= moment]
 
 
 class SimulatedAlarmStates:

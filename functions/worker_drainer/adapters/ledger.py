@@ -12,6 +12,8 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
   on the same item, its outcome (written after); an item without an outcome was interrupted.
 - ``intent#<service>`` / the audit item's sort key: a step begun and not yet recorded
   (``adapters.intents``): how the next run finds a step a killed run left without its outcome.
+- ``tags#<service>`` / the audit item's sort key and the task: the tags a step wrote
+  (``adapters.tag_writes``), so the next runs see them while ECS's reads still lag.
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
 - ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
@@ -28,11 +30,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
-from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE
+from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE, TAG_WRITES_READ
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 from worker_drainer.adapters.intents import DynamoIntents, LedgerCondition
-from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent, TagWrite
+from worker_drainer.adapters.tag_writes import DynamoTagWrites
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,6 +51,7 @@ __all__ = [
     "Ledger",
     "OpenIntent",
     "Phase",
+    "TagWrite",
 ]
 
 
@@ -94,6 +98,10 @@ class Ledger(Protocol):
         """Delete the open intent; False when another run closed it first."""
         ...
 
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None: ...
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]: ...
+
 
 class DynamoLedger:
     def __init__(self, table_name: str, service: str, client: DynamoDBClient | None = None) -> None:
@@ -105,6 +113,19 @@ class DynamoLedger:
         # every line of a message, so the budget counts it per line (contract/budgets.py).
         self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
         self._intents = DynamoIntents(table_name, service, self._client, self._call)
+        self._tag_writes = DynamoTagWrites(
+            table_name,
+            service,
+            self._client,
+            self._call,
+            self._client if client else aws_client(TAG_WRITES_READ),
+        )
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
+        self._tag_writes.record(key, write)
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]:
+        return self._tag_writes.since(moment)
 
     def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
         self._intents.open(task_id, key, entry)
