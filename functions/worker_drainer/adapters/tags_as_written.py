@@ -21,13 +21,13 @@ from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.journal_model import AuditKey, TagWrite
 from worker_drainer.adapters.ledger import Ledger
 
-# How long ECS may show a write late, at most, as far as the drainer is concerned: ECS documents
-# the behaviour without a figure; a minute is one tick, and many times the service profile's p99.
-OWN_WRITES_TRUSTED_SECONDS = 60.0
+# How long ECS may show a write late, as far as the drainer is concerned: ECS documents the
+# behaviour without a figure; half a tick, six times the service profile's assumed p99 (5 s).
+OWN_WRITES_TRUSTED_SECONDS = 30.0
 
 
 class TagsAsWritten:
-    """An ``EcsTaskService`` whose reads show the drainer's own writes of the last minute."""
+    """An ``EcsTaskService`` whose reads show the drainer's own recent tag writes."""
 
     def __init__(self, ecs: EcsTaskService, ledger: Ledger, clock: Callable[[], datetime]) -> None:
         self.inner, self._ledger, self._clock = ecs, ledger, clock

@@ -235,7 +235,8 @@ def drainer_notification_seconds() -> float:
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
     """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents
-    and recent tag writes, one step, the action events, the notice markers, the outbox and the notification, the report."""
+    and recent tag writes, one step, the action events, the notice markers, the outbox and the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
