@@ -74,6 +74,7 @@ class DrainerExecutor:
         refusal = self._task_scope_refusal(acting, report)
         lease = self._acquire_lease()
         try:
+            self.written.refresh()  # what the lease's earlier holders wrote, ECS may not show yet
             # Read again under the lease: a run that held it may have closed its own meanwhile.
             settle_interrupted(self._interrupted(report), self.ecs, self.ledger, report)
             for number, step in enumerate(acting):

@@ -6,7 +6,8 @@ a moment ago, re-check a guardrail without its own last cordon, or undo an undra
 read through this view shows, for ``OWN_WRITES_TRUSTED_SECONDS`` after each of the drainer's tag
 writes, the tags as that write left them (the write is newer than any echo that lacks it); after
 that, ECS's own tags. The writes are this run's (kept as they are made) and earlier runs' (read
-from the ledger once per run; each step's writes are recorded there after the step).
+from the ledger for the snapshot and again under the service's lease; each step's writes are
+recorded there after the step, before its run lets the lease go).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class TagsAsWritten:
     def __init__(self, ecs: EcsTaskService, ledger: Ledger, clock: Callable[[], datetime]) -> None:
         self.inner, self._ledger, self._clock = ecs, ledger, clock
         self._writes: list[TagWrite] | None = None
+        self._mine: list[TagWrite] = []
         self._unrecorded: dict[str, TagWrite] = {}
         # Why the earlier runs' writes could not be read (then only ECS's tags and this run's show).
         self.unread: RemediationError | None = None
@@ -45,13 +47,19 @@ class TagsAsWritten:
         self.inner.calls = value
 
     def _loaded(self) -> list[TagWrite]:
-        """Earlier runs' writes (one ledger query per run), then this run's."""
+        """Earlier runs' writes (read from the ledger when first needed), then this run's."""
         if self._writes is None:
             try:
                 self._writes = self._ledger.tag_writes_since(self._trusted_since())
+                self.unread = None
             except RemediationError as exc:
                 self.unread, self._writes = exc, []
-        return self._writes
+        return self._writes + self._mine
+
+    def refresh(self) -> None:
+        """Read earlier runs' writes again: under the service's lease, every run that held it before
+        has recorded its writes."""
+        self._writes = None
 
     def recent_writes(self) -> list[TagWrite]:
         """The drainer's tag writes still trusted over ECS's reads, oldest first."""
@@ -84,7 +92,7 @@ class TagsAsWritten:
         self._wrote(TagWrite(task_id_of(task_arn), self._clock(), removed=tuple(keys)))
 
     def _wrote(self, write: TagWrite) -> None:
-        self._loaded().append(write)
+        self._mine.append(write)
         earlier = self._unrecorded.get(write.task_id)
         self._unrecorded[write.task_id] = earlier.then(write) if earlier else write
 

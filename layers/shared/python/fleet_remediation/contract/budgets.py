@@ -216,9 +216,11 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
 
 # The drainer's open intents (steps a killed run began): read before the lease and again under it.
 DRAINER_JOURNAL_READS = 2
-# Its recent tag writes (laid over ECS's lagging reads), once per run: one attempt, since a run that
-# cannot read them starts no task step (the next tick reads again).
-TAG_WRITES_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=1.0, read_timeout_seconds=1.0, attempts=1)
+# Its recent tag writes (laid over ECS's lagging reads): for the snapshot, and again under the lease.
+# A query of a few small items; one short attempt, since a run that cannot read them starts no step
+# (the next tick reads again).
+TAG_WRITES_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1)
+DRAINER_TAG_WRITES_READS = 2
 # The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
 # sightings, a suspect worker's TTS outcomes.
 DRAINER_QUERIES = 4
@@ -243,7 +245,7 @@ def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
         + DRAINER_JOURNAL_READS * LEDGER_CALL.worst_case_seconds
-        + TAG_WRITES_READ.worst_case_seconds
+        + DRAINER_TAG_WRITES_READS * TAG_WRITES_READ.worst_case_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
         + ANNOUNCE_SECONDS
         + drainer_notification_seconds()
