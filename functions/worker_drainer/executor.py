@@ -124,7 +124,7 @@ class DrainerExecutor:
         mode = self.mode_switch.read()
         if mode is not Mode.ENFORCE:
             return StepResult(Outcome.SKIPPED, f"kill switch is now {mode.value}")
-        self.written.recent_writes()
+        self.written.recent_writes()  # read now if not yet: whether they could be read decides
         unread = self.written.unread
         if unread is not None:
             # ECS may still show tags older than the drainer's own last writes: do not act on them.
