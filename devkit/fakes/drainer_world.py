@@ -20,6 +20,7 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from devkit.fakes.ecs_fakes import EcsManagedTagsSetting, FakeEcsTaskProtection
+from devkit.fakes.ecs_profile import EcsAsTheProfileSays
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService, RoomService
@@ -120,17 +121,28 @@ class DrainerWorld:
     reaper_policy: dict[str, Any] = field(default_factory=lambda: {"max_age_minutes": 60})
     # More fields of the drainer's cdk.json section (e.g. task_action_scope).
     drainer_section: dict[str, Any] = field(default_factory=dict)
+    _drainer_ecs: Any = None
 
     @property
     def task_ids(self) -> list[str]:
         return [arn.rsplit("/", 1)[1] for arn in self.task_arns]
 
     def own_ecs_client(self) -> Any:
-        """Another ECS client on this world, served by the same fakes (for a fault to hook into)."""
+        """Another ECS client on this world, served by the same fakes (for a fault to hook into),
+        and as unkind as the service profile says: throttled at ECS's rates, its DescribeTasks
+        showing a task's old tags for a while after a write (``EcsAsTheProfileSays``, on the
+        world's clock). The world's own client (what a test reads to assert) sees the truth."""
         client = boto3.client("ecs", config=ecs_client_config(5.0))
         FakeEcsTaskProtection(client, shared_with=self.protection)
         EcsManagedTagsSetting(client, shared_with=self.managed_tags)
+        EcsAsTheProfileSays(client, clock=lambda: self.now.timestamp())
         return client
+
+    def drainer_ecs_client(self) -> Any:
+        """The drainer's ECS client when a test does not give one: one per world, profiled."""
+        if self._drainer_ecs is None:
+            self._drainer_ecs = self.own_ecs_client()
+        return self._drainer_ecs
 
     def set_mode(self, mode: str) -> None:
         boto3.client("ssm").put_parameter(Name=MODE_PARAMETER, Value=mode, Type="String", Overwrite=True)
@@ -208,7 +220,7 @@ class DrainerWorld:
             chat_notifier=SnsNotifier(str(settings.chat_topic_arn), sns_client),
             once=ledger_once_guard(TABLE),
             outbox=DynamoOutbox(TABLE),
-            ecs=BotoEcsTasks(CLUSTER, SERVICE, client=ecs_client or self.ecs_client),
+            ecs=BotoEcsTasks(CLUSTER, SERVICE, client=ecs_client or self.drainer_ecs_client()),
             ledger=DynamoLedger(TABLE, SERVICE, client=dynamodb_client),
             worker_logs=OfflineWorkerLogs(self.events, SignalCatalog.default().slow_vad),
             worker_probe=HttpWorkerProbe(8081, 1.0, endpoint_for=endpoint),

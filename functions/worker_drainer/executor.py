@@ -24,6 +24,7 @@ from fleet_remediation.domain.reap_executor import ReapExecutor
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger, OpenIntent
+from worker_drainer.adapters.tags_as_written import TagsAsWritten, tags_as_written
 from worker_drainer.capacity import Move
 from worker_drainer.capacity_keeper import CapacityKeeper
 from worker_drainer.interrupted import settle_interrupted
@@ -57,8 +58,12 @@ class DrainerExecutor:
     livekit_calls: int = 0
     keeper: CapacityKeeper = field(init=False)
     saga: CordonSaga = field(init=False)
+    written: TagsAsWritten = field(init=False)
 
     def __post_init__(self) -> None:
+        # Every re-check reads tasks with the drainer's own recent tag writes (ECS lags them).
+        self.written = tags_as_written(self.ecs, self.ledger, self.clock)
+        self.ecs = self.written
         self.keeper = CapacityKeeper(self.ecs, self.ledger, self.clock)
         self.saga = CordonSaga(self.ecs, self.keeper, self.policy, self.reaper_policy, self.clock)
 
@@ -69,6 +74,7 @@ class DrainerExecutor:
         refusal = self._task_scope_refusal(acting, report)
         lease = self._acquire_lease()
         try:
+            self.written.refresh()  # what the lease's earlier holders wrote, ECS may not show yet
             # Read again under the lease: a run that held it may have closed its own meanwhile.
             settle_interrupted(self._interrupted(report), self.ecs, self.ledger, report)
             for number, step in enumerate(acting):
@@ -118,6 +124,11 @@ class DrainerExecutor:
         mode = self.mode_switch.read()
         if mode is not Mode.ENFORCE:
             return StepResult(Outcome.SKIPPED, f"kill switch is now {mode.value}")
+        self.written.recent_writes()  # read now if not yet: whether they could be read decides
+        unread = self.written.unread
+        if unread is not None:
+            # ECS may still show tags older than the drainer's own last writes: do not act on them.
+            return StepResult(Outcome.SKIPPED, f"own recent tag writes unreadable: {unread.message}", unread)
         return None
 
     def _run_step(
@@ -147,6 +158,10 @@ class DrainerExecutor:
             result = failed(exc)
         report.resolve(intent, result.outcome, result.reason, result.error)
         self._audit_or_report(report, step, key, result)
+        try:
+            self.written.record(key)
+        except RemediationError as exc:
+            report.error(exc)  # the next runs read ECS's tags alone, lagging or not
         try:
             self.ledger.close_intent(step.task_id, key)
         except RemediationError as exc:

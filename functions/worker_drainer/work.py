@@ -12,6 +12,8 @@ from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Refusal, TriggerKind
 from worker_drainer.accounting import record_metrics, record_plan, summarize
+from worker_drainer.adapters.ecs_tasks import EcsTaskService
+from worker_drainer.adapters.tags_as_written import tags_as_written
 from worker_drainer.alarm_watch import during_vad_alarm
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
@@ -42,6 +44,8 @@ class FleetRead:
     incident: str
     snapshot: Snapshot
     livekit_calls: int
+    # ECS as the drainer wrote it (``tags_as_written``): what the steps re-check against too.
+    ecs: EcsTaskService
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,9 @@ DrainerWork = Work[FleetRead, LadderPlan, Executed]
 def read(run: DrainerRun) -> FleetRead:
     """The fleet. The scheduled tick's looks run under the scan budget; those a new ALARM or a
     suspect worker triggers always run."""
-    deps, settings = run.deps, run.deps.settings
+    settings = run.deps.settings
+    ecs = tags_as_written(run.deps.ecs, run.deps.ledger, run.deps.clock)
+    deps = dataclasses.replace(run.deps, ecs=ecs)
     trigger = run.event.trigger
     kind = trigger.trigger.kind
     # A person's run and a suspect worker (the responder's own look is rate-limited) are not limited.
@@ -70,7 +76,9 @@ def read(run: DrainerRun) -> FleetRead:
         trigger = during_silent_task(trigger, deps, run.report, run.deadline)
         incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
         snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
-    return FleetRead(trigger, incident, snapshot, calls)
+    if ecs.unread is not None:
+        run.report.error(ecs.unread)
+    return FleetRead(trigger, incident, snapshot, calls, ecs)
 
 
 def decide(run: DrainerRun, fleet: FleetRead) -> LadderPlan:
@@ -118,7 +126,7 @@ def held_lines(work: DrainerWork) -> list[Line]:
 def act(run: DrainerRun, fleet: FleetRead, plan: LadderPlan) -> Executed:
     settings = run.deps.settings
     executor = DrainerExecutor(
-        ecs=run.deps.ecs,
+        ecs=fleet.ecs,
         ledger=run.deps.ledger,
         mode_switch=run.deps.mode_switch,
         room_service_factory=run.deps.room_service_factory,

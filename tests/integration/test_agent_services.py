@@ -84,7 +84,7 @@ class TwoServices:
             base,
             settings=settings,
             mode_switch=self.switch(OUTBOUND),
-            ecs=BotoEcsTasks(CLUSTER, OUTBOUND_ECS_SERVICE, client=self.world.ecs_client),
+            ecs=BotoEcsTasks(CLUSTER, OUTBOUND_ECS_SERVICE, client=self.world.drainer_ecs_client()),
             ledger=DynamoLedger(OUTBOUND_TABLE, OUTBOUND_ECS_SERVICE),
             once=ledger_once_guard(OUTBOUND_TABLE),
             outbox=DynamoOutbox(OUTBOUND_TABLE),

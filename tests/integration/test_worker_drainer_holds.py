@@ -60,10 +60,12 @@ def test_a_cordon_begun_before_the_window_closed_is_finished_while_held(world: D
     world.slow(target, count=240, minutes=25)
     drained = world.invoke({"action": "drain", "task": target, "dry_run": False})
     assert [a["action"] for a in drained["actions"]] == ["cordon"]
-    # As if the run that cordoned it had died half-way: the cordon's progress mark says "started".
+    # As if the run that cordoned it had died half-way: the cordon's progress mark says "started"
+    # (on the next tick, a minute later: ECS's reads show the marks as they are by then).
     world.ecs_client.tag_resource(
         resourceArn=world.task_arns[2], tags=[{"key": CORDON_TAG, "value": "started"}]
     )
+    world.now += timedelta(minutes=1)
     report = _held(world, schedule_event(world.now))
     assert [(a["resource"], a["action"], a["outcome"]) for a in report["actions"]] == [
         (target, "complete-cordon", "done")
@@ -74,7 +76,7 @@ def test_a_cordon_begun_before_the_window_closed_is_finished_while_held(world: D
 def test_during_a_rolling_deployment_a_cordon_is_held_and_a_manual_drain_acts(world: DrainerWorld) -> None:
     """moto keeps one deployment per service: ``EcsRollingDeployment`` (a named fake) lists the old
     one beside the new PRIMARY, as ECS does during a rolling update."""
-    deployment = EcsRollingDeployment(world.ecs_client)
+    deployment = EcsRollingDeployment(world.drainer_ecs_client())
     bad = world.task_ids[1]
     world.slow(bad, count=240, minutes=25)
     deployment.rolling = True

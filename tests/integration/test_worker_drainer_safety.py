@@ -40,6 +40,7 @@ from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ledger import DynamoLedger
+from worker_drainer.adapters.tags_as_written import TagsAsWritten, tags_as_written
 from worker_drainer.capacity_keeper import CapacityKeeper
 from worker_drainer.executor import DrainerExecutor
 from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
@@ -307,11 +308,18 @@ def _drained(world: DrainerWorld, index: int) -> tuple[str, str]:
     return task_id, arn
 
 
+def _ecs_as_written(world: DrainerWorld) -> TagsAsWritten:
+    """The drainer's ECS as its executor reads it: with its own recent tag writes (ECS lags them)."""
+    deps = world.dependencies()
+    return tags_as_written(deps.ecs, deps.ledger, deps.clock)
+
+
 def _saga(world: DrainerWorld) -> CordonSaga:
     deps = world.dependencies()
-    keeper = CapacityKeeper(deps.ecs, deps.ledger, deps.clock)
+    ecs = _ecs_as_written(world)
+    keeper = CapacityKeeper(ecs, deps.ledger, deps.clock)
     policy, reaper_policy = deps.settings.drainer.policy, deps.settings.reaper.policy
-    return CordonSaga(deps.ecs, keeper, policy, reaper_policy, deps.clock)
+    return CordonSaga(ecs, keeper, policy, reaper_policy, deps.clock)
 
 
 def test_a_stop_re_reads_that_the_replacement_runs_whatever_the_plan_saw(world: DrainerWorld) -> None:
@@ -319,7 +327,7 @@ def test_a_stop_re_reads_that_the_replacement_runs_whatever_the_plan_saw(world: 
     task_id, arn = _drained(world, 0)
     saga = _saga(world)
     step = PlannedStep(task_id, arn, Step.STOP, "drained: no active jobs", State.DRAINING)
-    task = world.dependencies().ecs.describe_task(arn)
+    task = _ecs_as_written(world).describe_task(arn)
     assert task is not None
 
     refused = saga.stop(task, step)
@@ -375,12 +383,12 @@ def test_capacity_a_task_no_longer_holds_is_given_back(world: DrainerWorld) -> N
 def test_a_robot_undo_holds_a_cooldown_and_an_operators_undo_says_so(world: DrainerWorld) -> None:
     _, arn = _drained(world, 3)
     saga = _saga(world)
-    task = world.dependencies().ecs.describe_task(arn)
+    task = _ecs_as_written(world).describe_task(arn)
     assert task is not None
     robot = saga.undo(task, by_operator=False)
     assert robot.outcome is Outcome.DONE
     assert "unmarked; cooldown until " in robot.reason
-    task = world.dependencies().ecs.describe_task(arn)
+    task = _ecs_as_written(world).describe_task(arn)
     assert task is not None
     operator = saga.undo(task, by_operator=True)
     assert "unmarked; the operator's undrain holds until " in operator.reason

@@ -1,10 +1,13 @@
-"""Each drainer step, run by the executor against moto ECS (plus ``FakeEcsTaskProtection``), calls
-only the ECS write actions its row of the step table names (``contract.drainer_steps``), so the
-IAM grants derived from the table are the calls the code makes."""
+"""Each drainer step, run by the executor against moto ECS (plus ``FakeEcsTaskProtection``, and ECS's
+throttling and lagging reads: ``EcsAsTheProfileSays``), calls only the ECS write actions its row of
+the step table names (``contract.drainer_steps``), so the IAM grants derived from the table are the
+calls the code makes. A change made by hand comes a minute after the drainer's last write, as it
+would on a real fleet: by then ECS's reads show both."""
 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -79,18 +82,24 @@ class StepRunner:
         self.checked.add(step)
 
 
+def _a_minute_later(world: DrainerWorld) -> None:
+    world.now += timedelta(minutes=1)
+
+
 def test_each_step_calls_only_the_ecs_writes_its_row_names(world: DrainerWorld) -> None:
     runner = StepRunner(world)
     t0, t1, t2, t3 = world.task_ids
 
     runner.check(t0, Step.REAP, State.HEALTHY)
     world.ecs_client.untag_resource(resourceArn=world.task_arns[0], tagKeys=list(STATE_TAGS))
+    _a_minute_later(world)
 
     # A cordon (protection off, desired count +1), finished again from "started", then undone.
     runner.check(t0, Step.CORDON, State.HEALTHY)
     world.ecs_client.tag_resource(
         resourceArn=world.task_arns[0], tags=[{"key": CORDON_TAG, "value": "started"}]
     )
+    _a_minute_later(world)
     runner.check(t0, Step.COMPLETE_CORDON, State.DRAINING)
     runner.check(t0, Step.UNDO, State.DRAINING)
 
@@ -107,5 +116,6 @@ def test_each_step_calls_only_the_ecs_writes_its_row_names(world: DrainerWorld) 
     # Capacity held for a task whose marks someone removed is settled from the desired count.
     runner.run(t3, Step.CORDON, State.HEALTHY)
     world.ecs_client.untag_resource(resourceArn=world.task_arns[3], tagKeys=list(STATE_TAGS))
+    _a_minute_later(world)
     runner.check(t3, Step.SETTLE_CAPACITY, State.HEALTHY)
     assert set(ROWS) == runner.checked, "a step of the table is not exercised here"

@@ -55,8 +55,10 @@ def test_the_functions_budgets() -> None:
     assert budgets.ALARM_STATE_READ.worst_case_seconds == 2.0
     # Six notice markers of one 2 s attempt, the outbox's two ledger calls, the notification.
     assert budgets.drainer_notification_seconds() == 6 * 2 + 2 * 5 + 26
-    # Its open intents: two ledger queries (before the lease and under it).
-    assert budgets.drainer_seconds_needed(22.0, 5.0) == 6 + 2 + 6 + 88 + 10 + 32 + 13 + 48 + 3
+    # Its open intents: two ledger queries (before the lease and under it); its recent tag writes:
+    # two queries of one 1 s attempt (for the snapshot and under the lease).
+    assert budgets.TAG_WRITES_READ.worst_case_seconds == 1.0
+    assert budgets.drainer_seconds_needed(22.0, 5.0) == 6 + 2 + 6 + 88 + 10 + 2 + 32 + 13 + 48 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -112,11 +114,11 @@ LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 208 s"):
-        DrainerSection(timeout_seconds=207, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 210 s"):
+        DrainerSection(timeout_seconds=209, policy=LEASE)
     with pytest.raises(ValidationError, match="at least the scan budget's calls, the StartQuery's"):
         DrainerSection(insights_timeout_seconds=9.0)
-    assert DrainerSection(timeout_seconds=208, policy=LEASE).timeout_seconds == 208
+    assert DrainerSection(timeout_seconds=210, policy=LEASE).timeout_seconds == 210
 
 
 # --- strict manual events -------------------------------------------------------------------------

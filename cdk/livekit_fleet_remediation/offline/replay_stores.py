@@ -13,7 +13,7 @@ from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
-from worker_drainer.adapters.journal_model import INTENDED, OpenIntent
+from worker_drainer.adapters.journal_model import INTENDED, OpenIntent, TagWrite
 from worker_drainer.adapters.ledger import AuditKey, CapacityDebt, Lease, Phase
 
 
@@ -30,6 +30,7 @@ class SimulatedLedger:
         self._notices: dict[str, int] = {}
         self._open: dict[tuple[str, str], OpenIntent] = {}
         self._group_event: tuple[str, int] | None = None
+        self._tag_writes: list[TagWrite] = []
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
         self.calls += 1
@@ -104,6 +105,14 @@ class SimulatedLedger:
         self.calls += 1
         held = self._group_event
         return held[0] if held is not None and held[1] > int(now.timestamp()) else None
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
+        self.calls += 1
+        self._tag_writes.append(write)
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]:
+        self.calls += 1
+        return [write for write in self._tag_writes if write.at >= moment]
 
 
 class SimulatedAlarmStates:

@@ -39,3 +39,24 @@ class OpenIntent:
     @property
     def task_arn(self) -> str:
         return self.entry.get("task_arn", "")
+
+
+@dataclass(frozen=True)
+class TagWrite:
+    """Tags the drainer set on (and removed from) a task at ``at``: what ECS will show once its
+    eventually consistent reads catch up (``adapters/tags_as_written.py``)."""
+
+    task_id: str
+    at: datetime
+    set: Mapping[str, str] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()
+
+    def applied_to(self, tags: Mapping[str, str]) -> dict[str, str]:
+        kept = {key: value for key, value in tags.items() if key not in self.removed}
+        return kept | dict(self.set)
+
+    def then(self, later: TagWrite) -> TagWrite:
+        """This write followed by ``later`` on the same task, as one write."""
+        removed = tuple(key for key in self.removed if key not in later.set) + later.removed
+        kept = {key: value for key, value in self.set.items() if key not in later.removed}
+        return TagWrite(self.task_id, later.at, kept | dict(later.set), tuple(dict.fromkeys(removed)))

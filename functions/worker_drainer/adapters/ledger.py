@@ -12,6 +12,10 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
   on the same item, its outcome (written after); an item without an outcome was interrupted.
 - ``intent#<service>`` / the audit item's sort key: a step begun and not yet recorded
   (``adapters.intents``): how the next run finds a step a killed run left without its outcome.
+- ``tags#<service>`` / the audit item's sort key and the task: the tags a step wrote
+  (``adapters.tag_writes``), so the next runs see them while ECS's reads still lag.
+- ``group-event#<service>`` / ``group-event``: a failure shared by a group holds the service's
+  drains until ``expires_at`` (``adapters.group_event_records``).
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
 - ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
@@ -28,11 +32,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
-from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE
+from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE, TAG_WRITES_READ
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
+from worker_drainer.adapters.group_event_records import DynamoGroupEvents
 from worker_drainer.adapters.intents import DynamoIntents, LedgerCondition
-from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent, TagWrite
+from worker_drainer.adapters.tag_writes import DynamoTagWrites
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,6 +54,7 @@ __all__ = [
     "Ledger",
     "OpenIntent",
     "Phase",
+    "TagWrite",
 ]
 
 
@@ -94,13 +101,13 @@ class Ledger(Protocol):
         """Delete the open intent; False when another run closed it first."""
         ...
 
-    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
-        """Record that a group event holds the service's TTS drains for ``ttl_seconds`` from ``now``."""
-        ...
+    def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None: ...
 
-    def group_event(self, now: datetime) -> str | None:
-        """The group event holding the service's TTS drains at ``now``, if one does."""
-        ...
+    def group_event(self, now: datetime) -> str | None: ...
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None: ...
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]: ...
 
 
 class DynamoLedger:
@@ -113,6 +120,20 @@ class DynamoLedger:
         # every line of a message, so the budget counts it per line (contract/budgets.py).
         self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
         self._intents = DynamoIntents(table_name, service, self._client, self._call)
+        self._group_events = DynamoGroupEvents(table_name, service, self._client, self._call)
+        self._tag_writes = DynamoTagWrites(
+            table_name,
+            service,
+            self._client,
+            self._call,
+            self._client if client else aws_client(TAG_WRITES_READ),
+        )
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
+        self._tag_writes.record(key, write)
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]:
+        return self._tag_writes.since(moment)
 
     def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
         self._intents.open(task_id, key, entry)
@@ -256,28 +277,10 @@ class DynamoLedger:
         return True
 
     def hold_group_event(self, description: str, now: datetime, ttl_seconds: int) -> None:
-        item = _group_event_key(self.service) | {
-            "description": {"S": description},
-            "expires_at": {"N": str(int(now.timestamp()) + ttl_seconds)},
-        }
-        self._call(lambda: self._client.put_item(TableName=self.table_name, Item=item), self.service)
+        self._group_events.hold(description, now, ttl_seconds)
 
     def group_event(self, now: datetime) -> str | None:
-        # A Query, as the ledger's other reads: the drainer's role is granted Query, not GetItem.
-        key = _group_event_key(self.service)
-        found = self._call(
-            lambda: self._client.query(
-                TableName=self.table_name,
-                KeyConditionExpression="pk = :pk AND sk = :sk",
-                ExpressionAttributeValues={":pk": key["pk"], ":sk": key["sk"]},
-                ConsistentRead=True,
-            ),
-            self.service,
-        )
-        # DynamoDB deletes expired items lazily: an item past its expiry no longer holds.
-        epoch = int(now.timestamp())
-        live = [item for item in found.get("Items", []) if int(item["expires_at"]["N"]) > epoch]
-        return str(live[0]["description"]["S"]) if live else None
+        return self._group_events.current(now)
 
     def _conditional(self, request: Any, resource: str, lost: str) -> None:
         try:
@@ -294,7 +297,3 @@ class DynamoLedger:
                 if conditional and exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
                     raise LedgerCondition from exc
                 raise
-
-
-def _group_event_key(service: str) -> dict[str, Any]:
-    return {"pk": {"S": f"group-event#{service}"}, "sk": {"S": "group-event"}}

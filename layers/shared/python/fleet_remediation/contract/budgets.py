@@ -145,7 +145,7 @@ NOTICE_MARKER_WRITE = AwsCallBudget(
 )
 DRAINER_NOTICE_MARKERS = 6
 DRAINER_OUTBOX_CALLS = 2
-# The drainer's slowest step (a cordon: five ECS calls and two ledger writes) must fit in this.
+# The drainer's slowest step (a cordon: five ECS calls and its journal writes) must fit in this.
 DRAINER_STEP_BUDGET_SECONDS = 8.0
 
 
@@ -216,6 +216,11 @@ def drainer_step_seconds(ecs_request_timeout_seconds: float) -> float:
 
 # The drainer's open intents (steps a killed run began): read before the lease and again under it.
 DRAINER_JOURNAL_READS = 2
+# Its recent tag writes (laid over ECS's lagging reads): for the snapshot, and again under the lease.
+# A query of a few small items; one short attempt, since a run that cannot read them starts no step
+# (the next tick reads again).
+TAG_WRITES_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1)
+DRAINER_TAG_WRITES_READS = 2
 # The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
 # sightings, a suspect worker's TTS outcomes.
 DRAINER_QUERIES = 4
@@ -231,14 +236,16 @@ def drainer_notification_seconds() -> float:
 
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
-    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents,
-    one step, the action events, the notice markers, the outbox and the notification, the report."""
+    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents
+    and recent tag writes, one step, the action events, the notice markers, the outbox and the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + SECRET_READ.worst_case_seconds
         + DRAINER_QUERIES * insights_timeout_seconds
         + DRAINER_JOURNAL_READS * LEDGER_CALL.worst_case_seconds
+        + DRAINER_TAG_WRITES_READS * TAG_WRITES_READ.worst_case_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
         + ANNOUNCE_SECONDS
         + drainer_notification_seconds()

@@ -181,8 +181,8 @@ class DrainerSection(StrictModel):
             self.timeout_seconds,
             f"kill switch, the VAD alarm's state, credentials, {budgets.DRAINER_QUERIES} queries of "
             f"insights_timeout_seconds={self.insights_timeout_seconds:g}, one step with ECS calls of "
-            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the open intents, the "
-            "action events, the notification, the report",
+            f"ecs_request_timeout_seconds={self.ecs_request_timeout_seconds:g}, the open intents and "
+            "recent tag writes, the action events, the notification, the report",
         )
         return self
 
