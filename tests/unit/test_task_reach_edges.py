@@ -105,7 +105,7 @@ def test_the_rule_itself_calls_a_failure_fleet_wide_from_exactly_its_share_of_th
     assert found.fleet_wide is fleet_wide
     if fleet_wide:
         assert found.suspects == (), "a fleet-wide failure names nobody"
-        assert found.reason == f"{failing} of 20 tasks fail on their own (>= 20%): fleet-wide"
+        assert found.reason == f"{failing} of 20 tasks fail (>= 20%): fleet-wide"
     else:
         assert found.suspects, "under the share, the failing tasks stay suspects"
         assert "fleet-wide" not in found.reason
@@ -132,27 +132,35 @@ def test_the_fleet_is_the_larger_of_the_running_tasks_and_the_streams_seen() -> 
     assert not assess_task_reach(rows, settings, 30).fleet_wide
 
 
-@pytest.mark.parametrize("step", [-1, 0], ids=["level-below-p", "level-at-p"])
-def test_a_task_failing_at_exactly_the_level_counts_towards_a_fleet_wide_failure(step: int) -> None:
+@pytest.mark.parametrize("step", [-1, 0], ids=["trend-level-below-p", "trend-level-at-p"])
+def test_a_task_failing_at_exactly_the_looser_level_counts_towards_a_fleet_wide_failure(step: int) -> None:
+    """ "Is anyone else failing?" asks at the looser of ``trend_p`` and the cordon's level (a spreading
+    failure's tasks count while they cross it): a task at exactly that level counts, one step above
+    it does not."""
     rows = [TaskReach(_stream(i), responses=3, first_frames=0, timeouts=3) for i in range(2)]
     p = binomial_tail(3, 3, TaskReachSettings().expected_timeout_rate)
-    at = _settings_whose_level_is(p, tasks=2)
-    per_day = at.false_cordons_per_day
-    while step and at.model_copy(update={"false_cordons_per_day": per_day}).level(2) == p:
-        per_day = math.nextafter(per_day, -math.inf)
-    settings = at.model_copy(update={"false_cordons_per_day": per_day, "fleet_wide_fraction": 0.2})
+    trend = p if step == 0 else math.nextafter(p, -math.inf)
+    # The cordon's level far below p: only trend_p decides whether the two tasks count as failing.
+    settings = TaskReachSettings(trend_p=trend, false_cordons_per_day=1e-9, fleet_wide_fraction=0.2)
+    assert settings.level(2) < trend
     found = assess_task_reach(rows, settings, 2)
     assert found.fleet_wide is (step == 0)
 
 
-def test_the_per_task_query_is_exactly_the_three_signals_summed_per_stream() -> None:
+def test_the_per_task_query_is_exactly_the_signals_summed_per_stream() -> None:
     # Pinned as Logs Insights reads it: a wrong separator or field is a query error or a wrong count.
+    # Both line formats count: per-response lines (strcontains) and the agent package's summaries.
     assert task_reach_query(SignalCatalog.default()) == (
         'filter message = "agent_response_started" or message = "tts_node_first_audio_frame" or '
-        'message = "tts_first_audio_timeout"\n'
+        'message = "tts_first_audio_timeout" or message = "tts_late_first_audio_frame" or '
+        'message = "agent_tts_summary"\n'
         '| stats sum(strcontains(message, "agent_response_started")) as responses, '
+        "sum(responses) as responses_summed, "
         'sum(strcontains(message, "tts_node_first_audio_frame")) as first_frames, '
-        'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts by @logStream\n'
+        "sum(first_frames) as first_frames_summed, "
+        'sum(strcontains(message, "tts_first_audio_timeout")) as timeouts, '
+        'sum(strcontains(message, "tts_late_first_audio_frame")) as late_frames, '
+        "sum(late_frames) as late_frames_summed, latest(tts_endpoint) as tts_endpoint by @logStream\n"
         "| limit 10000"
     )
 
