@@ -45,6 +45,13 @@ def _run(window: DisruptionWindow | None, ecs: Ecs, manual: bool = False) -> Any
     )
 
 
+def _fleet() -> Any:
+    """What the drainer read: the snapshot's clock, and a trigger that names no group event."""
+    return SimpleNamespace(
+        snapshot=SimpleNamespace(now=NOW), trigger=SimpleNamespace(trigger=SimpleNamespace(detail={}))
+    )
+
+
 def _plan(step: Step) -> LadderPlan:
     task = "0" * 32
     planned = PlannedStep(task, f"arn:aws:ecs:eu-west-1:1:task/agents/{task}", step, "why", State.DRAINING)
@@ -63,7 +70,7 @@ HOLDS = {
 def test_a_hold_keeps_back_exactly_the_steps_that_start_a_disruption(row: StepRow, kind: str) -> None:
     window, ecs = HOLDS[kind]
     plan = _plan(row.step)
-    acting, why = hold(_run(window, ecs), SimpleNamespace(snapshot=SimpleNamespace(now=NOW)), plan)  # type: ignore[arg-type]
+    acting, why = hold(_run(window, ecs), _fleet(), plan)
     if row.starts:
         assert acting.steps == (), f"{row.step} went ahead {kind}"
         assert why is not None
@@ -74,7 +81,7 @@ def test_a_hold_keeps_back_exactly_the_steps_that_start_a_disruption(row: StepRo
 
 @pytest.mark.parametrize("row", STEP_TABLE, ids=ROW_IDS)
 def test_without_a_hold_and_on_a_manual_run_every_step_goes_ahead(row: StepRow) -> None:
-    fleet: Any = SimpleNamespace(snapshot=SimpleNamespace(now=NOW))
+    fleet = _fleet()
     plan = _plan(row.step)
     assert hold(_run(OPEN, Ecs()), fleet, plan) == (plan, None)
     assert hold(_run(None, Ecs()), fleet, plan) == (plan, None)
