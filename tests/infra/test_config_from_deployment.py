@@ -27,8 +27,6 @@ from livekit_fleet_remediation.cli import deployed_config
 from livekit_fleet_remediation.cli.common import UsageError, configuration
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.fleet_remediation import FleetRemediation
-from livekit_fleet_remediation.standalone import pinned_context
-from tests.infra.test_consumer_app import CONSUMER, _consumer_module
 
 STACK = "VoiceAgents"
 REGION = "eu-west-1"
@@ -49,13 +47,10 @@ CARRIED = (
 
 
 @pytest.fixture(scope="module")
-def consumer(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, EnvironmentConfig]]:
-    """The consumer app's template and each instance's configuration as the construct holds it."""
-    app = _consumer_module().build(
-        str(tmp_path_factory.mktemp("consumer")), pinned_context(CONSUMER / "cdk.json")
-    )
-    app.synth()
-    (stack,) = [child for child in app.node.children if isinstance(child, cdk.Stack)]
+def consumer(consumer_app: cdk.Stack) -> tuple[dict[str, Any], dict[str, EnvironmentConfig]]:
+    """The consumer app's template (the session's one synthesis) and each instance's configuration as
+    the construct holds it."""
+    stack = consumer_app
     configs = {
         construct.name_prefix: construct.config
         for construct in stack.node.find_all()
