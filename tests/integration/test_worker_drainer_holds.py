@@ -98,7 +98,7 @@ def test_a_stop_is_held_like_a_cordon_and_goes_ahead_once_the_hold_ends(
 ) -> None:
     """The stop starts a disruption of its own (the task's last sessions end): held outside the
     disruption window and while the service deploys, as the cordon is."""
-    deployment = EcsRollingDeployment(world.ecs_client)
+    deployment = EcsRollingDeployment(world.drainer_ecs_client())
     target = world.task_ids[3]
     drained = world.invoke({"action": "drain", "task": target, "dry_run": False})
     assert [a["action"] for a in drained["actions"]] == ["cordon"]
