@@ -82,6 +82,16 @@ def run_the_construct_in_a_teams_stack(code: str, monkeypatch: pytest.MonkeyPatc
         assert function in names, f"the README's construct example deploys no {function}: {names}"
 
 
+@runs("docs/construct.md#1")
+def run_the_consumer_app(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page shows examples/consumer_app/app.py written out: the same text, which the infra tests
+    synthesize (tests/infra/test_consumer_app.py); here it is run up to the app it builds."""
+    assert code == (REPO / "examples" / "consumer_app" / "app.py").read_text()
+    namespace = execute(code, {"__name__": "consumer_app"}, "docs/construct.md#1")
+    assert callable(namespace["build"])
+    assert namespace["INSTANCES"] == {"calls": ("inbound", "outbound"), "tutor": ("agents",)}
+
+
 # --- the agent side --------------------------------------------------------------------------------
 @runs("docs/agent-cooperation.md#1", "docs/concepts/drainer.md#1")
 def run_the_drain_aware_load(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
