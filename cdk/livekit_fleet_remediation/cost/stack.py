@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleet_remediation.contract import metrics as metric_definitions
-from fleet_remediation.contract.naming import FunctionName
-
 # Tables (on demand) and queues (dead letters) have no charge of their own: their requests are
 # priced where the functions make them; a queue only takes messages when deliveries fail.
 PRICED = frozenset(
@@ -204,17 +201,3 @@ def _iso_minutes(start: str) -> int:
     if not found:
         raise ValueError(f"dashboard start {start!r} is not -PTnHnM")
     return int(found.group(1) or 0) * 60 + int(found.group(2) or 0)
-
-
-def emf_series() -> tuple[int, int]:
-    """The functions' EMF metric series: (published every invocation, published only when not zero)."""
-    dense = sparse = 0
-    for definition in metric_definitions.definitions():
-        if not definition.series:
-            continue
-        emitters = len(tuple(FunctionName) if definition.every_function else definition.functions)
-        if definition.sparse:
-            sparse += emitters
-        else:
-            dense += emitters
-    return dense, sparse
