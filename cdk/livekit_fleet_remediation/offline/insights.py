@@ -20,7 +20,7 @@ from fleet_remediation.adapters.task_reach_rows import task_reach_query
 from fleet_remediation.contract.signals import TTS_COUNTS, TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.domain.job_outcomes import JobOutcomeCounter
-from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.log_export import LogEvent, tts_counts_by_stream
 from tts_reach_alarm.analysis import MAX_JOBS, job_outcomes_query, job_rooms_query
 
 _QUOTED = re.compile(r'"([^"]*)"')
@@ -82,23 +82,14 @@ class OfflineLogsInsights:
 
     def _task_reach(self, start: datetime, end: datetime) -> list[Row]:
         """``task_reach_query``: per stream, the TTS counts and the latest endpoint its lines name."""
-        counts: dict[str, list[int]] = {}
-        endpoints: dict[str, str] = {}
-        for event in self._window(start, end):
-            hits = self.catalog.tts_counts(event.record)
-            if any(hits):
-                row = counts.setdefault(event.stream, [0, 0, 0, 0])
-                counts[event.stream] = [a + b for a, b in zip(row, hits, strict=True)]
-                endpoint = event.record.get(TTS_ENDPOINT_FIELD)
-                if isinstance(endpoint, str) and endpoint:
-                    endpoints[event.stream] = endpoint
+        found = tts_counts_by_stream(self._window(start, end), self.catalog)
         return [
             {
                 "@logStream": stream,
-                **dict(zip(TTS_COUNTS, map(str, row), strict=True)),
-                TTS_ENDPOINT_FIELD: endpoints.get(stream, ""),
+                **dict(zip(TTS_COUNTS, map(str, counts), strict=True)),
+                TTS_ENDPOINT_FIELD: endpoint,
             }
-            for stream, row in sorted(counts.items())
+            for stream, (counts, endpoint) in sorted(found.items())
         ]
 
     def _job_rooms(self, job_ids: set[str], start: datetime, end: datetime) -> list[Row]:

@@ -4,13 +4,13 @@ offline evaluation (the backtest, the drainer's offline statistics, tests)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from fleet_remediation.contract.signals import parse_log_line
+from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD, SignalCatalog, parse_log_line
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,22 @@ def _message_and_time(item: Any, position: int) -> tuple[str, datetime]:
     if not isinstance(stamp, int | float) or isinstance(stamp, bool) or not 0 <= stamp < 10**14:
         raise ExportShapeError(f"event {position}: 'timestamp' must be milliseconds since the epoch")
     return message, datetime.fromtimestamp(stamp / 1000, tz=UTC)
+
+
+def tts_counts_by_stream(
+    events: Iterable[LogEvent], catalog: SignalCatalog
+) -> dict[str, tuple[list[int], str]]:
+    """Per log stream with TTS lines: its ``TTS_COUNTS`` summed and the latest TTS endpoint its lines
+    name ("" when none): what the per-task query answers, for the offline Insights and worker logs."""
+    found: dict[str, tuple[list[int], str]] = {}
+    for event in events:
+        hits = catalog.tts_counts(event.record)
+        if not any(hits):
+            continue
+        counts, endpoint = found.get(event.stream, ([0] * len(hits), ""))
+        named = event.record.get(TTS_ENDPOINT_FIELD)
+        found[event.stream] = (
+            [a + b for a, b in zip(counts, hits, strict=True)],
+            named if isinstance(named, str) and named else endpoint,
+        )
+    return found

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD, Signal, SignalCatalog
+from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
-from livekit_fleet_remediation.offline.log_export import LogEvent
+from livekit_fleet_remediation.offline.log_export import LogEvent, tts_counts_by_stream
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
 from worker_drainer.task_reach import TaskReach
 
@@ -31,19 +31,10 @@ class OfflineWorkerLogs:
     def task_reach(self, start: datetime, end: datetime, deadline: float) -> list[TaskReach]:
         """The per-task query's rows: each stream's responses, first frames and timeouts."""
         self.calls += 1
-        counts: dict[str, list[int]] = {}
-        endpoints: dict[str, str] = {}
-        for event in self._in_window(start, end):
-            hits = self.catalog.tts_counts(event.record)
-            if any(hits):
-                row = counts.setdefault(event.stream, [0, 0, 0, 0])
-                counts[event.stream] = [a + b for a, b in zip(row, hits, strict=True)]
-                endpoint = event.record.get(TTS_ENDPOINT_FIELD)
-                if isinstance(endpoint, str) and endpoint:
-                    endpoints[event.stream] = endpoint
+        found = tts_counts_by_stream(self._in_window(start, end), self.catalog)
         return [
-            TaskReach(stream, row[0], row[1], row[2], row[3], endpoints.get(stream, ""))
-            for stream, row in sorted(counts.items())
+            TaskReach(stream, counts[0], counts[1], counts[2], counts[3], endpoint)
+            for stream, (counts, endpoint) in sorted(found.items())
         ]
 
     def worker_stats(self, start: datetime, end: datetime, deadline: float) -> list[SlowVadStats]:
