@@ -37,7 +37,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
+.PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo drill test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -162,6 +162,9 @@ setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium wheelhouse ## Inst
 
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
+
+drill: setup ## The seed's failures on a real local fleet (8 agents workers on livekit-server): timelines, sessions lost with and without remediation (DRILL_ARGS="--fault tts-silence --seconds 45 --json")
+	@$(PY) -m tools.drill $(DRILL_ARGS)
 
 lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes
 	@$(VENV)/bin/ruff check .
