@@ -9,10 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from fleet_remediation.contract.naming import task_id_from_log_stream
-from livekit_fleet_remediation.offline.replay_model import ReplayResult
+from livekit_fleet_remediation.offline.replay_model import DELETE_ROOM, NOTIFY, TIMELINE_ACTIONS, ReplayResult
 from tools.drill_run import SCALE, RunRecord
 
-TAKES_OUT = ("cordon", "stop", "delete-room")
+# Every action of the timeline but the messages: cordons, stops, reaps, undos.
+ACTIONS = tuple(action for action in TIMELINE_ACTIONS if action != NOTIFY)
 
 
 @dataclass
@@ -71,19 +72,14 @@ def figures(record: RunRecord, result: ReplayResult, registered: float, took: fl
                 "first failed session on the drilled task (started after the fault)",
             )
         )
-    page = next((a for a in result.alarms if a.state == "ALARM" and a.at >= origin), None)
-    if page is not None:
+    for page in (a for a in result.alarms if a.state == "ALARM" and a.at >= origin):
         found.events.append((_minutes(record, origin, page.at), f"page: {page.alarm} ALARM"))
-    for action in TAKES_OUT:
-        done = [
-            a
-            for a in result.actions
-            if a.action == action and (action == "delete-room" or record.task_id in a.target)
-        ]
-        if done:
-            found.events.append(
-                (_minutes(record, origin, done[0].at), f"{action} {done[0].target} ({done[0].function})")
-            )
+    for action in (a for a in result.actions if a.action in ACTIONS):
+        whose = "the drilled task" if record.task_id in action.target else "another task"
+        if action.action == DELETE_ROOM:
+            whose = "a room"
+        text = f"{action.action} {action.target[:40]} ({action.function}; {whose})"
+        found.events.append((_minutes(record, origin, action.at), text))
     found.events.sort()
     found.failed_without = len(result.lessons.failed)
     found.failed_with = result.lessons.failed_after_remediation

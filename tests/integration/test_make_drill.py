@@ -3,9 +3,10 @@ publishing audio, a tts-silence drill on one worker through the drill hook, the 
 through the replay; and the CPU limit, on a real process.
 
 The short form runs three workers for 20 seconds: too few for the drainer's guardrails to take one
-out (at most 20% of the fleet draining), so it asserts what such a fleet must show: the drilled
-worker's sessions fail and the others' do not, the page comes after the fault, and a replacement
-worker registers and takes a call."""
+out (at most 20% of the fleet draining), and too few sessions for the TTS alarms' minimums, so it
+asserts what such a fleet must show: the drilled worker's own lines, through the replay, show its
+sessions failing after the fault and more of them than the other workers', and a replacement worker
+registers and takes a call."""
 
 from __future__ import annotations
 
@@ -19,15 +20,14 @@ from pathlib import Path
 import pytest
 
 from devkit.cpu_starvation import DUTY_CYCLE_SECONDS, CpuStarvation
+from tools.drill import main
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(240)]
 
 
-def test_a_tts_silence_drill_on_real_workers_pages_and_its_replacement_takes_calls(
+def test_a_tts_silence_drill_on_real_workers_fails_that_workers_sessions_and_a_replacement_takes_calls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tools.drill import main
-
     argv = ["--workers", "3", "--fault", "tts-silence", "--seconds", "20", "--json"]
     argv += ["--output", str(tmp_path)]
     assert main(argv) == 0
@@ -36,9 +36,6 @@ def test_a_tts_silence_drill_on_real_workers_pages_and_its_replacement_takes_cal
     assert timeline["fault: tts-silence"] == 0
     first_failed = "first failed session on the drilled task (started after the fault)"
     assert timeline[first_failed] >= 0
-    page = next(what for what in timeline if what.startswith("page:"))
-    assert "tts-reach" in page
-    assert timeline[page] > timeline[first_failed]
     assert run["sessions_failed_without_remediation"] >= 1
     assert run["sessions_failed_on_drilled_task"] > run["sessions_failed_elsewhere"]
     assert run["replacement_first_call_real_seconds"] is not None
