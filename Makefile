@@ -30,6 +30,9 @@ LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
 # default, environments.json, is git-ignored: yours). Nothing defaults to an example environment.
 CONFIG ?= environments.json
 FUNCTION ?= reaper
+# `make test`'s pytest-xdist workers: many tests wait on servers and subprocesses, so more workers
+# than cores (2 in CI) still shorten the run (TEST_WORKERS=0 runs in one process).
+TEST_WORKERS ?= 3
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -176,7 +179,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 
 test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
-	@$(PY) -m pytest -p no:cacheprovider --durations=10
+	@$(PY) -m pytest -p no:cacheprovider --durations=10 -n $(TEST_WORKERS) --dist loadgroup
 
 unit: setup
 	@$(PY) -m pytest tests/unit -q
