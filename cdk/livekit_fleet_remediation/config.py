@@ -27,7 +27,7 @@ from fleet_remediation.contract.budgets import insights_look_seconds
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
-from fleet_remediation.contract.naming import names_too_long
+from fleet_remediation.contract.naming import RUNBOOK_LINKS_HELP, RunbookLinks, names_too_long
 from fleet_remediation.contract.sections import (
     DrainerSection,
     ReaperSection,
@@ -131,7 +131,8 @@ class EnvironmentConfig(StrictModel):
     livekit_secret_name: str = Field(
         min_length=1, description='Secrets Manager secret: {"api_key": "...", "api_secret": "..."}.'
     )
-    runbook_base_url: AnyHttpUrl = Field(description="Where docs/ is published; runbook links start here.")
+    runbook_base_url: AnyHttpUrl = Field(description="Where the runbooks are published (see runbook_links).")
+    runbook_links: RunbookLinks = Field(default="site", description=RUNBOOK_LINKS_HELP)
     mode: Literal["enforce", "dry-run", "off"] = Field(
         default="dry-run", description="Initial kill-switch value; new environments start in dry-run."
     )
