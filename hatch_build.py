@@ -1,6 +1,8 @@
-"""The wheel's long description: README.md with its relative links made absolute against the
-project's ``Source`` URL (``[project.urls]``), so they work on the package index. A hatchling
-metadata hook (``[tool.hatch.metadata.hooks.custom]``): no build plugin to install."""
+"""The wheel's long description: README.md with each relative link written as its text and the file
+it names (``docs/construct.md``), since the package index resolves a relative link against nothing
+and the project names no public home (``[project.urls]`` is left out rather than filled with a
+placeholder). A hatchling metadata hook (``[tool.hatch.metadata.hooks.custom]``): no build plugin to
+install."""
 
 from __future__ import annotations
 
@@ -10,16 +12,15 @@ from typing import Any
 
 from hatchling.metadata.plugin.interface import MetadataHookInterface
 
-# A Markdown link's target that has no scheme and is not an in-page anchor: relative to the README.
-RELATIVE_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
+# A Markdown link whose target has no scheme and is not an in-page anchor: relative to the README.
+RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\((?![a-z][a-z0-9+.-]*:|#)(?:\./)?([^)\s]+)\)")
 
 
-def absolute_links(markdown: str, base: str) -> str:
-    return RELATIVE_LINK.sub(lambda link: f"]({base}/{link.group(1).removeprefix('./')})", markdown)
+def without_relative_links(markdown: str) -> str:
+    return RELATIVE_LINK.sub(lambda link: f"{link.group(1)} (`{link.group(2)}`)", markdown)
 
 
 class CustomMetadataHook(MetadataHookInterface):
     def update(self, metadata: dict[str, Any]) -> None:
-        base = f"{metadata['urls']['Source'].rstrip('/')}/blob/main"
         readme = (Path(self.root) / "README.md").read_text(encoding="utf-8")
-        metadata["readme"] = {"content-type": "text/markdown", "text": absolute_links(readme, base)}
+        metadata["readme"] = {"content-type": "text/markdown", "text": without_relative_links(readme)}
