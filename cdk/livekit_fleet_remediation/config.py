@@ -1,10 +1,9 @@
 """Per-environment configuration, validated at synth: ``FleetRemediation``'s ``config`` prop in a
 team's own CDK app, or an entry of the standalone app's environments file.
 
-The functions' sections (``reaper``, ``tts_reach``, ``drainer``) and ``detection`` are the very models
-the functions read at cold start (``fleet_remediation.contract``); this file adds only what exists at
-deploy time. An invalid value fails ``cdk synth`` with a message naming the field
-(``environments.prod.reaper.policy.max_age_minutes: ...``), never a Lambda at 3 a.m.
+The functions' sections (``reaper``, ``tts_reach``, ``drainer``, ``detection``) are the very models the
+functions read at cold start (``fleet_remediation.contract``); this file adds what exists at deploy time.
+An invalid value fails ``cdk synth`` naming the field (``environments.prod.reaper.policy.max_age_minutes``).
 """
 
 from __future__ import annotations
@@ -117,6 +116,8 @@ class DrillSection(StrictModel):
 
 
 class EnvironmentConfig(StrictModel):
+    """One environment's settings (an entry of environments.json, or the construct's ``config``)."""
+
     account: str | None = Field(
         default=None, pattern=r"^\d{12}$", description="Target AWS account (none: the CLI's credentials)."
     )
