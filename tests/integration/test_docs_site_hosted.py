@@ -181,3 +181,24 @@ def test_the_configuration_reference_has_a_section_per_group_and_no_python_repr(
     assert "&lt;Weekday" not in page
     assert "<Weekday" not in page
     assert "[&quot;mon&quot;, &quot;tue&quot;" in page or '["mon", "tue"' in page
+
+
+def test_the_configuration_reference_fits_a_phone(site: Path) -> None:
+    """At 390 px each settings group's table is one block per field: none is wider than the screen."""
+    loaded = load_page(
+        site / "reference" / "configuration.html",
+        {
+            "tables": 'document.querySelectorAll(".settings-fields table").length',
+            "overflow": 'Math.max(...[...document.querySelectorAll(".settings-fields table")]'
+            ".map(t => t.scrollWidth - t.clientWidth))",
+            "scroll_width": "document.documentElement.scrollWidth",
+        },
+        width=390,
+        height=844,
+        log=BUILD / "chromium-docs-configuration.log",
+    )
+    assert loaded.exceptions == []
+    page = (site / "reference" / "configuration.html").read_text(encoding="utf-8")
+    assert loaded.values["tables"] == page.count('<div class="settings-fields">') > 10
+    assert loaded.values["overflow"] == 0
+    assert loaded.values["scroll_width"] <= 390
