@@ -94,7 +94,17 @@ build/wheelhouse-%/.filled: requirements/wheelhouse-%.lock $(VENV)/.installed
 	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse-$*.lock -d build/wheelhouse-$*
 	@touch $@
 
-wheelhouse-ranges: $(RANGE_WHEELHOUSES) ## Fill build/wheelhouse-lowest and -highest (the dependency ranges' ends)
+# The agent package at livekit-agents' lowest end, for tests/packaging/test_agent_range.py: only what
+# differs from the dev environment, laid over it on PYTHONPATH.
+AGENTS_LOWEST := build/agents-lowest/.built
+$(AGENTS_LOWEST): requirements/agents-lowest.lock $(VENV)/.installed
+	@echo "==> livekit-agents' lowest end over the dev environment (requirements/agents-lowest.lock)"
+	@rm -rf build/agents-lowest && mkdir -p build/agents-lowest
+	@$(PIP) install --quiet --no-deps --only-binary=:all: --no-compile --target build/agents-lowest \
+		-r requirements/agents-lowest.lock
+	@touch $@
+
+wheelhouse-ranges: $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST) ## Fill build/wheelhouse-lowest and -highest and build/agents-lowest (the dependency ranges' ends)
 
 wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES)
 

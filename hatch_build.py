@@ -1,7 +1,8 @@
 """Two hatchling hooks, no build plugin to install.
 
-- The long description: README.md with its relative links made absolute against the project's
-  ``Source`` URL (``[project.urls]``), so they work on the package index.
+- The long description: README.md with each relative link written as its text and the file it names
+  (``docs/construct.md``), since the package index resolves a relative link against nothing and the
+  project names no public home (``[project.urls]`` is left out rather than filled with a placeholder).
 - The wheel's one top-level package: the construct and console commands (``cdk/livekit_fleet_remediation``)
   with the shared layer and the functions under ``livekit_fleet_remediation/_runtime/``, their imports
   rewritten to that path, so installing the wheel adds no generic name (``worker_drainer``…) to a
@@ -18,8 +19,8 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.metadata.plugin.interface import MetadataHookInterface
 
-# A Markdown link's target that has no scheme and is not an in-page anchor: relative to the README.
-RELATIVE_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
+# A Markdown link whose target has no scheme and is not an in-page anchor: relative to the README.
+RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\((?![a-z][a-z0-9+.-]*:|#)(?:\./)?([^)\s]+)\)")
 
 PACKAGE = "livekit_fleet_remediation"
 RUNTIME = f"{PACKAGE}._runtime"
@@ -40,8 +41,8 @@ STAGING = "build/wheel-package"
 SKIPPED = {"__pycache__", ".built"}
 
 
-def absolute_links(markdown: str, base: str) -> str:
-    return RELATIVE_LINK.sub(lambda link: f"]({base}/{link.group(1).removeprefix('./')})", markdown)
+def without_relative_links(markdown: str) -> str:
+    return RELATIVE_LINK.sub(lambda link: f"{link.group(1)} (`{link.group(2)}`)", markdown)
 
 
 def namespaced(source: str, path: Path) -> str:
@@ -81,9 +82,8 @@ def stage_package(root: Path) -> Path:
 
 class CustomMetadataHook(MetadataHookInterface):
     def update(self, metadata: dict[str, Any]) -> None:
-        base = f"{metadata['urls']['Source'].rstrip('/')}/blob/main"
         readme = (Path(self.root) / "README.md").read_text(encoding="utf-8")
-        metadata["readme"] = {"content-type": "text/markdown", "text": absolute_links(readme, base)}
+        metadata["readme"] = {"content-type": "text/markdown", "text": without_relative_links(readme)}
 
 
 class NamespacedPackageHook(BuildHookInterface):

@@ -95,12 +95,13 @@ def test_each_wheel_carries_the_release_version_and_license(
 
 
 @pytest.mark.parametrize("distribution", ["livekit_fleet_remediation", "livekit_fleet_agent"])
-def test_each_wheel_is_typed_and_names_its_home(wheels: dict[str, Path], distribution: str) -> None:
+def test_each_wheel_is_typed_with_no_placeholder_home(wheels: dict[str, Path], distribution: str) -> None:
+    """The project has no public address to name (pyproject.toml says why): no made-up one."""
     metadata = _metadata(wheels[distribution])
     assert f"{distribution}/py.typed" in _names(wheels[distribution])
     assert "Typing :: Typed" in metadata["Classifier"]
-    labels = {url.split(",", 1)[0] for url in metadata["Project-URL"]}
-    assert labels == {"Homepage", "Documentation", "Source", "Changelog", "Issues"}
+    assert len(metadata["Classifier"]) >= 9
+    assert metadata["Project-URL"] == []
 
 
 def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[str, Path]) -> None:
@@ -112,15 +113,14 @@ def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[s
 
 
 def test_the_long_description_has_no_relative_link(wheels: dict[str, Path]) -> None:
-    """The package index shows README.md from the wheel, where a relative link leads nowhere."""
+    """The package index shows README.md from the wheel, where a relative link leads nowhere: each
+    is its text and the file it names."""
     (description,) = _metadata(wheels["livekit_fleet_remediation"])["Description"]
     targets = re.findall(r"\]\(([^)\s]+)\)", description)
     assert targets, "the description has no link: the scan read nothing"
     assert [t for t in targets if not t.startswith(("https://", "#"))] == []
-    source = next(
-        u for u in _metadata(wheels["livekit_fleet_remediation"])["Project-URL"] if u.startswith("Source")
-    )
-    assert f"]({source.split(', ', 1)[1]}/blob/main/docs/construct.md)" in description
+    assert "[in your own CDK app](docs/construct.md)" in (REPO_ROOT / "README.md").read_text()
+    assert "in your own CDK app (`docs/construct.md`)" in description
 
 
 def test_the_agent_package_depends_on_livekit_agents_alone(wheels: dict[str, Path]) -> None:

@@ -59,6 +59,7 @@ class FunctionSettings(BaseSettings):
         default=None, min_length=1, description="Amazon Q Developer custom-notification JSON (chat channels)."
     )
     runbook_base_url: AnyHttpUrl
+    runbook_links: naming.RunbookLinks = "site"
     aws_region: str | None = Field(default=None, description="Set by Lambda; used for console links.")
 
     @property
@@ -76,7 +77,7 @@ class FunctionSettings(BaseSettings):
         return environment
 
     def runbook(self, function: naming.FunctionName) -> str:
-        return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function])
+        return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function], self.runbook_links)
 
     @property
     def dashboard_name(self) -> str:
