@@ -56,7 +56,7 @@ def read_snapshot(
     rooms: RoomsSeen | None = None
     livekit_calls = 0
     if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
-        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline)
+        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline, [*candidates, *draining])
     snapshot = Snapshot(
         now=now,
         tasks=tasks,
