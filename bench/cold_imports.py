@@ -46,7 +46,15 @@ PROBE = (
     "print(json.dumps([time.process_time() - cpu, time.perf_counter() - wall, "
     "sorted(m for m in {watched!r} if m in sys.modules)]))"
 )
-WATCHED = ("aws_xray_sdk", "livekit.api", "aiohttp", "boto3", "pydantic")
+WATCHED = (
+    "aws_xray_sdk",
+    "livekit.api",
+    "aiohttp",
+    "boto3",
+    "botocore.config",
+    "pydantic_settings",
+    "pydantic",
+)
 GOAL_CPU_MS = 500
 
 
