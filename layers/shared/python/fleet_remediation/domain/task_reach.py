@@ -166,14 +166,14 @@ def _sighted(found: TaskReachAssessment, earlier: set[str], silent: set[str]) ->
     if not suspects:
         return found
     seen = suspects & (earlier | silent)
-    new = tuple(sorted(suspects - earlier - seen))
+    new = tuple(sorted(suspects - earlier))
     if not seen:
         reason = "first sighting: cordoned at the next tick if it still fails alone"
-    elif new:
+    elif new and len(suspects) > 1:
         seen = set()
         reason = f"{len(new)} more task(s) began failing since the last tick: held a tick (a group forming?)"
     else:
-        reason = found.reason
+        reason, new = found.reason, ()
     tested = tuple(dataclasses.replace(v, suspect=v.suspect and v.log_stream in seen) for v in found.tested)
     return dataclasses.replace(found, tested=tested, reason=reason, spreading=new)
 
