@@ -122,14 +122,15 @@ def test_a_cordon_made_before_the_group_was_seen_is_undone_when_it_is(world: Dra
     seen = world.invoke(schedule_event(world.now))
     assert FAILING_ENDPOINT in seen["trigger"]["detail"][GROUP_EVENT]
     assert _cordons(seen) == []
-    ((undone, reason),) = _undos(seen)
+    ((undone, done),) = _undos(seen)
     assert undone == first
-    assert "shared, not its own" in reason and f"TTS endpoint {FAILING_ENDPOINT}" in reason
+    why = next(c["reason"] for c in seen["candidates"] if c["resource"] == first)
+    assert "shared, not its own" in why
+    assert f"TTS endpoint {FAILING_ENDPOINT}" in why
     assert world.tags(first).get(STATE_TAG) != "draining"
     assert any(f"TTS endpoint {FAILING_ENDPOINT}" in text for _, text in world.notifications())
-    # The replacement's capacity is given back: nothing leaks.
-    world.now += timedelta(minutes=1)
-    world.invoke(schedule_event(world.now))
+    # The replacement's capacity is given back with the undo: nothing leaks.
+    assert f"desired count {desired + 1} -> {desired}" in done
     assert world.desired_count() == desired
 
 
@@ -143,7 +144,12 @@ def test_a_suspect_event_while_a_second_task_begins_failing_drains_nobody(world:
     }
     for task in world.task_ids:
         _lines(world, task, endpoint_of[task], silent=task == first, responses=40)
-    world.invoke(schedule_event(world.now))
+    # Its answers before the failure, still in the window: the failure began inside it.
+    summary = {"message": "agent_tts_summary", "name": "livekit_fleet_agent.signals", "job_id": "AJ_before"}
+    summary |= {"tts_endpoint": FAILING_ENDPOINT, "responses": 10, "first_frames": 10}
+    world.events.append(LogEvent(stream_of(first), world.now - timedelta(seconds=170), summary))
+    sighted = world.invoke(schedule_event(world.now))
+    assert sighted["trigger"]["detail"]["task_reach"].startswith("first sighting"), sighted["trigger"]
     world.now += timedelta(minutes=1)
     world.events.clear()
     for task in world.task_ids:
