@@ -58,7 +58,7 @@ def during_silent_task(
         return parsed
     found = tick_verdict(rows, reach, facts, now, earlier)
     if tick:
-        deps.ledger.tick_memory.remember(found.failing, now, reach.window_minutes * 60)
+        _remember(found, deps, report)
     parsed = _with_group(parsed, found, held, deps)
     if not tick or found.shared or not found.suspects or GROUP_EVENT in parsed.trigger.detail:
         return parsed
@@ -66,6 +66,16 @@ def during_silent_task(
     suspect = _suspect(top, settings, TimeWindow(start=start, end=now))
     parsed.trigger.detail["silent_task"] = suspect.task_id
     return DrainerTrigger(parsed.trigger, True, suspect=suspect, group_members=parsed.group_members)
+
+
+def _remember(found: TaskReachAssessment, deps: DrainerDependencies, report: ReportBuilder) -> None:
+    """The tick's failing tasks for the next tick's sightings; unwritten, the next tick sees each
+    suspect for the first time again (a tick later, never sooner)."""
+    reach = deps.settings.drainer.task_reach
+    try:
+        deps.ledger.tick_memory.remember(found.failing, deps.clock(), reach.window_minutes * 60)
+    except RemediationError as exc:
+        note_look_error(report, exc)
 
 
 def _with_group(
