@@ -217,6 +217,7 @@ class Bench:
         self.job_requests = np.zeros(tasks, dtype=np.int64)
         self.recent_requests: deque[int] = deque(maxlen=SIGHTINGS_RECENT_MINUTES)
         self.responder_insights = MinuteInsights(spec.calls_per_task, list(self.sim.groups.endpoint))
+        self.tick_failing: tuple[str, ...] = ()
 
     def execute(self) -> Run:
         started = time.perf_counter()
@@ -280,7 +281,11 @@ class Bench:
         )
         rows = rows_of(self.spec.tasks, responses, frames, timeouts, lates, self.sim.groups.endpoint)
         self.run.rows["a_per_task"] = max(self.run.rows["a_per_task"], len(rows))
-        found = assess_task_reach(rows, self.settings, self.spec.tasks, self.facts, start_time(end))
+        # The tick remembers the tasks failing at its previous run (the drainer keeps them in its ledger).
+        found = assess_task_reach(
+            rows, self.settings, self.spec.tasks, self.facts, start_time(end), self.tick_failing
+        )
+        self.tick_failing = found.failing
         if found.suspects:
             self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), decision.at, decision)
         if self.timing.in_alarm("vad", decision.query_start):
