@@ -65,6 +65,12 @@ class TickMemory(Protocol):
         ...
 
 
+# Streams kept in the memory item, far under DynamoDB's 400 KB item limit (a stream name is ~60 bytes).
+# A longer list is a fleet-wide failure, which cordons nobody; a stream left out is only seen for the
+# first time again, which holds its cordon back, never brings one forward.
+MAX_REMEMBERED_STREAMS = 2_000
+
+
 class DynamoTickMemory(_ServiceRecord):
     """``group-event#<service>`` / ``failing``: the streams failing at the previous tick, until
     ``expires_at`` (a memory older than a tick or two is no sighting)."""
@@ -73,7 +79,8 @@ class DynamoTickMemory(_ServiceRecord):
         super().__init__(table_name, service, client, call, "failing")
 
     def remember(self, streams: Sequence[str], now: datetime, ttl_seconds: int) -> None:
-        self._put({"streams": {"S": json.dumps(sorted(streams))}}, now, ttl_seconds)
+        kept = sorted(streams)[:MAX_REMEMBERED_STREAMS]
+        self._put({"streams": {"S": json.dumps(kept)}}, now, ttl_seconds)
 
     def earlier(self, now: datetime) -> list[str]:
         item = self._live(now)

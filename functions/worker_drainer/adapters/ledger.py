@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
-from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE, TAG_WRITES_READ
+from fleet_remediation.contract.budgets import (
+    GROUP_RECORD_CALL,
+    LEDGER_CALL,
+    NOTICE_MARKER_WRITE,
+    TAG_WRITES_READ,
+)
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 from worker_drainer.adapters.group_event_records import DynamoGroupEvents, DynamoTickMemory, TickMemory
@@ -120,8 +125,9 @@ class DynamoLedger:
         # every line of a message, so the budget counts it per line (contract/budgets.py).
         self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
         self._intents = DynamoIntents(table_name, service, self._client, self._call)
-        self._group_events = DynamoGroupEvents(table_name, service, self._client, self._call)
-        self.tick_memory: TickMemory = DynamoTickMemory(table_name, service, self._client, self._call)
+        group_client = self._client if client else aws_client(GROUP_RECORD_CALL)
+        self._group_events = DynamoGroupEvents(table_name, service, group_client, self._call)
+        self.tick_memory: TickMemory = DynamoTickMemory(table_name, service, group_client, self._call)
         self._tag_writes = DynamoTagWrites(
             table_name,
             service,
