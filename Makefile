@@ -106,7 +106,7 @@ $(AGENTS_LOWEST): requirements/agents-lowest.lock $(VENV)/.installed
 
 wheelhouse-ranges: $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST) ## Fill build/wheelhouse-lowest and -highest and build/agents-lowest (the dependency ranges' ends)
 
-wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES)
+wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST)
 
 # The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
 # consumer's synth needs no network and no build step.
