@@ -189,7 +189,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 
 test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
-	@$(PY) -m pytest -p no:cacheprovider --durations=10 -n $(TEST_WORKERS) --dist loadgroup
+	@$(PY) -m pytest -p no:cacheprovider --durations=10 -n $(TEST_WORKERS) --dist loadfile
 
 unit: setup
 	@$(PY) -m pytest tests/unit -q

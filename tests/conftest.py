@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 # Set before any handler module is imported: no X-Ray daemon and no real AWS account in tests.
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
@@ -71,19 +74,31 @@ def lambda_context() -> LocalLambdaContext:
 
 
 # The fixtures that install the wheels into fresh virtual environments (minutes on two cores).
-INSTALLED_WHEEL_FIXTURES = frozenset({"remediation_installed", "agent_installed"})
+INSTALLED_WHEEL_FIXTURES = re.compile(r"\b(remediation_installed|agent_installed)\b")
+TESTS = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs pytest-xdist workers with ``--dist loadgroup``: each file is one group, so its
-    module fixtures (a synthesized app, a built site) run once, and the files that use the installed
-    wheels share one group, so the wheels are installed once, not once per worker."""
-    installing = {
-        item.path for item in items if INSTALLED_WHEEL_FIXTURES & set(getattr(item, "fixturenames", ()))
-    }
-    for item in items:
-        group = "installed-wheels" if item.path in installing else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+class FileScheduling(LoadScopeScheduling):
+    """`make test`'s pytest-xdist workers take a file at a time, so its module fixtures (a synthesized
+    app, a built site) run once; the files that use the installed wheels are one unit, so one worker
+    installs them once. (xdist's own ``loadgroup`` marks do not reach pytest 9's node ids.)"""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        root = config.rootpath
+        self.installing = {
+            str(path.relative_to(root))
+            for path in TESTS.rglob("test_*.py")
+            if INSTALLED_WHEEL_FIXTURES.search(path.read_text(encoding="utf-8"))
+        }
+
+    def _split_scope(self, nodeid: str) -> str:
+        file = nodeid.split("::", 1)[0]
+        return "installed-wheels" if file in self.installing else file
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> FileScheduling | None:
+    return FileScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

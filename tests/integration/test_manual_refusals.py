@@ -72,6 +72,11 @@ def _another_service_task(world: DrainerWorld) -> str:
     return str(task["taskArn"].rsplit("/", 1)[1])
 
 
+def _later(world: DrainerWorld, step: Callable[..., Any], *args: Any) -> Any:
+    world.now += timedelta(seconds=1)
+    return step(*args)
+
+
 def _manual(action: str, task: str) -> dict[str, Any]:
     return {"action": action, "task": task, "dry_run": False}
 
@@ -93,10 +98,12 @@ DRAINER_SCENARIOS: dict[str, Callable[[DrainerWorld, str], Any]] = {
         _manual(a, w.task_ids[1]),
     )[1],
     "a task already draining": lambda w, a: (_drain(w, w.task_ids[1]), _manual(a, w.task_ids[1]))[1],
+    # A second between the commands: two runs never share an instant, and the drainer orders its own
+    # tag writes by when they were made.
     "a task the drainer already undrained": lambda w, a: (
         _drain(w, w.task_ids[1]),
-        w.invoke(_manual("undrain", w.task_ids[1])),
-        _manual(a, w.task_ids[1]),
+        _later(w, w.invoke, _manual("undrain", w.task_ids[1])),
+        _later(w, _manual, a, w.task_ids[1]),
     )[2],
     "a task the drainer stopped": lambda w, a: (
         _stop(w, w.task_ids[1], f"{STOP_REASON_PREFIX}drained: no active jobs"),

@@ -229,8 +229,8 @@ def test_the_installed_wheel_adds_no_generic_top_level_name(
     probe = (
         "import importlib.util as u\n"
         f"print([n for n in {RUNTIME_PACKAGES!r} if u.find_spec(n)])\n"
-        "from livekit_fleet_remediation._runtime.worker_drainer.handler import lambda_handler\n"
-        "print(lambda_handler.__module__)\n"
+        "import livekit_fleet_remediation._runtime.worker_drainer.handler as handler\n"
+        "print(handler.__name__)\n"
     )
     done = remediation_installed.run(
         [str(remediation_installed.python), "-c", probe], cwd=tmp_path, timeout=120
