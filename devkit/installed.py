@@ -95,6 +95,9 @@ def install(root: Path, *requirements: str | Path, wheelhouse: Path = WHEELHOUSE
             "install",
             "--quiet",
             "--no-index",
+            # Compiling every module of aws-cdk-lib and botocore takes most of an install's time; the
+            # tests import a few of them, which Python compiles when first imported.
+            "--no-compile",
             "--disable-pip-version-check",
             "--find-links",
             str(wheelhouse),
