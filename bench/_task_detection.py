@@ -44,9 +44,9 @@ from fleet_remediation.contract.task_reach import TaskReachSettings
 from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from tts_reach_alarm.analysis import MAX_JOBS
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
-from worker_drainer.attribution import assess_fleet
-from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
-from worker_drainer.task_reach_query import MAX_TASK_ROWS
+from worker_drainer.decide.attribution import assess_fleet
+from worker_drainer.decide.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.read.task_reach_query import MAX_TASK_ROWS
 
 FAILURE_RUN_MINUTES = 290
 TASKS = (60, 200, 500, 1000)

@@ -1,7 +1,7 @@
 """The drainer's stages, as the pipeline calls them (``core.pipeline``): attribute the degradation
 to one task, reap its over-age rooms, cordon it, wait for its jobs to end, stop it — or undo it all
 if it recovers. One message per run with something new to say, threaded under its incident
-(``reporting``)."""
+(``delivery``)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.core.stages import StageDefaults, Start
 from worker_drainer import work as stages
+from worker_drainer.decide.plan_model import LadderPlan
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import drainer_router, drainer_trigger
-from worker_drainer.incidents import alarm_behind, message_incident, trigger_incident
-from worker_drainer.message_lines import Line, message_lines
-from worker_drainer.messages import MessageContext
-from worker_drainer.plan_model import LadderPlan
-from worker_drainer.reporting import notify
-from worker_drainer.validation import ServiceIdentity
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.tell.delivery import notify
+from worker_drainer.tell.incident_thread import alarm_behind, message_incident, trigger_incident
+from worker_drainer.tell.message import MessageContext
+from worker_drainer.tell.message_lines import Line, message_lines
 from worker_drainer.work import (
     NOTHING_PLANNED,
     DrainerEvent,

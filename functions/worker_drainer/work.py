@@ -11,20 +11,20 @@ from fleet_remediation.contract.drainer_steps import STARTING
 from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Refusal, TriggerKind
-from worker_drainer.accounting import record_metrics, record_plan, summarize
+from worker_drainer.act.ladder_executor import DrainerExecutor
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.tags_as_written import tags_as_written
-from worker_drainer.alarm_watch import during_vad_alarm
+from worker_drainer.decide.ladder import plan_ladder
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.executor import DrainerExecutor
-from worker_drainer.incidents import trigger_incident
-from worker_drainer.ladder import plan_ladder
-from worker_drainer.message_lines import Line
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
-from worker_drainer.silent_task import GROUP_EVENT, during_silent_task
-from worker_drainer.snapshot import read_snapshot
-from worker_drainer.validation import ServiceIdentity
+from worker_drainer.read.fleet_snapshot import read_snapshot
+from worker_drainer.read.silent_task_tick import GROUP_EVENT, during_silent_task
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.read.vad_alarm_tick import during_vad_alarm
+from worker_drainer.tell.incident_thread import trigger_incident
+from worker_drainer.tell.message_lines import Line
+from worker_drainer.tell.record import record_metrics, record_plan, summarize
 
 NOTHING_PLANNED = LadderPlan((), 0, 0)
 

@@ -23,8 +23,8 @@ from devkit.fakes.profiled_logs import ProfiledWorkerLogs
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
-from worker_drainer.silent_task import PER_TASK_REACH
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
+from worker_drainer.read.silent_task_tick import PER_TASK_REACH
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ import pytest
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.drainer_steps import STARTING, STEP_TABLE, Step, StepRow
 from fleet_remediation.core.report import ReportBuilder
-from worker_drainer.plan_model import LadderPlan, PlannedStep
-from worker_drainer.tags import State
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep
+from worker_drainer.decide.task_tags import State
 from worker_drainer.work import hold
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

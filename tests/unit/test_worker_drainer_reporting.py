@@ -29,13 +29,13 @@ from fleet_remediation.core.report_model import Decision, Mode, Outcome, Trigger
 from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.ladder import LadderPlan, PlannedStep, Snapshot, Step
+from worker_drainer.decide.task_tags import INCIDENT_TAG, Cause, State, incident_tag_value
 from worker_drainer.events import DrainerTrigger, route_drainer_event
-from worker_drainer.incidents import message_incident, trigger_incident
-from worker_drainer.ladder import LadderPlan, PlannedStep, Snapshot, Step
-from worker_drainer.message_lines import UNKNOWN_NOTE, Line, message_lines
-from worker_drainer.messages import MessageContext, compose, severity
-from worker_drainer.tags import INCIDENT_TAG, Cause, State, incident_tag_value
-from worker_drainer.validation import ServiceIdentity
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.tell.incident_thread import message_incident, trigger_incident
+from worker_drainer.tell.message import MessageContext, compose, severity
+from worker_drainer.tell.message_lines import UNKNOWN_NOTE, Line, message_lines
 
 TASK = "2789d2380f1c4e0c8a4f0b3b6c2d1e0f"
 TASK_ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"

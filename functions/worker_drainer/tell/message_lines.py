@@ -1,10 +1,10 @@
 """What a drainer run has to tell (pure): one line per step done, failed, of unknown outcome or
 skipped, per step a dry run would have taken, per refusal the plan made that an operator must
 know (a guardrail, an excluded task, a protected live room, a cooldown), per typed error (with
-what it leaves unknown), and fleet-wide slowness. ``messages.compose`` makes the message of them.
+what it leaves unknown), and fleet-wide slowness. ``message.compose`` makes the message of them.
 
 A line about a condition that persists across ticks (a refusal, a dry-run step, an error,
-fleet-wide slowness) carries a notice key, so ``reporting`` tells it once an hour; what was done,
+fleet-wide slowness) carries a notice key, so ``delivery`` tells it once an hour; what was done,
 failed or is unknown is always told.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
 
-# The trigger's detail key of a group event (``silent_task.GROUP_EVENT``).
+# The trigger's detail key of a group event (``silent_task_tick.GROUP_EVENT``).
 GROUP_EVENT = "group_event"
 
 UNKNOWN_NOTE = "the reply was lost or the run interrupted: the next tick re-reads the task and finishes it"
@@ -48,7 +48,7 @@ class Line:
     # The step's name (a ``plan_model.Step`` value) and task, for lines about one task's step.
     action: str | None = None
     task_id: str | None = None
-    # Told at most once per ``reporting.NOTICE_REPEAT`` (None: always told).
+    # Told at most once per ``delivery.NOTICE_REPEAT`` (None: always told).
     key: str | None = None
     # The planned step it is about (its evidence, undo command and task link), if any.
     step: PlannedStep | None = None

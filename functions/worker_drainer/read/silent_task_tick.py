@@ -19,11 +19,11 @@ from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.task_reach import TaskFacts, TaskVerdict
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.evidence import query_deadline
-from worker_drainer.task_reach import TaskFacts, TaskVerdict
-from worker_drainer.task_reach_query import tick_verdict
+from worker_drainer.read.job_evidence import query_deadline
+from worker_drainer.read.task_reach_query import tick_verdict
 
 # What a suspect found by the tick names as its alarm, in messages and the report.
 PER_TASK_REACH = "per-task TTS reach"

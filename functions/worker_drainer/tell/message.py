@@ -26,9 +26,9 @@ from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Outcome, TriggerKind
-from worker_drainer.message_lines import Line
-from worker_drainer.plan_model import PlannedStep
-from worker_drainer.validation import ServiceIdentity
+from worker_drainer.decide.plan_model import PlannedStep
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.tell.message_lines import Line
 
 FUNCTION = FunctionName.WORKER_DRAINER
 HEADLINE_ITEMS = 2
