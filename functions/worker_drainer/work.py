@@ -73,9 +73,11 @@ def read(run: DrainerRun) -> FleetRead:
     )
     with looking(getattr(deps.worker_logs, "insights", None), policy):
         trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
-        trigger = during_silent_task(trigger, deps, run.report, run.deadline)
+        # Listed once per tick: the silent-task look and the snapshot judge the same tasks.
+        tasks = ecs.running_tasks()
+        trigger = during_silent_task(trigger, deps, tasks, run.report, run.deadline)
         incident = trigger_incident(trigger, settings.environment_name, settings.agent_service, deps.clock())
-        snapshot, calls = read_snapshot(trigger, deps, run.report, run.deadline, run.event.identity)
+        snapshot, calls = read_snapshot(trigger, deps, tasks, run.report, run.deadline, run.event.identity)
     if ecs.unread is not None:
         run.report.error(ecs.unread)
     return FleetRead(trigger, incident, snapshot, calls, ecs)

@@ -36,15 +36,15 @@ from worker_drainer.read.target_checks import (
 def read_snapshot(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
+    tasks: Sequence[EcsTask],
     report: ReportBuilder,
     deadline: float,
     identity: ServiceIdentity,
 ) -> tuple[Snapshot, int]:
-    """Everything the decision needs, and how many LiveKit calls reading it took. Raises
-    ``UntrustedEventError`` (before anything else is read) when the event names a task that is
-    not one of the service's running tasks in our account, region and cluster."""
+    """Everything the decision needs over the service's running ``tasks``, and how many LiveKit
+    calls reading it took. Raises ``UntrustedEventError`` (before anything else is read) when the
+    event names a task that is not one of them in our account, region and cluster."""
     now = deps.clock()
-    tasks = deps.ecs.running_tasks()
     parsed = _check_targets(parsed, tasks, deps, report, identity)
     marks = marks_of(tasks)  # the only place the snapshot's tasks' tags are read
     marked = any(m.marked for m in marks.values())

@@ -9,6 +9,7 @@ cordon only on TTS evidence. A fleet-wide verdict names nobody.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from fleet_remediation.adapters.scan_budget import note_look_error
@@ -32,7 +33,11 @@ GROUP_EVENT = "group_event"
 
 
 def during_silent_task(
-    parsed: DrainerTrigger, deps: DrainerDependencies, report: ReportBuilder, deadline: float
+    parsed: DrainerTrigger,
+    deps: DrainerDependencies,
+    tasks: Sequence[EcsTask],
+    report: ReportBuilder,
+    deadline: float,
 ) -> DrainerTrigger:
     """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; a
     suspect-worker event re-checked against the same verdict (fleet-wide and group rules). A group
@@ -49,10 +54,10 @@ def during_silent_task(
     try:
         held = deps.ledger.group_event(now)
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
-        facts = [task_facts(task, settings) for task in deps.ecs.running_tasks()]
     except RemediationError as exc:
         note_look_error(report, exc)
         return parsed
+    facts = [task_facts(task, settings) for task in tasks]
     found = tick_verdict(rows, reach, facts, now)
     parsed.trigger.detail["task_reach"] = found.reason
     if found.group is not None:
