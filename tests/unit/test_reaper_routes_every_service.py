@@ -1,7 +1,8 @@
 """A list-shaped setting with more than one entry: the reaper takes the VAD alarm of every agent
 service it covers, the second and the third as well as the first (rooms are LiveKit-wide), through
-its own route (``zombie_reaper.service.ReaperStages.route``) and the reaper's settings as an environment lists
-them; another environment's alarm and an alarm of a service not listed stay refused."""
+its own route (``zombie_reaper.service.ReaperStages.route``) and the reaper's settings as an
+environment lists them; another environment's alarm and an alarm of a service not listed stay
+refused."""
 
 from __future__ import annotations
 

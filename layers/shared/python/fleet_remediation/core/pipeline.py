@@ -88,15 +88,14 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         context: LambdaContext | None = None,
     ) -> None:
         started = time.monotonic()
-        stages = self.stages
         report.environment = deps.settings.environment_name
-        report.agent_service = stages.agent_service(deps)
+        report.agent_service = self.stages.agent_service(deps)
         arn = context.invoked_function_arn if context is not None else None
-        door = Door.for_invocation(arn, deps.clock(), stages.event_ages(deps))
-        routed = stages.route(event, deps, door)
+        door = Door.for_invocation(arn, deps.clock(), self.stages.event_ages(deps))
+        routed = self.stages.route(event, deps, door)
         report.trigger = routed.trigger
         start = Start(routed, deps, context, deps.mode_switch)
-        begun = stages.begin(start)
+        begun = self.stages.begin(start)
         if isinstance(begun, Settled):
             _started(report, start)
             _settled(report, begun)
@@ -104,7 +103,7 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         # A begin that asks nothing of the mode follows the switch.
         mode = start.mode or start.resolve_mode(None)
         _started(report, start)
-        if mode is Mode.OFF and not stages.detection:
+        if mode is Mode.OFF and not self.stages.detection:
             report.summary = {"skipped": OFF_SUMMARY}
             return
         if isinstance(deps.once, KnowsLambdaContext) and context is not None:
@@ -113,15 +112,15 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         # The action events, the notification and the report keep their time after the work.
         reserved = REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS + ANNOUNCE_SECONDS
         run = Run(deps, begun, mode, report, started + remaining_seconds - reserved, context)
-        if stages.replays_retries and run.acts and report.invocation_id:
-            note = replay_once(run, self._recorded, stages.note_type, stages.function)
+        if self.stages.replays_retries and run.acts and report.invocation_id:
+            note = replay_once(run, self._recorded, self.stages.note_type, self.stages.function)
         else:
             note = self._recorded(run)
-        incident = stages.incident_of(note) if note is not None else None
+        incident = self.stages.incident_of(note) if note is not None else None
         report.incident = incident
         announce(report, action_events(report, incident, deps.clock()), deps.action_events, deps.once)
         if note is not None:
-            stages.tell(run, note)
+            self.stages.tell(run, note)
 
     def _recorded(self, run: Run[DepsT, EventT]) -> NoteT | None:
         """The work, recorded into the report, and what to tell about it."""
@@ -134,13 +133,13 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
 
     def _work(self, run: Run[DepsT, EventT]) -> Work[SnapT, PlanT, DoneT]:
         """read → decide → hold → act; a typed error ends the work and is kept for record and tell."""
-        stages, work = self.stages, Work[SnapT, PlanT, DoneT]()
+        work = Work[SnapT, PlanT, DoneT]()
         try:
-            work.snapshot = stages.read(run)
-            work.plan = stages.decide(run, work.snapshot)
-            work.acting, work.held = stages.hold(run, work.snapshot, work.plan)
+            work.snapshot = self.stages.read(run)
+            work.plan = self.stages.decide(run, work.snapshot)
+            work.acting, work.held = self.stages.hold(run, work.snapshot, work.plan)
             if run.acts:
-                work.done = stages.act(run, work.snapshot, work.acting)
+                work.done = self.stages.act(run, work.snapshot, work.acting)
         except RemediationError as exc:
             work.error = exc
         return work
