@@ -84,14 +84,14 @@ class ResponderStages(
         record(run, work)
 
     def compose(self, run: ResponderRun, work: ResponderWork) -> ResponderNote | None:
-        transition, settings, report = run.event, run.deps.settings, run.report
+        transition, settings, facts = run.event, run.deps.settings, run.report.facts()
         if transition.state == "OK":
-            return ResponderNote(compose_resolved_notification(transition, settings, report))
+            return ResponderNote(compose_resolved_notification(transition, settings, facts))
         look = work.snapshot
         if look is None or look.findings is None or (transition.recheck and not news(work)):
             return None
         suspect, event_id = work.plan, work.done.event_id if work.done else None
-        note = compose_alarm_notification(look.findings, transition, suspect, settings, report, event_id)
+        note = compose_alarm_notification(look.findings, transition, suspect, settings, facts, event_id)
         if transition.recheck and suspect is not None:
             return ResponderNote(note, f"recheck-notify:{suspect.task_id}")
         return ResponderNote(note)

@@ -204,7 +204,7 @@ class DrainerStages(
         snapshot = fleet.snapshot if fleet else None
         thread = message_incident(trigger, incident, plan, snapshot)
         context = MessageContext(settings, run.event.identity, thread, alarm_behind(trigger))
-        lines = message_lines(run.report, work.acting or plan, snapshot) + held_lines(work)
+        lines = message_lines(run.report.facts(), work.acting or plan, snapshot) + held_lines(work)
         return DrainerNote(lines, context)
 
     def tell(self, run: DrainerRun, note: DrainerNote) -> None:

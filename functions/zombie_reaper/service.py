@@ -80,10 +80,10 @@ class ReaperStages(StageDefaults[Deps, ReaperEvent, RoomSnapshot, ReapPlan, Reap
     def compose(self, run: ReaperRun, work: ReaperWork) -> messages.Notification | None:
         routed = run.event.routed
         if work.error is not None:
-            return compose_failure(work.error, run.report, run.deps, routed)
+            return compose_failure(work.error, run.report.facts(), run.deps, routed)
         if work.plan is None:
             return None
-        return compose(work.plan, (work.done or NOTHING_REAPED).results, run.report, run.deps, routed)
+        return compose(work.plan, (work.done or NOTHING_REAPED).results, run.report.facts(), run.deps, routed)
 
     def refusals(self, run: ReaperRun, work: ReaperWork) -> list[Refusal]:
         """Over-age rooms the per-run cap left for the next run."""

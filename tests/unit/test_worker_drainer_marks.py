@@ -135,6 +135,6 @@ def test_deciding_recording_and_telling_a_run_read_each_tasks_tags_once(
     door = door_on_arrival(tick, DRAINER_EVENT_AGES, FUNCTION_ARN, NOW)
     routed = route_drainer_event(tick, offline_settings("it"), door)
     assert message_incident(routed, "run", plan, snapshot) == "inc-7"
-    assert message_lines(report, plan, snapshot)
+    assert message_lines(report.facts(), plan, snapshot)
     assert {s.task_id: s.step for s in plan.steps} == {"t0": Step.STOP, "t1": Step.WAIT, "t2": Step.CORDON}
     assert sorted(reads) == ["draining", "healthy", "healthy", "reaped"]

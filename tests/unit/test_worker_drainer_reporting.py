@@ -64,7 +64,7 @@ def report(mode: Mode) -> ReportBuilder:
 
 
 def note_of(built: ReportBuilder, plan: LadderPlan = PLAN) -> messages.Notification:
-    return compose(message_lines(built, plan, None), built, CONTEXT)
+    return compose(message_lines(built.facts(), plan, None), built.facts(), CONTEXT)
 
 
 def test_a_partial_run_is_never_summarized_as_success() -> None:
@@ -135,9 +135,9 @@ def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
     )
     quiet = PlannedStep("t9", "t9", Step.WAIT, "draining", State.DRAINING)
     built = report(Mode.ENFORCE)
-    lines = message_lines(built, LadderPlan((refusal, quiet), 3, 1), None)
+    lines = message_lines(built.facts(), LadderPlan((refusal, quiet), 3, 1), None)
     assert [(line.section, line.key) for line in lines] == [("refused", f"{TASK}#guardrail: 1")]
-    note = compose(lines, built, CONTEXT)
+    note = compose(lines, built.facts(), CONTEXT)
     assert note.headline == "worker drainer skipped task 2789d238: guardrail: 1 draining, at most 1 at once"
     assert note.counts.refused == 1
     assert note.severity is messages.Severity.WARNING

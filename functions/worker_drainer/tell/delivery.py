@@ -55,7 +55,7 @@ def notify(
         report.summary["held_notifications"] = f"{len(held) - len(still_lost)} of {len(held)} delivered"
     fresh = new_lines(lines, deps, report)
     if any(fresh):
-        note = with_chat_buttons(compose(lines, report, context), report, deps)
+        note = with_chat_buttons(compose(lines, report.facts(), context), report, deps)
         once_key = {
             "function": FunctionName.WORKER_DRAINER.value,
             "incident": note.incident_id,

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode, Outcome
+from fleet_remediation.core.report_model import Mode, Outcome, RunFacts
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
 
 # The trigger's detail key of a group event (``silent_task_tick.GROUP_EVENT``).
@@ -58,10 +57,10 @@ class Line:
     code: str | None = None
 
 
-def _action_lines(report: ReportBuilder, plan: LadderPlan) -> list[Line]:
+def _action_lines(facts: RunFacts, plan: LadderPlan) -> list[Line]:
     planned = {(s.task_id, s.step.value): s for s in plan.steps}
     lines = []
-    for action in report.actions:
+    for action in facts.actions:
         section = _SECTION_OF.get(action.outcome)
         if section is None:
             continue  # already done: nothing new happened
@@ -74,9 +73,9 @@ def _action_lines(report: ReportBuilder, plan: LadderPlan) -> list[Line]:
     return lines
 
 
-def message_lines(report: ReportBuilder, plan: LadderPlan, snapshot: Snapshot | None) -> list[Line]:
-    lines = _action_lines(report, plan)
-    if report.mode is Mode.DRY_RUN:
+def message_lines(facts: RunFacts, plan: LadderPlan, snapshot: Snapshot | None) -> list[Line]:
+    lines = _action_lines(facts, plan)
+    if facts.mode is Mode.DRY_RUN:
         for step in plan.acting():
             key = f"dry-run#{step.task_id}#{step.step.value}"
             text = f"would {step.step.value} {step.task_id}"
@@ -86,11 +85,11 @@ def message_lines(report: ReportBuilder, plan: LadderPlan, snapshot: Snapshot | 
             kind = " ".join(step.reason.split()[:2])
             text = f"{step.task_id}: not acted on — {step.reason}"
             lines.append(Line("refused", text, step.step.value, step.task_id, f"{step.task_id}#{kind}", step))
-    for error in report.errors:
+    for error in facts.errors:
         consequence = CONSEQUENCES.get(error.code)
         text = f"{error.code}: {error.message}" + (f" — {consequence}" if consequence else "")
         lines.append(Line("error", text, key=f"error#{error.code}#{error.resource or ''}", code=error.code))
-    group_event = report.trigger.detail.get(GROUP_EVENT) if report.trigger else None
+    group_event = facts.trigger.detail.get(GROUP_EVENT) if facts.trigger else None
     if group_event:
         text = f"TTS {group_event} (held for the group's hold time after it was last seen)"
         lines.append(Line("fleet", text, key=f"group#{group_event.split(' fail', 1)[0]}"))
