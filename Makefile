@@ -30,6 +30,9 @@ LOCAL_DEPS_LAYER := $(LOCAL_LAMBDA)/deps/python
 # default, environments.json, is git-ignored: yours). Nothing defaults to an example environment.
 CONFIG ?= environments.json
 FUNCTION ?= reaper
+# `make test`'s pytest-xdist workers: many tests wait on servers and subprocesses, so more workers
+# than cores (2 in CI) still shorten the run (TEST_WORKERS=0 runs in one process).
+TEST_WORKERS ?= 3
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -37,7 +40,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
 export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
 
-.PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
+.PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo drill test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -91,9 +94,19 @@ build/wheelhouse-%/.filled: requirements/wheelhouse-%.lock $(VENV)/.installed
 	@$(PIP) download --quiet --no-deps --only-binary=:all: -r requirements/wheelhouse-$*.lock -d build/wheelhouse-$*
 	@touch $@
 
-wheelhouse-ranges: $(RANGE_WHEELHOUSES) ## Fill build/wheelhouse-lowest and -highest (the dependency ranges' ends)
+# The agent package at livekit-agents' lowest end, for tests/packaging/test_agent_range.py: only what
+# differs from the dev environment, laid over it on PYTHONPATH.
+AGENTS_LOWEST := build/agents-lowest/.built
+$(AGENTS_LOWEST): requirements/agents-lowest.lock $(VENV)/.installed
+	@echo "==> livekit-agents' lowest end over the dev environment (requirements/agents-lowest.lock)"
+	@rm -rf build/agents-lowest && mkdir -p build/agents-lowest
+	@$(PIP) install --quiet --no-deps --only-binary=:all: --no-compile --target build/agents-lowest \
+		-r requirements/agents-lowest.lock
+	@touch $@
 
-wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES)
+wheelhouse-ranges: $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST) ## Fill build/wheelhouse-lowest and -highest and build/agents-lowest (the dependency ranges' ends)
+
+wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST)
 
 # The wheels carry the Lambda code and both layers as deployed (build/dist-assets, staged here), so a
 # consumer's synth needs no network and no build step.
@@ -163,6 +176,9 @@ setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium wheelhouse ## Inst
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
 
+drill: setup ## The seed's failures on a real local fleet (8 agents workers on livekit-server): timelines, sessions lost with and without remediation (DRILL_ARGS="--fault tts-silence --seconds 45 --json")
+	@$(PY) -m tools.drill $(DRILL_ARGS)
+
 lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
@@ -173,7 +189,7 @@ lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code
 
 test: setup lint dist ## Every test: unit, integration (real livekit-server, moto), infra (synth, cdk-nag, cfn-lint), the docs site built strict
 	@$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
-	@$(PY) -m pytest -p no:cacheprovider --durations=10
+	@$(PY) -m pytest -p no:cacheprovider --durations=10 -n $(TEST_WORKERS) --dist loadgroup
 
 unit: setup
 	@$(PY) -m pytest tests/unit -q

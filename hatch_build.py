@@ -1,25 +1,94 @@
-"""The wheel's long description: README.md with its relative links made absolute against the
-project's ``Source`` URL (``[project.urls]``), so they work on the package index. A hatchling
-metadata hook (``[tool.hatch.metadata.hooks.custom]``): no build plugin to install."""
+"""Two hatchling hooks, no build plugin to install.
+
+- The long description: README.md with each relative link written as its text and the file it names
+  (``docs/construct.md``), since the package index resolves a relative link against nothing and the
+  project names no public home (``[project.urls]`` is left out rather than filled with a placeholder).
+- The wheel's one top-level package: the construct and console commands (``cdk/livekit_fleet_remediation``)
+  with the shared layer and the functions under ``livekit_fleet_remediation/_runtime/``, their imports
+  rewritten to that path, so installing the wheel adds no generic name (``worker_drainer``…) to a
+  team's environment. The Lambda assets under ``_assets/`` keep the deployed layout untouched.
+"""
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.metadata.plugin.interface import MetadataHookInterface
 
-# A Markdown link's target that has no scheme and is not an in-page anchor: relative to the README.
-RELATIVE_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)")
+# A Markdown link whose target has no scheme and is not an in-page anchor: relative to the README.
+RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\((?![a-z][a-z0-9+.-]*:|#)(?:\./)?([^)\s]+)\)")
+
+PACKAGE = "livekit_fleet_remediation"
+RUNTIME = f"{PACKAGE}._runtime"
+# Each runtime package's source folder in the checkout (and in the sdist).
+RUNTIME_SOURCES = {
+    "fleet_remediation": "layers/shared/python/fleet_remediation",
+    "zombie_reaper": "functions/zombie_reaper",
+    "worker_drainer": "functions/worker_drainer",
+    "tts_reach_alarm": "functions/tts_reach_alarm",
+}
+_NAMES = "|".join(RUNTIME_SOURCES)
+# `from worker_drainer.x import y` / `import fleet_remediation.core.z as w`, at any indentation.
+FROM_IMPORT = re.compile(rf"^(\s*)from ({_NAMES})(?=[.\s])", re.MULTILINE)
+DOTTED_IMPORT = re.compile(rf"^(\s*)import ({_NAMES})(\.[\w.]+\s+as\s)", re.MULTILINE)
+# A bare `import worker_drainer` would bind a name the rewrite cannot keep: refused at build time.
+BARE_IMPORT = re.compile(rf"^\s*import ({_NAMES})\b(?!\.[\w.]+\s+as\s)", re.MULTILINE)
+STAGING = "build/wheel-package"
+SKIPPED = {"__pycache__", ".built"}
 
 
-def absolute_links(markdown: str, base: str) -> str:
-    return RELATIVE_LINK.sub(lambda link: f"]({base}/{link.group(1).removeprefix('./')})", markdown)
+def without_relative_links(markdown: str) -> str:
+    return RELATIVE_LINK.sub(lambda link: f"{link.group(1)} (`{link.group(2)}`)", markdown)
+
+
+def namespaced(source: str, path: Path) -> str:
+    """The module's text with every import of a runtime package pointed under ``_runtime``."""
+    if bare := BARE_IMPORT.search(source):
+        name = bare.group(1)
+        raise ValueError(f"{path}: write `from {name} import …` (a bare import cannot be namespaced)")
+    source = FROM_IMPORT.sub(rf"\1from {RUNTIME}.\2", source)
+    return DOTTED_IMPORT.sub(rf"\1import {RUNTIME}.\2\3", source)
+
+
+def stage_tree(source: Path, target: Path) -> None:
+    for path in sorted(source.rglob("*")):
+        if SKIPPED & set(path.parts) or path.suffix == ".pyc" or not path.is_file():
+            continue
+        destination = target / path.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".py":
+            destination.write_text(namespaced(path.read_text(encoding="utf-8"), path), encoding="utf-8")
+        else:
+            shutil.copyfile(path, destination)
+
+
+def stage_package(root: Path) -> Path:
+    """``build/wheel-package/livekit_fleet_remediation``: the package as the wheel installs it."""
+    staged = root / STAGING / PACKAGE
+    shutil.rmtree(staged.parent, ignore_errors=True)
+    stage_tree(root / "cdk" / PACKAGE, staged)
+    (staged / "_runtime").mkdir()
+    (staged / "_runtime" / "__init__.py").write_text(
+        '"""The Lambda code, importable by the console commands and the construct (not a public API)."""\n'
+    )
+    for name, folder in RUNTIME_SOURCES.items():
+        stage_tree(root / folder, staged / "_runtime" / name)
+    return staged
 
 
 class CustomMetadataHook(MetadataHookInterface):
     def update(self, metadata: dict[str, Any]) -> None:
-        base = f"{metadata['urls']['Source'].rstrip('/')}/blob/main"
         readme = (Path(self.root) / "README.md").read_text(encoding="utf-8")
-        metadata["readme"] = {"content-type": "text/markdown", "text": absolute_links(readme, base)}
+        metadata["readme"] = {"content-type": "text/markdown", "text": without_relative_links(readme)}
+
+
+class NamespacedPackageHook(BuildHookInterface):
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel":
+            return
+        staged = stage_package(Path(self.root))
+        build_data["force_include"][str(staged)] = PACKAGE

@@ -20,7 +20,9 @@ from livekit_fleet_remediation.offline.delays import DelayProfile, Delays
 
 # The seed of the delays' draws is the traffic's plus this: the same traffic under every profile.
 DELAY_SEED_OFFSET = 7919
-DRAINER, CONTRIBUTOR_HANDLER = "drainer", "contributor-handler"
+# The responder's own draws (delivery, cold start) have theirs: adding its look changes no other draw.
+RESPONDER_SEED_OFFSET = 104729
+DRAINER, CONTRIBUTOR_HANDLER, RESPONDER = "drainer", "contributor-handler", "responder"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class BenchTiming:
     def __init__(self, profile: DelayProfile, seed: int, bytes_per_line: float) -> None:
         self.profile = profile
         self.delays = Delays(profile, seed + DELAY_SEED_OFFSET)
+        self.responder_delays = Delays(profile, seed + RESPONDER_SEED_OFFSET)
         self.rng = np.random.default_rng(seed + DELAY_SEED_OFFSET)
         self.bytes_per_line = bytes_per_line
         self.lines: deque[int] = deque(maxlen=60)
@@ -83,6 +86,14 @@ class BenchTiming:
         started = delays.invoked(function, delivered)
         waits = {"alarm": seen - end, "delivery": delivered - seen, "cold_start": started - delivered}
         return Decision(started, end, started, waits)
+
+    def responder_look(self, end: float) -> tuple[float, float]:
+        """The TTS-reach alarm's change to ALARM on the minute ending at ``end``, just recorded by
+        ``alarm_state``: when the responder starts, and the share of that minute it can search."""
+        seen = self._states["tts_new"][-1][0]
+        delays = self.responder_delays
+        started = delays.invoked(RESPONDER, seen + delays.draw(self.profile.event_delivery))
+        return started, self.delays.share_visible(end - 60.0, end, started)
 
     def alarm_state(self, alarm: str, end: float, in_alarm: bool) -> None:
         """Record the alarm's state for the minute ending at ``end`` (a change shows when evaluated)."""

@@ -34,6 +34,7 @@ from datetime import timedelta
 import numpy as np
 
 from bench._detection_timing import CONTRIBUTOR_HANDLER, BenchTiming, Decision
+from bench._responder_look import RESPONDER_WINDOW_MINUTES, MinuteInsights, ResponderVerdicts, responder_look
 from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
 from devkit.fleet_groups import Groups, start_time
 from devkit.traffic import EPOCH
@@ -46,6 +47,7 @@ from tts_reach_alarm.analysis import MAX_JOBS
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
 from worker_drainer.decide.attribution import assess_fleet
 from worker_drainer.decide.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.read.job_evidence import JOB_LINE_INDEXING_MARGIN, JOB_LINE_READ_SLACK
 from worker_drainer.read.task_reach_query import MAX_TASK_ROWS
 
 FAILURE_RUN_MINUTES = 290
@@ -53,7 +55,7 @@ TASKS = (60, 200, 500, 1000)
 VOLUMES = (2000.0, 20000.0)
 SELF_WINDOW_MINUTES = 2
 CI_ALARM_MIN_TIMEOUTS = 4  # the Contributor Insights alarm: a task with this many timeouts in a minute
-RESPONDER_WINDOW_MINUTES = 32
+SIGHTINGS_RECENT_MINUTES = (JOB_LINE_INDEXING_MARGIN + JOB_LINE_READ_SLACK) // timedelta(minutes=1)
 OPTIONS = ("a_tick", "b_contributors", "c_self", "vad_today")
 # us-east-1 list prices (CloudWatch pricing page): Logs Insights per GB scanned; Contributor Insights
 # for Logs per rule-month and per million matched log events; a standard alarm per month.
@@ -118,6 +120,7 @@ class Run:
     pages: dict[str, int] = field(default_factory=lambda: {"tts_new": 0, "vad": 0, "b_contributors": 0})
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROW_LIMITS, 0))
     truth: Truth = field(default_factory=Truth)
+    responder: ResponderVerdicts = field(default_factory=ResponderVerdicts)
     lines: int = 0
     responses: int = 0
     timeouts: int = 0
@@ -210,7 +213,11 @@ class Bench:
         self.fleet_jobs: deque[tuple[int, int]] = deque(maxlen=RESPONDER_WINDOW_MINUTES)
         self.self_level = settings.level(tasks)
         self.facts = task_facts(self.sim.groups)
-        self.job_requests = 0
+        # Job requests per task since the run's start (tasks live for days), and the fleet's per minute.
+        self.job_requests = np.zeros(tasks, dtype=np.int64)
+        self.recent_requests: deque[int] = deque(maxlen=SIGHTINGS_RECENT_MINUTES)
+        self.responder_insights = MinuteInsights(spec.calls_per_task, list(self.sim.groups.endpoint))
+        self.tick_failing: tuple[str, ...] = ()
 
     def execute(self) -> Run:
         started = time.perf_counter()
@@ -236,18 +243,32 @@ class Bench:
             first_frames=int(m.frames.sum()),
             first_audio_timeouts=timeouts,
         )
+        late = m.late_frames if m.late_frames is not None else np.zeros_like(m.responses)
+        self.responder_insights.push(m.index, m.responses, m.frames, m.timeouts, late, m.started)
         for name, evaluator in self.alarms.items():
-            self._transition(name, evaluator.push(counts)[1], end)
+            paged = self._transition(name, evaluator.push(counts)[1], end)
+            if paged and name == "tts_new":
+                self._responder_look(end)
         self.vad.append((m.vad_warnings, m.vad_max_delay))
         self._tick(m, end)
         self._contributors(m, end)
         self._self_judge(m, end)
         self._rows(m)
 
-    def _transition(self, name: str, in_alarm: bool, end: float) -> None:
-        self.run.pages[name] += in_alarm and not self.state[name]
+    def _transition(self, name: str, in_alarm: bool, end: float) -> bool:
+        """Record the alarm's state for the minute; True when it went to ALARM (a page)."""
+        paged = in_alarm and not self.state[name]
+        self.run.pages[name] += paged
         self.state[name] = in_alarm
         self.timing.alarm_state(name, end, in_alarm)
+        return paged
+
+    def _responder_look(self, end: float) -> None:
+        """The responder's own read and verdict for this page (``bench._responder_look``)."""
+        _, share = self.timing.responder_look(end)
+        read, verdict = responder_look(self.responder_insights, end, share, self.sim.truth.bad_task)
+        self.run.responder.reads[read] += 1
+        self.run.responder.verdicts[verdict] += 1
 
     def _tick(self, m: Minute, end: float) -> None:
         decision = self.timing.tick(end, self.settings.window_minutes)
@@ -260,7 +281,11 @@ class Bench:
         )
         rows = rows_of(self.spec.tasks, responses, frames, timeouts, lates, self.sim.groups.endpoint)
         self.run.rows["a_per_task"] = max(self.run.rows["a_per_task"], len(rows))
-        found = assess_task_reach(rows, self.settings, self.spec.tasks, self.facts, start_time(end))
+        # The tick remembers the tasks failing at its previous run (the drainer keeps them in its ledger).
+        found = assess_task_reach(
+            rows, self.settings, self.spec.tasks, self.facts, start_time(end), self.tick_failing
+        )
+        self.tick_failing = found.failing
         if found.suspects:
             self.run.options["a_tick"].cordon(task_of(found.suspects[0].log_stream), decision.at, decision)
         if self.timing.in_alarm("vad", decision.query_start):
@@ -343,10 +368,12 @@ class Bench:
         # The responder's jobs: those in progress at its window's start and those started since.
         window_jobs = self.fleet_jobs[0][0] + sum(s for _, s in list(self.fleet_jobs)[1:])
         rows["responder_jobs"] = max(rows["responder_jobs"], window_jobs)
-        # The drainer's sightings read every job request since its oldest running task started (here
-        # the run's start: tasks live for days).
-        self.job_requests += m.calls_started
-        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], self.job_requests)
+        # The drainer's sightings: a task of interest's job requests since it started, and the fleet's
+        # over the accounting margin (``worker_drainer.read.job_evidence``); the larger of the two reads.
+        self.job_requests += m.started
+        self.recent_requests.append(m.calls_started)
+        sightings = max(int(self.job_requests.max()), sum(self.recent_requests))
+        rows["drainer_job_sightings"] = max(rows["drainer_job_sightings"], sightings)
         # A suspect's TTS outcomes: its jobs over 30 minutes (those started, and those in progress).
         per_task = int(started.max()) + self.spec.calls_per_task
         rows["drainer_tts_outcomes"] = max(rows["drainer_tts_outcomes"], per_task)

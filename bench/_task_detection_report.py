@@ -7,6 +7,7 @@ import io
 import json
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,11 +122,21 @@ def capped_decisions(runs: Sequence[Run]) -> int:
     )
 
 
+def responder_figures(runs: Sequence[Run]) -> dict[str, Any]:
+    """The responder's own look at each page of the TTS-reach alarm: which read it took and its verdict."""
+    reads: Counter[str] = Counter()
+    verdicts: Counter[str] = Counter()
+    for run in runs:
+        reads.update(run.responder.reads)
+        verdicts.update(run.responder.verdicts)
+    return {"pages": sum(reads.values()), "reads": dict(reads), "verdicts": dict(verdicts)}
+
+
 def refused_outcome(query: str, tasks: int) -> str:
     """What a read refused at its row limit leaves: the responder turns to one row per task (its
     verdict is the tick's, ``tts_reach_alarm.per_task``); the drainer's reads stay unknown."""
     if query == "responder_jobs":
-        return f"per-job read refused; decided on {tasks} per-task rows (the tick's verdict)"
+        return f"per-job read refused; the responder reads {tasks} per-task rows (its verdicts: responder)"
     return f"refused: more than {DEFAULT_MAX_QUERIES} queries; unknown, no decision"
 
 
@@ -166,6 +177,7 @@ def summary(runs: Sequence[Run], settings: TaskReachSettings, bytes_per_line: fl
         },
         "options": {option: option_figures(runs, option) for option in OPTIONS},
         "rows": rows,
+        "responder": responder_figures(runs),
         "decisions_on_capped_results": capped_decisions(runs),
         "cost_per_month_usd": costs(runs, settings, bytes_per_line),
         "seconds": round(sum(r.seconds for r in runs), 2),

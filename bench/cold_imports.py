@@ -2,10 +2,12 @@
 of the child, what Lambda's init bills and the goal of 500 ms per function is about) and the wall
 time, on the deploy artifact by default: the staging stack synthesized offline, each function's
 code asset and its layers merged as Lambda does (the dependency layer built for this machine,
-``build/lambda-local/deps``), on the Lambda runtime's Python (devkit.lambda_emulator).
+``build/lambda-local/deps``), on the Lambda runtime's Python (devkit.lambda_emulator). No bytecode is
+written (Lambda's task root and /opt are read-only): whatever ships without ``.pyc`` is compiled on
+every cold start, as in Lambda.
 
     python -m bench.cold_imports [--repeat 5] [--module zombie_reaper.handler ...] [--assembly DIR]
-                                 [--checkout] [--json]
+                                 [--local-lambda DIR] [--checkout] [--json]
 
 Runs are interleaved (every handler and environment once, then again) and each figure is the median
 of ``--repeat`` (at least 5 for a figure you quote); the machine's load average is printed with them:
@@ -14,7 +16,10 @@ per handler: tracing off (``POWERTOOLS_TRACE_DISABLED=true``) and tracing on (``
 set, as in Lambda with the stack's active X-Ray tracing: Powertools Tracer loads the X-Ray SDK).
 ``--assembly DIR`` reads an already synthesized staging cloud assembly (``LKFR_CONFIG=
 examples/standalone/environments.json python cdk/app.py staging DIR``) instead of synthesizing one;
-``--checkout`` imports from this checkout instead (fast: no synthesis; the smoke test's size).
+``--local-lambda DIR`` takes the runtime and the dependency layer from DIR instead of
+build/lambda-local (``make lambda-runtime LOCAL_LAMBDA=DIR LAMBDA_LOCAL_PYTHON=python3.13`` builds one
+for an interpreter closer to Lambda's); ``--checkout`` imports from this checkout instead (fast: no
+synthesis; the smoke test's size).
 """
 
 from __future__ import annotations
@@ -31,14 +36,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from devkit.lambda_emulator import python_version
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+LOCAL_LAMBDA_DIR = REPO_ROOT / "build" / "lambda-local"
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 PROBE = (
     "import sys, time, json; cpu = time.process_time(); wall = time.perf_counter(); import {module}; "
     "print(json.dumps([time.process_time() - cpu, time.perf_counter() - wall, "
     "sorted(m for m in {watched!r} if m in sys.modules)]))"
 )
-WATCHED = ("aws_xray_sdk", "livekit.api", "aiohttp", "boto3", "pydantic")
+WATCHED = (
+    "aws_xray_sdk",
+    "livekit.api",
+    "aiohttp",
+    "boto3",
+    "botocore.config",
+    "pydantic_settings",
+    "pydantic",
+)
 GOAL_CPU_MS = 500
 
 
@@ -68,10 +84,12 @@ def checkout_targets(modules: list[str]) -> dict[str, Target]:
 
 
 @contextlib.contextmanager
-def artifact_targets(modules: list[str], synthesized: Path | None) -> Iterator[dict[str, Target]]:
+def artifact_targets(
+    modules: list[str], synthesized: Path | None, local_lambda: Path
+) -> Iterator[dict[str, Target]]:
     """Each handler's function as deployed: its code asset first, then its layers merged in order."""
     from devkit.lambda_artifact import load_assembly, synthesize
-    from devkit.lambda_emulator import LOCAL_DEPS_LAYER, FunctionLayout, extract_layers, runtime_python
+    from devkit.lambda_emulator import FunctionLayout, extract_layers, runtime_python
 
     with tempfile.TemporaryDirectory(prefix="lkfr-cold-imports-") as workdir:
         if synthesized is not None:
@@ -84,13 +102,13 @@ def artifact_targets(modules: list[str], synthesized: Path | None) -> Iterator[d
             if module not in modules:
                 continue
             layers = [
-                LOCAL_DEPS_LAYER if any((layer.path / "python").glob("*.dist-info")) else layer.path
+                local_lambda / "deps" if any((layer.path / "python").glob("*.dist-info")) else layer.path
                 for layer in function.layers
             ]
             layout = FunctionLayout(
                 function.code_dir,
                 extract_layers(layers, Path(workdir) / "opt" / function.package),
-                runtime_python(),
+                runtime_python(local_lambda),
             )
             targets[module] = Target(str(layout.python), layout.python_path(), str(function.code_dir))
         yield targets
@@ -102,7 +120,7 @@ def probe(module: str, target: Target, env: dict[str, str]) -> tuple[float, floa
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONPATH": target.python_path, **env},
+        env={**os.environ, "PYTHONPATH": target.python_path, "PYTHONDONTWRITEBYTECODE": "1", **env},
     )
     cpu, wall, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     return cpu, wall, loaded
@@ -139,6 +157,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--module", action="append", choices=handler_modules(), help="only these handlers")
     parser.add_argument("--assembly", type=Path, help="an already synthesized staging cloud assembly")
+    parser.add_argument(
+        "--local-lambda", type=Path, default=LOCAL_LAMBDA_DIR, help="the local runtime and dependency layer"
+    )
     parser.add_argument("--checkout", action="store_true", help="this checkout, not the deploy artifact")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -147,11 +168,12 @@ def main() -> None:
     chosen = (
         contextlib.nullcontext(checkout_targets(modules))
         if args.checkout
-        else artifact_targets(modules, args.assembly)
+        else artifact_targets(modules, args.assembly, args.local_lambda)
     )
     with chosen as targets:
         rows = measure(targets, args.repeat)
-    where = "this checkout" if args.checkout else "the deploy artifact (staging)"
+        python = python_version(Path(next(iter(targets.values())).python))
+    where = f"{'this checkout' if args.checkout else 'the deploy artifact (staging)'} on CPython {python}"
     if args.json:
         print(json.dumps({"artifact": where, "load_average": load, "goal_cpu_ms": GOAL_CPU_MS, "rows": rows}))
         return

@@ -16,6 +16,10 @@ Behaviours:
 - ``THROTTLE``: answer the next ``times`` requests with the protocol's throttling error (HTTP 400,
   ``ThrottlingException`` for JSON protocols, ``Throttling`` for the query protocol of SNS), then
   forward as ``PASS``.
+- ``PROFILE``: as the service profile says (``behave(Behaviour.PROFILE, profile=AWS_PROFILE)``): each
+  request draws a token from its action's bucket (``ServiceProfile.throttle_for``; ECS, Logs Insights)
+  and is answered with the throttling error when the bucket is empty, else forwarded and answered
+  ``api_call_seconds`` (at ``quantile``) after it arrived. The buckets refill on ``rate_clock``.
 
 ``requests`` counts the requests that arrived (each botocore attempt is one).
 """
@@ -26,11 +30,14 @@ import http.client
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlsplit
+
+from livekit_fleet_remediation.offline.service_profile import RateLimiter, ServiceProfile
 
 
 class Behaviour(StrEnum):
@@ -38,6 +45,7 @@ class Behaviour(StrEnum):
     SILENT = "silent"
     SLOW = "slow"
     THROTTLE = "throttle"
+    PROFILE = "profile"
 
 
 @dataclass
@@ -45,6 +53,7 @@ class _Plan:
     behaviour: Behaviour = Behaviour.PASS
     times: int = 0
     delay_s: float = 0.0
+    profile: ServiceProfile | None = None
 
 
 QUERY_THROTTLE = (
@@ -55,8 +64,10 @@ QUERY_THROTTLE = (
 
 
 class AwsEndpoint:
-    def __init__(self, upstream: str | None = None) -> None:
+    def __init__(self, upstream: str | None = None, rate_clock: Callable[[], float] = time.monotonic) -> None:
         self.upstream = urlsplit(upstream) if upstream else None
+        self._rate_clock = rate_clock
+        self._buckets: dict[str, RateLimiter] = {}
         self.requests = 0
         self.throttled = 0
         self._plan = _Plan()
@@ -70,12 +81,24 @@ class AwsEndpoint:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def behave(self, behaviour: Behaviour, *, times: int = 0, delay_s: float = 0.0) -> None:
+    def behave(
+        self,
+        behaviour: Behaviour,
+        *,
+        times: int = 0,
+        delay_s: float = 0.0,
+        profile: ServiceProfile | None = None,
+        quantile: float = 0.5,
+    ) -> None:
         """Apply ``behaviour`` from the next request on; requests held silent so far are released."""
+        if behaviour is Behaviour.PROFILE and profile is None:
+            raise ValueError("Behaviour.PROFILE needs the profile it follows")
         with self._lock:
             self._release.set()
             self._release = threading.Event()
-            self._plan = _Plan(behaviour, times, delay_s)
+            delay = profile.api_call_seconds.at(quantile) if profile is not None else delay_s
+            self._plan = _Plan(behaviour, times, delay, profile)
+            self._buckets = {}
 
     def start(self) -> AwsEndpoint:
         self._thread.start()
@@ -95,17 +118,32 @@ class AwsEndpoint:
     ) -> None:
         self.stop()
 
-    def _next(self) -> tuple[Behaviour, float, threading.Event]:
+    def _next(self, target: str) -> tuple[Behaviour, float, threading.Event]:
         """Count the request and decide what it gets."""
         with self._lock:
             self.requests += 1
             plan = self._plan
+            if plan.behaviour is Behaviour.PROFILE:
+                return self._as_profiled(plan, target), plan.delay_s, self._release
             if plan.behaviour is Behaviour.THROTTLE:
                 if plan.times <= 0:
                     return Behaviour.PASS, 0.0, self._release
                 plan.times -= 1
                 self.throttled += 1
             return plan.behaviour, plan.delay_s, self._release
+
+    def _as_profiled(self, plan: _Plan, target: str) -> Behaviour:
+        """Throttled when the action's bucket is empty; else answered after the profile's call time."""
+        assert plan.profile is not None
+        drawn = plan.profile.throttle_for(target)
+        if drawn is None:
+            return Behaviour.SLOW
+        name, bucket = drawn
+        limiter = self._buckets.setdefault(name, RateLimiter(bucket, self._rate_clock()))
+        if limiter.take(self._rate_clock()):
+            return Behaviour.SLOW
+        self.throttled += 1
+        return Behaviour.THROTTLE
 
     def _forward(
         self, method: str, path: str, headers: dict[str, str], body: bytes
@@ -131,7 +169,7 @@ class AwsEndpoint:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                behaviour, delay_s, release = endpoint._next()
+                behaviour, delay_s, release = endpoint._next(self.headers.get("X-Amz-Target") or "")
                 if behaviour is Behaviour.SILENT:
                     release.wait()
                     self.close_connection = True

@@ -272,7 +272,7 @@ def _record(event: dict[str, Any], result: PageLoad) -> bool:
 
 
 def load_page(
-    path: Path,
+    page: Path | str,
     expressions: Mapping[str, str] | None = None,
     *,
     width: int = 1400,
@@ -283,8 +283,8 @@ def load_page(
     actions: Sequence[str] = (),
     wait_for: str | None = None,
 ) -> PageLoad:
-    """Open ``path`` (a local file, with ``?query`` when given) in headless Chromium and report what
-    happened; ``actions`` and ``wait_for``: see ``_act_and_wait``."""
+    """Open ``page`` (a local file, or a URL given as a string; with ``?query`` when given) in
+    headless Chromium and report what happened; ``actions`` and ``wait_for``: see ``_act_and_wait``."""
     deadline = time.monotonic() + timeout
     with (
         tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile_dir,
@@ -294,7 +294,8 @@ def load_page(
         output = stack.enter_context(log.open("wb")) if log else subprocess.DEVNULL
         process = _start_chromium(profile, width, height, output)
         try:
-            url = path.resolve().as_uri() + (f"?{query}" if query else "")
+            address = page if isinstance(page, str) else page.resolve().as_uri()
+            url = address + (f"?{query}" if query else "")
             drive = _drive(
                 process, profile, url, expressions or {}, width, height, deadline, actions, wait_for
             )

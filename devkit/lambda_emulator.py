@@ -84,8 +84,10 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return int(sock.getsockname()[1])
 
 
-def runtime_python() -> Path:
-    python = LOCAL_RUNTIME / "bin" / "python"
+def runtime_python(local_lambda: Path = LOCAL_LAMBDA_DIR) -> Path:
+    """The local runtime's Python under ``local_lambda`` (``make lambda-runtime LOCAL_LAMBDA=DIR`` builds
+    one beside the default, e.g. for another ``LAMBDA_LOCAL_PYTHON``)."""
+    python = local_lambda / "runtime" / "bin" / "python"
     if not python.exists():
         raise FileNotFoundError(f"{python} is missing; run `make lambda-runtime`")
     return python

@@ -70,6 +70,22 @@ def lambda_context() -> LocalLambdaContext:
     return LocalLambdaContext()
 
 
+# The fixtures that install the wheels into fresh virtual environments (minutes on two cores).
+INSTALLED_WHEEL_FIXTURES = frozenset({"remediation_installed", "agent_installed"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` runs pytest-xdist workers with ``--dist loadgroup``: each file is one group, so its
+    module fixtures (a synthesized app, a built site) run once, and the files that use the installed
+    wheels share one group, so the wheels are installed once, not once per worker."""
+    installing = {
+        item.path for item in items if INSTALLED_WHEEL_FIXTURES & set(getattr(item, "fixturenames", ()))
+    }
+    for item in items:
+        group = "installed-wheels" if item.path in installing else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """The order's seed, also under -q (pytest-randomly prints it only in the header): a failure that
     depends on the order is replayed with the same ``--randomly-seed``."""

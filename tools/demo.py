@@ -112,7 +112,7 @@ def dependencies(server: LocalLiveKit, mode: Mode, clock_offset: timedelta) -> R
             mode_parameter_name=f"/livekit-fleet-remediation/{DEMO_ENV}/mode",
             notification_topic_arn="arn:aws:sns:local:000000000000:console",
             chat_topic_arn="arn:aws:sns:local:000000000000:console-chat",
-            runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
+            runbook_base_url="https://docs.example.com/fleet-remediation",
             livekit_url=server.http_url,
             livekit_secret_id="local",
             reaper=ReaperSection(policy=LOCAL_POLICY),

@@ -1,10 +1,9 @@
 """Per-environment configuration, validated at synth: ``FleetRemediation``'s ``config`` prop in a
 team's own CDK app, or an entry of the standalone app's environments file.
 
-The functions' sections (``reaper``, ``tts_reach``, ``drainer``) and ``detection`` are the very models
-the functions read at cold start (``fleet_remediation.contract``); this file adds only what exists at
-deploy time. An invalid value fails ``cdk synth`` with a message naming the field
-(``environments.prod.reaper.policy.max_age_minutes: ...``), never a Lambda at 3 a.m.
+The functions' sections (``reaper``, ``tts_reach``, ``drainer``, ``detection``) are the very models the
+functions read at cold start (``fleet_remediation.contract``); this file adds what exists at deploy time.
+An invalid value fails ``cdk synth`` naming the field (``environments.prod.reaper.policy.max_age_minutes``).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from fleet_remediation.contract.budgets import insights_look_seconds
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.models import StrictModel, describe_validation_error
-from fleet_remediation.contract.naming import names_too_long
+from fleet_remediation.contract.naming import RUNBOOK_LINKS_HELP, RunbookLinks, names_too_long
 from fleet_remediation.contract.sections import (
     DrainerSection,
     ReaperSection,
@@ -117,6 +116,8 @@ class DrillSection(StrictModel):
 
 
 class EnvironmentConfig(StrictModel):
+    """One environment's settings (an entry of environments.json, or the construct's ``config``)."""
+
     account: str | None = Field(
         default=None, pattern=r"^\d{12}$", description="Target AWS account (none: the CLI's credentials)."
     )
@@ -131,7 +132,8 @@ class EnvironmentConfig(StrictModel):
     livekit_secret_name: str = Field(
         min_length=1, description='Secrets Manager secret: {"api_key": "...", "api_secret": "..."}.'
     )
-    runbook_base_url: AnyHttpUrl = Field(description="Where docs/ is published; runbook links start here.")
+    runbook_base_url: AnyHttpUrl = Field(description="Where the runbooks are published (see runbook_links).")
+    runbook_links: RunbookLinks = Field(default="site", description=RUNBOOK_LINKS_HELP)
     mode: Literal["enforce", "dry-run", "off"] = Field(
         default="dry-run", description="Initial kill-switch value; new environments start in dry-run."
     )

@@ -7,7 +7,8 @@ answers every call at once, never throttles and reads back every write at once).
   service would send.
 - Eventual consistency: for ``ecs_consistency_seconds`` (at ``quantile``, the p99 unless asked
   otherwise) after a TagResource or UntagResource, DescribeTasks shows the task's tags as they were
-  before the write.
+  before the write; after an UpdateTaskProtection, GetTaskProtection shows the protection this client
+  last saw answered (by a read or a write) before it, for the same window.
 
 Time is ``clock`` (seconds): the world's clock, so a test that moves it on moves ECS on too; the
 buckets refill on ``rate_clock`` (real time unless told), since a world's clock stands still within
@@ -48,10 +49,14 @@ class EcsAsTheProfileSays:
         }
         # task ARN -> (shown until, the tags it showed before the write)
         self._stale: dict[str, tuple[float, list[Any]]] = {}
+        # task ARN -> the protection this client last saw answered; (shown until, that answer)
+        self._protection_seen: dict[str, dict[str, Any]] = {}
+        self._protection_stale: dict[str, tuple[float, dict[str, Any]]] = {}
         self._reader = boto3.client("ecs", region_name=client.meta.region_name)  # not hooked
         self.throttled = 0
         client.meta.events.register_first("before-send.ecs", self._attempt)
         client.meta.events.register("after-call.ecs.DescribeTasks", self._describe)
+        client.meta.events.register("after-call.ecs.GetTaskProtection", self._protection_read)
 
     def _attempt(self, request: Any, **_: Any) -> AWSResponse | None:
         action = str(request.headers.get("X-Amz-Target", b"")).rsplit(".", 1)[-1].strip("'")
@@ -61,6 +66,8 @@ class EcsAsTheProfileSays:
             return answered(request, 400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
         if action in WRITES_SHOWN_LATE:
             self._before_write(request)
+        if action == "UpdateTaskProtection":
+            self._protection_written(request)
         return None
 
     def _before_write(self, request: Any) -> None:
@@ -77,3 +84,23 @@ class EcsAsTheProfileSays:
             shown = self._stale.get(task.get("taskArn", ""))
             if shown is not None and shown[0] > now:
                 task["tags"] = list(shown[1])
+
+    def _protection_written(self, request: Any) -> None:
+        """At the write's sending: what happens to its reply (lost, killed) cannot unsee it."""
+        now = self._clock()
+        for arn in json.loads(request.body or b"{}").get("tasks", []):
+            before = self._protection_seen.get(arn)
+            shown = self._protection_stale.get(arn)
+            if before is not None and not (shown is not None and shown[0] > now):
+                self._protection_stale[arn] = (now + self._window, before)
+
+    def _protection_read(self, parsed: dict[str, Any], **_: Any) -> None:
+        now = self._clock()
+        answers = parsed.get("protectedTasks", [])
+        for index, answer in enumerate(answers):
+            arn = answer.get("taskArn", "")
+            shown = self._protection_stale.get(arn)
+            if shown is not None and shown[0] > now:
+                answers[index] = dict(shown[1])
+            else:
+                self._protection_seen[arn] = dict(answer)

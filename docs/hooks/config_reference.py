@@ -157,6 +157,12 @@ def rows(model: type[BaseModel], prefix: str = "", defaults: Any = MISSING) -> I
                 yield from rows(kind, f"{path}[]." if is_list else f"{path}.", child_defaults)
 
 
+def _fields(lines: list[str]) -> str:
+    """A table of fields, wrapped so that on a phone each field is a block of its own
+    (docs/assets/stylesheets/settings-fields.css)."""
+    return '<div class="settings-fields" markdown>\n\n' + "\n".join(lines) + "\n\n</div>"
+
+
 def table(model: type[BaseModel], prefix: str = "", exclude: frozenset[str] = frozenset()) -> str:
     lines = ["| field | type | default | limits | description |", "|---|---|---|---|---|"]
     for row in rows(model, prefix):
@@ -164,7 +170,7 @@ def table(model: type[BaseModel], prefix: str = "", exclude: frozenset[str] = fr
             continue
         cells = (f"`{row.path}`", row.type, row.default, row.limits, row.description)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(lines)
+    return _fields(lines)
 
 
 def environment_table() -> str:
@@ -201,7 +207,7 @@ def function_tables() -> str:
             )
             cells = (f"`{name.upper()}`", kind, default_text(default), limits(field), field.description or "")
             variables.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-        sections.append(f"### {model.function.value}\n\n" + "\n".join(variables))
+        sections.append(f"### {model.function.value}\n\n" + _fields(variables))
     return "\n\n".join(sections)
 
 

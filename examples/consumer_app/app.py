@@ -47,7 +47,7 @@ def build(outdir: str | None = None, context: dict[str, Any] | None = None) -> c
             agent_services=[service.agent_service() for service in services],
             livekit_url=f"https://livekit.{prefix}.example.com",
             livekit_secret_name=f"livekit/{prefix}/api-credentials",
-            runbook_base_url="https://github.com/example/livekit-fleet-remediation/blob/main",
+            runbook_base_url="https://docs.example.com/fleet-remediation",
             notifications={"emails": [f"oncall-{prefix}@example.com"]},
         )
         FleetRemediation(

@@ -78,6 +78,8 @@ class DrainerTrigger:
     suspect: SuspectWorkerDetail | None = None
     # The VAD alarm's state change: the incident the run belongs to.
     alarm: AlarmStateChange | None = None
+    # The tasks of a group event seen by this run (task ids): their TTS cordons are undone.
+    group_members: frozenset[str] = frozenset()
 
 
 def drainer_router(settings: DrainerSettings) -> Router[DrainerManualEvent]:

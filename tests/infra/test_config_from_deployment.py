@@ -37,6 +37,7 @@ CARRIED = (
     "livekit_url",
     "livekit_secret_name",
     "runbook_base_url",
+    "runbook_links",
     "reaper",
     "detection",
     "tts_reach",

@@ -226,7 +226,7 @@ def test_the_dashboard_shows_every_alarm_and_the_kill_switch(staging: Synthesize
     assert "RunningTaskCount" in body
     assert "DesiredTaskCount" in body
     assert "remediation report" in body
-    assert "docs/runbooks/worker-drainer.md" in body
+    assert "/runbooks/worker-drainer.html" in body
 
 
 def test_only_this_accounts_alarms_may_publish_and_use_the_topic_key(staging: Synthesized) -> None:

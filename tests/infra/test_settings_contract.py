@@ -41,9 +41,9 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         ),
         (
             "drainer",
-            {"timeout_seconds": 210, "policy": {"lease_seconds": 10}},
+            {"timeout_seconds": 220, "policy": {"lease_seconds": 10}},
             r"environments\.staging\.drainer: Value error, policy\.lease_seconds \(10\) must be at least "
-            r"timeout_seconds \(210\)",
+            r"timeout_seconds \(220\)",
         ),
         # A per-task look must decide when Insights takes the service profile's p99.
         (

@@ -178,7 +178,7 @@ def test_alarm_notifies_once_and_hands_the_worker_to_the_drainer(aws: Aws, lambd
     )
     assert "They concentrate on worker task b9238a5f30f04c3a9207df1601ba88bf" in body
     assert "job AJ_fail0 room lesson-son-0 (RM_0)" in body
-    assert "https://runbooks.example.com/repo/docs/runbooks/tts-reach.md" in body
+    assert "https://runbooks.example.com/repo/runbooks/tts-reach.html" in body
     assert "#alarmsV2:alarm/livekit-prod-agents-tts-reach" in body
     assert "#logsV2:logs-insights$3FqueryDetail" in body
     assert "#dashboards/dashboard/livekit-prod-fleet" in body

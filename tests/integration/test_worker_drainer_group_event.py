@@ -14,6 +14,7 @@ import pytest
 from devkit.fakes.drainer_world import DrainerWorld, moto_world, schedule_event, stream_of, suspect_event
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.offline.log_export import LogEvent
+from worker_drainer.decide.task_tags import STATE_TAG
 from worker_drainer.read.silent_task_tick import GROUP_EVENT
 
 TASKS = 11
@@ -88,3 +89,71 @@ def test_the_group_event_holds_after_the_failure_is_gone(world: DrainerWorld) ->
     assert FAILING_ENDPOINT in report["trigger"]["detail"][GROUP_EVENT]
     assert _cordons(report) == []
     assert "silent_task" not in report["trigger"]["detail"]
+
+
+def _undos(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(a["resource"], a["reason"]) for a in report["actions"] if a["action"] == "undo"]
+
+
+def test_a_cordon_made_before_the_group_was_seen_is_undone_when_it_is(world: DrainerWorld) -> None:
+    first, second = world.task_ids[:2]
+    desired = world.desired_count()
+    # One task of the endpoint answers nothing for the whole window: alone, it is cordoned at once.
+    for task in world.task_ids:
+        _lines(
+            world,
+            task,
+            FAILING_ENDPOINT if task in (first, second) else "tts/eu-west-1",
+            silent=task == first,
+        )
+    alone = world.invoke(schedule_event(world.now))
+    assert _cordons(alone) == [first], alone
+    assert world.tags(first)[STATE_TAG] == "draining"
+    assert world.desired_count() == desired + 1  # its replacement's capacity
+    world.run_service_scheduler()
+
+    # A minute later the second task of the endpoint fails too: the group is seen, the first
+    # task's cordon is undone through the undo step, told with the group's evidence.
+    world.now += timedelta(minutes=1)
+    world.events.clear()
+    for task in world.task_ids:
+        failing = task in (first, second)
+        _lines(world, task, FAILING_ENDPOINT if failing else "tts/eu-west-1", silent=failing)
+    seen = world.invoke(schedule_event(world.now))
+    assert FAILING_ENDPOINT in seen["trigger"]["detail"][GROUP_EVENT]
+    assert _cordons(seen) == []
+    ((undone, done),) = _undos(seen)
+    assert undone == first
+    why = next(c["reason"] for c in seen["candidates"] if c["resource"] == first)
+    assert "shared, not its own" in why
+    assert f"TTS endpoint {FAILING_ENDPOINT}" in why
+    assert world.tags(first).get(STATE_TAG) != "draining"
+    assert any(f"TTS endpoint {FAILING_ENDPOINT}" in text for _, text in world.notifications())
+    # The replacement's capacity is given back with the undo: nothing leaks.
+    assert f"desired count {desired + 1} -> {desired}" in done
+    assert world.desired_count() == desired
+
+
+def test_a_suspect_event_while_a_second_task_begins_failing_drains_nobody(world: DrainerWorld) -> None:
+    # The tick sees one task failing (its first sighting); a minute later a second task fails
+    # beside it (two of the endpoint's four tasks: not yet a group beyond chance) when the
+    # responder's suspect-worker event for the first arrives: a group may be forming.
+    first, second = world.task_ids[:2]
+    endpoint_of = {
+        task: FAILING_ENDPOINT if task in world.task_ids[:4] else "tts/eu-west-1" for task in world.task_ids
+    }
+    for task in world.task_ids:
+        _lines(world, task, endpoint_of[task], silent=task == first, responses=40)
+    # Its answers before the failure, still in the window: the failure began inside it.
+    summary = {"message": "agent_tts_summary", "name": "livekit_fleet_agent.signals", "job_id": "AJ_before"}
+    summary |= {"tts_endpoint": FAILING_ENDPOINT, "responses": 10, "first_frames": 10}
+    world.events.append(LogEvent(stream_of(first), world.now - timedelta(seconds=170), summary))
+    sighted = world.invoke(schedule_event(world.now))
+    assert sighted["trigger"]["detail"]["task_reach"].startswith("first sighting"), sighted["trigger"]
+    world.now += timedelta(minutes=1)
+    world.events.clear()
+    for task in world.task_ids:
+        _lines(world, task, endpoint_of[task], silent=task in (first, second), responses=40)
+    report = world.invoke(suspect_event(first, world.now))
+    assert "a group may be forming" in report["trigger"]["detail"][GROUP_EVENT], report["trigger"]
+    assert _cordons(report) == []

@@ -62,6 +62,13 @@ def test_a_task_whose_own_responses_time_out_is_cordoned_by_the_tick(world: Drai
 
     world.now += timedelta(minutes=1)
     _responses(world, silent, 8, silent=True)
+    # Its first sighting: the first task of a spreading failure looks the same, so it waits a tick.
+    first = world.invoke(schedule_event(world.now))
+    assert _cordons(first) == []
+    assert first["trigger"]["detail"]["task_reach"].startswith("first sighting")
+
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
     report = world.invoke(schedule_event(world.now))
     assert report["trigger"]["detail"]["silent_task"] == silent
     assert _cordons(report) == [silent], report
@@ -121,6 +128,9 @@ def test_a_per_task_look_whose_query_takes_the_profiles_p99_still_cordons_the_si
     silent = world.task_ids[2]
     for task in world.task_ids:
         _responses(world, task, 12, silent=False)
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    world.invoke(schedule_event(world.now))  # its first sighting
     world.now += timedelta(minutes=1)
     _responses(world, silent, 8, silent=True)
     logs = ProfiledWorkerLogs(world.events, clock)

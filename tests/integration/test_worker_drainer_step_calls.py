@@ -69,7 +69,8 @@ class StepRunner:
         self.calls.clear()
         planned = PlannedStep(task_id, arn, step, "test", seen, cause=Cause.VAD)
         executor.run(LadderPlan((planned,), 0, 0), report)
-        (action,) = report.actions
+        # The step's own action is the last (a run first reports an earlier run's open intent).
+        action = report.actions[-1]
         return action.outcome, {call for call in self.calls if call in ECS_WRITE_ACTIONS}
 
     def check(self, task_id: str, step: Step, seen: State) -> None:

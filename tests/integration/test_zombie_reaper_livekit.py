@@ -172,7 +172,7 @@ def test_reaper_against_a_real_livekit_server(
     assert not remaining & {"lesson-zombie-1", "lesson-zombie-2"}
     (notification,) = aws.notifications()
     assert notification["Subject"].startswith("[it] zombie reaper deleted 2 of 2 over-age room(s)")
-    assert "docs/runbooks/zombie-reaper.md" in notification["Message"]
+    assert "/runbooks/zombie-reaper.html" in notification["Message"]
 
     # A second run finds nothing left to do.
     again = invoke({"dry_run": False, "max_age_seconds": 60}, aged + grace)

@@ -19,13 +19,8 @@ from packaging.requirements import Requirement
 from devkit.installed import DIST, REPO_ROOT, InstalledEnvironment
 from fleet_remediation import __version__
 
-REMEDIATION_PACKAGES = {
-    "livekit_fleet_remediation",
-    "fleet_remediation",
-    "zombie_reaper",
-    "worker_drainer",
-    "tts_reach_alarm",
-}
+# The Lambda code's own top-level names, which the wheel keeps under livekit_fleet_remediation._runtime.
+RUNTIME_PACKAGES = ("fleet_remediation", "zombie_reaper", "worker_drainer", "tts_reach_alarm")
 DEVELOPMENT_ONLY = {"tools", "bench", "devkit", "tests"}
 ASSETS = "livekit_fleet_remediation/_assets/"
 # The checkout folders the wheel's assets must equal, file for file.
@@ -82,7 +77,7 @@ def _wheel_files(wheel: Path, prefix: str) -> dict[str, bytes]:
 
 
 def test_the_remediation_wheel_installs_only_its_own_packages(wheels: dict[str, Path]) -> None:
-    assert _top_level(wheels["livekit_fleet_remediation"]) == REMEDIATION_PACKAGES
+    assert _top_level(wheels["livekit_fleet_remediation"]) == {"livekit_fleet_remediation"}
 
 
 def test_the_agent_wheel_installs_only_the_agent_package(wheels: dict[str, Path]) -> None:
@@ -100,12 +95,13 @@ def test_each_wheel_carries_the_release_version_and_license(
 
 
 @pytest.mark.parametrize("distribution", ["livekit_fleet_remediation", "livekit_fleet_agent"])
-def test_each_wheel_is_typed_and_names_its_home(wheels: dict[str, Path], distribution: str) -> None:
+def test_each_wheel_is_typed_with_no_placeholder_home(wheels: dict[str, Path], distribution: str) -> None:
+    """The project has no public address to name (pyproject.toml says why): no made-up one."""
     metadata = _metadata(wheels[distribution])
     assert f"{distribution}/py.typed" in _names(wheels[distribution])
     assert "Typing :: Typed" in metadata["Classifier"]
-    labels = {url.split(",", 1)[0] for url in metadata["Project-URL"]}
-    assert labels == {"Homepage", "Documentation", "Source", "Changelog", "Issues"}
+    assert len(metadata["Classifier"]) >= 9
+    assert metadata["Project-URL"] == []
 
 
 def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[str, Path]) -> None:
@@ -117,15 +113,14 @@ def test_the_wheel_carries_the_example_incident_and_configuration(wheels: dict[s
 
 
 def test_the_long_description_has_no_relative_link(wheels: dict[str, Path]) -> None:
-    """The package index shows README.md from the wheel, where a relative link leads nowhere."""
+    """The package index shows README.md from the wheel, where a relative link leads nowhere: each
+    is its text and the file it names."""
     (description,) = _metadata(wheels["livekit_fleet_remediation"])["Description"]
     targets = re.findall(r"\]\(([^)\s]+)\)", description)
     assert targets, "the description has no link: the scan read nothing"
     assert [t for t in targets if not t.startswith(("https://", "#"))] == []
-    source = next(
-        u for u in _metadata(wheels["livekit_fleet_remediation"])["Project-URL"] if u.startswith("Source")
-    )
-    assert f"]({source.split(', ', 1)[1]}/blob/main/docs/construct.md)" in description
+    assert "[in your own CDK app](docs/construct.md)" in (REPO_ROOT / "README.md").read_text()
+    assert "in your own CDK app (`docs/construct.md`)" in description
 
 
 def test_the_agent_package_depends_on_livekit_agents_alone(wheels: dict[str, Path]) -> None:
@@ -216,7 +211,8 @@ def test_from_the_repositorys_own_folder_the_installed_modules_are_still_the_whe
     """The emulator smoke synthesizes with the installed ``livekit_fleet_remediation.standalone`` from
     the repository's folder (for its cdk.json flags): nothing there may shadow the wheel's packages."""
     probe = (
-        "import livekit_fleet_remediation.standalone as s, fleet_remediation as f\n"
+        "import livekit_fleet_remediation.standalone as s\n"
+        "from livekit_fleet_remediation._runtime import fleet_remediation as f\n"
         "print(s.__file__, f.__file__)\n"
     )
     done = remediation_installed.run(
@@ -225,3 +221,45 @@ def test_from_the_repositorys_own_folder_the_installed_modules_are_still_the_whe
     assert done.returncode == 0, done.stderr
     for module_file in done.stdout.split():
         assert Path(module_file).is_relative_to(remediation_installed.root), module_file
+
+
+def test_the_installed_wheel_adds_no_generic_top_level_name(
+    remediation_installed: InstalledEnvironment, tmp_path: Path
+) -> None:
+    probe = (
+        "import importlib.util as u\n"
+        f"print([n for n in {RUNTIME_PACKAGES!r} if u.find_spec(n)])\n"
+        "from livekit_fleet_remediation._runtime.worker_drainer.handler import lambda_handler\n"
+        "print(lambda_handler.__module__)\n"
+    )
+    done = remediation_installed.run(
+        [str(remediation_installed.python), "-c", probe], cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "livekit_fleet_remediation._runtime.worker_drainer.handler"]
+
+
+def test_no_module_in_the_wheel_imports_a_runtime_package_by_its_bare_name(wheels: dict[str, Path]) -> None:
+    with zipfile.ZipFile(wheels["livekit_fleet_remediation"]) as archive:
+        modules = {
+            name: archive.read(name).decode()
+            for name in archive.namelist()
+            if name.endswith(".py") and not name.startswith(ASSETS)
+        }
+    bare = {
+        name: sorted(roots)
+        for name, source in modules.items()
+        if (roots := _imported_roots(source) & set(RUNTIME_PACKAGES))
+    }
+    assert bare == {}
+    assert len(modules) > 100, sorted(modules)[:5]
+
+
+def _imported_roots(source: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+    return roots

@@ -92,6 +92,19 @@ def run_the_consumer_app(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert namespace["INSTANCES"] == {"calls": ("inbound", "outbound"), "tutor": ("agents",)}
 
 
+@runs("docs/reference/api.md#1")
+def run_the_api_references_import(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names the API reference documents are the package's public ones, importable as shown."""
+    from livekit_fleet_remediation.config import EnvironmentConfig
+    from livekit_fleet_remediation.fleet_remediation import FleetRemediation
+    from livekit_fleet_remediation.references import AgentServiceResources
+
+    namespace = execute(code, {}, "docs/reference/api.md#1")
+    assert namespace["FleetRemediation"] is FleetRemediation
+    assert namespace["AgentServiceResources"] is AgentServiceResources
+    assert namespace["EnvironmentConfig"] is EnvironmentConfig
+
+
 # --- the agent side --------------------------------------------------------------------------------
 @runs("docs/agent-cooperation.md#1", "docs/concepts/drainer.md#1")
 def run_the_drain_aware_load(code: str, monkeypatch: pytest.MonkeyPatch) -> None:

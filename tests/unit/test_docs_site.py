@@ -6,9 +6,11 @@ time, so the built pages must hold every field of the settings models and every 
 
 from __future__ import annotations
 
+import ast
 import html
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,6 +96,48 @@ def test_the_call_budgets_table_is_generated_from_the_budgets(site: Path) -> Non
         if isinstance(budget, budgets.AwsCallBudget):
             row = text.split(f"<code>{name}</code>", 1)[1].split("</tr>", 1)[0]
             assert f"{budget.worst_case_seconds:g} s" in row
+
+
+# The public names of livekit_fleet_remediation (its __all__), the modules that define them, and
+# whether the reference lists their methods (EnvironmentConfig's fields are the configuration
+# reference's).
+API = {
+    "FleetRemediation": ("fleet_remediation", True),
+    "AgentServiceResources": ("references", True),
+    "EnvironmentConfig": ("config", False),
+}
+
+
+def _class(module: str, name: str) -> ast.ClassDef:
+    tree = ast.parse((REPO / "cdk" / "livekit_fleet_remediation" / f"{module}.py").read_text())
+    return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
+
+
+def test_the_api_reference_is_the_constructs_docstrings_and_signature(site: Path) -> None:
+    """Read here from the source's syntax tree, apart from mkdocstrings: every public class with its
+    docstring's first sentence, the listed classes' public methods, the construct's every keyword
+    argument."""
+    import livekit_fleet_remediation
+
+    assert set(API) == set(livekit_fleet_remediation.__all__) - {"__version__"}
+    built = page(site, "reference/api.html")
+    words = " ".join(re.sub(r"<[^>]+>", "", built).split())
+    for name, (module, with_methods) in API.items():
+        node = _class(module, name)
+        docstring = ast.get_docstring(node)
+        assert docstring is not None, name
+        assert f'id="livekit_fleet_remediation.{module}.{name}"' in built
+        assert " ".join(docstring.split(".")[0].replace("``", "").split()) in words, name
+        methods = [f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")]
+        missing = [m for m in methods if f'id="livekit_fleet_remediation.{module}.{name}.{m}"' not in built]
+        assert not with_methods or missing == [], name
+    init = next(
+        f
+        for f in _class("fleet_remediation", "FleetRemediation").body
+        if getattr(f, "name", "") == "__init__"
+    )
+    assert isinstance(init, ast.FunctionDef)
+    assert [a.arg for a in init.args.kwonlyargs if f"{a.arg}:" not in words] == []
 
 
 def test_every_markdown_page_is_in_the_site_and_no_page_loads_web_fonts(site: Path) -> None:

@@ -116,7 +116,7 @@ def test_a_scheduled_run_in_enforce_mode_deletes_over_age_rooms_and_notifies() -
     assert subject == "[unit] zombie reaper deleted 1 of 1 over-age room(s) (oldest lesson-zombie, 3h00m)"
     assert "lesson-zombie (RM_lesson-zombie): age 3h00m >= max 1h00m [default]" in message
     assert "done 1 · already done 0 · refused 0 · failed 0 · unknown 0" in message
-    assert "Runbook: https://runbooks.example.com/repo/docs/runbooks/zombie-reaper.md" in message
+    assert "Runbook: https://runbooks.example.com/repo/runbooks/zombie-reaper.html" in message
     stop = "aws ssm put-parameter --overwrite --name /livekit-fleet-remediation/unit/zombie-reaper/mode"
     assert f"{stop} --value off" in message
     assert report["notifications"] == ["msg-1"]

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.messages import render_email
+from fleet_remediation.core.report import ReportBuilder
 from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from tts_reach_alarm.analysis import MAX_JOBS, Verdict
 from tts_reach_alarm.investigation import investigate
+from tts_reach_alarm.messages import compose_alarm_notification
+from tts_reach_alarm.transition import Transition
+from tts_reach_alarm.work import Look, decide
 
 END = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
 TASKS = 1000
@@ -76,3 +82,19 @@ def test_a_healthy_fleet_at_scale_names_nobody() -> None:
     findings = _investigate(_fleet(set()))
     assert findings.concentration.verdict is Verdict.INCONCLUSIVE
     assert not findings.concentration.concentrated
+
+
+def test_the_responders_group_verdict_sends_no_suspect_and_its_page_names_the_group() -> None:
+    """The responder's path to the drainer: a group names no suspect, so no suspect-worker event
+    leaves (``work.decide``), and the page says which group fails and that nothing is drained."""
+    failing = set(range(0, 60, 10))
+    findings = _investigate(_fleet(failing, {task: "tts/us-east-1" for task in range(0, 100, 10)}))
+    window = TimeWindow(start=END - timedelta(minutes=32), end=END)
+    run = SimpleNamespace(event=Transition("ALARM", window, None), deps=SimpleNamespace(settings=SETTINGS))
+    assert decide(run, Look(findings)) is None  # type: ignore[arg-type]
+    report = ReportBuilder("tts_reach_alarm", "inv-1")
+    note = compose_alarm_notification(findings, run.event, None, SETTINGS, report)
+    subject, body = render_email(note)
+    assert "nothing drained" in subject
+    assert "group event: 6 of the 10 tasks with TTS endpoint tts/us-east-1 fail" in body
+    assert "drain nobody" in body

@@ -183,6 +183,8 @@ def environment_config(
         "livekit_url": variables["LIVEKIT_URL"],
         "livekit_secret_name": variables["LIVEKIT_SECRET_ID"],
         "runbook_base_url": variables["RUNBOOK_BASE_URL"],
+        # A stack deployed from 0.2.0 carries no RUNBOOK_LINKS: its links were the repository's paths.
+        "runbook_links": variables.get("RUNBOOK_LINKS", "repository"),
         "lambda_architecture": reaper.architecture,
         "reaper": _json(variables, "REAPER"),
     }

@@ -52,12 +52,15 @@ from livekit_fleet_remediation.cli.common import (
     add_common,
     configuration,
 )
+from livekit_fleet_remediation.cli.drill_fis import check_fis
 from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
 from livekit_fleet_remediation.config import EnvironmentConfig
 
 # One tag write or read on the drilled task: idempotent (the same value again is the same tag), so a
 # lost reply is re-read, not feared.
 DRILL_TAG_CALL = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=3)
+# The task role's permissions, read once through the policy simulator.
+IAM_READ = AwsCallBudget("iam", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=2)
 # What counts as the remediation answering each fault: the drainer taking the task out, or the
 # reaper deleting the held room.
 ANSWERS = {
@@ -115,7 +118,25 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--minutes", type=float, default=15.0, help="how long to wait for the answer")
     found.add_argument("--poll-seconds", type=float, default=20.0, help="how often to read the audit")
     found.add_argument("--json", action="store_true", help="one JSON document instead of the timeline")
+    found.add_argument(
+        "--via",
+        choices=["hook", "fis"],
+        default="hook",
+        help="hook: the agent package's drill hook; fis: check the service for AWS FIS's ECS task actions",
+    )
     return found
+
+
+def report_fis(fault: DrillFault, region: str, cluster: str, service: str) -> int:
+    """``--via fis``: what the service lacks for FIS, one line each; the construct's experiment
+    templates are not built yet, so the command starts no experiment either way."""
+    ecs, iam = aws_client(DRILL_TAG_CALL, region_name=region), aws_client(IAM_READ, region_name=region)
+    missing = check_fis(ecs, iam, cluster, service, fault)
+    for item in missing:
+        print(f"missing for AWS FIS: {item}", file=sys.stderr)
+    if not missing:
+        print("AWS FIS prerequisites met; the experiment templates are not built yet", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def check_allowed(config: EnvironmentConfig, env: str, minutes: float, now: datetime) -> None:
@@ -240,6 +261,10 @@ def main(argv: Sequence[str] | None = None, drill: Drill | None = None, ssm: Any
             raise UsageError(f"--service must be one of {', '.join(service_names)}")
         agent_service = next(s for s in config.agent_services if s.name == service)
         check_allowed(config, env, args.minutes, datetime.now(UTC))
+        if args.via == "fis":
+            return report_fis(
+                DrillFault(args.fault), region, agent_service.ecs_cluster, agent_service.ecs_service
+            )
         mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), env, service)
         drill = drill or Drill(
             aws_client(DRILL_TAG_CALL, region_name=region),

@@ -107,6 +107,7 @@ def settings(model: type[SettingsT], env: str, config: EnvironmentConfig, **valu
         "function_mode_parameter_name": function_mode_parameter_name(env, model.function),
         "notification_topic_arn": NOT_PUBLISHED,
         "runbook_base_url": config.runbook_base_url,
+        "runbook_links": config.runbook_links,
         "aws_region": config.region,
         "livekit_url": livekit_url(config),
         "livekit_secret_id": config.livekit_secret_name,

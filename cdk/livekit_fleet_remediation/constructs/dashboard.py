@@ -153,7 +153,8 @@ class FleetDashboard(Construct):
             "worker investigation": INVESTIGATION_RUNBOOK,
         }
         links = " · ".join(
-            f"[{label}]({runbook_url(config.runbook_base_url, path)})" for label, path in runbooks.items()
+            f"[{label}]({runbook_url(config.runbook_base_url, path, config.runbook_links)})"
+            for label, path in runbooks.items()
         )
         return "\n".join(
             [

@@ -65,6 +65,7 @@ def deployed_settings(
         "notification_topic_arn": notifications.topic.topic_arn,
         "chat_topic_arn": notifications.chat_topic.topic_arn if notifications.chat_topic else None,
         "runbook_base_url": config.runbook_base_url,
+        "runbook_links": config.runbook_links,
         # Lambda sets AWS_REGION itself (never deployed): the synth-time model says what it will read.
         "aws_region": config.region,
     }

@@ -4,7 +4,7 @@ the responder's idempotency table, SNS and EventBridge."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,8 +13,23 @@ from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE
 from fleet_remediation.core.errors import ConcurrentActionError
+from worker_drainer.adapters.group_event_records import TickMemory
 from worker_drainer.adapters.journal_model import INTENDED, OpenIntent, TagWrite
 from worker_drainer.adapters.ledger import AuditKey, CapacityDebt, Lease, Phase
+
+
+class SimulatedTickMemory:
+    """The previous tick's failing tasks (``TickMemory``), in memory."""
+
+    def __init__(self) -> None:
+        self._streams: tuple[list[str], int] = ([], 0)
+
+    def remember(self, streams: Sequence[str], now: datetime, ttl_seconds: int) -> None:
+        self._streams = (sorted(streams), int(now.timestamp()) + ttl_seconds)
+
+    def earlier(self, now: datetime) -> list[str]:
+        streams, expires_at = self._streams
+        return list(streams) if expires_at > int(now.timestamp()) else []
 
 
 class SimulatedLedger:
@@ -30,6 +45,7 @@ class SimulatedLedger:
         self._notices: dict[str, int] = {}
         self._open: dict[tuple[str, str], OpenIntent] = {}
         self._group_event: tuple[str, int] | None = None
+        self.tick_memory: TickMemory = SimulatedTickMemory()
         self._tag_writes: list[TagWrite] = []
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:

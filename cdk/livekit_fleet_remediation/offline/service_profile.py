@@ -146,6 +146,7 @@ class ServiceProfile:
     lambda_async_retry_delays_seconds: tuple[float, ...] = (60.0, 120.0)
     lambda_max_event_age_seconds: float = 21_600.0
     lambda_cold_start_seconds: Percentiles = Percentiles(p50=0.8, p99=3.0)
+    api_call_seconds: Percentiles = Percentiles(p50=0.03, p99=0.3)
 
     # The behaviours the stand-ins and simulations read.
 
@@ -160,6 +161,21 @@ class ServiceProfile:
     def ecs_throttle(self, action: str) -> TokenBucket:
         """The bucket an ECS API action draws from (reads: Describe*, List*, Get*)."""
         return self.ecs_read if action.startswith(("Describe", "List", "Get")) else self.ecs_write
+
+    def throttle_for(self, target: str) -> tuple[str, TokenBucket] | None:
+        """The named bucket a JSON-protocol call (``X-Amz-Target``: ``<service prefix>.<action>``)
+        draws from, or None where the profile uses no rate for it."""
+        prefix, _, action = target.rpartition(".")
+        if prefix.startswith("AmazonEC2ContainerService"):
+            bucket = self.ecs_throttle(action)
+            return ("ecs-read" if bucket is self.ecs_read else "ecs-write"), bucket
+        insights = {
+            "StartQuery": self.insights_start_query,
+            "GetQueryResults": self.insights_get_query_results,
+        }
+        if prefix.startswith("Logs_") and action in insights:
+            return f"logs-{action}", insights[action]
+        return None
 
     def metric_visible_after_seconds(self, quantile: float = 0.5) -> float:
         """A log line's contribution to a metric-filter datapoint, from the end of its minute."""
@@ -221,8 +237,9 @@ SOURCES: dict[str, str] = {
         f"the read bucket ({ECS_THROTTLING} lists per-action figures not read here)"
     ),
     "ecs_consistency_seconds": (
-        f"{ASSUMPTION}: how long Describe* shows the old tags or protection after a write "
-        f"({ECS_CONSISTENCY} documents the behaviour, not a figure)"
+        f"{ASSUMPTION}: how long DescribeTasks shows the old tags, and GetTaskProtection the old "
+        f"protection, after a write ({ECS_CONSISTENCY} documents the behaviour, not a figure); the "
+        "drainer completes a cordon younger than 30 s from a later protection read"
     ),
     "ecs_task_start_seconds": (
         f"{ASSUMPTION}: a replacement task from scheduling to RUNNING (Fargate); AWS publishes none"
@@ -244,6 +261,7 @@ SOURCES: dict[str, str] = {
     "lambda_async_retry_delays_seconds": f"{LAMBDA_ASYNC} (one minute, then two minutes)",
     "lambda_max_event_age_seconds": f"{LAMBDA_ASYNC_CONFIG} (maximum age of event: 6 hours, the default)",
     "lambda_cold_start_seconds": f"{ASSUMPTION}: Python 3.11 init with boto3 and the shared layer",
+    "api_call_seconds": f"{ASSUMPTION}: one AWS API call's round trip in-region; AWS publishes none",
 }
 
 

@@ -32,6 +32,7 @@ from worker_drainer.decide.task_tags import (
     STOP_REASON_PREFIX,
     Cause,
     CordonProgress,
+    TaskMarks,
     cordon_tags,
     marks_of,
     protection_to_restore,
@@ -39,6 +40,9 @@ from worker_drainer.decide.task_tags import (
 
 # StopTask accepts a reason of at most 255 characters.
 STOP_REASON_LIMIT = 255
+# GetTaskProtection may show the value from before a write for a while after it (ECS is eventually
+# consistent; the service profile assumes 5 s at p99): a younger cordon is completed by a later read.
+PROTECTION_READ_SETTLES = timedelta(seconds=30)
 
 
 @dataclass
@@ -65,6 +69,12 @@ class CordonSaga:
 
     def complete(self, task: EcsTask) -> StepResult:
         protection = self.ecs.protection(task.arn)
+        since = TaskMarks.read(task.tags).since
+        if protection.enabled and since is not None and self.clock() - since < PROTECTION_READ_SETTLES:
+            # "On" may be the answer from before this cordon's own write: re-read, never write it twice.
+            return StepResult(
+                Outcome.SKIPPED, "protection shows on, possibly from before this cordon; re-read next tick"
+            )
         return self._finish(task, dict(task.tags), protection.enabled, "cordon completed")
 
     def _finish(self, task: EcsTask, tags: dict[str, str], protected: bool, done: str) -> StepResult:

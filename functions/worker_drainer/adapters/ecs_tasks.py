@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.config import Config
-
 from fleet_remediation.adapters.aws_clients import aws_client, client_config, guard_side_effects
 from fleet_remediation.adapters.deployments import deploying
 from fleet_remediation.contract.budgets import ecs_call
@@ -26,6 +24,7 @@ from worker_drainer.adapters.ecs_model import task_from
 from worker_drainer.adapters.ecs_model import task_id_of as task_id_of
 
 if TYPE_CHECKING:
+    from botocore.config import Config
     from mypy_boto3_ecs import ECSClient
 
 

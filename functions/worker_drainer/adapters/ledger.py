@@ -3,8 +3,7 @@ of replacement capacity to give back, and an audit trail of every action with it
 
 Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL attribute):
 
-- ``lease#<key>`` / ``lease``: held by one invocation until ``expires_at``. DynamoDB deletes expired
-  items lazily, so every condition compares ``expires_at`` with the clock instead of trusting TTL.
+- ``lease#<key>`` / ``lease``: one invocation's until ``expires_at`` (TTL deletes lazily: compare it).
 - ``capacity#<service>`` / ``<task id>``: the service's desired count was (being) raised for this
   task: ``phase`` raising → raised → lowering, with the desired count seen before the change and the
   one asked for, so a lost reply or a killed invocation is settled from the service's real count.
@@ -15,7 +14,7 @@ Items (partition key ``pk``, sort key ``sk``; ``expires_at`` is the table's TTL 
 - ``tags#<service>`` / the audit item's sort key and the task: the tags a step wrote
   (``adapters.tag_writes``), so the next runs see them while ECS's reads still lag.
 - ``group-event#<service>`` / ``group-event``: a failure shared by a group holds the service's
-  drains until ``expires_at`` (``adapters.group_event_records``).
+  drains until ``expires_at``; ``failing``: the previous tick's failing tasks (``group_event_records``).
 - ``notice#<key>`` / ``notice``: a notification already sent, so a condition that persists across
   ticks is told once per ``expires_at`` rather than every minute.
 - ``outbox#<request id>`` / ``notification`` and ``once#worker_drainer`` / ``<hashed key>``: a message
@@ -32,10 +31,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
-from fleet_remediation.contract.budgets import LEDGER_CALL, NOTICE_MARKER_WRITE, TAG_WRITES_READ
+from fleet_remediation.contract.budgets import (
+    GROUP_RECORD_CALL,
+    LEDGER_CALL,
+    NOTICE_MARKER_WRITE,
+    TAG_WRITES_READ,
+)
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
-from worker_drainer.adapters.group_event_records import DynamoGroupEvents
+from worker_drainer.adapters.group_event_records import DynamoGroupEvents, DynamoTickMemory, TickMemory
 from worker_drainer.adapters.intents import DynamoIntents, LedgerCondition
 from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, OpenIntent, TagWrite
 from worker_drainer.adapters.tag_writes import DynamoTagWrites
@@ -67,6 +71,7 @@ class Lease:
 
 class Ledger(Protocol):
     calls: int
+    tick_memory: TickMemory
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease: ...
 
@@ -120,7 +125,9 @@ class DynamoLedger:
         # every line of a message, so the budget counts it per line (contract/budgets.py).
         self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
         self._intents = DynamoIntents(table_name, service, self._client, self._call)
-        self._group_events = DynamoGroupEvents(table_name, service, self._client, self._call)
+        group_client = self._client if client else aws_client(GROUP_RECORD_CALL)
+        self._group_events = DynamoGroupEvents(table_name, service, group_client, self._call)
+        self.tick_memory: TickMemory = DynamoTickMemory(table_name, service, group_client, self._call)
         self._tag_writes = DynamoTagWrites(
             table_name,
             service,

@@ -46,6 +46,9 @@ class _Proposal:
 
 
 def _recovery(task: EcsTask, marks: TaskMarks, snapshot: Snapshot, policy: DrainerPolicy) -> Recovery:
+    shared = snapshot.shared_failures.get(task.task_id)
+    if shared is not None:
+        return Recovery(True, shared)
     fleet = snapshot.fleet
     worker = fleet.for_task(task.task_id) if fleet else None
     tts = snapshot.tts_evidence.get(task.task_id)

@@ -46,6 +46,8 @@ class Snapshot:
     tts_evidence: Mapping[str, TtsEvidence | None] = field(default_factory=dict)
     # Each task's drainer tags, read once into a typed state (from ``tasks`` when not given).
     marks: Mapping[str, TaskMarks] = field(default_factory=dict)
+    # Tasks cordoned one by one whose failure a group event explains, with why the cordon is undone.
+    shared_failures: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.marks:

@@ -26,6 +26,7 @@ from worker_drainer.events import DrainerTrigger
 from worker_drainer.read.group_event_hold import group_event_refusal
 from worker_drainer.read.job_evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
 from worker_drainer.read.manual_targets import check_absent_target, check_running_target, running_target
+from worker_drainer.read.silent_task_tick import GROUP_EVENT
 from worker_drainer.read.target_checks import (
     ServiceIdentity,
     check_manual_target,
@@ -56,7 +57,7 @@ def read_snapshot(
     rooms: RoomsSeen | None = None
     livekit_calls = 0
     if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
-        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline)
+        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline, [*candidates, *draining])
     snapshot = Snapshot(
         now=now,
         tasks=tasks,
@@ -71,8 +72,25 @@ def read_snapshot(
         protected_rooms=_protected(draining, rooms, deps),
         tts_evidence=_tts_evidence(tasks, marks, deps, report, now, deadline),
         marks=marks,
+        shared_failures=_shared_failures(parsed, marks, deps, now),
     )
     return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, report)), livekit_calls
+
+
+def _shared_failures(
+    parsed: DrainerTrigger, marks: Mapping[str, TaskMarks], deps: DrainerDependencies, now: datetime
+) -> dict[str, str]:
+    """The tasks of the group event seen now that were cordoned (or reaped) one by one on TTS
+    evidence before it was seen, within its hold: each with why its cordon is undone."""
+    group = parsed.trigger.detail.get(GROUP_EVENT)
+    recent = now - timedelta(minutes=deps.settings.drainer.task_reach.group_hold_minutes)
+    undone = {}
+    for task_id in parsed.group_members & marks.keys():
+        mark = marks[task_id]
+        one_by_one = mark.marked and mark.cause is Cause.TTS_SUSPECT
+        if one_by_one and mark.since is not None and mark.since >= recent:
+            undone[task_id] = f"undone: its failure is shared, not its own — TTS {group}"
+    return undone
 
 
 def _manual_request(parsed: DrainerTrigger) -> ManualRequest | None:

@@ -32,6 +32,9 @@ JOB_LOOKBACK = timedelta(hours=6)
 # A job line reaches Logs Insights after a delay: a live managed room younger than this that no
 # worker's job line accounts for may be on any worker, so no worker's job count is known to be zero.
 JOB_LINE_INDEXING_MARGIN = timedelta(minutes=5)
+# The fleet-wide read reaches this much further back than the margin: a room's job line can be logged
+# a little before LiveKit stamps its creation (their clocks differ).
+JOB_LINE_READ_SLACK = timedelta(minutes=1)
 
 
 def query_deadline(deps: DrainerDependencies, deadline: float) -> float:
@@ -94,34 +97,50 @@ def read_rooms(
     report: ReportBuilder,
     now: datetime,
     deadline: float,
+    of_interest: Sequence[EcsTask] | None = None,
 ) -> tuple[RoomsSeen, int]:
-    """Every running task's job sightings (so a room on another worker is accounted for) and the
-    live rooms; how many LiveKit calls that took."""
-    sightings = _job_sightings(tasks, deps, report, now, deadline)
+    """The job sightings of the tasks the decision is about (``of_interest``, default all) since
+    they started, every running task's recent ones (so a young room on another worker is accounted
+    for), and the live rooms; how many LiveKit calls that took."""
+    sightings = _job_sightings(
+        tasks, tasks if of_interest is None else of_interest, deps, report, now, deadline
+    )
     live, calls = _live_rooms(deps, report)
     return RoomsSeen(live, sightings, now, deps.settings.reaper.policy.managed_room_pattern), calls
 
 
 def _job_sightings(
     tasks: Sequence[EcsTask],
+    of_interest: Sequence[EcsTask],
     deps: DrainerDependencies,
     report: ReportBuilder,
     now: datetime,
     deadline: float,
 ) -> dict[str, list[JobSighting]] | None:
+    """Two bounded reads instead of every job line of the fleet since its oldest task started (millions
+    of rows at 1,000 tasks): the tasks of interest since their start, and every task since the
+    accounting margin (the only lines ``unaccounted_recent_rooms`` needs)."""
     streams = {deps.settings.log_stream_for(task.task_id): task.task_id for task in tasks}
-    starts = [task.started_at for task in tasks if task.started_at is not None]
-    since = min(starts) if starts and len(starts) == len(tasks) else now - JOB_LOOKBACK
+    mine = [deps.settings.log_stream_for(task.task_id) for task in of_interest]
+    starts = [task.started_at for task in of_interest if task.started_at is not None]
+    since = min(starts) if starts and len(starts) == len(of_interest) else now - JOB_LOOKBACK
+    recent = now - JOB_LINE_INDEXING_MARGIN - JOB_LINE_READ_SLACK
+    reads = [(mine, since)] if mine else []
+    if len(mine) < len(streams) or since > recent:
+        reads.append((list(streams), recent))
+    found: dict[str, dict[tuple[str, str], JobSighting]] = {}
     try:
-        rows = deps.worker_logs.job_sightings(list(streams), since, now, query_deadline(deps, deadline))
+        for wanted, start in reads:
+            for sighting in deps.worker_logs.job_sightings(
+                wanted, start, now, query_deadline(deps, deadline)
+            ):
+                if sighting.log_stream in streams:
+                    seen = found.setdefault(streams[sighting.log_stream], {})
+                    seen[(sighting.job_id, sighting.room)] = sighting
     except RemediationError as exc:
         note_look_error(report, exc)
         return None
-    found: dict[str, list[JobSighting]] = {}
-    for sighting in rows:
-        if sighting.log_stream in streams:
-            found.setdefault(streams[sighting.log_stream], []).append(sighting)
-    return found
+    return {task_id: list(seen.values()) for task_id, seen in found.items()}
 
 
 def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[str, LiveRoom] | None, int]:

@@ -9,6 +9,7 @@ cordon only on TTS evidence. A fleet-wide verdict names nobody.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -20,7 +21,7 @@ from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.decide.task_reach import TaskFacts, TaskVerdict
+from worker_drainer.decide.task_reach import TaskFacts, TaskReachAssessment, TaskVerdict
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
 from worker_drainer.read.job_evidence import query_deadline
@@ -40,10 +41,11 @@ def during_silent_task(
     deadline: float,
 ) -> DrainerTrigger:
     """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; a
-    suspect-worker event re-checked against the same verdict (fleet-wide and group rules). A group
-    event is recorded in the ledger (``GROUP_EVENT`` in the trigger's detail): while it holds, no
-    cordon or stop starts (``work.hold``). An unreadable result is a report error and leaves the
-    trigger as it was (a recorded group event still holds)."""
+    suspect-worker event re-checked against the same verdict (fleet-wide and group rules, and a
+    group forming: a task that began failing since the last tick beside the suspect). A group event
+    is recorded in the ledger (``GROUP_EVENT`` in the trigger's detail): while it holds, no cordon or
+    stop starts (``DrainerStages.hold``), and the TTS cordons of its tasks are undone. An unreadable result is
+    a report error and leaves the trigger as it was (a recorded group event still holds)."""
     kind = parsed.trigger.kind
     tick = kind is TriggerKind.SCHEDULE and parsed.suspect is None
     if not tick and kind is not TriggerKind.SUSPECT_WORKER:
@@ -53,24 +55,52 @@ def during_silent_task(
     start = now - timedelta(minutes=reach.window_minutes)
     try:
         held = deps.ledger.group_event(now)
+        earlier = deps.ledger.tick_memory.earlier(now)
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
     except RemediationError as exc:
         note_look_error(report, exc)
         return parsed
     facts = [task_facts(task, settings) for task in tasks]
-    found = tick_verdict(rows, reach, facts, now)
-    parsed.trigger.detail["task_reach"] = found.reason
-    if found.group is not None:
-        held = found.group.describe()
-        deps.ledger.hold_group_event(held, now, reach.group_hold_minutes * 60)
-    if held is not None:
-        parsed.trigger.detail[GROUP_EVENT] = held
-    if not tick or found.shared or not found.suspects or held is not None:
+    found = tick_verdict(rows, reach, facts, now, earlier)
+    if tick:
+        _remember(found, deps, report)
+    parsed = _with_group(parsed, found, held, deps)
+    if not tick or found.shared or not found.suspects or GROUP_EVENT in parsed.trigger.detail:
         return parsed
     top = found.suspects[0]
     suspect = _suspect(top, settings, TimeWindow(start=start, end=now))
     parsed.trigger.detail["silent_task"] = suspect.task_id
-    return DrainerTrigger(parsed.trigger, True, suspect=suspect)
+    return DrainerTrigger(parsed.trigger, True, suspect=suspect, group_members=parsed.group_members)
+
+
+def _remember(found: TaskReachAssessment, deps: DrainerDependencies, report: ReportBuilder) -> None:
+    """The tick's failing tasks for the next tick's sightings; unwritten, the next tick sees each
+    suspect for the first time again (a tick later, never sooner)."""
+    reach = deps.settings.drainer.task_reach
+    try:
+        deps.ledger.tick_memory.remember(found.failing, deps.clock(), reach.window_minutes * 60)
+    except RemediationError as exc:
+        note_look_error(report, exc)
+
+
+def _with_group(
+    parsed: DrainerTrigger, found: TaskReachAssessment, held: str | None, deps: DrainerDependencies
+) -> DrainerTrigger:
+    """``parsed`` told the verdict: a group seen now is recorded (its hold renewed) and its tasks
+    named for the undo of their cordons; a group forming holds this run's drains."""
+    detail, reach = parsed.trigger.detail, deps.settings.drainer.task_reach
+    detail["task_reach"] = found.reason
+    members: frozenset[str] = frozenset()
+    if found.group is not None:
+        held = found.group.describe()
+        deps.ledger.hold_group_event(held, deps.clock(), reach.group_hold_minutes * 60)
+        members = frozenset(task_id_from_log_stream(stream) for stream in found.group.members)
+    if held is not None:
+        detail[GROUP_EVENT] = held
+    elif found.spreading and parsed.suspect is not None:
+        # The tick names no suspect then; a suspect-worker event is held the same way.
+        detail[GROUP_EVENT] = f"a group may be forming ({found.reason}): this suspect drains nobody"
+    return dataclasses.replace(parsed, group_members=members)
 
 
 def task_facts(task: EcsTask, settings: DrainerSettings) -> TaskFacts:

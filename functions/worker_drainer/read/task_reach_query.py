@@ -9,7 +9,7 @@ guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from fleet_remediation.adapters.task_reach_rows import MAX_TASK_ROWS as MAX_TASK_ROWS
@@ -20,11 +20,16 @@ from worker_drainer.decide.task_reach import TaskFacts, TaskReach, TaskReachAsse
 
 
 def tick_verdict(
-    rows: Sequence[TaskReach], settings: TaskReachSettings, running: Sequence[TaskFacts], now: datetime
+    rows: Sequence[TaskReach],
+    settings: TaskReachSettings,
+    running: Sequence[TaskFacts],
+    now: datetime,
+    earlier: Collection[str] | None = None,
 ) -> TaskReachAssessment:
     """The per-task verdict over the tick's rows and what ECS says of the running tasks; only
-    running tasks' streams can be suspects (a replaced task's stream is history)."""
+    running tasks' streams can be suspects (a replaced task's stream is history). ``earlier``: the
+    streams failing at the previous tick (a suspect's second sighting)."""
     streams = {task.log_stream for task in running}
-    found = assess_task_reach(rows, settings, len(streams), running, now)
+    found = assess_task_reach(rows, settings, len(streams), running, now, earlier)
     kept = tuple(v for v in found.tested if v.log_stream in streams or not v.suspect)
     return dataclasses.replace(found, tested=kept)

@@ -91,7 +91,8 @@ def message_lines(facts: RunFacts, plan: LadderPlan, snapshot: Snapshot | None) 
         lines.append(Line("error", text, key=f"error#{error.code}#{error.resource or ''}", code=error.code))
     group_event = facts.trigger.detail.get(GROUP_EVENT) if facts.trigger else None
     if group_event:
-        text = f"TTS {group_event} (held for the group's hold time after it was last seen)"
+        text = f"TTS {group_event}"
+        text += " (held for the group's hold time after it was last seen)" if "group event:" in text else ""
         lines.append(Line("fleet", text, key=f"group#{group_event.split(' fail', 1)[0]}"))
     fleet = snapshot.fleet if snapshot else None
     if fleet is not None and fleet.fleet_wide and snapshot is not None and snapshot.start_new:

@@ -10,15 +10,14 @@ error is the ambiguous one and no throttled retry hides it (docs/decisions/0008-
 Endpoints follow botocore's own resolution (``AWS_ENDPOINT_URL`` and the per-service variables
 included), which is how the tests point a client at a silent or throttling endpoint.
 
-boto3 and Powertools Parameters (which loads boto3) are imported when the first client is made,
-not with this module: a handler's cold import stays under its CPU budget (bench.cold_imports).
+boto3, botocore's client configuration and Powertools Parameters (which loads boto3) are imported
+when the first client is made, not with this module: a handler's cold import stays under its CPU
+budget (bench.cold_imports).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from botocore.config import Config
 
 from fleet_remediation.contract.budgets import KILL_SWITCH_READ, SECRET_READ, AwsCallBudget
 from fleet_remediation.core.errors import reached_service
@@ -26,6 +25,7 @@ from fleet_remediation.core.errors import reached_service
 if TYPE_CHECKING:
     import boto3
     from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
+    from botocore.config import Config
 
 # Every call that changes something, by botocore's service id: the calls whose attempts that may
 # have acted are never retried. The fault suite holds three ambiguous faults for each of them.
@@ -40,6 +40,8 @@ Client = TypeVar("Client")
 
 
 def client_config(budget: AwsCallBudget) -> Config:
+    from botocore.config import Config
+
     return Config(
         connect_timeout=budget.connect_timeout_seconds,
         read_timeout=budget.read_timeout_seconds,

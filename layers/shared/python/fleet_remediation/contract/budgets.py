@@ -221,6 +221,13 @@ DRAINER_JOURNAL_READS = 2
 # (the next tick reads again).
 TAG_WRITES_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1)
 DRAINER_TAG_WRITES_READS = 2
+# The service's group event and the tick's memory of its failing tasks (the sighting rule): read, read,
+# and the memory written. Small items, one short attempt each: a run that cannot read them decides
+# nothing, and an unwritten memory only makes the next tick's sightings first ones.
+GROUP_RECORD_CALL = AwsCallBudget(
+    "dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1
+)
+DRAINER_GROUP_RECORD_CALLS = 3
 # The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
 # sightings, a suspect worker's TTS outcomes.
 DRAINER_QUERIES = 4
@@ -236,9 +243,9 @@ def drainer_notification_seconds() -> float:
 
 
 def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_seconds: float) -> float:
-    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents
-    and recent tag writes, one step, the action events, the notice markers, the outbox and the
-    notification, the report."""
+    """Kill switch, the VAD alarm's state, credentials, its Logs Insights queries, its open intents,
+    recent tag writes and group records, one step, the action events, the notice markers, the outbox
+    and the notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
@@ -246,6 +253,7 @@ def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_
         + DRAINER_QUERIES * insights_timeout_seconds
         + DRAINER_JOURNAL_READS * LEDGER_CALL.worst_case_seconds
         + DRAINER_TAG_WRITES_READS * TAG_WRITES_READ.worst_case_seconds
+        + DRAINER_GROUP_RECORD_CALLS * GROUP_RECORD_CALL.worst_case_seconds
         + drainer_step_seconds(ecs_request_timeout_seconds)
         + ANNOUNCE_SECONDS
         + drainer_notification_seconds()

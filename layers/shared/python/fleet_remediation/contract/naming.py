@@ -4,7 +4,8 @@ these, so a renamed alarm, tag or parameter cannot leave the other side behind."
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from pathlib import PurePosixPath
+from typing import Literal, Protocol
 
 PRODUCT_PREFIX = "lkfr"
 # CloudWatch namespace of the functions' own EMF metrics (the agents' signals have their own).
@@ -71,6 +72,14 @@ RUNBOOKS = {
     FunctionName.WORKER_DRAINER: "docs/runbooks/worker-drainer.md",
 }
 VAD_RUNBOOK = "docs/runbooks/vad-slow-inference.md"
+# What ``runbook_base_url`` points at: the built docs site (``make docs``) or a view of the
+# repository's files (``.../blob/main``); runbook links follow it.
+RunbookLinks = Literal["site", "repository"]
+RUNBOOK_LINKS_HELP = (
+    "What runbook_base_url points at: `site`, the built docs site (`make docs`) hosted there, links "
+    "runbooks/<name>.html; `repository`, a view of the repository's files (.../blob/main), links "
+    "docs/runbooks/<name>.md. Notifications, chat messages and the dashboard use it."
+)
 
 
 # The functions each agent service gets its own of; the reaper is the environment's.
@@ -182,6 +191,9 @@ def task_id_from_log_stream(log_stream: str) -> str:
     return log_stream.rsplit("/", 1)[-1]
 
 
-def runbook_url(base: object, path: str) -> str:
-    """Join a runbook base URL and a relative document path with exactly one slash."""
+def runbook_url(base: object, path: str, links: RunbookLinks) -> str:
+    """The runbook at ``path`` (``docs/runbooks/<name>.md``) under ``base``, joined with exactly one
+    slash: the built docs site's page (``runbooks/<name>.html``) or the repository's file."""
+    if links == "site":
+        path = str(PurePosixPath(path).relative_to("docs").with_suffix(".html"))
     return f"{str(base).rstrip('/')}/{path.lstrip('/')}"

@@ -128,7 +128,7 @@ class DrainerPolicy(StrictModel):
         default=2.0, gt=0, le=10, description="Deadline of one /worker request to a task."
     )
     lease_seconds: int = Field(
-        default=210, ge=10, le=900, description="How long one acting invocation holds the service's lease."
+        default=220, ge=10, le=900, description="How long one acting invocation holds the service's lease."
     )
     lease_wait_seconds: float = Field(
         default=20, ge=0, le=300, description="How long an invocation waits for another's lease."

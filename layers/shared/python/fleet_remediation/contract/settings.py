@@ -2,7 +2,8 @@
 
 At synth the CDK construct builds the function's model from cdk.json (resource names may be CDK
 tokens: plain strings here) and deploys ``to_lambda_environment()``; at cold start the function reads
-the same model from those variables with pydantic-settings. A value the runtime would reject fails
+the same model from those variables (``settings_from_environment``: a field's variable is its name in
+any case, a nested model, list or mapping travels as JSON). A value the runtime would reject fails
 ``make synth`` naming its field path; cross-field rules (budgets that must fit the Lambda timeout, a
 lease that must outlive an invocation) live in the sections (``sections.py``), so both sides enforce them.
 
@@ -13,11 +14,12 @@ same name, so a field's path is the same in cdk.json, in a synth error and in a 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+import os
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
-from pydantic import AnyHttpUrl, BaseModel, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from fleet_remediation.contract import naming
 from fleet_remediation.contract.agent_services import (
@@ -39,11 +41,11 @@ from fleet_remediation.contract.signals import SignalSettings
 from fleet_remediation.contract.task_reach import TaskReachSettings
 
 
-class FunctionSettings(BaseSettings):
+class FunctionSettings(BaseModel):
     """What every function reads. Environment variables are the field names upper-cased; nested
     models travel as JSON."""
 
-    model_config = SettingsConfigDict(extra="forbid", frozen=True, case_sensitive=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
     # Fields the Lambda runtime itself sets (reserved variables): read at run time, never deployed.
     runtime_provided: ClassVar[frozenset[str]] = frozenset({"aws_region"})
     # The function these settings configure (its own kill switch, runbook, metrics, log group).
@@ -59,6 +61,7 @@ class FunctionSettings(BaseSettings):
         default=None, min_length=1, description="Amazon Q Developer custom-notification JSON (chat channels)."
     )
     runbook_base_url: AnyHttpUrl
+    runbook_links: naming.RunbookLinks = "site"
     aws_region: str | None = Field(default=None, description="Set by Lambda; used for console links.")
 
     @property
@@ -76,7 +79,7 @@ class FunctionSettings(BaseSettings):
         return environment
 
     def runbook(self, function: naming.FunctionName) -> str:
-        return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function])
+        return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function], self.runbook_links)
 
     @property
     def dashboard_name(self) -> str:
@@ -223,9 +226,36 @@ def settings_for_deployment(model: type[SettingsT], values: Mapping[str, Any], p
         raise ConfigurationError(describe_validation_error(exc, prefix=path)) from None
 
 
-def settings_from_environment(model: type[SettingsT]) -> SettingsT:
+def settings_from_environment(model: type[SettingsT], environ: Mapping[str, str] = os.environ) -> SettingsT:
     """Build ``model`` at cold start from the function's environment; errors name the variable."""
     try:
-        return model()
+        return model.model_validate(_environment_values(model, environ))
     except ValidationError as exc:
         raise ConfigurationError(describe_validation_error(exc, upper=True)) from None
+
+
+def _environment_values(model: type[FunctionSettings], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Each field's variable (its name in any case); a field that takes a model, list or mapping is
+    read as JSON, as ``to_lambda_environment`` writes it. A variable no field names is not read."""
+    variables = {name.lower(): value for name, value in environ.items()}
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        if name not in variables:
+            continue
+        if not _travels_as_json(field.annotation):
+            values[name] = variables[name]
+            continue
+        try:
+            values[name] = json.loads(variables[name])
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{name.upper()}: not valid JSON ({exc.msg})") from None
+    return values
+
+
+def _travels_as_json(annotation: Any) -> bool:
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(_travels_as_json(arg) for arg in get_args(annotation))
+    kind = get_origin(annotation) or annotation
+    if not isinstance(kind, type) or issubclass(kind, str | bytes):
+        return False
+    return issubclass(kind, BaseModel | Mapping | Sequence | set | frozenset)

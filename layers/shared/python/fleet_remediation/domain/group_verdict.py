@@ -44,6 +44,7 @@ class GroupEvent:
     failing_in_fleet: int
     tasks: int
     p_value: float
+    members: tuple[str, ...] = ()  # every task (log stream) of the group, failing or not
 
     def describe(self) -> str:
         """The group in plain words, with its evidence."""
@@ -114,5 +115,7 @@ def find_group_event(
                 continue
             p = hypergeometric_tail(len(values), len(members), len(drawn), len(hits))
             if p <= settings.group_alpha and (best is None or p < best.p_value):
-                best = GroupEvent(dimension, value, hits, len(members), len(drawn), len(values), p)
+                best = GroupEvent(
+                    dimension, value, hits, len(members), len(drawn), len(values), p, tuple(members)
+                )
     return best

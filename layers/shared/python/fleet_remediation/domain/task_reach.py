@@ -5,13 +5,17 @@ Each task is tested against its own volume (a one-sided binomial test on its fir
 and against the fleet's (the baseline is the rest of the fleet's timeout rate when that is higher
 than the healthy rate), at the stated significance of ``TaskReachSettings.level``. When a share of
 the fleet fails on its own the failure is fleet-wide: nobody is suspect (notify, do not drain).
+
+A caller that remembers the previous tick's failing tasks (``earlier``: the drainer's tick) gets a
+suspect only at its second sighting, and only while no other task started failing since: the first
+task of a spreading failure looks like a lone dead task until the second one fails beside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -59,6 +63,8 @@ class TaskReachAssessment:
     reason: str
     group: GroupEvent | None = None
     failing: tuple[str, ...] = ()  # streams failing at the looser level ``trend_p``
+    # Suspects new since the previous tick beside one seen before: held a tick (a group forming?).
+    spreading: tuple[str, ...] = ()
 
     @property
     def shared(self) -> bool:
@@ -106,10 +112,12 @@ def assess_task_reach(
     tasks: int,
     facts: Sequence[TaskFacts] = (),
     now: datetime | None = None,
+    earlier: Collection[str] | None = None,
 ) -> TaskReachAssessment:
     """``rows``: one per log stream in the window; ``tasks``: the running tasks of the service (the
     test's multiplicity; a stream without lines is a task with nothing to test); ``facts``: what ECS
-    says about the running tasks (their groups and start times), ``now`` the time of the window's end.
+    says about the running tasks (their groups and start times), ``now`` the time of the window's end;
+    ``earlier``: the streams failing at the previous tick (None: not remembered, no sighting rule).
 
     One verdict for every path (the drainer's tick, a suspect-worker event, the responder): a task
     is suspect only when it fails on its own, the failure is not fleet-wide, and no group it shares
@@ -143,8 +151,31 @@ def assess_task_reach(
             )
         )
     endpoints = {row.log_stream: row.tts_endpoint for row in listed if row.tts_endpoint}
-    shared = _Shared(failing, fleet, level, len(young))
-    return shared.judged(verdicts, facts, endpoints, settings)
+    found = _Shared(failing, fleet, level, len(young)).judged(verdicts, facts, endpoints, settings)
+    if earlier is None or found.shared:
+        return found
+    # Failing since before the window (no first frame in it at all) counts as seen before.
+    return _sighted(found, set(earlier), {row.log_stream for row in listed if row.first_frames == 0})
+
+
+def _sighted(found: TaskReachAssessment, earlier: set[str], silent: set[str]) -> TaskReachAssessment:
+    """A suspect stands at its second sighting (or when silent the whole window), and only while no
+    other task became a suspect since the previous tick: a failure appearing on a second task while
+    the first still fails may be a group forming, which the next tick tells."""
+    suspects = {v.log_stream for v in found.suspects}
+    if not suspects:
+        return found
+    seen = suspects & (earlier | silent)
+    new = tuple(sorted(suspects - earlier))
+    if not seen:
+        reason = "first sighting: cordoned at the next tick if it still fails alone"
+    elif new and len(suspects) > 1:
+        seen = set()
+        reason = f"{len(new)} more task(s) began failing since the last tick: held a tick (a group forming?)"
+    else:
+        reason, new = found.reason, ()
+    tested = tuple(dataclasses.replace(v, suspect=v.suspect and v.log_stream in seen) for v in found.tested)
+    return dataclasses.replace(found, tested=tested, reason=reason, spreading=new)
 
 
 @dataclass(frozen=True)

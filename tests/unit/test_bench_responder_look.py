@@ -1,0 +1,31 @@
+"""The fleet-scale bench reports the responder's own verdict: its ``investigate`` runs against the
+bench's per-task minutes, per job while the window's jobs fit the row limit and per task beyond."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench._responder_look import MinuteInsights, responder_look
+
+
+def _minutes(tasks: int, responses: int, silent: int | None) -> MinuteInsights:
+    insights = MinuteInsights(calls_per_task=2, endpoints=["tts/eu-west-1"] * tasks)
+    for index in range(32):
+        answered = np.full(tasks, responses)
+        frames, timeouts = answered.copy(), np.zeros(tasks, dtype=np.int64)
+        if silent is not None and index >= 28:
+            frames[silent], timeouts[silent] = 0, responses
+        insights.push(index, answered, frames, timeouts, np.zeros(tasks, dtype=np.int64), np.ones(tasks))
+    return insights
+
+
+def test_at_a_thousand_tasks_the_responder_names_the_silent_task_from_per_task_rows() -> None:
+    read, verdict = responder_look(_minutes(1000, 20, 7), 32 * 60.0, 1.0, bad_task=7)
+    assert (read, verdict) == ("per-task rows", "concentrated: the silent task")
+
+
+def test_a_small_fleet_is_read_per_job_and_a_healthy_one_names_nobody() -> None:
+    assert responder_look(_minutes(20, 4, None), 32 * 60.0, 1.0, bad_task=None) == (
+        "per-job rows",
+        "inconclusive",
+    )

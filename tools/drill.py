@@ -1,0 +1,119 @@
+"""`make drill`: the seed incident's failures on a real local fleet, and what the remediation does.
+
+Real: livekit-server; ``--workers`` livekit-agents worker processes (``devkit/drill_agent.py``: the
+detection-signal emitter and the drill hook wired as the docs show, a TTS stand-in and a VAD stand-in
+per session), each the ECS task of its own metadata endpoint; callers that are LiveKit participants
+publishing audio; the faults, on the drilled worker's processes (the drill hook's marker for the
+abandoned session and the silent TTS, a real CPU limit for starvation). After each run the drilled
+worker is stopped and a replacement process started, and its first call timed.
+
+Then, for each run, the workers' own JSON lines (the CloudWatch Logs stand-in, on the drill's clock:
+``tools.drill_run.SCALE`` simulated seconds per real second) go through the replay
+(``livekit_fleet_remediation.offline.replay``): the detection alarms evaluated as the stack defines
+them under the AWS service-behaviour delay profile, the stack's EventBridge rules routing to the
+functions' own service entry points, in process (not the Lambda emulator). The recorded run is the
+fleet without remediation (no function acted on it); the replay's counterfactual is the fleet with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from devkit.livekit_local import LocalLiveKit
+from fleet_remediation.contract.drills import DrillFault
+from livekit_fleet_remediation.cli.replay import replay
+from livekit_fleet_remediation.offline.replay_model import ReplayResult
+from tools.drill_report import FaultFigures, figures, render
+from tools.drill_run import SCALE, Fleet, RunRecord, Step
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
+DRILL_ENV = "drill"
+# The reaper's max age for the drill's lessons (simulated minutes): the example's 60 would need a
+# run three times as long; a 6-minute lesson is far from it either way.
+DRILL_MAX_AGE_MINUTES = 20
+ZOMBIE, STARVED, SILENT = (
+    fault.value for fault in (DrillFault.ABANDONED_SESSION, DrillFault.CPU_STARVED, DrillFault.TTS_SILENCE)
+)
+PLANS: dict[str, list[Step]] = {
+    ZOMBIE: [Step(5, ZOMBIE)],
+    STARVED: [Step(5, STARVED)],
+    SILENT: [Step(5, SILENT)],
+    "chain": [Step(5, ZOMBIE), Step(15, STARVED), Step(30, SILENT)],
+}
+
+
+def drill_config(output: Path) -> Path:
+    """The example prod environment under the name ``drill``, enforcing, drills on, with the drill's
+    max age for lessons."""
+    environments = json.loads(EXAMPLE_CONFIG.read_text())["environments"]
+    env = dict(environments["prod"], mode="enforce", drills={"enabled": True})
+    env["reaper"] = dict(
+        env["reaper"], policy=dict(env["reaper"]["policy"], max_age_minutes=DRILL_MAX_AGE_MINUTES)
+    )
+    path = output / "environments.json"
+    path.write_text(json.dumps({"environments": {DRILL_ENV: env}}, indent=2))
+    return path
+
+
+def drill(fleet: Fleet, name: str, seconds: float, output: Path, config: Path) -> FaultFigures:
+    record = fleet.run(name, PLANS[name], seconds)
+    log = output / f"{name}.jsonl"
+    fleet.export(record, log)
+    result: ReplayResult = replay(log, DRILL_ENV, config, profile="aws")
+    (output / f"{name}-replay.json").write_text(json.dumps(result.document(), indent=2))
+    registered, took = fleet.replace_drilled()
+    return figures(record, result, registered, took)
+
+
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="python -m tools.drill", description=__doc__.splitlines()[0])
+    found.add_argument("--workers", type=int, default=8)
+    found.add_argument("--seconds", type=float, default=40.0, help="real seconds per run")
+    found.add_argument("--fault", action="append", choices=list(PLANS), help="runs to make (default: all)")
+    found.add_argument("--output", type=Path, default=Path(".drill"))
+    found.add_argument("--json", action="store_true", help="one document instead of the text")
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.output.mkdir(exist_ok=True)
+    config = drill_config(args.output)
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    results: list[FaultFigures] = []
+    # livekit-server's dev mode logs every packet event; at warn it leaves the two cores to the fleet.
+    quiet = "logging:\n  level: warn\n"
+    with LocalLiveKit(log_path=args.output / "livekit-server.log", extra_config=quiet) as server:
+        fleet = Fleet(server, args.workers, {})
+        try:
+            if not fleet.ready():
+                print("the workers did not register within two minutes", file=sys.stderr)
+                return 1
+            for name in args.fault or list(PLANS):
+                results.append(drill(fleet, name, args.seconds, args.output, config))
+        finally:
+            fleet.stop()
+    cost = (time.monotonic() - wall, _cpu_seconds() - cpu)
+    text = render(results, args.workers, cost, os.cpu_count() or 1)
+    print(json.dumps([r.document() for r in results], indent=2) if args.json else text)
+    return 0
+
+
+def _cpu_seconds() -> float:
+    """This process and its reaped children (the workers and their job processes, livekit-server)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+__all__ = ["SCALE", "RunRecord", "main"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
