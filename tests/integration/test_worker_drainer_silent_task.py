@@ -90,6 +90,10 @@ def test_a_tick_reads_the_running_tasks_once_and_a_cordon_re_checks_them_once(
     assert _cordons(quiet) == []
     assert listings == [len(world.task_ids)]
 
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    world.invoke(schedule_event(world.now))  # its first sighting
+
     listings.clear()
     world.now += timedelta(minutes=1)
     _responses(world, silent, 8, silent=True)
