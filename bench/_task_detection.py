@@ -45,10 +45,10 @@ from fleet_remediation.contract.task_reach import TaskReachSettings
 from livekit_fleet_remediation.offline.delays import INSTANT, DelayProfile
 from tts_reach_alarm.analysis import MAX_JOBS
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, MAX_TTS_JOBS, SlowVadStats
-from worker_drainer.attribution import assess_fleet
-from worker_drainer.evidence import JOB_LINE_INDEXING_MARGIN, JOB_LINE_READ_SLACK
-from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
-from worker_drainer.task_reach_query import MAX_TASK_ROWS
+from worker_drainer.decide.attribution import assess_fleet
+from worker_drainer.decide.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.read.job_evidence import JOB_LINE_INDEXING_MARGIN, JOB_LINE_READ_SLACK
+from worker_drainer.read.task_reach_query import MAX_TASK_ROWS
 
 FAILURE_RUN_MINUTES = 290
 TASKS = (60, 200, 500, 1000)
@@ -369,7 +369,7 @@ class Bench:
         window_jobs = self.fleet_jobs[0][0] + sum(s for _, s in list(self.fleet_jobs)[1:])
         rows["responder_jobs"] = max(rows["responder_jobs"], window_jobs)
         # The drainer's sightings: a task of interest's job requests since it started, and the fleet's
-        # over the accounting margin (``worker_drainer.evidence``); the larger of the two reads.
+        # over the accounting margin (``worker_drainer.read.job_evidence``); the larger of the two reads.
         self.job_requests += m.started
         self.recent_requests.append(m.calls_started)
         sightings = max(int(self.job_requests.max()), sum(self.recent_requests))

@@ -30,7 +30,7 @@ from devkit.traffic import FAILURE_FAMILIES
 from fleet_remediation.adapters.windowed_insights import DEFAULT_MAX_QUERIES, planned_pieces
 from fleet_remediation.contract.task_reach import TaskReachSettings
 from livekit_fleet_remediation.offline.delays import DelayProfile
-from worker_drainer.task_reach_query import MAX_TASK_ROWS
+from worker_drainer.read.task_reach_query import MAX_TASK_ROWS
 
 
 # --- figures ---------------------------------------------------------------------------------------

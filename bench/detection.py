@@ -87,7 +87,7 @@ from tts_reach_alarm.analysis import Concentration, Verdict, assess_concentratio
 from tts_reach_alarm.investigation import recheck_alpha
 from tts_reach_alarm.transition import analysis_window_minutes
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import FleetAssessment, assess_fleet
+from worker_drainer.decide.attribution import FleetAssessment, assess_fleet
 
 VOLUMES = (5, 35, 250, 2000)
 FULL_DAYS, QUICK_DAYS = 7, 1

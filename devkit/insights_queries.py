@@ -17,7 +17,7 @@ from fleet_remediation.contract.signals import SignalCatalog, SignalSettings
 from fleet_remediation.core.messages import report_query
 from tts_reach_alarm.analysis import MAX_LISTED_JOBS, job_outcomes_query, job_rooms_query
 from worker_drainer.adapters.worker_logs import job_sightings_query, stats_query, tts_outcomes_query
-from worker_drainer.task_reach_query import task_reach_query
+from worker_drainer.read.task_reach_query import task_reach_query
 
 LONGEST_STREAM = "s" * 512
 LIVEKIT_JOB_ID = "AJ_" + "x" * 12

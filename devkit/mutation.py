@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument(
         "names",
         nargs="*",
-        help="re-test only these mutants (mutmut names or globs, e.g. 'worker_drainer.saga.*'), "
+        help="re-test only these mutants (mutmut names or globs, e.g. 'worker_drainer.act.cordon_saga.*'), "
         "even those with a verdict; the tally still covers every mutant",
     )
     args = parser.parse_args()

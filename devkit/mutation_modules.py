@@ -93,15 +93,15 @@ MODULES: tuple[Module, ...] = (
         tuple(
             f"{_WD}/{name}.py"
             for name in (
-                "ladder",
-                "guardrails",
-                "executor",
-                "saga",
-                "capacity",
-                "capacity_keeper",
-                "evidence",
-                "recovery",
-                "validation",
+                "decide/ladder",
+                "decide/guardrails",
+                "act/ladder_executor",
+                "act/cordon_saga",
+                "decide/capacity_settlement",
+                "act/capacity_keeper",
+                "read/job_evidence",
+                "decide/recovery_evidence",
+                "read/target_checks",
             )
         ),
         (
@@ -147,10 +147,10 @@ MODULES: tuple[Module, ...] = (
         "per-task detection: the per-task reach rule, its query, the silent task and the task scope",
         (
             f"{_FR}/contract/task_reach.py",
-            f"{_WD}/task_reach.py",
-            f"{_WD}/task_reach_query.py",
-            f"{_WD}/silent_task.py",
-            f"{_WD}/task_scope.py",
+            f"{_WD}/decide/task_reach.py",
+            f"{_WD}/read/task_reach_query.py",
+            f"{_WD}/read/silent_task_tick.py",
+            f"{_WD}/act/task_scope_check.py",
         ),
         (
             "tests/unit/test_task_reach.py",

@@ -43,7 +43,7 @@ from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
 from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from tools.demo_output import print_delivered, print_report
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 # moto needs a region; its mock supplies fake credentials.
 os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")

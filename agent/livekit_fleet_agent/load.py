@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-# Written by the worker drainer (functions/worker_drainer/ladder.py keeps the same names; a test
+# Written by the worker drainer (functions/worker_drainer/decide/ladder.py keeps the same names; a test
 # holds the two together).
 STATE_TAG = "livekit-drainer:state"
 DRAINING_STATE = "draining"

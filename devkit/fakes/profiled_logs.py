@@ -22,7 +22,7 @@ from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, ServiceProfile, SimulatedClock
 from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer.adapters.worker_logs import InsightsWorkerLogs, JobSighting, SlowVadStats
-from worker_drainer.task_reach import TaskReach
+from worker_drainer.decide.task_reach import TaskReach
 
 LOG_GROUP = "/lkfr/test/agent"
 Answer = TypeVar("Answer")

@@ -8,7 +8,7 @@ from fleet_remediation.contract.naming import FunctionName, task_id_from_log_str
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import RunFacts
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
@@ -167,7 +167,7 @@ def compose_alarm_notification(
     transition: Transition,
     suspect: SuspectWorkerDetail | None,
     settings: TtsReachSettings,
-    report: ReportBuilder,
+    facts: RunFacts,
     event_id: str | None = None,
 ) -> messages.Notification:
     acted, would, off = _headlines(findings, suspect)
@@ -177,22 +177,22 @@ def compose_alarm_notification(
         agent_service=settings.agent_service,
         incident_id=incident_id(transition, settings),
         severity=messages.Severity.CRITICAL,
-        mode=report.mode,
-        status=report.status(),
-        headline=messages.mode_headline(report.mode, acted=acted, would=would, off=off),
+        mode=facts.mode,
+        status=facts.status,
+        headline=messages.mode_headline(facts.mode, acted=acted, would=would, off=off),
         why=_evidence(findings, transition, suspect),
         details=_figures(findings, transition, suspect, settings) + _silent_sessions(findings, event_id),
-        counts=messages.Counts.from_report(report),
-        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        counts=messages.Counts.from_report(facts),
+        errors=[f"{e.code}: {e.message}" for e in facts.errors],
         undo=_undo(settings, suspect),
         links=links(transition, settings, suspect.task_id if suspect else None),
         resources=[suspect.log_stream] if suspect else [],
-        invocation_id=report.invocation_id,
+        invocation_id=facts.invocation_id,
     )
 
 
 def compose_resolved_notification(
-    transition: Transition, settings: TtsReachSettings, report: ReportBuilder
+    transition: Transition, settings: TtsReachSettings, facts: RunFacts
 ) -> messages.Notification:
     fact = f"TTS reach resolved: {settings.alarm_name} is OK"
     change = transition.change
@@ -202,15 +202,15 @@ def compose_resolved_notification(
         agent_service=settings.agent_service,
         incident_id=incident_id(transition, settings),
         severity=messages.Severity.INFO,
-        mode=report.mode,
-        status=report.status(),
-        headline=messages.mode_headline(report.mode, acted=fact, would=f"taken no action ({fact})", off=fact),
+        mode=facts.mode,
+        status=facts.status,
+        headline=messages.mode_headline(facts.mode, acted=fact, would=f"taken no action ({fact})", off=fact),
         why=[
             f"Since {transition.window.end:%Y-%m-%d %H:%M:%S} UTC",
             f"Reason: {change.state.reason[:ALARM_REASON_LIMIT] if change else 'manual'}",
         ],
-        counts=messages.Counts.from_report(report),
-        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        counts=messages.Counts.from_report(facts),
+        errors=[f"{e.code}: {e.message}" for e in facts.errors],
         links=links(transition, settings),
-        invocation_id=report.invocation_id,
+        invocation_id=facts.invocation_id,
     )

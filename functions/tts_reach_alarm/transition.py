@@ -52,6 +52,8 @@ class Transition:
     # A scheduled re-check of the incident the TTS page holds open (its ALARM ``change`` is read
     # from the alarm's state): the window ends now.
     recheck: bool = False
+    # Since when the page a re-check belongs to has been in ALARM.
+    alarm_since: datetime | None = None
 
     def once_key(self, action: str) -> dict[str, str]:
         assert self.change is not None  # manual runs are deliberate and not deduplicated

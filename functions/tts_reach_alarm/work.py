@@ -14,6 +14,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from fleet_remediation.adapters.scan_budget import LookPolicy, budget_refusal, looking, note_look_error
@@ -24,9 +25,10 @@ from fleet_remediation.contract.naming import task_id_from_log_stream
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.observability import emit
-from fleet_remediation.core.pipeline import Run, Settled, Work
+from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
+from fleet_remediation.core.stages import Settled
 from tts_reach_alarm.adapters.event_bus import put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.dependencies import TtsReachDependencies
@@ -55,28 +57,32 @@ ResponderRun = Run[TtsReachDependencies, Transition]
 ResponderWork = Work[Look, SuspectWorkerDetail | None, HandedOver]
 
 
-def open_incident(run: ResponderRun) -> Settled | None:
+def open_incident(transition: Transition, deps: TtsReachDependencies) -> Transition | Settled:
     """A re-check belongs to the page's ALARM while it lasts (its once-keys and incident id are
     that ALARM's); settled when the page is not in ALARM or its state cannot be read."""
-    if not run.event.recheck:
-        return None
-    name = run.deps.settings.alarm_name
+    if not transition.recheck:
+        return transition
+    name = deps.settings.alarm_name
     try:
-        reading = run.deps.alarm_states.current(name) if run.deps.alarm_states else None
+        reading = deps.alarm_states.current(name) if deps.alarm_states else None
     except RemediationError as exc:
-        run.report.error(exc)
-        return Settled(f"{name}: its state could not be read")
+        return Settled(f"{name}: its state could not be read", error=exc)
     if reading is None or reading.value != "ALARM":
         state = reading.value if reading is not None else "not found"
         return Settled(f"{name} is {state}: no open incident")
-    if run.report.trigger is not None:
-        run.report.trigger.detail["tts_alarm"] = f"ALARM since {reading.since.isoformat()}"
-    tts = run.deps.settings.tts_reach
-    minutes_open = (run.event.window.end - reading.since).total_seconds() / 60
+    tts = deps.settings.tts_reach
+    minutes_open = (transition.window.end - reading.since).total_seconds() / 60
     if not recheck_due(minutes_open, tts.recheck_minutes, tts.recheck_max_minutes):
-        return Settled(f"{name} in ALARM for {minutes_open:.0f} min: re-checks back off, no look this tick")
-    run.event = dataclasses.replace(run.event, change=reading.change(name))
-    return None
+        detail = {"tts_alarm": _alarm_since(reading.since)}
+        return Settled(
+            f"{name} in ALARM for {minutes_open:.0f} min: re-checks back off, no look this tick",
+            trigger_detail=detail,
+        )
+    return dataclasses.replace(transition, change=reading.change(name), alarm_since=reading.since)
+
+
+def _alarm_since(since: datetime) -> str:
+    return f"ALARM since {since.isoformat()}"
 
 
 def read(run: ResponderRun) -> Look:
@@ -147,6 +153,8 @@ def act(run: ResponderRun, look: Look, suspect: SuspectWorkerDetail | None) -> H
 
 def record(run: ResponderRun, work: ResponderWork) -> None:
     report, transition = run.report, run.event
+    if transition.alarm_since is not None and report.trigger is not None:
+        report.trigger.detail["tts_alarm"] = _alarm_since(transition.alarm_since)
     if transition.state == "OK":
         report.summary = {"state": "OK", "window": transition.window.model_dump(mode="json")}
         return

@@ -37,7 +37,7 @@ class DrainerDependencies(NotifyingDependencies):
     worker_logs: WorkerLogs
     worker_probe: WorkerProbe
     room_service_factory: Callable[[], RoomService]
-    # The VAD alarm's state, for the scheduled tick (``alarm_watch``).
+    # The VAD alarm's state, for the scheduled tick (``vad_alarm_tick``).
     alarm_states: AlarmStates
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     chat_notifier: Notifier | None = None

@@ -24,7 +24,7 @@ from fleet_remediation.core.routing import (
     ScheduleRoute,
 )
 from fleet_remediation.core.suspect_route import SuspectExpectations, SuspectWorkerRoute
-from worker_drainer.validation import TaskReference, parse_task_reference
+from worker_drainer.read.target_checks import TaskReference, parse_task_reference
 
 
 class ChatOrigin(BaseModel):

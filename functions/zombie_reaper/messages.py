@@ -9,8 +9,7 @@ from typing import Any
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Outcome
+from fleet_remediation.core.report_model import Outcome, RunFacts
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.domain.reap_executor import ReapResult
 from fleet_remediation.domain.reaping import (
@@ -52,8 +51,8 @@ def _protected_over_age(plan: ReapPlan, deps: ReaperDependencies) -> list[str]:
     return kept
 
 
-def _trigger_line(report: ReportBuilder) -> str:
-    trigger = report.trigger
+def _trigger_line(facts: RunFacts) -> str:
+    trigger = facts.trigger
     if trigger is None:
         return "Trigger: unknown"
     return f"Trigger: {trigger.kind.value} ({trigger.source})"
@@ -71,15 +70,15 @@ def _incident(deps: ReaperDependencies, routed: Routed[Any], acted: bool, about:
     return incidents.subject_incident_id(env, FunctionName.ZOMBIE_REAPER, "rooms", about)
 
 
-def _links(report: ReportBuilder, deps: ReaperDependencies) -> list[messages.Link]:
+def _links(facts: RunFacts, deps: ReaperDependencies) -> list[messages.Link]:
     settings = deps.settings
     return messages.function_links(
         region=settings.aws_region,
         environment=settings.environment_name,
         function=FunctionName.ZOMBIE_REAPER,
         runbook=settings.runbook(FunctionName.ZOMBIE_REAPER),
-        invocation_id=report.invocation_id,
-        around=report.started_at,
+        invocation_id=facts.invocation_id,
+        around=facts.started_at,
     )
 
 
@@ -113,9 +112,9 @@ def _headlines(listed: list[RoomDecision], results: list[ReapResult], kept: list
 
 
 def _evidence(
-    plan: ReapPlan, listed: list[RoomDecision], kept: list[str], report: ReportBuilder, cap: int
+    plan: ReapPlan, listed: list[RoomDecision], kept: list[str], facts: RunFacts, cap: int
 ) -> list[str]:
-    why = [_trigger_line(report), *(_room_evidence(d) for d in listed), *kept]
+    why = [_trigger_line(facts), *(_room_evidence(d) for d in listed), *kept]
     if plan.trimmed:
         why.append(
             f"{plan.trimmed} more over-age room(s) left for the next run by the cap of "
@@ -139,7 +138,7 @@ def _undo(environment: str, region: str | None, deleted_any: bool) -> list[messa
 def compose(
     plan: ReapPlan,
     results: list[ReapResult],
-    report: ReportBuilder,
+    facts: RunFacts,
     deps: ReaperDependencies,
     routed: Routed[Any],
 ) -> messages.Notification | None:
@@ -149,7 +148,7 @@ def compose(
     not news. The counts are honest whatever the mix of outcomes."""
     kept = _protected_over_age(plan, deps)
     newsworthy = [r for r in results if r.outcome is not Outcome.ALREADY_DONE]
-    would = list(plan.to_act) if not report.acts else []
+    would = list(plan.to_act) if not facts.acts else []
     if not (newsworthy or would or plan.trimmed or kept):
         return None
     settings = deps.settings
@@ -161,27 +160,27 @@ def compose(
         function=FunctionName.ZOMBIE_REAPER,
         incident_id=_incident(deps, routed, bool(newsworthy), about),
         severity=messages.Severity.WARNING if (kept or plan.trimmed) else messages.Severity.INFO,
-        mode=report.mode,
-        status=report.status(),
-        headline=messages.mode_headline(report.mode, acted=acted, would=would_text),
-        why=_evidence(plan, listed, kept, report, settings.reaper.policy.max_deletions_per_run),
+        mode=facts.mode,
+        status=facts.status,
+        headline=messages.mode_headline(facts.mode, acted=acted, would=would_text),
+        why=_evidence(plan, listed, kept, facts, settings.reaper.policy.max_deletions_per_run),
         details=[
             f"{r.decision.room.name}: {r.action} {r.outcome.value}" + (f" ({r.reason})" if r.reason else "")
             for r in results
         ],
-        counts=messages.Counts.from_report(report),
-        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        counts=messages.Counts.from_report(facts),
+        errors=[f"{e.code}: {e.message}" for e in facts.errors],
         undo=_undo(
             settings.environment_name, settings.aws_region, any(d.verdict is Verdict.REAP for d in listed)
         ),
-        links=_links(report, deps),
+        links=_links(facts, deps),
         resources=[d.room.name for d in listed],
-        invocation_id=report.invocation_id,
+        invocation_id=facts.invocation_id,
     )
 
 
 def compose_failure(
-    error: RemediationError, report: ReportBuilder, deps: ReaperDependencies, routed: Routed[Any]
+    error: RemediationError, facts: RunFacts, deps: ReaperDependencies, routed: Routed[Any]
 ) -> messages.Notification:
     """A run that could not even list the rooms: said once an hour per error code (the
     self-monitoring alarm pages when it keeps happening)."""
@@ -198,13 +197,13 @@ def compose_failure(
         function=FunctionName.ZOMBIE_REAPER,
         incident_id=incident,
         severity=messages.Severity.CRITICAL,
-        mode=report.mode,
-        status=report.status(),
-        headline=messages.mode_headline(report.mode, acted=f"zombie reaper {text}", would=text),
-        why=[_trigger_line(report), f"{error.code}: {error.message}"],
-        counts=messages.Counts.from_report(report),
-        errors=[f"{e.code}: {e.message}" for e in report.errors],
+        mode=facts.mode,
+        status=facts.status,
+        headline=messages.mode_headline(facts.mode, acted=f"zombie reaper {text}", would=text),
+        why=[_trigger_line(facts), f"{error.code}: {error.message}"],
+        counts=messages.Counts.from_report(facts),
+        errors=[f"{e.code}: {e.message}" for e in facts.errors],
         undo=[messages.stop_function_undo(settings.environment_name, REAPER, settings.aws_region)],
-        links=_links(report, deps),
-        invocation_id=report.invocation_id,
+        links=_links(facts, deps),
+        invocation_id=facts.invocation_id,
     )

@@ -31,8 +31,8 @@ from tests.faults.test_drainer_saga_faults import (
     invoke,
     journal,
 )
-from worker_drainer.interrupted import settle_interrupted
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.act.interrupted_steps import settle_interrupted
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(90)]
 

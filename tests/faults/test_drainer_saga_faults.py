@@ -30,8 +30,8 @@ from devkit.fakes.drainer_world import (
 from devkit.fakes.ecs_fakes import EcsThrottling
 from devkit.livekit_local import LocalLiveKit
 from worker_drainer.adapters.capacity_debts import Phase
+from worker_drainer.decide.task_tags import CAPACITY_TAG, CORDON_TAG, STATE_TAG
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.tags import CAPACITY_TAG, CORDON_TAG, STATE_TAG
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]
 # One invocation against in-process moto and a loopback livekit-server, on a shared 2-core machine.

@@ -15,7 +15,7 @@ from botocore.exceptions import ReadTimeoutError
 
 from devkit.fakes.drainer_world import DrainerWorld, moto_world
 from devkit.livekit_local import LocalLiveKit
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(60)]
 

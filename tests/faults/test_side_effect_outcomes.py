@@ -53,7 +53,7 @@ from worker_drainer.adapters.ecs_tasks import (
 )
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS, DynamoOutbox, ledger_once_guard
-from worker_drainer.tags import CORDON_TAG, STATE_TAG
+from worker_drainer.decide.task_tags import CORDON_TAG, STATE_TAG
 
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(90)]
 AFTER_THE_LEASE = timedelta(minutes=3)

@@ -25,7 +25,14 @@ from worker_drainer.adapters.ecs_tasks import (
     ECS_TASK_READ_ACTIONS,
     ECS_TASK_TAG_ACTIONS,
 )
-from worker_drainer.tags import COOLDOWN_TAG, STATE_TAGS, WRITTEN_TAGS, Cause, cordon_tags, reaped_tags
+from worker_drainer.decide.task_tags import (
+    COOLDOWN_TAG,
+    STATE_TAGS,
+    WRITTEN_TAGS,
+    Cause,
+    cordon_tags,
+    reaped_tags,
+)
 
 Match = assertions.Match
 ALL_TASK_ACTIONS = (*ECS_TASK_READ_ACTIONS, *ECS_TASK_CHANGE_ACTIONS, *ECS_TASK_TAG_ACTIONS)

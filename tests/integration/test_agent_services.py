@@ -40,8 +40,8 @@ from worker_drainer import handler
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.outbox import DynamoOutbox, ledger_once_guard
+from worker_drainer.decide.task_tags import STATE_TAG
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 

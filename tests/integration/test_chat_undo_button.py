@@ -41,7 +41,7 @@ from worker_drainer import chat_handler
 from worker_drainer.adapters.chat_tokens import ChatToken, DynamoChatTokens
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.chat_entry import ChatEntryDependencies, ChatEntrySettings, SsmSwitchWriter
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 REGION = "eu-west-1"

@@ -21,7 +21,7 @@ from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.cli import redrive
 from livekit_fleet_remediation.cli.invoke import InvokeResult
 from tests.dead_letters import deployed_function, with_dead_letter_config
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 

@@ -61,7 +61,7 @@ from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
-from worker_drainer.tags import INCIDENT_TAG, STATE_TAG
+from worker_drainer.decide.task_tags import INCIDENT_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
 RESPONDER_ONCE = "it-responder-once"

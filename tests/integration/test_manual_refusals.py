@@ -27,7 +27,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from tts_reach_alarm.transition import parse_transition
-from worker_drainer.tags import STATE_TAG, STOP_REASON_PREFIX
+from worker_drainer.decide.task_tags import STATE_TAG, STOP_REASON_PREFIX
 
 pytestmark = pytest.mark.livekit
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "on-call-from-a-phone.md"

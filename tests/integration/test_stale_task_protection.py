@@ -19,7 +19,7 @@ from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE
 from tests.integration.test_worker_drainer import world as world
 from tests.integration.test_worker_drainer_step_calls import StepRunner
 from worker_drainer.adapters.ecs_tasks import BotoEcsTasks
-from worker_drainer.tags import State
+from worker_drainer.decide.task_tags import State
 
 pytestmark = pytest.mark.livekit
 

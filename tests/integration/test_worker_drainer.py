@@ -39,7 +39,7 @@ from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_agent import DrainAwareLoad, SlowInferenceCounter, TaskTagReader
 from tests.message_samples import save_sample
-from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
+from worker_drainer.decide.task_tags import CAPACITY_TAG, COOLDOWN_TAG, STATE_TAG
 
 pytestmark = pytest.mark.livekit
 

@@ -14,8 +14,8 @@ import pytest
 from devkit.fakes.drainer_world import DrainerWorld, moto_world, schedule_event, stream_of, suspect_event
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.offline.log_export import LogEvent
-from worker_drainer.silent_task import GROUP_EVENT
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
+from worker_drainer.read.silent_task_tick import GROUP_EVENT
 
 TASKS = 11
 FAILING_ENDPOINT = "tts/us-east-1"

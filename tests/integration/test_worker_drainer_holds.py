@@ -14,7 +14,7 @@ from devkit.fakes.drainer_world import DrainerWorld, alarm_event, moto_world, sc
 from devkit.fakes.ecs_fakes import EcsRollingDeployment
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.disruption_window import DisruptionWindow
-from worker_drainer.tags import CORDON_TAG, STATE_TAG
+from worker_drainer.decide.task_tags import CORDON_TAG, STATE_TAG
 
 # Closed all day but one minute that the tests never reach.
 CLOSED = DisruptionWindow(start=time(3, 0), end=time(3, 1), timezone="UTC")

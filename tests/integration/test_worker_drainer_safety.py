@@ -38,14 +38,14 @@ from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
+from worker_drainer.act.capacity_keeper import CapacityKeeper
+from worker_drainer.act.cordon_saga import CordonSaga
+from worker_drainer.act.ladder_executor import DrainerExecutor
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.tags_as_written import TagsAsWritten, tags_as_written
-from worker_drainer.capacity_keeper import CapacityKeeper
-from worker_drainer.executor import DrainerExecutor
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
-from worker_drainer.saga import CordonSaga
-from worker_drainer.tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG, State
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Step
+from worker_drainer.decide.task_tags import CAUSE_TAG, COOLDOWN_TAG, STATE_TAG, State
 
 pytestmark = pytest.mark.livekit
 EXCLUDE = {"key": "livekit-drainer:exclude", "value": "true"}

@@ -1,14 +1,16 @@
 """The drainer's scheduled tick finds one silent task by its own first-audio timeouts (per-task TTS
 reach, no VAD symptom) and cordons it on moto ECS; healthy traffic and a fleet-wide silence cordon
-nothing. Under the service profile, a per-task look whose Logs Insights query takes the profile's p99
-still decides and cordons (``ProfiledWorkerLogs``: the real adapter against the Insights stand-in, on
-a simulated clock that the handler's own deadline rides)."""
+nothing, reading the service's running tasks once per tick. Under the service profile, a per-task
+look whose Logs Insights query takes the profile's p99 still decides and cordons
+(``ProfiledWorkerLogs``: the real adapter against the Insights stand-in, on a simulated clock that
+the handler's own deadline rides)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -23,8 +25,9 @@ from devkit.fakes.profiled_logs import ProfiledWorkerLogs
 from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
-from worker_drainer.silent_task import PER_TASK_REACH
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.task_tags import STATE_TAG
+from worker_drainer.read.silent_task_tick import PER_TASK_REACH
 
 
 @pytest.fixture
@@ -72,6 +75,45 @@ def test_a_task_whose_own_responses_time_out_is_cordoned_by_the_tick(world: Drai
     reason = next(c["reason"] for c in report["candidates"] if c["resource"] == silent)
     assert PER_TASK_REACH in reason
     assert world.tags(silent)[STATE_TAG] == "draining"
+
+
+def test_a_tick_reads_the_running_tasks_once_and_a_cordon_re_checks_them_once(
+    world: DrainerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The silent-task look and the snapshot judge one listing; the cordon re-reads the fleet for
+    its guardrails right before it acts."""
+    silent = world.task_ids[2]
+    for task in world.task_ids:
+        _responses(world, task, 12, silent=False)
+    listings: list[int] = []
+    quiet = world.invoke(schedule_event(world.now), _counting(world, listings, monkeypatch))
+    assert _cordons(quiet) == []
+    assert listings == [len(world.task_ids)]
+
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    world.invoke(schedule_event(world.now))  # its first sighting
+
+    listings.clear()
+    world.now += timedelta(minutes=1)
+    _responses(world, silent, 8, silent=True)
+    report = world.invoke(schedule_event(world.now), _counting(world, listings, monkeypatch))
+    assert _cordons(report) == [silent], report
+    assert listings == [len(world.task_ids)] * 2
+
+
+def _counting(world: DrainerWorld, listings: list[int], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The world's dependencies, with each listing of the running tasks counted."""
+    deps = world.dependencies()
+    listed = deps.ecs.running_tasks
+
+    def counted() -> list[EcsTask]:
+        tasks = listed()
+        listings.append(len(tasks))
+        return tasks
+
+    monkeypatch.setattr(deps.ecs, "running_tasks", counted)
+    return deps
 
 
 def test_every_task_silent_at_once_is_fleet_wide_and_cordons_nothing(world: DrainerWorld) -> None:

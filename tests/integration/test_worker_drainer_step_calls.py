@@ -19,9 +19,9 @@ from fleet_remediation.core.report_model import Mode, Outcome
 
 # The drainer's moto world with the real LiveKit server, as its end-to-end tests use it.
 from tests.integration.test_worker_drainer import world as world
-from worker_drainer.executor import DrainerExecutor
-from worker_drainer.ladder import LadderPlan, PlannedStep
-from worker_drainer.tags import CORDON_TAG, STATE_TAGS, Cause, State
+from worker_drainer.act.ladder_executor import DrainerExecutor
+from worker_drainer.decide.ladder import LadderPlan, PlannedStep
+from worker_drainer.decide.task_tags import CORDON_TAG, STATE_TAGS, Cause, State
 
 pytestmark = pytest.mark.livekit
 

@@ -12,7 +12,7 @@ import pytest
 
 from devkit.fakes.drainer_world import CLUSTER, SERVICE, DrainerWorld, moto_world
 from devkit.livekit_local import LocalLiveKit
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 

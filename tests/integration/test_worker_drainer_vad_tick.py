@@ -21,7 +21,7 @@ from devkit.fakes.drainer_world import (
     schedule_event,
 )
 from devkit.livekit_local import LocalLiveKit
-from worker_drainer.tags import STATE_TAG
+from worker_drainer.decide.task_tags import STATE_TAG
 
 pytestmark = pytest.mark.livekit
 VAD_ALARM = "livekit-it-agents-vad-slow-inference"

@@ -11,7 +11,7 @@ import pytest
 
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from livekit_fleet_agent import DRAINING_STATE, STATE_TAG, DrainAwareLoad, SlowInferenceCounter, TaskTagReader
-from worker_drainer import tags
+from worker_drainer.decide import task_tags as tags
 
 
 @dataclass

@@ -17,7 +17,7 @@ from fleet_remediation.domain.rooms import LiveRoom
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, JobSighting
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.evidence import read_rooms
+from worker_drainer.read.job_evidence import read_rooms
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 STARTED = NOW - timedelta(days=3)

@@ -1,8 +1,9 @@
-"""Every flag of the step table exercised for every step: the drainer's hold (``work.hold``, the
-unit that owns it) keeps back exactly the steps whose row ``starts`` a disruption, outside the
-disruption window and during a deployment alike, and lets the others (those that finish or roll back
-one begun) go on. Parametrized over the table's rows, so a new row is covered when it is added; the
-rows' own ``starts`` flags are pinned below against what each step does."""
+"""Every flag of the step table exercised for every step: the drainer's hold
+(``work.DrainerStages.hold``, the unit that owns it) keeps back exactly the steps whose row
+``starts`` a disruption, outside the disruption window and during a deployment alike, and lets the
+others (those that finish or roll back one begun) go on. Parametrized over the table's rows, so a
+new row is covered when it is added; the rows' own ``starts`` flags are pinned below against what
+each step does."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import pytest
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.drainer_steps import STARTING, STEP_TABLE, Step, StepRow
 from fleet_remediation.core.report import ReportBuilder
-from worker_drainer.plan_model import LadderPlan, PlannedStep
-from worker_drainer.tags import State
-from worker_drainer.work import hold
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep
+from worker_drainer.decide.task_tags import State
+from worker_drainer.work import DrainerStages
 
+hold = DrainerStages().hold
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 OPEN = DisruptionWindow(start=time(0, 0), end=time(23, 59), timezone="UTC")
 CLOSED = DisruptionWindow(start=time(3, 0), end=time(3, 1), timezone="UTC")

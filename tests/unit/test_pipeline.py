@@ -1,4 +1,4 @@
-"""The shared pipeline with a fourth function built from a spec alone (a room census that marks
+"""The shared pipeline with a fourth function built from its stages alone (a room census that marks
 crowded rooms), invoked through the shared handler: one report per invocation whatever the event,
 the mode, a hold or a failing stage; the version in every report; the action events put once."""
 
@@ -15,11 +15,13 @@ from fleet_remediation import __version__
 from fleet_remediation.contract.action_events import ActionEvent, action_event_schema
 from fleet_remediation.contract.events import EventAges
 from fleet_remediation.core.announce import Announced
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import LiveKitUnavailableError
 from fleet_remediation.core.handler import lambda_handler_for
-from fleet_remediation.core.pipeline import FunctionSpec, Pipeline, Run, Work
+from fleet_remediation.core.pipeline import Pipeline, Run, Work
 from fleet_remediation.core.report_model import Mode, Outcome, Refusal
 from fleet_remediation.core.routing import ManualEvent, ManualRoute, Routed, Router, ScheduleRoute
+from fleet_remediation.core.stages import StageDefaults, Start
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from livekit_fleet_remediation.offline.replay_stores import SimulatedOnceGuard
@@ -59,61 +61,62 @@ CensusRun = Run[CensusDeps, Routed[ManualEvent]]
 CensusWork = Work[dict[str, int], list[str], list[str]]
 
 
-def read(run: CensusRun) -> dict[str, int]:
-    if run.deps.read_fails:
-        raise LiveKitUnavailableError("the rooms could not be listed")
-    return dict(run.deps.rooms)
-
-
-def decide(run: CensusRun, rooms: dict[str, int]) -> list[str]:
-    return sorted(name for name, people in rooms.items() if people > 10)
-
-
-def hold(run: CensusRun, rooms: dict[str, int], plan: list[str]) -> tuple[list[str], str | None]:
-    return ([], "quiet hours") if run.deps.quiet and run.event.manual is None else (plan, None)
-
-
-def act(run: CensusRun, rooms: dict[str, int], plan: list[str]) -> list[str]:
-    for name in plan:
-        run.deps.marked.append(name)
-        run.report.action(name, "mark", Outcome.DONE)
-    return plan
-
-
-def record(run: CensusRun, work: CensusWork) -> None:
-    for name in work.plan or []:
-        held = name not in (work.acting or [])
-        run.report.candidate(name, run.report.planned(held), "more than 10 people")
-    run.report.summary["marked"] = len(work.done or [])
-
-
-def refusals(run: CensusRun, work: CensusWork) -> list[Refusal]:
-    return [Refusal(name, "mark", "empty") for name, people in (work.snapshot or {}).items() if not people]
-
-
-def compose(run: CensusRun, work: CensusWork) -> str | None:
-    return f"error: {work.error.code}" if work.error else f"{len(work.plan or [])} crowded"
-
-
 ROUTER: Router[ManualEvent] = Router("the census", [ScheduleRoute(), ManualRoute(ManualEvent)])
-CENSUS = Pipeline(
-    FunctionSpec(
-        function="room_census",
-        route=lambda event, deps, door: ROUTER.route(event, door),
-        event_ages=lambda deps: EventAges(schedule_seconds=600),
-        begin=lambda routed, deps, context: routed,
-        dry_run_asked=lambda routed: routed.manual.dry_run if routed.manual else None,
-        read=read,
-        decide=decide,
-        hold=hold,
-        act=act,
-        record=record,
-        refusals=refusals,
-        compose=compose,
-        tell=lambda run, note: run.deps.told.append(note),
-        incident_of=lambda note: "census-1",
-    )
-)
+
+
+class CensusStages(StageDefaults[CensusDeps, Routed[ManualEvent], dict[str, int], list[str], list[str], str]):
+    function = "room_census"
+
+    def route(self, event: Any, deps: CensusDeps, door: Door) -> Routed[ManualEvent]:
+        return ROUTER.route(event, door)
+
+    def event_ages(self, deps: CensusDeps) -> EventAges:
+        return EventAges(schedule_seconds=600)
+
+    def begin(self, start: Start[CensusDeps]) -> Routed[ManualEvent]:
+        routed: Routed[ManualEvent] = start.routed
+        start.resolve_mode(routed.manual.dry_run if routed.manual else None)
+        return routed
+
+    def read(self, run: CensusRun) -> dict[str, int]:
+        if run.deps.read_fails:
+            raise LiveKitUnavailableError("the rooms could not be listed")
+        return dict(run.deps.rooms)
+
+    def decide(self, run: CensusRun, rooms: dict[str, int]) -> list[str]:
+        return sorted(name for name, people in rooms.items() if people > 10)
+
+    def hold(self, run: CensusRun, rooms: dict[str, int], plan: list[str]) -> tuple[list[str], str | None]:
+        return ([], "quiet hours") if run.deps.quiet and run.event.manual is None else (plan, None)
+
+    def act(self, run: CensusRun, rooms: dict[str, int], plan: list[str]) -> list[str]:
+        for name in plan:
+            run.deps.marked.append(name)
+            run.report.action(name, "mark", Outcome.DONE)
+        return plan
+
+    def record(self, run: CensusRun, work: CensusWork) -> None:
+        for name in work.plan or []:
+            held = name not in (work.acting or [])
+            run.report.candidate(name, run.report.planned(held), "more than 10 people")
+        run.report.summary["marked"] = len(work.done or [])
+
+    def refusals(self, run: CensusRun, work: CensusWork) -> list[Refusal]:
+        return [
+            Refusal(name, "mark", "empty") for name, people in (work.snapshot or {}).items() if not people
+        ]
+
+    def compose(self, run: CensusRun, work: CensusWork) -> str | None:
+        return f"error: {work.error.code}" if work.error else f"{len(work.plan or [])} crowded"
+
+    def tell(self, run: CensusRun, note: str) -> None:
+        run.deps.told.append(note)
+
+    def incident_of(self, note: str) -> str:
+        return "census-1"
+
+
+CENSUS = Pipeline(CensusStages())
 handler = lambda_handler_for("room_census", CENSUS, lambda: pytest.fail("tests inject their dependencies"))
 
 SCHEDULE = {

@@ -1,7 +1,8 @@
 """A list-shaped setting with more than one entry: the reaper takes the VAD alarm of every agent
 service it covers, the second and the third as well as the first (rooms are LiveKit-wide), through
-its own route (``zombie_reaper.service.route``) and the reaper's settings as an environment lists
-them; another environment's alarm and an alarm of a service not listed stay refused."""
+its own route (``zombie_reaper.service.ReaperStages.route``) and the reaper's settings as an
+environment lists them; another environment's alarm and an alarm of a service not listed stay
+refused."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from fleet_remediation.core.door import Door
 from fleet_remediation.core.routing import UnknownAlarmError
 from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change
 from tests.door_corpus import ACCOUNT, ENV, FUNCTION_ARN, REGION
-from zombie_reaper.service import route
+from zombie_reaper.service import ReaperStages
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 SERVICES = ("agents", "outbound", "support")
@@ -44,7 +45,7 @@ def _deps() -> SimpleNamespace:
 
 def _route(alarm: str) -> object:
     event = alarm_state_change(alarm, account=ACCOUNT, region=REGION, now=NOW)
-    return route(event, _deps(), Door.for_invocation(FUNCTION_ARN, NOW, REAPER_EVENT_AGES))  # type: ignore[arg-type]
+    return ReaperStages().route(event, _deps(), Door.for_invocation(FUNCTION_ARN, NOW, REAPER_EVENT_AGES))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("service", SERVICES)

@@ -19,7 +19,7 @@ from livekit_fleet_remediation.offline.replay_world import (
     jobs_from_events,
 )
 from worker_drainer.adapters.ledger import CapacityDebt, Phase
-from worker_drainer.tags import SINCE_TAG
+from worker_drainer.decide.task_tags import SINCE_TAG
 
 T0 = datetime(2026, 9, 15, 15, 0, tzinfo=UTC)
 A, B = "agent/agent-svc/taskaaaa", "agent/agent-svc/taskbbbb"

@@ -93,7 +93,7 @@ def test_the_responders_group_verdict_sends_no_suspect_and_its_page_names_the_gr
     run = SimpleNamespace(event=Transition("ALARM", window, None), deps=SimpleNamespace(settings=SETTINGS))
     assert decide(run, Look(findings)) is None  # type: ignore[arg-type]
     report = ReportBuilder("tts_reach_alarm", "inv-1")
-    note = compose_alarm_notification(findings, run.event, None, SETTINGS, report)
+    note = compose_alarm_notification(findings, run.event, None, SETTINGS, report.facts())
     subject, body = render_email(note)
     assert "nothing drained" in subject
     assert "group event: 6 of the 10 tasks with TTS endpoint tts/us-east-1 fail" in body

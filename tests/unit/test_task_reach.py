@@ -1,4 +1,4 @@
-"""The per-task TTS reach test (``worker_drainer.task_reach``) and the queries that never decide on a
+"""The per-task TTS reach test (``worker_drainer.decide.task_reach``) and the queries that never decide on a
 capped result (``windowed_insights``, the per-task query, the responder's job read in pieces).
 
 The Logs Insights stand-in here is ``CappedInsights``: an explicit fake of ``LogsInsights.run_query``
@@ -30,8 +30,8 @@ from fleet_remediation.contract.task_reach import TaskReachSettings
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
-from worker_drainer.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
-from worker_drainer.task_reach_query import read_task_reach, task_reach_query, tick_verdict
+from worker_drainer.decide.task_reach import TaskFacts, TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.read.task_reach_query import read_task_reach, task_reach_query, tick_verdict
 
 START = datetime(2026, 9, 15, 17, 0, tzinfo=UTC)
 SETTINGS = TaskReachSettings()

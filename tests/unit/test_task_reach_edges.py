@@ -1,4 +1,4 @@
-"""Every threshold of the per-task rule (``worker_drainer.task_reach``) at its edge and one step
+"""Every threshold of the per-task rule (``worker_drainer.decide.task_reach``) at its edge and one step
 either side, on the unit that owns it: the minimum timeout count (a task that timed out on every
 response, exactly at the minimum, is named), the minimum failing share, the significance level
 (``p <= level``), and the rule's own fleet-wide branch (tested here, not through the drainer's
@@ -12,8 +12,8 @@ import pytest
 
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
-from worker_drainer.task_reach import TaskReach, assess_task_reach, binomial_tail
-from worker_drainer.task_reach_query import task_reach_query
+from worker_drainer.decide.task_reach import TaskReach, assess_task_reach, binomial_tail
+from worker_drainer.read.task_reach_query import task_reach_query
 
 HEALTHY = TaskReach("agent/agent/healthy", responses=40, first_frames=40, timeouts=0)
 

@@ -1,4 +1,4 @@
-"""The drainer's scheduled tick during the VAD alarm's ALARM (``worker_drainer.alarm_watch``): the
+"""The drainer's scheduled tick during the VAD alarm's ALARM (``worker_drainer.read.vad_alarm_tick``): the
 alarm's state read through the real adapter from moto's CloudWatch, and from a loopback endpoint that
 never answers (the read ends within its budget)."""
 
@@ -29,10 +29,10 @@ from fleet_remediation.core import incidents
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
-from worker_drainer.alarm_watch import during_vad_alarm
+from worker_drainer.decide.task_tags import incident_tag_value
 from worker_drainer.events import route_drainer_event
-from worker_drainer.incidents import trigger_incident
-from worker_drainer.tags import incident_tag_value
+from worker_drainer.read.vad_alarm_tick import during_vad_alarm
+from worker_drainer.tell.incident_thread import trigger_incident
 
 ENV = "it"
 VAD_ALARM = "livekit-it-agents-vad-slow-inference"

@@ -12,7 +12,7 @@ from fleet_remediation.contract.signals import SignalCatalog
 from livekit_fleet_remediation.offline.log_export import read_events
 from livekit_fleet_remediation.offline.worker_logs import OfflineWorkerLogs
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import Pattern, assess_fleet, classify
+from worker_drainer.decide.attribution import Pattern, assess_fleet, classify
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "incident-2026-09-15.jsonl"
 BAD_TASK = "b9238a5f30f04c3a9207df1601ba88bf"

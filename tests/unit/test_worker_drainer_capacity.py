@@ -8,8 +8,8 @@ import pytest
 
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask, TaskProtection
-from worker_drainer.capacity import Move, replacement_refusal, settle
-from worker_drainer.tags import Cause, cordon_tags, protection_to_restore
+from worker_drainer.decide.capacity_settlement import Move, replacement_refusal, settle
+from worker_drainer.decide.task_tags import Cause, cordon_tags, protection_to_restore
 
 ARN = "arn:aws:ecs:eu-west-1:1:task/c/t0"
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)

@@ -10,9 +10,9 @@ from fleet_remediation.domain.reaping import RoomDecision, Verdict
 from worker_drainer.adapters.ecs_tasks import EcsTask
 from worker_drainer.adapters.ledger import CapacityDebt
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import assess_fleet
-from worker_drainer.ladder import ManualRequest, Snapshot, Step, plan_ladder
-from worker_drainer.tags import CAPACITY_TAG, COOLDOWN_TAG, DEADLINE_TAG, SINCE_TAG, STATE_TAG
+from worker_drainer.decide.attribution import assess_fleet
+from worker_drainer.decide.ladder import ManualRequest, Snapshot, Step, plan_ladder
+from worker_drainer.decide.task_tags import CAPACITY_TAG, COOLDOWN_TAG, DEADLINE_TAG, SINCE_TAG, STATE_TAG
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)

@@ -12,11 +12,11 @@ from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import Pattern, WorkerAssessment, assess_fleet
-from worker_drainer.guardrails import Guardrails
-from worker_drainer.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
-from worker_drainer.recovery import TtsEvidence, tts_recovery, vad_recovery
-from worker_drainer.tags import (
+from worker_drainer.decide.attribution import Pattern, WorkerAssessment, assess_fleet
+from worker_drainer.decide.guardrails import Guardrails
+from worker_drainer.decide.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
+from worker_drainer.decide.recovery_evidence import TtsEvidence, tts_recovery, vad_recovery
+from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
     CAUSE_TAG,
     COOLDOWN_TAG,

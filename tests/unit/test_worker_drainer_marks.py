@@ -1,4 +1,4 @@
-"""A task's drainer tags are read once into a typed, frozen state (``tags.TaskMarks``): what each tag
+"""A task's drainer tags are read once into a typed, frozen state (``task_tags.TaskMarks``): what each tag
 reads as, what an unreadable tag reads as, and that deciding, recording and telling a run read
 each task's tags only once."""
 
@@ -15,16 +15,16 @@ from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Trigger, TriggerKind
 from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
-from worker_drainer import tags
-from worker_drainer.accounting import record_plan
 from worker_drainer.adapters.ecs_model import EcsTask, TaskProtection
 from worker_drainer.adapters.worker_logs import SlowVadStats
-from worker_drainer.attribution import assess_fleet
+from worker_drainer.decide import task_tags as tags
+from worker_drainer.decide.attribution import assess_fleet
+from worker_drainer.decide.ladder import Snapshot, Step, plan_ladder
+from worker_drainer.decide.task_tags import Cause, CordonProgress, State, TaskMarks
 from worker_drainer.events import route_drainer_event
-from worker_drainer.incidents import message_incident
-from worker_drainer.ladder import Snapshot, Step, plan_ladder
-from worker_drainer.message_lines import message_lines
-from worker_drainer.tags import Cause, CordonProgress, State, TaskMarks
+from worker_drainer.tell.incident_thread import message_incident
+from worker_drainer.tell.message_lines import message_lines
+from worker_drainer.tell.record import record_plan
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=1)
@@ -135,6 +135,6 @@ def test_deciding_recording_and_telling_a_run_read_each_tasks_tags_once(
     door = door_on_arrival(tick, DRAINER_EVENT_AGES, FUNCTION_ARN, NOW)
     routed = route_drainer_event(tick, offline_settings("it"), door)
     assert message_incident(routed, "run", plan, snapshot) == "inc-7"
-    assert message_lines(report, plan, snapshot)
+    assert message_lines(report.facts(), plan, snapshot)
     assert {s.task_id: s.step for s in plan.steps} == {"t0": Step.STOP, "t1": Step.WAIT, "t2": Step.CORDON}
     assert sorted(reads) == ["draining", "healthy", "healthy", "reaped"]

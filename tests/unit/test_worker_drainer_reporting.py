@@ -29,13 +29,13 @@ from fleet_remediation.core.report_model import Decision, Mode, Outcome, Trigger
 from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
 from tests.chat_notification_schema import CHAT_NOTIFICATION_SCHEMA
 from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.ladder import LadderPlan, PlannedStep, Snapshot, Step
+from worker_drainer.decide.task_tags import INCIDENT_TAG, Cause, State, incident_tag_value
 from worker_drainer.events import DrainerTrigger, route_drainer_event
-from worker_drainer.incidents import message_incident, trigger_incident
-from worker_drainer.ladder import LadderPlan, PlannedStep, Snapshot, Step
-from worker_drainer.message_lines import UNKNOWN_NOTE, Line, message_lines
-from worker_drainer.messages import MessageContext, compose, severity
-from worker_drainer.tags import INCIDENT_TAG, Cause, State, incident_tag_value
-from worker_drainer.validation import ServiceIdentity
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.tell.incident_thread import message_incident, trigger_incident
+from worker_drainer.tell.message import MessageContext, compose, severity
+from worker_drainer.tell.message_lines import UNKNOWN_NOTE, Line, message_lines
 
 TASK = "2789d2380f1c4e0c8a4f0b3b6c2d1e0f"
 TASK_ARN = f"arn:aws:ecs:eu-west-1:123456789012:task/agents/{TASK}"
@@ -64,7 +64,7 @@ def report(mode: Mode) -> ReportBuilder:
 
 
 def note_of(built: ReportBuilder, plan: LadderPlan = PLAN) -> messages.Notification:
-    return compose(message_lines(built, plan, None), built, CONTEXT)
+    return compose(message_lines(built.facts(), plan, None), built.facts(), CONTEXT)
 
 
 def test_a_partial_run_is_never_summarized_as_success() -> None:
@@ -135,9 +135,9 @@ def test_a_refusal_the_operator_must_know_is_told_with_a_once_key() -> None:
     )
     quiet = PlannedStep("t9", "t9", Step.WAIT, "draining", State.DRAINING)
     built = report(Mode.ENFORCE)
-    lines = message_lines(built, LadderPlan((refusal, quiet), 3, 1), None)
+    lines = message_lines(built.facts(), LadderPlan((refusal, quiet), 3, 1), None)
     assert [(line.section, line.key) for line in lines] == [("refused", f"{TASK}#guardrail: 1")]
-    note = compose(lines, built, CONTEXT)
+    note = compose(lines, built.facts(), CONTEXT)
     assert note.headline == "worker drainer skipped task 2789d238: guardrail: 1 draining, at most 1 at once"
     assert note.counts.refused == 1
     assert note.severity is messages.Severity.WARNING

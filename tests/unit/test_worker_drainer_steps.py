@@ -14,16 +14,17 @@ from fleet_remediation.contract.metrics import MetricDefinition
 from fleet_remediation.core import messages
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
-from worker_drainer import accounting, task_scope
+from worker_drainer.act import task_scope_check as task_scope
 from worker_drainer.adapters.ecs_tasks import (
     ECS_SERVICE_ACTIONS,
     ECS_TASK_CHANGE_ACTIONS,
     ECS_TASK_TAG_ACTIONS,
 )
-from worker_drainer.ladder import LadderPlan, PlannedStep
-from worker_drainer.message_lines import Line
-from worker_drainer.messages import headline, severity, undo_steps
-from worker_drainer.tags import State
+from worker_drainer.decide.ladder import LadderPlan, PlannedStep
+from worker_drainer.decide.task_tags import State
+from worker_drainer.tell import record as accounting
+from worker_drainer.tell.message import headline, severity, undo_steps
+from worker_drainer.tell.message_lines import Line
 
 RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "runbooks" / "worker-drainer.md"
 TASK = "2789d2380f1c4e0c8a4f0b3b6c2d1e0f"

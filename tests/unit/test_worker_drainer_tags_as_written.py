@@ -14,7 +14,7 @@ from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.journal_model import AuditKey, TagWrite
 from worker_drainer.adapters.tags_as_written import OWN_WRITES_TRUSTED_SECONDS, TagsAsWritten
-from worker_drainer.tags import CORDON_TAG, STATE_TAG, STATE_TAGS, State, TaskMarks
+from worker_drainer.decide.task_tags import CORDON_TAG, STATE_TAG, STATE_TAGS, State, TaskMarks
 
 ARN = "arn:aws:ecs:eu-west-1:123456789012:task/agents/t1"
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)

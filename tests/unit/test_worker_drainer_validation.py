@@ -20,7 +20,7 @@ from fleet_remediation.core.errors import InvalidEventError, RemediationError
 from fleet_remediation.core.suspect_route import OtherServiceEventError, SuspectExpectations, check_suspect
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.events import route_drainer_event
-from worker_drainer.validation import (
+from worker_drainer.read.target_checks import (
     ServiceIdentity,
     UntrustedEventError,
     check_manual_target,

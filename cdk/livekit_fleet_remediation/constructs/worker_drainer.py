@@ -48,7 +48,7 @@ from worker_drainer.adapters.ecs_tasks import (
 )
 from worker_drainer.adapters.ledger import LEDGER_ACTIONS
 from worker_drainer.adapters.outbox import OUTBOX_ACTIONS
-from worker_drainer.tags import WRITTEN_TAGS
+from worker_drainer.decide.task_tags import WRITTEN_TAGS
 
 # What a Lambda function needs to attach to a VPC; EC2 grants these on "*" only.
 VPC_ACCESS_ACTIONS = (
@@ -199,7 +199,7 @@ class WorkerDrainer(Construct):
                 actions=sorted(set(LEDGER_ACTIONS) | set(OUTBOX_ACTIONS)), resources=[self.ledger.table_arn]
             ),
             iam.PolicyStatement(actions=["logs:StartQuery"], resources=[detection.log_group.log_group_arn]),
-            # The reconcile tick reads the VAD alarm's state (worker_drainer/alarm_watch.py).
+            # The reconcile tick reads the VAD alarm's state (worker_drainer/read/vad_alarm_tick.py).
             iam.PolicyStatement(
                 actions=["cloudwatch:DescribeAlarms"], resources=[detection.vad_alarm.alarm_arn]
             ),
@@ -250,7 +250,7 @@ def _task_statements(stack: Stack, config: EnvironmentConfig) -> list[iam.Policy
     UpdateTaskProtection support aws:ResourceTag/${TagKey} and ecs:cluster; TagResource and
     UntagResource support aws:ResourceTag/${TagKey} and aws:TagKeys (not ecs:cluster); none supports
     ecs:service. ECS sets the tag aws:ecs:serviceName on a service's tasks when the service has ECS
-    managed tags on; the drainer checks that before it acts (worker_drainer/task_scope.py).
+    managed tags on; the drainer checks that before it acts (worker_drainer/act/task_scope_check.py).
     """
     tasks = [
         stack.format_arn(

@@ -20,7 +20,7 @@ from worker_drainer.adapters.ecs_tasks import (
     TaskProtection,
     task_id_of,
 )
-from worker_drainer.tags import TaskMarks
+from worker_drainer.decide.task_tags import TaskMarks
 
 STOPPED = "STOPPED"
 PENDING = "PENDING"

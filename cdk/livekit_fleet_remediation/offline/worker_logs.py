@@ -10,7 +10,7 @@ from fleet_remediation.contract.signals import Signal, SignalCatalog
 from fleet_remediation.domain.job_outcomes import JobOutcome, JobOutcomeCounter
 from livekit_fleet_remediation.offline.log_export import LogEvent, tts_counts_by_stream
 from worker_drainer.adapters.worker_logs import JOB_REQUEST_MESSAGE, JobSighting, SlowVadStats
-from worker_drainer.task_reach import TaskReach
+from worker_drainer.decide.task_reach import TaskReach
 
 
 class OfflineWorkerLogs:

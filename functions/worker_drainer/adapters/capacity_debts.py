@@ -1,5 +1,5 @@
 """Capacity debts (pure data): replacement capacity raised for a cordoned task, and the DynamoDB
-attributes that carry one. The ledger stores them; ``capacity.settle`` decides what to do next."""
+attributes that carry one. The ledger stores them; ``capacity_settlement.settle`` decides what to do next."""
 
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ from fleet_remediation.adapters.windowed_insights import run_in_pieces, summed
 from fleet_remediation.contract.signals import TTS_COLUMNS, Signal, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError, InvalidEventError
 from fleet_remediation.domain.job_outcomes import JobOutcome
-from worker_drainer.task_reach import TaskReach
-from worker_drainer.task_reach_query import read_task_reach
+from worker_drainer.decide.task_reach import TaskReach
+from worker_drainer.read.task_reach_query import read_task_reach
 
 # The agents log this when a job is offered to the worker (livekit-agents worker.py).
 JOB_REQUEST_MESSAGE = "received job request"

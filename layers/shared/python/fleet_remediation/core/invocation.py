@@ -53,12 +53,9 @@ def run_reported(
     return payload
 
 
-def decide_mode(switch: ModeSwitch, manual_dry_run: bool | None, report: ReportBuilder) -> Mode:
-    """Resolve the mode into the report. An unreadable switch fails safe: dry run, with the error."""
+def decide_mode(switch: ModeSwitch, manual_dry_run: bool | None) -> tuple[Mode, KillSwitchError | None]:
+    """The mode. An unreadable switch fails safe: dry run, with the error for the report."""
     try:
-        switch_value = switch.read()
+        return resolve_mode(switch.read(), manual_dry_run), None
     except KillSwitchError as exc:
-        report.error(exc)
-        switch_value = Mode.DRY_RUN
-    report.mode = resolve_mode(switch_value, manual_dry_run)
-    return report.mode
+        return resolve_mode(Mode.DRY_RUN, manual_dry_run), exc

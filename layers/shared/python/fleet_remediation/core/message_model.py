@@ -102,7 +102,8 @@ class Counts(BaseModel):
 
     @classmethod
     def from_report(cls, report: Any) -> Counts:
-        """From a ``ReportBuilder`` or a finished ``Report`` (both carry the three lists)."""
+        """From a run's ``RunFacts``, a ``ReportBuilder`` or a finished ``Report`` (each carries the
+        three lists)."""
         return cls.from_records(report.actions, report.candidates, report.errors)
 
     @property

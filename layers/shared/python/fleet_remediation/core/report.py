@@ -49,6 +49,7 @@ from fleet_remediation.core.report_model import (
     Outcome,
     Refusal,
     Report,
+    RunFacts,
     Trigger,
 )
 
@@ -214,6 +215,13 @@ class ReportBuilder:
         if self.errors or failed_actions:
             return "partial"
         return "ok"
+
+    def facts(self) -> RunFacts:
+        """What the stages recorded so far, for the message."""
+        recorded = (self.trigger, tuple(self.actions), tuple(self.errors), tuple(self.candidates))
+        return RunFacts(
+            self.function, self.invocation_id, self.started_at, self.mode, self.status(), *recorded
+        )
 
     def finish(self, finished_at: datetime | None = None) -> Report:
         self.resolve_unfinished()

@@ -120,3 +120,22 @@ class Report(BaseModel):
     def serialized_bytes(self) -> int:
         """The size of the report as the logger writes it (compact JSON, UTF-8)."""
         return len(self.model_dump_json().encode())
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run's message is built from: the results its stages recorded, as one value."""
+
+    function: str
+    invocation_id: str | None
+    started_at: datetime
+    mode: Mode | None
+    status: str
+    trigger: Trigger | None
+    actions: tuple[ActionRecord, ...]
+    errors: tuple[ErrorRecord, ...]
+    candidates: tuple[Candidate, ...]
+
+    @property
+    def acts(self) -> bool:
+        return self.mode is Mode.ENFORCE

@@ -2,7 +2,7 @@
 and of the task right before acting, the action, and a journal: the step's intent is logged and
 written to the ledger before it runs (its audit item and an open intent), its outcome after (the
 same audit item; the open intent deleted). An invocation killed mid-step leaves an open intent: the
-next run, under the lease, re-reads its task, records the outcome and tells it (``interrupted``)."""
+next run, under the lease, re-reads its task, records the outcome and tells it (``interrupted_steps``)."""
 
 from __future__ import annotations
 
@@ -21,18 +21,18 @@ from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reap_executor import ReapExecutor
+from worker_drainer.act.capacity_keeper import CapacityKeeper
+from worker_drainer.act.cordon_saga import CordonSaga
+from worker_drainer.act.interrupted_steps import settle_interrupted
+from worker_drainer.act.step_outcomes import StepResult, failed
+from worker_drainer.act.task_scope_check import TASK_STEPS, task_scope_refusal
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.ledger import AuditKey, Lease, Ledger, OpenIntent
 from worker_drainer.adapters.tags_as_written import TagsAsWritten, tags_as_written
-from worker_drainer.capacity import Move
-from worker_drainer.capacity_keeper import CapacityKeeper
-from worker_drainer.interrupted import settle_interrupted
-from worker_drainer.outcomes import StepResult, failed
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Step
-from worker_drainer.saga import CordonSaga
-from worker_drainer.tags import Cause, CordonProgress, State, TaskMarks, reaped_tags
-from worker_drainer.task_scope import TASK_STEPS, task_scope_refusal
+from worker_drainer.decide.capacity_settlement import Move
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Step
+from worker_drainer.decide.task_tags import Cause, CordonProgress, State, TaskMarks, reaped_tags
 
 LEASE_POLL_SECONDS = 0.2
 
@@ -50,7 +50,7 @@ class DrainerExecutor:
     # How the IAM policy scopes task changes (task_scope.py checks the service can meet it).
     task_scope: TaskActionScope
     invocation_id: str
-    # The run's incident: recorded on a task whose ladder this run starts (see ``tags.INCIDENT_TAG``).
+    # The run's incident: recorded on a task whose ladder this run starts (see ``task_tags.INCIDENT_TAG``).
     incident_id: str
     clock: Callable[[], datetime]
     deadline: float

@@ -1,10 +1,10 @@
 """What a drainer run has to tell (pure): one line per step done, failed, of unknown outcome or
 skipped, per step a dry run would have taken, per refusal the plan made that an operator must
 know (a guardrail, an excluded task, a protected live room, a cooldown), per typed error (with
-what it leaves unknown), and fleet-wide slowness. ``messages.compose`` makes the message of them.
+what it leaves unknown), and fleet-wide slowness. ``message.compose`` makes the message of them.
 
 A line about a condition that persists across ticks (a refusal, a dry-run step, an error,
-fleet-wide slowness) carries a notice key, so ``reporting`` tells it once an hour; what was done,
+fleet-wide slowness) carries a notice key, so ``delivery`` tells it once an hour; what was done,
 failed or is unknown is always told.
 """
 
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode, Outcome
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
+from fleet_remediation.core.report_model import Mode, Outcome, RunFacts
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
 
-# The trigger's detail key of a group event (``silent_task.GROUP_EVENT``).
+# The trigger's detail key of a group event (``silent_task_tick.GROUP_EVENT``).
 GROUP_EVENT = "group_event"
 
 UNKNOWN_NOTE = "the reply was lost or the run interrupted: the next tick re-reads the task and finishes it"
@@ -48,7 +47,7 @@ class Line:
     # The step's name (a ``plan_model.Step`` value) and task, for lines about one task's step.
     action: str | None = None
     task_id: str | None = None
-    # Told at most once per ``reporting.NOTICE_REPEAT`` (None: always told).
+    # Told at most once per ``delivery.NOTICE_REPEAT`` (None: always told).
     key: str | None = None
     # The planned step it is about (its evidence, undo command and task link), if any.
     step: PlannedStep | None = None
@@ -58,10 +57,10 @@ class Line:
     code: str | None = None
 
 
-def _action_lines(report: ReportBuilder, plan: LadderPlan) -> list[Line]:
+def _action_lines(facts: RunFacts, plan: LadderPlan) -> list[Line]:
     planned = {(s.task_id, s.step.value): s for s in plan.steps}
     lines = []
-    for action in report.actions:
+    for action in facts.actions:
         section = _SECTION_OF.get(action.outcome)
         if section is None:
             continue  # already done: nothing new happened
@@ -74,9 +73,9 @@ def _action_lines(report: ReportBuilder, plan: LadderPlan) -> list[Line]:
     return lines
 
 
-def message_lines(report: ReportBuilder, plan: LadderPlan, snapshot: Snapshot | None) -> list[Line]:
-    lines = _action_lines(report, plan)
-    if report.mode is Mode.DRY_RUN:
+def message_lines(facts: RunFacts, plan: LadderPlan, snapshot: Snapshot | None) -> list[Line]:
+    lines = _action_lines(facts, plan)
+    if facts.mode is Mode.DRY_RUN:
         for step in plan.acting():
             key = f"dry-run#{step.task_id}#{step.step.value}"
             text = f"would {step.step.value} {step.task_id}"
@@ -86,11 +85,11 @@ def message_lines(report: ReportBuilder, plan: LadderPlan, snapshot: Snapshot | 
             kind = " ".join(step.reason.split()[:2])
             text = f"{step.task_id}: not acted on — {step.reason}"
             lines.append(Line("refused", text, step.step.value, step.task_id, f"{step.task_id}#{kind}", step))
-    for error in report.errors:
+    for error in facts.errors:
         consequence = CONSEQUENCES.get(error.code)
         text = f"{error.code}: {error.message}" + (f" — {consequence}" if consequence else "")
         lines.append(Line("error", text, key=f"error#{error.code}#{error.resource or ''}", code=error.code))
-    group_event = report.trigger.detail.get(GROUP_EVENT) if report.trigger else None
+    group_event = facts.trigger.detail.get(GROUP_EVENT) if facts.trigger else None
     if group_event:
         text = f"TTS {group_event}"
         text += " (held for the group's hold time after it was last seen)" if "group event:" in text else ""

@@ -1,4 +1,4 @@
-"""Applies ``capacity.settle``: each UpdateService is preceded by a ledger write of the counts it
+"""Applies ``capacity_settlement.settle``: each UpdateService is preceded by a ledger write of the counts it
 expects (phase RAISING or LOWERING) and followed by one that records it took effect, so whatever
 stops in between is settled from the service's real desired count on the next tick."""
 
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from fleet_remediation.core.errors import RemediationError
+from worker_drainer.act.step_outcomes import CapacityAmbiguousError, reply_lost
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.ledger import Ledger
-from worker_drainer.capacity import Move, Settlement, settle
-from worker_drainer.outcomes import CapacityAmbiguousError, reply_lost
+from worker_drainer.decide.capacity_settlement import Move, Settlement, settle
 
 
 @dataclass

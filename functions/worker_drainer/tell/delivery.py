@@ -25,10 +25,10 @@ from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
-from worker_drainer.chat_buttons import with_chat_buttons
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.message_lines import Line
-from worker_drainer.messages import MessageContext, compose
+from worker_drainer.tell.chat_buttons import with_chat_buttons
+from worker_drainer.tell.message import MessageContext, compose
+from worker_drainer.tell.message_lines import Line
 
 NOTICE_REPEAT = timedelta(hours=1)
 
@@ -55,7 +55,7 @@ def notify(
         report.summary["held_notifications"] = f"{len(held) - len(still_lost)} of {len(held)} delivered"
     fresh = new_lines(lines, deps, report)
     if any(fresh):
-        note = with_chat_buttons(compose(lines, report, context), report, deps)
+        note = with_chat_buttons(compose(lines, report.facts(), context), report, deps)
         once_key = {
             "function": FunctionName.WORKER_DRAINER.value,
             "incident": note.incident_id,

@@ -24,11 +24,10 @@ from fleet_remediation.contract.naming import EXCLUDE_TAG, FunctionName
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core import messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Outcome, TriggerKind
-from worker_drainer.message_lines import Line
-from worker_drainer.plan_model import PlannedStep
-from worker_drainer.validation import ServiceIdentity
+from fleet_remediation.core.report_model import Outcome, RunFacts, TriggerKind
+from worker_drainer.decide.plan_model import PlannedStep
+from worker_drainer.read.target_checks import ServiceIdentity
+from worker_drainer.tell.message_lines import Line
 
 FUNCTION = FunctionName.WORKER_DRAINER
 HEADLINE_ITEMS = 2
@@ -149,22 +148,22 @@ def _p(detail: dict[str, Any]) -> str:
     return messages.p_value(value) if isinstance(value, float | int) else "p unknown"
 
 
-def trigger_line(report: ReportBuilder) -> str:
-    trigger = report.trigger
+def trigger_line(facts: RunFacts) -> str:
+    trigger = facts.trigger
     if trigger is None:
         return "Trigger: unknown"
     detail = trigger.detail
-    facts = {
+    what = {
         TriggerKind.ALARM: f"{detail.get('state')} since {detail.get('since')}",
         TriggerKind.SUSPECT_WORKER: f"task {detail.get('task_id')} named by the TTS responder ({_p(detail)})",
         TriggerKind.SCHEDULE: f"tick of {detail.get('time')}",
         TriggerKind.MANUAL: f"{detail.get('action')} by hand",
     }[trigger.kind]
-    return f"Trigger: {trigger.kind.value} {trigger.source}: {facts}"
+    return f"Trigger: {trigger.kind.value} {trigger.source}: {what}"
 
 
-def _why(lines: list[Line], report: ReportBuilder) -> list[str]:
-    why = [trigger_line(report)]
+def _why(lines: list[Line], facts: RunFacts) -> list[str]:
+    why = [trigger_line(facts)]
     for line in lines:
         step = line.step
         evidence = f"{step.step.value} {step.task_id}: {step.reason}" if step is not None else None
@@ -182,15 +181,15 @@ def _tasks(lines: list[Line]) -> list[PlannedStep]:
     return list(seen.values())
 
 
-def _links(lines: list[Line], report: ReportBuilder, context: MessageContext) -> list[messages.Link]:
+def _links(lines: list[Line], facts: RunFacts, context: MessageContext) -> list[messages.Link]:
     settings, region = context.settings, context.region
     general = messages.function_links(
         region=region,
         environment=settings.environment_name,
         function=FUNCTION,
         runbook=settings.runbook(FUNCTION),
-        invocation_id=report.invocation_id,
-        around=report.started_at,
+        invocation_id=facts.invocation_id,
+        around=facts.started_at,
         agent_service=settings.agent_service,
     )
     links = general[:1]  # the runbook first
@@ -203,9 +202,9 @@ def _links(lines: list[Line], report: ReportBuilder, context: MessageContext) ->
     return links + general[1:]
 
 
-def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -> messages.Notification:
+def compose(lines: list[Line], facts: RunFacts, context: MessageContext) -> messages.Notification:
     env = context.settings.environment_name
-    counts = messages.Counts.from_report(report)
+    counts = messages.Counts.from_report(facts)
     # Refusals by the plan (a guardrail, an excluded task, a protected room) are refusals too.
     refused = sum(line.section == "refused" and line.outcome is None for line in lines)
     acted, would = headline(lines)
@@ -215,15 +214,15 @@ def compose(lines: list[Line], report: ReportBuilder, context: MessageContext) -
         agent_service=context.settings.agent_service,
         incident_id=context.incident_id,
         severity=severity(lines),
-        mode=report.mode,
-        status=report.status(),
-        headline=messages.mode_headline(report.mode, acted=acted, would=would),
-        why=_why(lines, report),
+        mode=facts.mode,
+        status=facts.status,
+        headline=messages.mode_headline(facts.mode, acted=acted, would=would),
+        why=_why(lines, facts),
         details=[line.text for line in lines if line.section not in ("error", "fleet")],
         counts=counts.model_copy(update={"refused": counts.refused + refused}),
         errors=[line.text for line in lines if line.section == "error"],
         undo=undo_steps(lines, env, context.settings.agent_service, context.region),
-        links=_links(lines, report, context),
+        links=_links(lines, facts, context),
         resources=[step.task_arn for step in _tasks(lines)],
-        invocation_id=report.invocation_id,
+        invocation_id=facts.invocation_id,
     )

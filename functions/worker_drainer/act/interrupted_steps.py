@@ -12,8 +12,8 @@ from fleet_remediation.core.report_model import Outcome
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.journal_model import INTENDED, OpenIntent
 from worker_drainer.adapters.ledger import Ledger
-from worker_drainer.plan_model import Step
-from worker_drainer.tags import State, TaskMarks
+from worker_drainer.decide.plan_model import Step
+from worker_drainer.decide.task_tags import State, TaskMarks
 
 
 def settle_interrupted(

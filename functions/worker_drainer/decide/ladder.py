@@ -22,11 +22,11 @@ from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.domain.reaping import RoomDecision
 from worker_drainer.adapters.capacity_debts import Phase
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.capacity import debt_for, replacement_refusal
-from worker_drainer.guardrails import Guardrails
-from worker_drainer.plan_model import LadderPlan, ManualRequest, PlannedStep, Snapshot, Step
-from worker_drainer.recovery import Recovery, recovery_for
-from worker_drainer.tags import Cause, State, TaskMarks
+from worker_drainer.decide.capacity_settlement import debt_for, replacement_refusal
+from worker_drainer.decide.guardrails import Guardrails
+from worker_drainer.decide.plan_model import LadderPlan, ManualRequest, PlannedStep, Snapshot, Step
+from worker_drainer.decide.recovery_evidence import Recovery, recovery_for
+from worker_drainer.decide.task_tags import Cause, State, TaskMarks
 
 __all__ = ["LadderPlan", "ManualRequest", "PlannedStep", "Snapshot", "Step", "plan_ladder"]
 EXCLUDED = f"excluded by the tag {EXCLUDE_TAG}=true: never touched"

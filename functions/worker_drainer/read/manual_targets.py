@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from fleet_remediation.contract.naming import EXCLUDE_TAG
 from fleet_remediation.core.errors import ManualTargetRefusedError, RemediationError
 from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.task_tags import STOP_REASON_PREFIX, State, TaskMarks
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.tags import STOP_REASON_PREFIX, State, TaskMarks
 
 NEVER_DRAINED = "was never drained by the drainer: there is nothing to undrain"
 EXCLUDED = f"is excluded (tag {EXCLUDE_TAG}=true): the drainer never touches it"

@@ -1,5 +1,5 @@
 """What the drainer records: each task's decision in the report, the summary, and EMF metrics.
-(What it tells people: ``message_lines`` and ``messages``; when and how: ``reporting``.)"""
+(What it tells people: ``message_lines`` and ``message``; when and how: ``delivery``.)"""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.attribution import WorkerAssessment
+from worker_drainer.decide.attribution import WorkerAssessment
+from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.plan_model import LadderPlan, PlannedStep, Snapshot
 
 
 def record_plan(

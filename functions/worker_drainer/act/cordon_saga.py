@@ -16,14 +16,14 @@ from datetime import datetime, timedelta
 from fleet_remediation.contract.policies import CapacityMode, DrainerPolicy, ReaperPolicy
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report_model import Outcome
+from worker_drainer.act.capacity_keeper import CapacityKeeper
+from worker_drainer.act.step_outcomes import StepResult, failed, reply_lost
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
-from worker_drainer.capacity import replacement_refusal
-from worker_drainer.capacity_keeper import CapacityKeeper
-from worker_drainer.guardrails import Guardrails
-from worker_drainer.outcomes import StepResult, failed, reply_lost
-from worker_drainer.plan_model import PlannedStep
-from worker_drainer.tags import (
+from worker_drainer.decide.capacity_settlement import replacement_refusal
+from worker_drainer.decide.guardrails import Guardrails
+from worker_drainer.decide.plan_model import PlannedStep
+from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
     COOLDOWN_TAG,
     CORDON_TAG,

@@ -2,7 +2,7 @@
 within the row limit at any fleet size Insights can list, and the tick's decision over it.
 
 The drainer's scheduled tick reads these rows (``WorkerLogs.task_reach``) and judges them with
-``tick_verdict`` (``silent_task``): a suspect goes to the ladder as a suspect worker, under every
+``tick_verdict`` (``silent_task_tick``): a suspect goes to the ladder as a suspect worker, under every
 guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 """
 
@@ -16,7 +16,7 @@ from fleet_remediation.adapters.task_reach_rows import MAX_TASK_ROWS as MAX_TASK
 from fleet_remediation.adapters.task_reach_rows import read_task_reach as read_task_reach
 from fleet_remediation.adapters.task_reach_rows import task_reach_query as task_reach_query
 from fleet_remediation.contract.task_reach import TaskReachSettings
-from worker_drainer.task_reach import TaskFacts, TaskReach, TaskReachAssessment, assess_task_reach
+from worker_drainer.decide.task_reach import TaskFacts, TaskReach, TaskReachAssessment, assess_task_reach
 
 
 def tick_verdict(

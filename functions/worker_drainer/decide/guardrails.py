@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from fleet_remediation.contract.policies import DrainerPolicy
-from worker_drainer.tags import State, TaskMarks
+from worker_drainer.decide.task_tags import State, TaskMarks
 
 
 class Guardrails:

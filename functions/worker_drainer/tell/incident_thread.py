@@ -5,9 +5,9 @@
   one its alarm and window name, deterministically);
 * the VAD alarm: that alarm transition's incident (an OK belongs to the ALARM it ends);
 * the schedule or a manual invoke: the incident that started the ladder this run advances (recorded
-  on the task at its first rung, ``tags.INCIDENT_TAG``), else a new one named after the run.
+  on the task at its first rung, ``task_tags.INCIDENT_TAG``), else a new one named after the run.
 
-Ids are made to fit an ECS tag value (``tags.incident_tag_value``) wherever they come from, so the
+Ids are made to fit an ECS tag value (``task_tags.incident_tag_value``) wherever they come from, so the
 id on the task and the id in every message are the same string.
 """
 
@@ -17,9 +17,9 @@ from datetime import datetime
 
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import incidents
+from worker_drainer.decide.plan_model import LadderPlan, Snapshot
+from worker_drainer.decide.task_tags import incident_tag_value
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.plan_model import LadderPlan, Snapshot
-from worker_drainer.tags import incident_tag_value
 
 FUNCTION = FunctionName.WORKER_DRAINER
 

@@ -10,6 +10,7 @@ cordon only on TTS evidence. A fleet-wide verdict names nobody.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 
 from fleet_remediation.adapters.scan_budget import note_look_error
@@ -20,11 +21,11 @@ from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.adapters.ecs_model import EcsTask
+from worker_drainer.decide.task_reach import TaskFacts, TaskReachAssessment, TaskVerdict
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.evidence import query_deadline
-from worker_drainer.task_reach import TaskFacts, TaskReachAssessment, TaskVerdict
-from worker_drainer.task_reach_query import tick_verdict
+from worker_drainer.read.job_evidence import query_deadline
+from worker_drainer.read.task_reach_query import tick_verdict
 
 # What a suspect found by the tick names as its alarm, in messages and the report.
 PER_TASK_REACH = "per-task TTS reach"
@@ -33,13 +34,17 @@ GROUP_EVENT = "group_event"
 
 
 def during_silent_task(
-    parsed: DrainerTrigger, deps: DrainerDependencies, report: ReportBuilder, deadline: float
+    parsed: DrainerTrigger,
+    deps: DrainerDependencies,
+    tasks: Sequence[EcsTask],
+    report: ReportBuilder,
+    deadline: float,
 ) -> DrainerTrigger:
     """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; a
     suspect-worker event re-checked against the same verdict (fleet-wide and group rules, and a
     group forming: a task that began failing since the last tick beside the suspect). A group event
     is recorded in the ledger (``GROUP_EVENT`` in the trigger's detail): while it holds, no cordon or
-    stop starts (``work.hold``), and the TTS cordons of its tasks are undone. An unreadable result is
+    stop starts (``DrainerStages.hold``), and the TTS cordons of its tasks are undone. An unreadable result is
     a report error and leaves the trigger as it was (a recorded group event still holds)."""
     kind = parsed.trigger.kind
     tick = kind is TriggerKind.SCHEDULE and parsed.suspect is None
@@ -52,10 +57,10 @@ def during_silent_task(
         held = deps.ledger.group_event(now)
         earlier = deps.ledger.tick_memory.earlier(now)
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
-        facts = [task_facts(task, settings) for task in deps.ecs.running_tasks()]
     except RemediationError as exc:
         note_look_error(report, exc)
         return parsed
+    facts = [task_facts(task, settings) for task in tasks]
     found = tick_verdict(rows, reach, facts, now, earlier)
     if tick:
         _remember(found, deps, report)

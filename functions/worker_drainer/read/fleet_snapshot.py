@@ -17,17 +17,17 @@ from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision
 from fleet_remediation.domain.reaping import RoomDecision, plan_reap
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.attribution import FleetAssessment, assess_fleet
+from worker_drainer.decide.attribution import FleetAssessment, assess_fleet
+from worker_drainer.decide.plan_model import ManualRequest, Snapshot
+from worker_drainer.decide.recovery_evidence import TtsEvidence
+from worker_drainer.decide.task_tags import STOP_REASON_PREFIX, Cause, State, TaskMarks, marks_of
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.events import DrainerTrigger
-from worker_drainer.evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
-from worker_drainer.group_events import group_event_refusal
-from worker_drainer.manual_targets import check_absent_target, check_running_target, running_target
-from worker_drainer.plan_model import ManualRequest, Snapshot
-from worker_drainer.recovery import TtsEvidence
-from worker_drainer.silent_task import GROUP_EVENT
-from worker_drainer.tags import STOP_REASON_PREFIX, Cause, State, TaskMarks, marks_of
-from worker_drainer.validation import (
+from worker_drainer.read.group_event_hold import group_event_refusal
+from worker_drainer.read.job_evidence import RoomsSeen, query_deadline, read_rooms, read_tts_evidence
+from worker_drainer.read.manual_targets import check_absent_target, check_running_target, running_target
+from worker_drainer.read.silent_task_tick import GROUP_EVENT
+from worker_drainer.read.target_checks import (
     ServiceIdentity,
     check_manual_target,
     validate_suspect_running,
@@ -37,15 +37,15 @@ from worker_drainer.validation import (
 def read_snapshot(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
+    tasks: Sequence[EcsTask],
     report: ReportBuilder,
     deadline: float,
     identity: ServiceIdentity,
 ) -> tuple[Snapshot, int]:
-    """Everything the decision needs, and how many LiveKit calls reading it took. Raises
-    ``UntrustedEventError`` (before anything else is read) when the event names a task that is
-    not one of the service's running tasks in our account, region and cluster."""
+    """Everything the decision needs over the service's running ``tasks``, and how many LiveKit
+    calls reading it took. Raises ``UntrustedEventError`` (before anything else is read) when the
+    event names a task that is not one of them in our account, region and cluster."""
     now = deps.clock()
-    tasks = deps.ecs.running_tasks()
     parsed = _check_targets(parsed, tasks, deps, report, identity)
     marks = marks_of(tasks)  # the only place the snapshot's tasks' tags are read
     marked = any(m.marked for m in marks.values())

@@ -24,8 +24,8 @@ from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.domain.reaping import Verdict, plan_reap
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import JobSighting
+from worker_drainer.decide.recovery_evidence import TtsEvidence
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.recovery import TtsEvidence
 
 # How far back to look for a task's "received job request" lines when its start time is unknown.
 JOB_LOOKBACK = timedelta(hours=6)

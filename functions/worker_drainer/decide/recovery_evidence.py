@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.domain.job_outcomes import JobOutcome
-from worker_drainer.attribution import WorkerAssessment
-from worker_drainer.tags import Cause
+from worker_drainer.decide.attribution import WorkerAssessment
+from worker_drainer.decide.task_tags import Cause
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from fleet_remediation.contract.drainer_steps import Step as Step
 from fleet_remediation.domain.reaping import RoomDecision
 from worker_drainer.adapters.capacity_debts import CapacityDebt
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.attribution import FleetAssessment
-from worker_drainer.recovery import TtsEvidence
-from worker_drainer.tags import Cause, State, TaskMarks, marks_of
+from worker_drainer.decide.attribution import FleetAssessment
+from worker_drainer.decide.recovery_evidence import TtsEvidence
+from worker_drainer.decide.task_tags import Cause, State, TaskMarks, marks_of
 
 
 @dataclass(frozen=True)
