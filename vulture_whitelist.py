@@ -53,3 +53,5 @@ _.formatter_class
 # The reaper's settings carry the environment's drill opt-in for lkfr drill --stack/--app, which reads
 # it back from the deployed variable (cli/deployed_config.py); the reaper itself never reads it.
 _.drills_enabled
+# pytest-xdist's LoadScopeScheduling calls _split_scope for each node id (tests/conftest.py overrides it).
+_._split_scope

@@ -31,12 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client, guard_side_effects
-from fleet_remediation.contract.budgets import (
-    GROUP_RECORD_CALL,
-    LEDGER_CALL,
-    NOTICE_MARKER_WRITE,
-    TAG_WRITES_READ,
-)
+from fleet_remediation.contract import budgets
 from fleet_remediation.core.errors import ConcurrentActionError, aws_api_errors
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 from worker_drainer.adapters.group_event_records import DynamoGroupEvents, DynamoTickMemory, TickMemory
@@ -117,15 +112,13 @@ class Ledger(Protocol):
 
 class DynamoLedger:
     def __init__(self, table_name: str, service: str, client: DynamoDBClient | None = None) -> None:
-        self.table_name = table_name
-        self.service = service
-        self.calls = 0
-        self._client = guard_side_effects(client) if client else aws_client(LEDGER_CALL)
+        self.table_name, self.service, self.calls = table_name, service, 0
+        self._client = guard_side_effects(client) if client else aws_client(budgets.LEDGER_CALL)
         # A notice marker is one attempt (a lost one only means a line told twice): it is written for
         # every line of a message, so the budget counts it per line (contract/budgets.py).
-        self._notice_client = self._client if client else aws_client(NOTICE_MARKER_WRITE)
+        self._notice_client = self._client if client else aws_client(budgets.NOTICE_MARKER_WRITE)
         self._intents = DynamoIntents(table_name, service, self._client, self._call)
-        group_client = self._client if client else aws_client(GROUP_RECORD_CALL)
+        group_client = self._client if client else aws_client(budgets.GROUP_RECORD_CALL)
         self._group_events = DynamoGroupEvents(table_name, service, group_client, self._call)
         self.tick_memory: TickMemory = DynamoTickMemory(table_name, service, group_client, self._call)
         self._tag_writes = DynamoTagWrites(
@@ -133,7 +126,7 @@ class DynamoLedger:
             service,
             self._client,
             self._call,
-            self._client if client else aws_client(TAG_WRITES_READ),
+            self._client if client else aws_client(budgets.TAG_WRITES_READ),
         )
 
     def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
