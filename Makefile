@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 LIVEKIT_SERVER_VERSION := v1.13.5
 LIVEKIT_SERVER := .tools/bin/livekit-server
-# The Lambda runtime (cdk/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
+# The Lambda runtime (src/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
 LAMBDA_PYTHON := 3.14
 # The dependency layer, built for each processor a function may run on (lambda_architecture in each
 # environment, default arm64): build/layers/deps-<arch>/python.
@@ -38,7 +38,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 # Lambda puts functions/ and the layers on the path; locally the same four folders.
-export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/cdk:$(CURDIR)
+export PYTHONPATH := $(CURDIR)/agent:$(CURDIR)/functions:$(CURDIR)/layers/shared/python:$(CURDIR)/src:$(CURDIR)
 
 .PHONY: help setup setup-deploy chromium wheelhouse wheelhouse-ranges dist demo drill test lint typecheck unit integration infra faults mutation layers lambda-runtime lambda-smoke synth diff deploy plan docs bench clean FORCE
 
@@ -113,7 +113,7 @@ wheelhouse: $(WHEELHOUSE)/.filled $(RANGE_WHEELHOUSES) $(AGENTS_LOWEST)
 DIST_ASSETS := build/dist-assets
 DIST_SOURCES := pyproject.toml hatch_build.py README.md LICENSE agent/pyproject.toml agent/README.md \
 	tests/fixtures/incident-2026-09-15.jsonl examples/standalone/environments.json \
-	$(shell find cdk/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
+	$(shell find src/livekit_fleet_remediation layers/shared functions agent/livekit_fleet_agent -type f \
 		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
 
@@ -182,7 +182,7 @@ drill: setup ## The seed's failures on a real local fleet (8 agents workers on l
 lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
-	@$(VENV)/bin/mypy functions layers/shared/python tools cdk agent bench devkit
+	@$(VENV)/bin/mypy functions layers/shared/python tools src cdk agent bench devkit
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(VENV)/bin/vulture
 	@$(PY) -m devkit.code_shape --check --top 0

@@ -3,7 +3,7 @@
 - The long description: README.md with each relative link written as its text and the file it names
   (``docs/construct.md``), since the package index resolves a relative link against nothing and the
   project names no public home (``[project.urls]`` is left out rather than filled with a placeholder).
-- The wheel's one top-level package: the construct and console commands (``cdk/livekit_fleet_remediation``)
+- The wheel's one top-level package: the construct and console commands (``src/livekit_fleet_remediation``)
   with the shared layer and the functions under ``livekit_fleet_remediation/_runtime/``, their imports
   rewritten to that path, so installing the wheel adds no generic name (``worker_drainer``…) to a
   team's environment. The Lambda assets under ``_assets/`` keep the deployed layout untouched.
@@ -70,7 +70,7 @@ def stage_package(root: Path) -> Path:
     """``build/wheel-package/livekit_fleet_remediation``: the package as the wheel installs it."""
     staged = root / STAGING / PACKAGE
     shutil.rmtree(staged.parent, ignore_errors=True)
-    stage_tree(root / "cdk" / PACKAGE, staged)
+    stage_tree(root / "src" / PACKAGE, staged)
     (staged / "_runtime").mkdir()
     (staged / "_runtime" / "__init__.py").write_text(
         '"""The Lambda code, importable by the console commands and the construct (not a public API)."""\n'

@@ -24,7 +24,7 @@ _.tool_choice
 _.extra_kwargs
 # devkit/fakes/logs_insights.py answers StartQuery with boto3's keyword names.
 _.logGroupName
-# CDK's setter: assigning it writes the function's VpcConfig (cdk/livekit_fleet_remediation/constructs/worker_drainer.py).
+# CDK's setter: assigning it writes the function's VpcConfig (src/livekit_fleet_remediation/constructs/worker_drainer.py).
 _.vpc_config
 # A cdk.json value (drainer.policy.capacity_mode = "service-replaces"): read from config, never named.
 _.SERVICE_REPLACES

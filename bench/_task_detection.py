@@ -1,7 +1,7 @@
 """Detection at fleet scale: one silent task in 60 to 1,000 tasks, up to 20,000 responses
 a minute, per-task detection options side by side, from ``devkit.fleet_counts``.
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection \\
+    PYTHONPATH=agent:functions:layers/shared/python:src:. .venv/bin/python -m bench.detection \\
         --tasks 60 200 500 1000 --volumes 20000 --days 1 --seeds 2 --json
 
 Per size and family it prints one JSON object. Every option reads the same simulated minutes:

@@ -79,7 +79,7 @@ def environments(target: Target) -> dict[str, dict[str, str]]:
 
 
 def checkout_targets(modules: list[str]) -> dict[str, Target]:
-    path = os.pathsep.join(str(REPO_ROOT / p) for p in ("agent", "functions", "layers/shared/python", "cdk"))
+    path = os.pathsep.join(str(REPO_ROOT / p) for p in ("agent", "functions", "layers/shared/python", "src"))
     return {m: Target(sys.executable, path, str(FUNCTIONS_DIR)) for m in modules}
 
 

@@ -4,7 +4,7 @@ code over simulated traffic, ``bench/_cost_scans.py``) gives the usage that
 ``livekit_fleet_remediation.cost`` prices (``lkfr cost`` prices a team's own configuration with the
 profile this writes, ``--write-profile``).
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.cost \\
+    PYTHONPATH=agent:functions:layers/shared/python:src:. .venv/bin/python -m bench.cost \\
         --tasks 50 --responses-per-minute 2000 [--incident-hours 6] [--price-region us-east-1] [--json]
 """
 
@@ -38,7 +38,7 @@ EXAMPLE_ENVIRONMENT = "prod"
 BASELINE_MINUTES = 60
 # The incident the shipped profile measures.
 PROFILE_INCIDENT_HOURS = 6.0
-PROFILE_PATH = REPO_ROOT / "cdk" / "livekit_fleet_remediation" / "cost" / PROFILE_FILE
+PROFILE_PATH = REPO_ROOT / "src" / "livekit_fleet_remediation" / "cost" / PROFILE_FILE
 
 
 def example_context() -> dict[str, Any]:

@@ -28,7 +28,7 @@ the minute's lines ingested, the metric visible, then the alarm's next once-a-mi
 ``--profile none``: the end of the minute whose evaluation changes the state), for the old and the
 new alarm alike.
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.detection [--quick]
+    PYTHONPATH=agent:functions:layers/shared/python:src:. .venv/bin/python -m bench.detection [--quick]
 
 With ``--tasks`` or ``--json`` it runs the fleet-scale benchmark instead (``bench._task_detection``:
 60 to 1,000 tasks, per-task detection options side by side, one JSON object per size and family):

@@ -6,7 +6,7 @@ queries, worker /worker probes and LiveKit. In AWS each call adds its network la
 10-50 ms for ECS/DynamoDB; Logs Insights queries take seconds), so the call counts carry over and
 the times are the handler's own floor.
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.drainer_tick [--tasks 50]
+    PYTHONPATH=agent:functions:layers/shared/python:src:. .venv/bin/python -m bench.drainer_tick [--tasks 50]
 """
 
 from __future__ import annotations

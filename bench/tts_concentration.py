@@ -3,7 +3,7 @@ family-wise one) at 1,000 and 5,000 jobs (MAX_JOBS), against the previous implem
 integer arithmetic, kept in devkit/exact_concentration.py), which runs in a child process stopped
 after ``--cap`` seconds of wall time ("unfinished").
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. .venv/bin/python -m bench.tts_concentration
+    PYTHONPATH=agent:functions:layers/shared/python:src:. .venv/bin/python -m bench.tts_concentration
         [--cap 60] [--jobs 1000 --jobs 5000]
 """
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PATH_FOLDERS = ("agent", "functions", "layers/shared/python", "cdk", "")
+PATH_FOLDERS = ("agent", "functions", "layers/shared/python", "src", "")
 
 
 def checkout_pythonpath() -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-RUNTIME_ROOTS = ("functions", "layers/shared/python", "cdk", "agent")
+RUNTIME_ROOTS = ("functions", "layers/shared/python", "src", "agent")
 COMPLEXITY = re.compile(r"`(?P<name>[^`]+)` is too complex \((?P<score>\d+) > 0\)")
 SKIPPED_PARTS = frozenset({"cdk.out", "__pycache__"})
 

@@ -47,7 +47,7 @@ PACKAGES = {
     "zombie_reaper": REPO / "functions/zombie_reaper",
     "tts_reach_alarm": REPO / "functions/tts_reach_alarm",
     "worker_drainer": REPO / "functions/worker_drainer",
-    "livekit_fleet_remediation": REPO / "cdk" / "livekit_fleet_remediation",
+    "livekit_fleet_remediation": REPO / "src" / "livekit_fleet_remediation",
     "livekit_fleet_agent": REPO / "agent" / "livekit_fleet_agent",
     "devkit": REPO / "devkit",
     "tests": REPO / "tests",

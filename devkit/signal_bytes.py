@@ -1,7 +1,7 @@
 """Bytes per response that the agent package's detection lines add, measured on a real livekit-agents
 worker (the SDK's CLI, JSON logs on stdout, the real livekit-server) in both line formats::
 
-    PYTHONPATH=agent:functions:layers/shared/python:cdk:. python -m devkit.signal_bytes
+    PYTHONPATH=agent:functions:layers/shared/python:src:. python -m devkit.signal_bytes
 
 One job speaks ``RESPONSES`` short answers in each format; a third job's stalled answer gives the
 first-audio timeout line (written per event in both formats). Bytes are the stdout lines as written,

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 REPO = Path(__file__).resolve().parents[2]
-for folder in ("cdk", "layers/shared/python", "functions"):
+for folder in ("src", "layers/shared/python", "functions"):
     if str(REPO / folder) not in sys.path:
         sys.path.insert(0, str(REPO / folder))
 

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
 CONFIG = REPO / "examples" / "standalone" / "environments.json"
 # What the remediation wheel installs: these packages' roots, and nothing of the checkout.
-PACKAGE_ROOTS = ("functions", "layers/shared/python", "cdk")
+PACKAGE_ROOTS = ("functions", "layers/shared/python", "src")
 DEVELOPMENT_ONLY = ("aws_cdk", "devkit", "tests", "tools", "bench", "livekit_fleet_remediation.stack")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("functions", "layers", "cdk", "agent", "tools", "bench")
+SCANNED = ("functions", "layers", "src", "cdk", "agent", "tools", "bench")
 FACTORY = ROOT / "layers/shared/python/fleet_remediation/adapters/aws_clients.py"
 
 

@@ -20,7 +20,7 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 def lint_imports(layer_copy_root: Path) -> subprocess.CompletedProcess[str]:
     """``lint-imports`` with the repository's own .importlinter, the shared layer taken from the copy."""
-    path = [layer_copy_root, REPO / "agent", REPO / "functions", REPO / "cdk", REPO]
+    path = [layer_copy_root, REPO / "agent", REPO / "functions", REPO / "src", REPO]
     return subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--config", str(REPO / ".importlinter")],
         cwd=layer_copy_root,

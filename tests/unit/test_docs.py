@@ -255,7 +255,7 @@ def test_the_docs_carry_no_company_specific_names(document: Path) -> None:
 
 # What lies outside the repository: the design notes and the source material beside it.
 OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared\b|shared/seeds|\bseeds/")
-SOURCE_DIRS = ("agent", "bench", "cdk", "devkit", "functions", "layers", "tests", "tools", "docs")
+SOURCE_DIRS = ("agent", "bench", "cdk", "src", "devkit", "functions", "layers", "tests", "tools", "docs")
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: str(d.relative_to(REPO)))

@@ -109,7 +109,7 @@ API = {
 
 
 def _class(module: str, name: str) -> ast.ClassDef:
-    tree = ast.parse((REPO / "cdk" / "livekit_fleet_remediation" / f"{module}.py").read_text())
+    tree = ast.parse((REPO / "src" / "livekit_fleet_remediation" / f"{module}.py").read_text())
     return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
 
 

@@ -55,6 +55,6 @@ def test_a_bare_import_is_refused_naming_the_file_and_the_fix(name: str) -> None
 
 def test_no_runtime_module_in_the_checkout_imports_a_runtime_package_bare() -> None:
     root = Path(__file__).resolve().parents[2]
-    for folder in [*RUNTIME_SOURCES.values(), "cdk/livekit_fleet_remediation"]:
+    for folder in [*RUNTIME_SOURCES.values(), "src/livekit_fleet_remediation"]:
         for path in (root / folder).rglob("*.py"):
             namespaced(path.read_text(encoding="utf-8"), path)
