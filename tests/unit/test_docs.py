@@ -319,7 +319,7 @@ def test_every_python_module_the_docs_run_exists(where: str, module: str) -> Non
 
 # A file or folder of this repository named in backticks: `tools/redrive.py`, `docs/runbooks/`.
 REPO_PATH = re.compile(
-    r"`((?:agent|bench|cdk|devkit|docs|functions|layers|requirements|tests|tools)/[\w./-]*)`"
+    r"`((?:agent|bench|cdk|devkit|docs|functions|layers|requirements|src|tests|tools)/[\w./-]*)`"
 )
 
 
