@@ -58,9 +58,9 @@ def test_the_functions_budgets() -> None:
     # Its open intents: two ledger queries (before the lease and under it); its recent tag writes:
     # two queries of one 1 s attempt (for the snapshot and under the lease).
     assert budgets.TAG_WRITES_READ.worst_case_seconds == 1.0
-    # Its group event and tick memory: read, read, written, one 1 s attempt each.
+    # Its group event and tick memory: both read, the memory written, the event held; one 1 s attempt each.
     assert budgets.GROUP_RECORD_CALL.worst_case_seconds == 1.0
-    assert budgets.drainer_seconds_needed(22.0, 5.0) == 6 + 2 + 6 + 88 + 10 + 2 + 3 + 32 + 13 + 48 + 3
+    assert budgets.drainer_seconds_needed(22.0, 5.0) == 6 + 2 + 6 + 88 + 10 + 2 + 4 + 32 + 13 + 48 + 3
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
@@ -116,11 +116,11 @@ LEASE = DrainerPolicy(lease_seconds=300)
 
 
 def test_a_drainer_whose_step_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 213 s"):
-        DrainerSection(timeout_seconds=212, policy=LEASE)
+    with pytest.raises(ValidationError, match="a run needs up to 214 s"):
+        DrainerSection(timeout_seconds=213, policy=LEASE)
     with pytest.raises(ValidationError, match="at least the scan budget's calls, the StartQuery's"):
         DrainerSection(insights_timeout_seconds=9.0)
-    assert DrainerSection(timeout_seconds=213, policy=LEASE).timeout_seconds == 213
+    assert DrainerSection(timeout_seconds=214, policy=LEASE).timeout_seconds == 214
 
 
 # --- strict manual events -------------------------------------------------------------------------

@@ -221,13 +221,14 @@ DRAINER_JOURNAL_READS = 2
 # (the next tick reads again).
 TAG_WRITES_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1)
 DRAINER_TAG_WRITES_READS = 2
-# The service's group event and the tick's memory of its failing tasks (the sighting rule): read, read,
-# and the memory written. Small items, one short attempt each: a run that cannot read them decides
-# nothing, and an unwritten memory only makes the next tick's sightings first ones.
+# The service's group event and the tick's memory of its failing tasks (the sighting rule): both read,
+# the memory written, and the group event held when the tick sees one. Small items, one short attempt
+# each: a run that cannot read them decides nothing, an unwritten memory only makes the next tick's
+# sightings first ones, and a hold that did not land is written again by the next tick that sees it.
 GROUP_RECORD_CALL = AwsCallBudget(
     "dynamodb", connect_timeout_seconds=0.5, read_timeout_seconds=0.5, attempts=1
 )
-DRAINER_GROUP_RECORD_CALLS = 3
+DRAINER_GROUP_RECORD_CALLS = 4
 # The drainer's Logs Insights queries in one run: the tick's per-task reach, statistics, job
 # sightings, a suspect worker's TTS outcomes.
 DRAINER_QUERIES = 4

@@ -142,7 +142,7 @@ class DrainerSection(StrictModel):
     """``environments.<env>.drainer``."""
 
     schedule_minutes: int = Field(default=1, ge=1, le=60, description="Reconcile tick.")
-    # The run's worst case is 213 s (contract/budgets.py): the default leaves a margin above it.
+    # The run's worst case is 214 s (contract/budgets.py): the default leaves a margin above it.
     timeout_seconds: int = Field(default=220, ge=20, le=900, description="Lambda timeout.")
     livekit_request_timeout_seconds: float = Field(
         default=5.0, gt=0, le=30, description="Deadline of one LiveKit API request, the whole request."
