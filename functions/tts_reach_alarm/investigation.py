@@ -25,7 +25,7 @@ from tts_reach_alarm.analysis import (
     job_rooms_query,
     parse_job_outcomes,
 )
-from tts_reach_alarm.per_task import per_task_concentration
+from tts_reach_alarm.per_task import per_task_concentration, unless_shared
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def investigate(
         deadline=deadline - guarded_action_seconds(SUSPECT_EVENT_PUT),
         truncated=truncated,
     )
-    return Findings(jobs, failing, rooms, concentration, truncated)
+    return Findings(jobs, failing, rooms, unless_shared(concentration, jobs, settings), truncated)
 
 
 def _window_jobs(

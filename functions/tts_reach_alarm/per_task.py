@@ -6,13 +6,17 @@ the drainer adds ECS's zones, revisions and start times when it re-checks) names
 
 from __future__ import annotations
 
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
 from datetime import timedelta
 
 from fleet_remediation.adapters.logs_insights import LogsInsights
 from fleet_remediation.adapters.task_reach_rows import read_task_reach
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
-from fleet_remediation.domain.task_reach import assess_task_reach
+from fleet_remediation.domain.job_outcomes import JobOutcome
+from fleet_remediation.domain.task_reach import TaskReach, assess_task_reach
 from tts_reach_alarm.analysis import Concentration, Verdict, WorkerJobStats
 
 
@@ -49,4 +53,33 @@ def per_task_concentration(
         top.p_value,
         top.p_value,
         found.level,
+    )
+
+
+def tasks_of(jobs: Sequence[JobOutcome]) -> list[TaskReach]:
+    """The per-job read summed per log stream: the rows the shared verdict reads."""
+    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for job in jobs:
+        counts = sums[job.log_stream]
+        for index, value in enumerate((job.responses, job.first_frames, job.timeouts, job.late_frames)):
+            counts[index] += value
+    return [TaskReach(stream, r, f, t, late) for stream, (r, f, t, late) in sums.items()]
+
+
+def unless_shared(
+    concentration: Concentration, jobs: Sequence[JobOutcome], settings: TtsReachSettings
+) -> Concentration:
+    """The per-job test names the worker whose jobs fail most; when the verdict every path shares,
+    over the same jobs summed per task, calls the failure the fleet's (or a group's), nobody is
+    named, as the drainer would decide on the same evidence."""
+    if not concentration.concentrated:
+        return concentration
+    rows = tasks_of(jobs)
+    found = assess_task_reach(rows, settings.task_reach, len(rows))
+    if not found.shared:
+        return concentration
+    return dataclasses.replace(
+        concentration,
+        verdict=Verdict.FLEET_WIDE,
+        reason=f"fleet-wide (per task): {found.reason}; per job, {concentration.reason}",
     )
