@@ -133,6 +133,8 @@ RESOURCE_APIS: dict[str, ResourceApis] = {
             "Tags": Route("events:PutRule", "Tags", tags()),
         },
     ),
+    # Every property goes to CreateExperimentTemplate under its own name (tags a map in both).
+    "AWS::FIS::ExperimentTemplate": ResourceApis("fis:CreateExperimentTemplate"),
     "AWS::IAM::ManagedPolicy": ResourceApis(
         "iam:CreatePolicy",
         {

@@ -34,6 +34,7 @@ from fleet_remediation.contract.sections import (
     TtsReachSection,
 )
 from fleet_remediation.core.chat_actions import command_length_problem
+from livekit_fleet_remediation.drill_config import DrillSection
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
@@ -105,14 +106,6 @@ class NotificationTargets(StrictModel):
         for index, address in enumerate(self.emails):
             _check_email(address, f"emails[{index}]")
         return self
-
-
-class DrillSection(StrictModel):
-    """`lkfr drill`: whether this environment may be drilled (a drill fakes a failure on one task)."""
-
-    enabled: bool = Field(
-        default=False, description="Name this environment for drills; `lkfr drill` refuses every other."
-    )
 
 
 class EnvironmentConfig(StrictModel):

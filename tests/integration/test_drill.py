@@ -285,10 +285,13 @@ def test_lkfr_drill_is_a_console_command(capsys: pytest.CaptureFixture[str]) -> 
     assert "--fault" in capsys.readouterr().out
 
 
-def test_a_construct_users_stack_carries_the_drill_opt_in_back_to_lkfr(tmp_path: Path) -> None:
+def test_a_stack_named_for_drills_carries_the_opt_in_back_to_lkfr_and_the_marker_policies(
+    tmp_path: Path,
+) -> None:
     """With the construct, the configuration is code: ``lkfr drill --stack/--app`` reads it back from
     the functions, so the environment-wide function carries ``drills.enabled`` (and nothing when it is
-    off: the stacks of environments not named for drills are unchanged)."""
+    off: the stacks of environments not named for drills are unchanged). Named for drills without
+    ``drills.fis``, the stack holds the two marker policies and nothing of AWS FIS."""
     from livekit_fleet_remediation.cli import deployed_config
     from livekit_fleet_remediation.standalone import build_stacks
 
@@ -301,3 +304,9 @@ def test_a_construct_users_stack_carries_the_drill_opt_in_back_to_lkfr(tmp_path:
     _, undrilled = deployed_config.environment_config(functions, "undrilled", "the app")
     assert drilled["drills"] == {"enabled": True}
     assert "drills" not in undrilled
+    by_env = {name: assertions.Template.from_stack(stack) for name, stack in stacks.items()}
+    policies = by_env[ENV].find_resources("AWS::IAM::ManagedPolicy")
+    assert sum("DrillsAgentTaskRolePolicy" in k or "DrillsOperatorPolicy" in k for k in policies) == 2
+    assert by_env["undrilled"].find_resources("AWS::IAM::ManagedPolicy") == {}
+    for template in by_env.values():
+        assert template.find_resources("AWS::FIS::ExperimentTemplate") == {}

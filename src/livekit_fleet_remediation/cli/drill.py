@@ -1,7 +1,8 @@
 """Fake one failure on one task of your own fleet and watch the product handle it.
 
     lkfr drill --env NAME --fault tts-silence|cpu-starved|abandoned-session
-               [--service S] [--task ID] [--minutes N] [--json] [--config F] [--region R]
+               [--service S] [--task ID] [--minutes N] [--via hook|fis] [--json] [--config F]
+               [--region R]
 
 The drill tags ONE running task of the agent service with the marker the agent package's drill hook
 reads (``livekit-fleet-drill = <fault>:<until>:<id>``; the agents must run ``livekit_fleet_agent``
@@ -9,6 +10,10 @@ with the drill hook wired, see the docs' drill page), then reads the product's o
 (``lkfr audit``: the functions' reports and the drainer's ledger) until the remediation has acted on
 that task (in ``dry-run``: decided it would) or the drill's minutes run out, removes the marker, and
 prints pass or fail with the timeline. The marker also ends by itself at its ``until`` second.
+
+``--via fis`` drills through the construct's AWS FIS experiment template instead (``drills.fis``;
+cpu-starved, and tts-silence where the TTS provider's hosts are configured): FIS picks the one task,
+the command watches it as above and stops the experiment at the end (``drill_fis_run``).
 
 It refuses an environment whose configuration does not allow drills (``drills.enabled``), a service
 or environment whose switch is ``off``, a time outside the disruption window, a task that is not a
@@ -24,9 +29,9 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -52,15 +57,14 @@ from livekit_fleet_remediation.cli.common import (
     add_common,
     configuration,
 )
-from livekit_fleet_remediation.cli.drill_fis import check_fis
+from livekit_fleet_remediation.cli.drill_fis_run import FisClients, FisDrill, FisRequest
+from livekit_fleet_remediation.cli.drill_run import DrillRun, iso, render
 from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
 from livekit_fleet_remediation.config import EnvironmentConfig
 
 # One tag write or read on the drilled task: idempotent (the same value again is the same tag), so a
 # lost reply is re-read, not feared.
 DRILL_TAG_CALL = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=3)
-# The task role's permissions, read once through the policy simulator.
-IAM_READ = AwsCallBudget("iam", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=2)
 # What counts as the remediation answering each fault: the drainer taking the task out, or the
 # reaper deleting the held room.
 ANSWERS = {
@@ -68,43 +72,6 @@ ANSWERS = {
     DrillFault.CPU_STARVED: (FunctionName.WORKER_DRAINER, TAKING_OUT),
     DrillFault.ABANDONED_SESSION: (FunctionName.ZOMBIE_REAPER, frozenset({"delete-room"})),
 }
-
-
-@dataclass
-class DrillRun:
-    fault: DrillFault
-    target: DrillTarget
-    marker: DrillMarker
-    started: datetime
-    mode: str
-    seen: list[Entry] = field(default_factory=list)
-    answered: Entry | None = None
-    marker_removed: bool = False
-
-    def document(self) -> dict[str, Any]:
-        return {
-            "fault": self.fault.value,
-            "task": self.target.task_arn,
-            "drill_id": self.marker.drill_id,
-            "mode": self.mode,
-            "started": _iso(self.started),
-            "until": _iso(self.until),
-            "verdict": "pass" if self.answered else "fail",
-            "answered_after_seconds": self.answered_after(),
-            "marker_removed": self.marker_removed,
-            "timeline": [entry.document() for entry in self.seen],
-        }
-
-    @property
-    def until(self) -> datetime:
-        return datetime.fromtimestamp(self.marker.until, UTC)
-
-    def answered_after(self) -> float | None:
-        return (self.answered.at - self.started).total_seconds() if self.answered else None
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -122,21 +89,9 @@ def parser() -> argparse.ArgumentParser:
         "--via",
         choices=["hook", "fis"],
         default="hook",
-        help="hook: the agent package's drill hook; fis: check the service for AWS FIS's ECS task actions",
+        help="hook: the agent package's drill hook; fis: the construct's AWS FIS experiment template",
     )
     return found
-
-
-def report_fis(fault: DrillFault, region: str, cluster: str, service: str) -> int:
-    """``--via fis``: what the service lacks for FIS, one line each; the construct's experiment
-    templates are not built yet, so the command starts no experiment either way."""
-    ecs, iam = aws_client(DRILL_TAG_CALL, region_name=region), aws_client(IAM_READ, region_name=region)
-    missing = check_fis(ecs, iam, cluster, service, fault)
-    for item in missing:
-        print(f"missing for AWS FIS: {item}", file=sys.stderr)
-    if not missing:
-        print("AWS FIS prerequisites met; the experiment templates are not built yet", file=sys.stderr)
-    return EXIT_FAILED
 
 
 def check_allowed(config: EnvironmentConfig, env: str, minutes: float, now: datetime) -> None:
@@ -201,7 +156,7 @@ class Drill:
         self._tag(target, marker)
         run = DrillRun(fault, target, marker, now, mode)
         self.progress.write(
-            f"drill {drill_id}: {fault.value} on task {target.task_id} until {_iso(run.until)}"
+            f"drill {drill_id}: {fault.value} on task {target.task_id} until {iso(run.until)}"
         )
         return run
 
@@ -221,7 +176,7 @@ class Drill:
             run.marker_removed = True
         except (ClientError, BotoCoreError) as exc:
             self.progress.write(
-                f"drill: could not remove the marker ({exc}); it ends by itself at {_iso(run.until)}, or: "
+                f"drill: could not remove the marker ({exc}); it ends by itself at {iso(run.until)}, or: "
                 f"aws ecs untag-resource --resource-arn {run.target.task_arn} --tag-keys {DRILL_TAG}"
             )
 
@@ -234,22 +189,25 @@ class Drill:
             raise CommandFailed("DrillNotStarted", f"could not mark task {target.task_id}: {exc}") from exc
 
 
-def render(run: DrillRun, out: TextIO) -> None:
-    verdict = "PASS" if run.answered else "FAIL"
-    out.write(f"Drill {run.marker.drill_id} ({run.fault.value}, {run.mode}) on task {run.target.task_id}: ")
-    out.write(f"{verdict}\n")
-    out.write(f"  {_iso(run.started)}  fault injected\n")
-    for entry in run.seen:
-        out.write(f"  {_iso(entry.at)}  {entry.function} {entry.kind} {entry.action} {entry.target}\n")
-    if run.answered:
-        out.write(f"  answered after {run.answered_after():.0f} s\n")
-    else:
-        out.write(f"  no answer by {_iso(run.until)}\n")
-    removed = "removed" if run.marker_removed else "NOT removed (it ends by itself at its until second)"
-    out.write(f"  marker {removed}\n")
+def _via_hook(
+    drill: Drill, cluster: str, ecs_service: str, args: argparse.Namespace, run_id: str
+) -> DrillRun:
+    tasks = running_tasks(drill.ecs, cluster, ecs_service)
+    target = DrillTarget(cluster, choose_task(tasks, args.task, drill.service))
+    run = drill.start(DrillFault(args.fault), target, args.minutes, args.mode, run_id)
+    try:
+        drill.watch(run, args.poll_seconds)
+    finally:
+        drill.stop(run)
+    return run
 
 
-def main(argv: Sequence[str] | None = None, drill: Drill | None = None, ssm: Any = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    drill: Drill | None = None,
+    ssm: Any = None,
+    fis_clients: FisClients | None = None,
+) -> int:
     args = parser().parse_args(argv)
     progress = Progress(lambda line: print(line, file=sys.stderr))
     try:
@@ -259,27 +217,23 @@ def main(argv: Sequence[str] | None = None, drill: Drill | None = None, ssm: Any
         service = args.service or (service_names[0] if len(service_names) == 1 else None)
         if service not in service_names:
             raise UsageError(f"--service must be one of {', '.join(service_names)}")
-        agent_service = next(s for s in config.agent_services if s.name == service)
+        agent = next(s for s in config.agent_services if s.name == service)
         check_allowed(config, env, args.minutes, datetime.now(UTC))
-        if args.via == "fis":
-            return report_fis(
-                DrillFault(args.fault), region, agent_service.ecs_cluster, agent_service.ecs_service
-            )
-        mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), env, service)
+        args.mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), env, service)
         drill = drill or Drill(
-            aws_client(DRILL_TAG_CALL, region_name=region),
-            Clients.budgeted(region),
-            env,
-            service,
-            progress,
+            aws_client(DRILL_TAG_CALL, region_name=region), Clients.budgeted(region), env, service, progress
         )
-        tasks = running_tasks(drill.ecs, agent_service.ecs_cluster, agent_service.ecs_service)
-        target = DrillTarget(agent_service.ecs_cluster, choose_task(tasks, args.task, service))
-        run = drill.start(DrillFault(args.fault), target, args.minutes, mode, f"drill-{int(time.time())}")
-        try:
-            drill.watch(run, args.poll_seconds)
-        finally:
-            drill.stop(run)
+        run_id = f"drill-{int(time.time())}"
+        if args.via == "hook":
+            run = _via_hook(drill, agent.ecs_cluster, agent.ecs_service, args, run_id)
+        else:
+            fault, cluster = DrillFault(args.fault), agent.ecs_cluster
+            request = FisRequest(
+                env, service, cluster, agent.ecs_service, fault, args.minutes, args.mode, run_id
+            )
+            clients = fis_clients or FisClients.budgeted(region)
+            fis = FisDrill(clients, drill.ecs, progress, drill.sleep, drill.clock)
+            run = fis.run(request, lambda started: drill.watch(started, args.poll_seconds))
     except (UsageError, InvalidConfig) as exc:
         print(f"lkfr drill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

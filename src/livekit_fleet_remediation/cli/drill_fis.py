@@ -19,14 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from fleet_remediation.contract.drills import DrillFault
+from livekit_fleet_remediation.drill_config import FIS_ACTIONS
 
 SSM_AGENT_IMAGE = "amazon-ssm-agent"
 MANAGED_INSTANCE_ROLE_ENV = "MANAGED_INSTANCE_ROLE_NAME"
 TASK_ROLE_ACTIONS = ("ssm:CreateActivation", "ssm:AddTagsToResource", "iam:PassRole")
-FIS_ACTIONS = {
-    DrillFault.CPU_STARVED: "aws:ecs:task-cpu-stress",
-    DrillFault.TTS_SILENCE: "aws:ecs:task-network-latency",
-}
 NETWORK_MODES = ("awsvpc", "host")
 
 

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from livekit_fleet_remediation.config import EnvironmentConfig
 from livekit_fleet_remediation.constructs.detection import Detection
+from livekit_fleet_remediation.constructs.drills import DrillResources
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
 from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
@@ -44,7 +45,8 @@ class AgentServiceRemediation(Construct):
 
     Public attributes: ``name``, ``view`` (the service's view of the environment), ``detection``
     (with ``vad_alarm`` and ``tts_reach_alarm``), ``tts_reach`` and ``worker_drainer`` (each with
-    ``.function`` and ``.remediation.alarms``)."""
+    ``.function`` and ``.remediation.alarms``), ``drills`` (``DrillResources`` in an environment named
+    for drills, else None)."""
 
     def __init__(
         self,
@@ -84,6 +86,17 @@ class AgentServiceRemediation(Construct):
         self.worker_drainer = WorkerDrainer(
             self, "WorkerDrainer", **shared, livekit_secret=livekit_secret, detection=self.detection
         )
+        self.drills: DrillResources | None = None
+        if config.drills.enabled:
+            self.drills = DrillResources(
+                self,
+                "Drills",
+                env_name=env_name,
+                config=config,
+                detection=self.detection,
+                functions=[reaper.function, self.tts_reach.function, self.worker_drainer.function],
+                ledger_table_arn=self.worker_drainer.ledger.table_arn,
+            )
 
     @property
     def alarms(self) -> list[cloudwatch.Alarm]:

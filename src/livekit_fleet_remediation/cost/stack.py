@@ -35,9 +35,11 @@ PRICED = frozenset(
 )
 # No charge of their own: permissions, wiring, standard-tier parameters (standard throughput), layer
 # versions (inside Lambda's free code storage), Amazon Q Developer in chat channels (no charge
-# of its own: what it delivers is SNS's), and saved Logs Insights queries (a query is billed when run).
+# of its own: what it delivers is SNS's), saved Logs Insights queries (a query is billed when run)
+# and AWS FIS experiment templates (an experiment is billed per action-minute when a drill runs it).
 FREE = frozenset(
     {
+        "AWS::FIS::ExperimentTemplate",
         "AWS::Logs::QueryDefinition",
         "AWS::Chatbot::CustomAction",
         "AWS::Chatbot::SlackChannelConfiguration",
