@@ -19,6 +19,7 @@ from moto import mock_aws
 from moto.moto_api import state_manager
 
 from devkit import moto_deployment
+from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 from fleet_remediation.contract.naming import (
@@ -27,6 +28,7 @@ from fleet_remediation.contract.naming import (
     mode_parameter_name,
     service_mode_parameter_name,
 )
+from fleet_remediation.core.announce import Announced
 from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Mode, Outcome
@@ -127,7 +129,24 @@ class SimulatedClock:
         self.on_sleep(len(self.slept))
 
 
-def run_drill(clock: SimulatedClock, argv: list[str]) -> int:
+class RecordedEvents:
+    """The drill's action-event sink: records each put and answers as told."""
+
+    def __init__(self, answer: Callable[[int], Announced] = lambda n: Announced(sent=n)) -> None:
+        self.puts: list[list[ActionEvent]] = []
+        self.answer = answer
+
+    def put(self, events: list[ActionEvent]) -> Announced:
+        self.puts.append(events)
+        return self.answer(len(events))
+
+
+def run_drill(
+    clock: SimulatedClock,
+    argv: list[str],
+    events: RecordedEvents | None = None,
+    said: Callable[[str], None] = lambda _: None,
+) -> int:
     ecs = boto3.client("ecs", region_name=REGION)
     clients = Clients(
         REGION,
@@ -136,7 +155,7 @@ def run_drill(clock: SimulatedClock, argv: list[str]) -> int:
         boto3.client("dynamodb", region_name=REGION),
     )
     runner = drill.Drill(
-        ecs, clients, ENV, DEFAULT_AGENT_SERVICE, Progress(lambda _: None), clock.sleep, lambda: clock.now
+        ecs, clients, ENV, DEFAULT_AGENT_SERVICE, Progress(said), clock.sleep, lambda: clock.now, events
     )
     return drill.main(["--env", ENV, *argv], drill=runner, ssm=boto3.client("ssm", region_name=REGION))
 
@@ -167,8 +186,27 @@ def test_a_drill_marks_one_task_watches_the_audit_until_the_drainer_answers_and_
         "--task",
         target.rsplit("/", 1)[1],
     ]
-    assert run_drill(clock, [*argv, "--minutes", "10", "--json"]) == 0, capsys.readouterr().err
+    events = RecordedEvents()
+    assert run_drill(clock, [*argv, "--minutes", "10", "--json"], events) == 0, capsys.readouterr().err
     document = json.loads(capsys.readouterr().out)
+    # Recorded like any action: one event as the fault took effect, one with the verdict, each sent once.
+    assert [len(put) for put in events.puts] == [1, 1]
+    start, verdict = (put[0] for put in events.puts)
+    assert (start.action, start.outcome, verdict.action, verdict.outcome) == (
+        "drill-start",
+        "started",
+        "drill-verdict",
+        "pass",
+    )
+    assert {start.resource, verdict.resource} == {target}
+    assert (verdict.function, verdict.environment, verdict.agent_service, verdict.mode) == (
+        "lkfr drill",
+        ENV,
+        DEFAULT_AGENT_SERVICE,
+        "enforce",
+    )
+    assert verdict.invocation_id == document["drill_id"]
+    assert start.id != verdict.id
     # While the drill ran, the task carried a current marker of the fault; afterwards it does not.
     marker = DrillMarker.parse(marked[0][DRILL_TAG], clock.now.timestamp())
     assert marker is not None
@@ -188,7 +226,12 @@ def test_a_drill_nobody_answers_fails_at_its_deadline_and_still_unmarks_the_task
 ) -> None:
     clock = SimulatedClock()
     argv = ["--config", str(environments(tmp_path)), "--fault", "cpu-starved", "--minutes", "2"]
-    assert run_drill(clock, argv) == 1
+    events = RecordedEvents()
+    assert run_drill(clock, argv, events) == 1
+    assert [(put[0].action, put[0].outcome) for put in events.puts] == [
+        ("drill-start", "started"),
+        ("drill-verdict", "fail"),
+    ]
     out = capsys.readouterr().out
     assert "FAIL" in out
     assert "no answer by" in out
@@ -310,3 +353,19 @@ def test_a_stack_named_for_drills_carries_the_opt_in_back_to_lkfr_and_the_marker
     assert by_env["undrilled"].find_resources("AWS::IAM::ManagedPolicy") == {}
     for template in by_env.values():
         assert template.find_resources("AWS::FIS::ExperimentTemplate") == {}
+
+
+def test_a_drill_event_whose_reply_was_lost_is_said_and_never_sent_again(
+    fleet: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = SimulatedClock()
+    target = fleet[0]
+    clock.on_sleep = lambda sleeps: drainer_answers(target, Mode.ENFORCE) if sleeps == 1 else None
+    lost = RecordedEvents(lambda n: Announced(unknown=n, problems=["may have landed (no reply): timeout"]))
+    said: list[str] = []
+    argv = ["--config", str(environments(tmp_path)), "--fault", "tts-silence", "--task", target]
+    assert run_drill(clock, argv, lost, said.append) == 0, capsys.readouterr().err
+    assert [put[0].action for put in lost.puts] == ["drill-start", "drill-verdict"]
+    unsure = [line for line in said if "not surely delivered" in line]
+    assert len(unsure) == 2
+    assert "may have landed (no reply): timeout" in unsure[0]

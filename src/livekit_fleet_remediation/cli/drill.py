@@ -35,8 +35,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.contract.budgets import KILL_SWITCH_READ, AwsCallBudget
+from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT, KILL_SWITCH_READ, AwsCallBudget
 from fleet_remediation.contract.drainer_steps import TAKING_OUT
 from fleet_remediation.contract.drills import DRILL_TAG, MAX_DRILL_SECONDS, DrillFault, DrillMarker
 from fleet_remediation.contract.naming import (
@@ -44,6 +45,7 @@ from fleet_remediation.contract.naming import (
     mode_parameter_name,
     service_mode_parameter_name,
 )
+from fleet_remediation.core.announce import ActionEventSink
 from livekit_fleet_remediation.cli.audit import read as read_audit
 from livekit_fleet_remediation.cli.audit_sources import Clients, Progress
 from livekit_fleet_remediation.cli.audit_timeline import ACTED, WOULD_ACT, Entry
@@ -57,6 +59,7 @@ from livekit_fleet_remediation.cli.common import (
     add_common,
     configuration,
 )
+from livekit_fleet_remediation.cli.drill_events import drill_event, told
 from livekit_fleet_remediation.cli.drill_fis_run import FisClients, FisDrill, FisRequest
 from livekit_fleet_remediation.cli.drill_run import DrillRun, iso, render
 from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
@@ -147,6 +150,8 @@ class Drill:
     progress: Progress
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    # Where the drill's own action events go (the command's default: the account's default bus).
+    events: ActionEventSink | None = None
 
     def start(
         self, fault: DrillFault, target: DrillTarget, minutes: float, mode: str, drill_id: str
@@ -161,6 +166,7 @@ class Drill:
         return run
 
     def watch(self, run: DrillRun, poll_seconds: float) -> None:
+        self.record(run, "drill-start", "started")
         deadline = run.until
         while True:
             _, entries = read_audit(self.env, run.started, self.audit_clients, self.progress, [self.service])
@@ -169,6 +175,13 @@ class Drill:
             if run.answered is not None or self.clock() >= deadline:
                 return
             self.sleep(min(poll_seconds, max(0.0, (deadline - self.clock()).total_seconds())))
+
+    def record(self, run: DrillRun, action: str, outcome: str) -> None:
+        if self.events is None:
+            return
+        problem = told(self.events, drill_event(run, self.env, self.service, action, outcome, self.clock()))
+        if problem:
+            self.progress.write(problem)
 
     def stop(self, run: DrillRun) -> None:
         try:
@@ -223,6 +236,8 @@ def main(
         drill = drill or Drill(
             aws_client(DRILL_TAG_CALL, region_name=region), Clients.budgeted(region), env, service, progress
         )
+        if drill.events is None:
+            drill.events = EventBridgeActionEvents(client=aws_client(ACTION_EVENTS_PUT, region_name=region))
         run_id = f"drill-{int(time.time())}"
         if args.via == "hook":
             run = _via_hook(drill, agent.ecs_cluster, agent.ecs_service, args, run_id)
@@ -234,6 +249,7 @@ def main(
             clients = fis_clients or FisClients.budgeted(region)
             fis = FisDrill(clients, drill.ecs, progress, drill.sleep, drill.clock)
             run = fis.run(request, lambda started: drill.watch(started, args.poll_seconds))
+        drill.record(run, "drill-verdict", "pass" if run.answered else "fail")
     except (UsageError, InvalidConfig) as exc:
         print(f"lkfr drill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

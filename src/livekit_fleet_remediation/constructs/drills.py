@@ -20,10 +20,13 @@ from aws_cdk import aws_lambda as lambda_
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
 from fleet_remediation.contract.agent_services import AgentServiceConfig
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault
 from fleet_remediation.contract.naming import (
     ECS_SERVICE_NAME_TAG,
+    EVENT_BUS_NAME,
+    EVENT_SOURCE,
     mode_parameter_name,
     service_mode_parameter_name,
 )
@@ -128,6 +131,19 @@ class DrillResources(Construct):
             ),
             iam.PolicyStatement(actions=["logs:FilterLogEvents"], resources=log_groups),
             iam.PolicyStatement(actions=["dynamodb:Query"], resources=[ledger_table_arn]),
+            # The drill's own action events: only that detail-type from our source, on the default bus.
+            iam.PolicyStatement(
+                actions=["events:PutEvents"],
+                resources=[
+                    stack.format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)
+                ],
+                conditions={
+                    "StringEquals": {
+                        "events:source": EVENT_SOURCE,
+                        "events:detail-type": ACTION_EVENT_DETAIL_TYPE,
+                    }
+                },
+            ),
         ]
 
     def _fis(
