@@ -131,19 +131,7 @@ class DrillResources(Construct):
             ),
             iam.PolicyStatement(actions=["logs:FilterLogEvents"], resources=log_groups),
             iam.PolicyStatement(actions=["dynamodb:Query"], resources=[ledger_table_arn]),
-            # The drill's own action events: only that detail-type from our source, on the default bus.
-            iam.PolicyStatement(
-                actions=["events:PutEvents"],
-                resources=[
-                    stack.format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)
-                ],
-                conditions={
-                    "StringEquals": {
-                        "events:source": EVENT_SOURCE,
-                        "events:detail-type": ACTION_EVENT_DETAIL_TYPE,
-                    }
-                },
-            ),
+            _drill_action_events(stack),
         ]
 
     def _fis(
@@ -216,3 +204,14 @@ class DrillResources(Construct):
             ],
             apply_to_children=True,
         )
+
+
+def _drill_action_events(stack: Stack) -> iam.PolicyStatement:
+    """The drill's own action events: only that detail-type from our source, on the default bus."""
+    return iam.PolicyStatement(
+        actions=["events:PutEvents"],
+        resources=[stack.format_arn(service="events", resource="event-bus", resource_name=EVENT_BUS_NAME)],
+        conditions={
+            "StringEquals": {"events:source": EVENT_SOURCE, "events:detail-type": ACTION_EVENT_DETAIL_TYPE}
+        },
+    )
