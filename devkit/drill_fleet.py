@@ -88,6 +88,10 @@ class DrillWorker:
     def registered(self) -> bool:
         return any(record.get("message") == "registered worker" for record in self.records())
 
+    def rooms(self) -> set[str]:
+        """The rooms of the jobs this worker took."""
+        return {str(r.get("room")) for r in self.records() if r.get("message") == "received job request"}
+
     def jobs(self) -> int:
         return sum(record.get("message") == "received job request" for record in self.records())
 

@@ -21,11 +21,14 @@ from devkit.drill_fleet import Callers, DrillWorker, wait_until
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 
-# Simulated seconds per real second: an 8 s call is an 8 minute lesson, a 40 s fault 40 minutes.
-SCALE = 60
-CALL_SECONDS = 8.0
-# Two cores run the whole fleet: each call starts a job process, so calls come every 2.5 s.
-CALL_EVERY_SECONDS = 2.5
+# Simulated seconds per real second: 5 real seconds are one minute of the replay, so the product's
+# minute-sized windows (the per-task TTS test's 3 minutes, the VAD attribution's 10-minute span) hold
+# several of the agents' turns, and a warning rate per replayed minute is 12 times the real one.
+SCALE = 12
+# A 24 s call is a 5-minute lesson; one every 3 s keeps about eight in progress, one per worker.
+CALL_SECONDS = 24.0
+# Two cores run the whole fleet, and each call starts a job process: that bounds the call rate.
+CALL_EVERY_SECONDS = 3.0
 STREAM_PREFIX = "agent/ppi-livekit-agent"
 # The starved worker's share of a CPU while the fault lasts.
 STARVED_SHARE = 0.25
@@ -46,6 +49,7 @@ class RunRecord:
     faults: dict[str, float] = field(default_factory=dict)  # fault -> real second it began
     starvation: str = ""
     calls: int = 0
+    rooms: set[str] = field(default_factory=set)  # the drilled worker's rooms
 
     def simulated(self, real: float) -> datetime:
         return datetime.fromtimestamp(self.started + (real - self.started) * SCALE, tz=UTC)
@@ -99,6 +103,7 @@ class Fleet:
         drilled.tags.clear()
         record.ended = time.time()
         record.calls = len(self.callers.placed) - placed
+        record.rooms = drilled.rooms()
         return record
 
     def replace_drilled(self) -> tuple[float, float | None]:
