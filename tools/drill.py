@@ -37,10 +37,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
 DRILL_ENV = "drill"
 # The reaper's max age and its warning's grace for the drill's rooms (replayed minutes): the
-# example's 60 and 10 would need a run five times as long. A 5-minute lesson stays below 8 minutes;
-# an abandoned room passes it 40 real seconds after it opened, and goes a minute after its warning.
+# example's 60 and 10 would need runs five times as long. A 5-minute session stays below 8 minutes;
+# an abandoned room passes it 40 real seconds after it opened, and goes at the reaper's next run.
 DRILL_MAX_AGE_MINUTES = 8
-DRILL_GRACE_MINUTES = 1
+DRILL_GRACE_MINUTES = 0
 # Real seconds of calls before the fault (default): the workers have sessions in progress when it comes.
 FAULT_AT = 15.0
 ZOMBIE, STARVED, SILENT = (
