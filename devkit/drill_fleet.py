@@ -122,30 +122,29 @@ def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
 
 
 class Callers:
-    """Callers on one event loop thread: each opens its room, has the agent dispatched to it, joins
-    and publishes a tone for the call's length, then leaves."""
+    """Callers on one event loop thread: each opens its room, has the named agent dispatched to it,
+    joins and publishes a tone for the call's length, then leaves."""
 
-    def __init__(self, server: LocalLiveKit, agent_name: str) -> None:
+    def __init__(self, server: LocalLiveKit) -> None:
         self.server = server
-        self.agent_name = agent_name
         self.loop = BackgroundLoop()
         self.placed: list[str] = []
         self.failed: list[str] = []
 
-    def call(self, room: str, seconds: float) -> None:
+    def call(self, room: str, seconds: float, agent_name: str) -> None:
         self.placed.append(room)
-        future = asyncio.run_coroutine_threadsafe(self._call(room, seconds), self.loop.loop)
+        future = asyncio.run_coroutine_threadsafe(self._call(room, seconds, agent_name), self.loop.loop)
         future.add_done_callback(lambda done: self._ended(room, done))
 
     def _ended(self, room: str, done: Any) -> None:
         if not done.cancelled() and done.exception() is not None:
             self.failed.append(f"{room}: {done.exception()!r}")
 
-    async def _call(self, room: str, seconds: float) -> None:
+    async def _call(self, room: str, seconds: float, agent_name: str) -> None:
         async with api.LiveKitAPI(self.server.http_url, self.server.api_key, self.server.api_secret) as lk:
             await lk.room.create_room(api.CreateRoomRequest(name=room))
             await lk.agent_dispatch.create_dispatch(
-                api.CreateAgentDispatchRequest(room=room, agent_name=self.agent_name)
+                api.CreateAgentDispatchRequest(room=room, agent_name=agent_name)
             )
         token = (
             api.AccessToken(self.server.api_key, self.server.api_secret)

@@ -56,26 +56,34 @@ class RunRecord:
 
 
 class Fleet:
-    """The real fleet: ``size`` workers on ``server``, and the callers."""
+    """The real fleet: ``size`` workers on ``server``, and the callers.
+
+    Each worker registers under its own agent name and the calls go to the names in turn, as the
+    seed's job-count load spread calls evenly: livekit-server's own choice among equal loads can
+    leave one worker without a call for a minute, and the drilled worker must see its share."""
 
     def __init__(self, server: LocalLiveKit, size: int, env: dict[str, str]) -> None:
         self.server = server
-        self.agent_name = f"drill-{uuid.uuid4().hex[:6]}"
+        prefix = f"drill-{uuid.uuid4().hex[:6]}"
         self.env = env
-        self.workers = [self._worker() for _ in range(size)]
+        self.workers = [self._worker(f"{prefix}-{slot}") for slot in range(size)]
         self.retired: list[DrillWorker] = []
-        self.callers = Callers(server, self.agent_name)
+        self.callers = Callers(server)
         self._calling = threading.Event()
+        self._turn = 0
 
-    def _worker(self) -> DrillWorker:
-        return DrillWorker(self.server, self.agent_name, "ppi-livekit-prod", self.env).start()
+    def _worker(self, agent_name: str) -> DrillWorker:
+        return DrillWorker(self.server, agent_name, "ppi-livekit-prod", self.env).start()
 
     def ready(self, timeout: float = 120.0) -> bool:
         return wait_until(lambda: all(worker.registered() for worker in self.workers), timeout)
 
     def _call_loop(self, prefix: str) -> None:
         while self._calling.is_set():
-            self.callers.call(f"lesson-{prefix}-{uuid.uuid4().hex[:6]}", CALL_SECONDS)
+            names = sorted(worker.agent_name for worker in self.workers)
+            self._turn += 1
+            agent = names[self._turn % len(names)]
+            self.callers.call(f"lesson-{prefix}-{uuid.uuid4().hex[:6]}", CALL_SECONDS, agent)
             time.sleep(CALL_EVERY_SECONDS)
 
     def run(self, name: str, steps: list[Step], seconds: float) -> RunRecord:
@@ -113,7 +121,7 @@ class Fleet:
         drilled.stop()
         self.retired.append(drilled)
         began = time.time()
-        replacement = self._worker()
+        replacement = self._worker(drilled.agent_name)
         self.workers.append(replacement)
         wait_until(replacement.registered, 60)
         registered = time.time() - began
