@@ -100,10 +100,15 @@ class DrillWorker:
         assert self.process is not None
         return self.process.pid
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """Asks the worker to drain and exit (``stop`` waits for it)."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.pgid, signal.SIGCONT)
             os.killpg(self.pgid, signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.terminate()
+        if self.process is not None:
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

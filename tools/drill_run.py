@@ -148,6 +148,8 @@ class Fleet:
                         out.write(json.dumps(event) + "\n")
 
     def stop(self) -> None:
+        for worker in self.workers:  # all drain at once, then each is waited for
+            worker.terminate()
         for worker in self.workers:
             worker.stop()
         self.callers.close()
