@@ -25,6 +25,7 @@ from typing import Any
 
 from livekit import rtc
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, ModelSettings, room_io
+from livekit.agents.voice import SpeechHandle
 
 from devkit.fakes.tts import StreamingTTS
 from livekit_fleet_agent import TaskTagReader, emit_detection_signals
@@ -32,7 +33,8 @@ from livekit_fleet_agent.drill import DrillHook, withhold_first_audio
 
 AGENT_NAME_ENV = "DRILL_AGENT_NAME"
 # Real seconds; make drill's clock runs faster than real time (tools/drill.py says how much).
-TURN_SECONDS = float(os.environ.get("DRILL_TURN_SECONDS", "2.0"))
+# A turn outlasts the first-audio timeout twice over: a reply unplayed at the next turn is silent, not slow.
+TURN_SECONDS = float(os.environ.get("DRILL_TURN_SECONDS", "4.0"))
 FIRST_AUDIO_TIMEOUT_SECONDS = float(os.environ.get("DRILL_FIRST_AUDIO_TIMEOUT_SECONDS", "2.0"))
 SUMMARY_SECONDS = float(os.environ.get("DRILL_SUMMARY_SECONDS", "1.0"))
 # The VAD stand-in warns past this lag, as silero does past its threshold, once per this much audio.
@@ -129,10 +131,14 @@ async def entrypoint(ctx: JobContext) -> None:
     options = room_io.RoomOptions(close_on_disconnect=DRILLS.close_on_disconnect())
     await session.start(agent=Tutor(instructions="Answer in tone."), room=ctx.room, room_options=options)
     turn = 0
+    reply: SpeechHandle | None = None
     while not closed.is_set():
         if ctx.room.remote_participants:  # an abandoned session speaks to nobody, so it says nothing
             turn += 1
-            session.say(f"Answer number {turn}.")
+            if reply is not None and not reply.done():
+                # The caller heard nothing and speaks again: their turn interrupts the silent reply.
+                reply.interrupt()
+            reply = session.say(f"Answer number {turn}.")
         try:
             await asyncio.wait_for(closed.wait(), TURN_SECONDS)
         except TimeoutError:

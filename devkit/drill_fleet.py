@@ -88,6 +88,10 @@ class DrillWorker:
     def registered(self) -> bool:
         return any(record.get("message") == "registered worker" for record in self.records())
 
+    def rooms(self) -> set[str]:
+        """The rooms of the jobs this worker took."""
+        return {str(r.get("room")) for r in self.records() if r.get("message") == "received job request"}
+
     def jobs(self) -> int:
         return sum(record.get("message") == "received job request" for record in self.records())
 
@@ -96,10 +100,15 @@ class DrillWorker:
         assert self.process is not None
         return self.process.pid
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """Asks the worker to drain and exit (``stop`` waits for it)."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.pgid, signal.SIGCONT)
             os.killpg(self.pgid, signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.terminate()
+        if self.process is not None:
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -118,30 +127,29 @@ def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
 
 
 class Callers:
-    """Callers on one event loop thread: each opens its room, has the agent dispatched to it, joins
-    and publishes a tone for the call's length, then leaves."""
+    """Callers on one event loop thread: each opens its room, has the named agent dispatched to it,
+    joins and publishes a tone for the call's length, then leaves."""
 
-    def __init__(self, server: LocalLiveKit, agent_name: str) -> None:
+    def __init__(self, server: LocalLiveKit) -> None:
         self.server = server
-        self.agent_name = agent_name
         self.loop = BackgroundLoop()
         self.placed: list[str] = []
         self.failed: list[str] = []
 
-    def call(self, room: str, seconds: float) -> None:
+    def call(self, room: str, seconds: float, agent_name: str) -> None:
         self.placed.append(room)
-        future = asyncio.run_coroutine_threadsafe(self._call(room, seconds), self.loop.loop)
+        future = asyncio.run_coroutine_threadsafe(self._call(room, seconds, agent_name), self.loop.loop)
         future.add_done_callback(lambda done: self._ended(room, done))
 
     def _ended(self, room: str, done: Any) -> None:
         if not done.cancelled() and done.exception() is not None:
             self.failed.append(f"{room}: {done.exception()!r}")
 
-    async def _call(self, room: str, seconds: float) -> None:
+    async def _call(self, room: str, seconds: float, agent_name: str) -> None:
         async with api.LiveKitAPI(self.server.http_url, self.server.api_key, self.server.api_secret) as lk:
             await lk.room.create_room(api.CreateRoomRequest(name=room))
             await lk.agent_dispatch.create_dispatch(
-                api.CreateAgentDispatchRequest(room=room, agent_name=self.agent_name)
+                api.CreateAgentDispatchRequest(room=room, agent_name=agent_name)
             )
         token = (
             api.AccessToken(self.server.api_key, self.server.api_secret)

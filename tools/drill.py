@@ -36,35 +36,52 @@ from tools.drill_run import SCALE, Fleet, RunRecord, Step
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO_ROOT / "examples" / "standalone" / "environments.json"
 DRILL_ENV = "drill"
-# The reaper's max age for the drill's lessons (simulated minutes): the example's 60 would need a
-# run three times as long; a 6-minute lesson is far from it either way.
-DRILL_MAX_AGE_MINUTES = 20
+# The reaper's max age and its warning's grace for the drill's rooms (replayed minutes): the
+# example's 60 and 10 would need runs five times as long. A 5-minute session stays below 8 minutes;
+# an abandoned room passes it 40 real seconds after it opened, and goes at the reaper's next run.
+DRILL_MAX_AGE_MINUTES = 8
+DRILL_GRACE_MINUTES = 0
+# Real seconds of calls before the fault (default): the workers have sessions in progress when it comes.
+FAULT_AT = 15.0
 ZOMBIE, STARVED, SILENT = (
     fault.value for fault in (DrillFault.ABANDONED_SESSION, DrillFault.CPU_STARVED, DrillFault.TTS_SILENCE)
 )
-PLANS: dict[str, list[Step]] = {
-    ZOMBIE: [Step(5, ZOMBIE)],
-    STARVED: [Step(5, STARVED)],
-    SILENT: [Step(5, SILENT)],
-    "chain": [Step(5, ZOMBIE), Step(15, STARVED), Step(30, SILENT)],
+# Each run's faults, at real seconds after the first; the chain is the seed's order on one worker.
+PLANS: dict[str, list[tuple[float, str]]] = {
+    ZOMBIE: [(0, ZOMBIE)],
+    STARVED: [(0, STARVED)],
+    SILENT: [(0, SILENT)],
+    "chain": [(0, ZOMBIE), (10, STARVED), (40, SILENT)],
 }
 
 
-def drill_config(output: Path) -> Path:
+def plan(name: str, fault_at: float) -> list[Step]:
+    return [Step(fault_at + after, fault) for after, fault in PLANS[name]]
+
+
+def drill_config(output: Path, workers: int) -> Path:
     """The example prod environment under the name ``drill``, enforcing, drills on, with the drill's
-    max age for lessons."""
+    max age and grace for rooms; a fleet under five tasks may drain one at a time (the example's 20%
+    of the fleet would hold any drain)."""
     environments = json.loads(EXAMPLE_CONFIG.read_text())["environments"]
     env = dict(environments["prod"], mode="enforce", drills={"enabled": True})
-    env["reaper"] = dict(
-        env["reaper"], policy=dict(env["reaper"]["policy"], max_age_minutes=DRILL_MAX_AGE_MINUTES)
+    drainer = env["drainer"]["policy"]
+    fraction = max(drainer["max_draining_fraction"], 1 / max(workers, 1))
+    env["drainer"] = dict(env["drainer"], policy=dict(drainer, max_draining_fraction=fraction))
+    policy = dict(
+        env["reaper"]["policy"],
+        max_age_minutes=DRILL_MAX_AGE_MINUTES,
+        live_room_grace_minutes=DRILL_GRACE_MINUTES,
     )
+    env["reaper"] = dict(env["reaper"], policy=policy)
     path = output / "environments.json"
     path.write_text(json.dumps({"environments": {DRILL_ENV: env}}, indent=2))
     return path
 
 
-def drill(fleet: Fleet, name: str, seconds: float, output: Path, config: Path) -> FaultFigures:
-    record = fleet.run(name, PLANS[name], seconds)
+def drill(fleet: Fleet, name: str, args: argparse.Namespace, config: Path) -> FaultFigures:
+    record = fleet.run(name, plan(name, args.fault_at), args.seconds)
+    output = args.output
     log = output / f"{name}.jsonl"
     fleet.export(record, log)
     result: ReplayResult = replay(log, DRILL_ENV, config, profile="aws")
@@ -76,7 +93,10 @@ def drill(fleet: Fleet, name: str, seconds: float, output: Path, config: Path) -
 def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(prog="python -m tools.drill", description=__doc__.splitlines()[0])
     found.add_argument("--workers", type=int, default=8)
-    found.add_argument("--seconds", type=float, default=40.0, help="real seconds per run")
+    found.add_argument("--seconds", type=float, default=110.0, help="real seconds per run")
+    found.add_argument(
+        "--fault-at", type=float, default=FAULT_AT, help="real seconds of calls before the fault"
+    )
     found.add_argument("--fault", action="append", choices=list(PLANS), help="runs to make (default: all)")
     found.add_argument("--output", type=Path, default=Path(".drill"))
     found.add_argument("--json", action="store_true", help="one document instead of the text")
@@ -86,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.output.mkdir(exist_ok=True)
-    config = drill_config(args.output)
+    config = drill_config(args.output, args.workers)
     wall, cpu = time.monotonic(), _cpu_seconds()
     results: list[FaultFigures] = []
     # livekit-server's dev mode logs every packet event; at warn it leaves the two cores to the fleet.
@@ -98,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("the workers did not register within two minutes", file=sys.stderr)
                 return 1
             for name in args.fault or list(PLANS):
-                results.append(drill(fleet, name, args.seconds, args.output, config))
+                results.append(drill(fleet, name, args, config))
         finally:
             fleet.stop()
     cost = (time.monotonic() - wall, _cpu_seconds() - cpu)

@@ -21,11 +21,14 @@ from devkit.drill_fleet import Callers, DrillWorker, wait_until
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 
-# Simulated seconds per real second: an 8 s call is an 8 minute lesson, a 40 s fault 40 minutes.
-SCALE = 60
-CALL_SECONDS = 8.0
-# Two cores run the whole fleet: each call starts a job process, so calls come every 2.5 s.
-CALL_EVERY_SECONDS = 2.5
+# Simulated seconds per real second: 5 real seconds are one minute of the replay, so the product's
+# minute-sized windows (the per-task TTS test's 3 minutes, the VAD attribution's 10-minute span) hold
+# several of the agents' turns, and a warning rate per replayed minute is 12 times the real one.
+SCALE = 12
+# A 24 s call is a 5-minute lesson; one every 3 s keeps about eight in progress, one per worker.
+CALL_SECONDS = 24.0
+# Two cores run the whole fleet, and each call starts a job process: that bounds the call rate.
+CALL_EVERY_SECONDS = 3.0
 STREAM_PREFIX = "agent/ppi-livekit-agent"
 # The starved worker's share of a CPU while the fault lasts.
 STARVED_SHARE = 0.25
@@ -46,32 +49,41 @@ class RunRecord:
     faults: dict[str, float] = field(default_factory=dict)  # fault -> real second it began
     starvation: str = ""
     calls: int = 0
+    rooms: set[str] = field(default_factory=set)  # the drilled worker's rooms
 
     def simulated(self, real: float) -> datetime:
         return datetime.fromtimestamp(self.started + (real - self.started) * SCALE, tz=UTC)
 
 
 class Fleet:
-    """The real fleet: ``size`` workers on ``server``, and the callers."""
+    """The real fleet: ``size`` workers on ``server``, and the callers.
+
+    Each worker registers under its own agent name and the calls go to the names in turn, as the
+    seed's job-count load spread calls evenly: livekit-server's own choice among equal loads can
+    leave one worker without a call for a minute, and the drilled worker must see its share."""
 
     def __init__(self, server: LocalLiveKit, size: int, env: dict[str, str]) -> None:
         self.server = server
-        self.agent_name = f"drill-{uuid.uuid4().hex[:6]}"
+        prefix = f"drill-{uuid.uuid4().hex[:6]}"
         self.env = env
-        self.workers = [self._worker() for _ in range(size)]
+        self.workers = [self._worker(f"{prefix}-{slot}") for slot in range(size)]
         self.retired: list[DrillWorker] = []
-        self.callers = Callers(server, self.agent_name)
+        self.callers = Callers(server)
         self._calling = threading.Event()
+        self._turn = 0
 
-    def _worker(self) -> DrillWorker:
-        return DrillWorker(self.server, self.agent_name, "ppi-livekit-prod", self.env).start()
+    def _worker(self, agent_name: str) -> DrillWorker:
+        return DrillWorker(self.server, agent_name, "ppi-livekit-prod", self.env).start()
 
     def ready(self, timeout: float = 120.0) -> bool:
         return wait_until(lambda: all(worker.registered() for worker in self.workers), timeout)
 
     def _call_loop(self, prefix: str) -> None:
         while self._calling.is_set():
-            self.callers.call(f"lesson-{prefix}-{uuid.uuid4().hex[:6]}", CALL_SECONDS)
+            names = sorted(worker.agent_name for worker in self.workers)
+            self._turn += 1
+            agent = names[self._turn % len(names)]
+            self.callers.call(f"lesson-{prefix}-{uuid.uuid4().hex[:6]}", CALL_SECONDS, agent)
             time.sleep(CALL_EVERY_SECONDS)
 
     def run(self, name: str, steps: list[Step], seconds: float) -> RunRecord:
@@ -99,6 +111,7 @@ class Fleet:
         drilled.tags.clear()
         record.ended = time.time()
         record.calls = len(self.callers.placed) - placed
+        record.rooms = drilled.rooms()
         return record
 
     def replace_drilled(self) -> tuple[float, float | None]:
@@ -108,7 +121,7 @@ class Fleet:
         drilled.stop()
         self.retired.append(drilled)
         began = time.time()
-        replacement = self._worker()
+        replacement = self._worker(drilled.agent_name)
         self.workers.append(replacement)
         wait_until(replacement.registered, 60)
         registered = time.time() - began
@@ -135,6 +148,8 @@ class Fleet:
                         out.write(json.dumps(event) + "\n")
 
     def stop(self) -> None:
+        for worker in self.workers:  # all drain at once, then each is waited for
+            worker.terminate()
         for worker in self.workers:
             worker.stop()
         self.callers.close()

@@ -2,11 +2,10 @@
 publishing audio, a tts-silence drill on one worker through the drill hook, the workers' own lines
 through the replay; and the CPU limit, on a real process.
 
-The short form runs three workers for 20 seconds: too few for the drainer's guardrails to take one
-out (at most 20% of the fleet draining), and too few sessions for the TTS alarms' minimums, so it
-asserts what such a fleet must show: the drilled worker's own lines, through the replay, show its
-sessions failing after the fault and more of them than the other workers', and a replacement worker
-registers and takes a call."""
+The short form runs three workers (the drill's environment lets one of three drain) with the fault
+8 s into a 38 s run: the drilled worker's sessions fail after the fault, the drainer cordons the
+drilled task and no other, and a replacement worker registers and takes a call. (Sessions on the other
+workers fail too when the machine is loaded: their count is not compared.)"""
 
 from __future__ import annotations
 
@@ -25,19 +24,19 @@ from tools.drill import main
 pytestmark = [pytest.mark.livekit, pytest.mark.timeout(240)]
 
 
-def test_a_tts_silence_drill_on_real_workers_fails_that_workers_sessions_and_a_replacement_takes_calls(
+def test_a_tts_silence_drill_on_real_workers_takes_that_worker_out_and_a_replacement_takes_calls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--workers", "3", "--fault", "tts-silence", "--seconds", "20", "--json"]
+    argv = ["--workers", "3", "--fault", "tts-silence", "--fault-at", "8", "--seconds", "38", "--json"]
     argv += ["--output", str(tmp_path)]
     assert main(argv) == 0
     (run,) = json.loads(capsys.readouterr().out)
-    timeline = {entry["what"]: entry["at"] for entry in run["timeline_minutes"]}
+    timeline = {entry["what"]: entry["real_seconds"] for entry in run["timeline"]}
     assert timeline["fault: tts-silence"] == 0
     first_failed = "first failed session on the drilled task (started after the fault)"
     assert timeline[first_failed] >= 0
-    assert run["sessions_failed_without_remediation"] >= 1
-    assert run["sessions_failed_on_drilled_task"] > run["sessions_failed_elsewhere"]
+    assert "cordon" in run["drilled_task_steps"], run["timeline"]
+    assert "cordon" not in run["other_tasks_steps"], run["timeline"]
     assert run["replacement_first_call_real_seconds"] is not None
 
 
