@@ -1,9 +1,10 @@
 """The remediation wheel at both ends of its dependency ranges: installed into a fresh venv with every
 dependency at the lowest version its range allows (requirements/wheelhouse-lowest.lock: aws-cdk-lib a
 year older than the newest, cdk-nag 2, pydantic 2.11, boto3 1.40) and into another at the highest
-(requirements/wheelhouse-highest.lock: the newest releases the ranges allow; cdk-nag's newest 2.x,
-since 3.0 removed the ``NagSuppressions`` the construct uses), offline. Each synthesizes
-examples/consumer_app with the pinned CDK CLI, cdk-nag clean, and the two templates are the same.
+(requirements/wheelhouse-highest.lock: the newest releases the ranges allow, cdk-nag 3 among them),
+offline. Each synthesizes examples/consumer_app with the pinned CDK CLI, cdk-nag clean (cdk-nag 2
+reads the construct's ``NagSuppressions``, cdk-nag 3 its ``Validations`` acknowledgments), and the
+two templates are the same.
 
 What the comparison leaves out, and why:
 - the ``CDKMetadata`` resource and its condition (the CDK's own usage report, naming its version);
@@ -128,6 +129,11 @@ def test_each_lowest_pin_is_its_ranges_floor_and_each_highest_pin_is_in_range() 
         floors = [Version(s.version) for s in requirement.specifier if s.operator == ">="]
         assert [Version(lowest[name])] == floors, (name, lowest[name], str(requirement.specifier))
         assert requirement.specifier.contains(highest[name]), (name, highest[name])
+
+
+def test_the_ends_take_cdk_nag_2_at_the_lowest_and_cdk_nag_3_at_the_highest() -> None:
+    lowest, highest = (_pins(range_end(end)[0]) for end in ENDS)
+    assert (Version(lowest["cdk-nag"]).major, Version(highest["cdk-nag"]).major) == (2, 3)
 
 
 @pytest.mark.parametrize("end", ENDS)
