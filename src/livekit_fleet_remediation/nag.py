@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import jsii
 from aws_cdk import Aspects, IAspect, Stack
 from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ class _ValidationPluginPack(Protocol):
 def apply_aws_solutions_checks(app: IConstruct, *, verbose: bool = True) -> None:
     """cdk-nag's AwsSolutions checks on ``app``, whichever major of cdk-nag is installed: an
     unacknowledged finding fails ``cdk synth``."""
-    from cdk_nag import AwsSolutionsChecks
-
     if NAG_MAJOR < 3:
         Aspects.of(app).add(AwsSolutionsChecks(verbose=verbose))
         return
