@@ -9,9 +9,9 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
-from cdk_nag import AwsSolutionsChecks
 
 from livekit_fleet_remediation import AgentServiceResources, EnvironmentConfig, FleetRemediation
+from livekit_fleet_remediation.nag import apply_aws_solutions_checks
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"
 # Each instance's name prefix and the agent services it covers.
@@ -53,7 +53,9 @@ def build(outdir: str | None = None, context: dict[str, Any] | None = None) -> c
         FleetRemediation(
             stack, f"Remediation-{prefix}", name_prefix=prefix, config=config, agent_services=services
         )
-    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    # cdk-nag 2: cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True)); cdk-nag 3:
+    # cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True)). This does either.
+    apply_aws_solutions_checks(app)
     return app
 
 

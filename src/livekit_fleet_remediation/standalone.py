@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks
 
 from fleet_remediation import __version__
 from fleet_remediation.contract.naming import stack_name
@@ -30,6 +29,7 @@ from livekit_fleet_remediation.config import (
     environment_names,
     load_environment,
 )
+from livekit_fleet_remediation.nag import apply_aws_solutions_checks
 from livekit_fleet_remediation.stack import FleetRemediationStack
 
 CONFIG_ENV_VAR = "LKFR_CONFIG"
@@ -70,7 +70,7 @@ def build_stacks(
             env=cdk.Environment(account=config.account, region=config.region),
             description=f"LiveKit Fleet Remediation {__version__} ({name})",
         )
-    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    apply_aws_solutions_checks(app)
     return app, stacks
 
 

@@ -8,13 +8,19 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
+from aws_cdk import aws_cloudwatch as cloudwatch
 
+from fleet_remediation.contract.agent_services import AgentService
 from fleet_remediation.contract.detection import DetectionConfig
+from fleet_remediation.contract.naming import RunbookLinks
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from livekit_fleet_remediation.config import ConfigError
+from livekit_fleet_remediation.constructs.detection import Detection
+from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
 from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized
 
@@ -334,3 +340,34 @@ def test_invalid_detection_settings_fail_at_synth_naming_the_field(
     context["environments"]["staging"]["detection"] = {"tts_reach_alarm": tts_settings}
     with pytest.raises(ConfigError, match=r"environments\.staging\.detection\.tts_reach_alarm"):
         synth("staging", context)
+
+
+@pytest.mark.parametrize(
+    ("links", "vad", "tts"),
+    [
+        ("site", "runbooks/vad-slow-inference.html", "runbooks/tts-reach.html"),
+        ("repository", "docs/runbooks/vad-slow-inference.md", "docs/runbooks/tts-reach.md"),
+    ],
+)
+def test_the_pages_descriptions_link_the_runbooks_as_runbook_links_says(
+    links: RunbookLinks, vad: str, tts: str
+) -> None:
+    base = "https://docs.example.com/voice/fleet-remediation"
+    stack = cdk.Stack(cdk.App(), "Pages")
+    detection = Detection(
+        stack,
+        "Detection",
+        env_name="staging",
+        service=AgentService(ecs_cluster="agents", ecs_service="agents", agent_log_group="/agents"),
+        detection=DetectionConfig(),
+        scan_tally=ScanBudgetTally(stack, "ScanBudget"),
+        runbooks=(base, links),
+    )
+
+    def description(page: cloudwatch.CompositeAlarm) -> str:
+        cfn = page.node.default_child
+        assert isinstance(cfn, cloudwatch.CfnCompositeAlarm)
+        return str(stack.resolve(cfn.alarm_description))
+
+    assert description(detection.vad_alarm).endswith(f" Runbook: {base}/{vad}")
+    assert description(detection.tts_reach_alarm).endswith(f" Runbook: {base}/{tts}")

@@ -1,13 +1,15 @@
 """The remediation wheel at both ends of its dependency ranges: installed into a fresh venv with every
 dependency at the lowest version its range allows (requirements/wheelhouse-lowest.lock: aws-cdk-lib a
 year older than the newest, cdk-nag 2, pydantic 2.11, boto3 1.40) and into another at the highest
-(requirements/wheelhouse-highest.lock: the newest releases the ranges allow; cdk-nag's newest 2.x,
-since 3.0 removed the ``NagSuppressions`` the construct uses), offline. Each synthesizes
-examples/consumer_app with the pinned CDK CLI, cdk-nag clean, and the two templates are the same.
+(requirements/wheelhouse-highest.lock: the newest releases the ranges allow, cdk-nag 3 among them),
+offline. Each synthesizes examples/consumer_app with the pinned CDK CLI, cdk-nag clean (cdk-nag 2
+reads the construct's ``NagSuppressions``, cdk-nag 3 its ``Validations`` acknowledgments), and the
+two templates are the same.
 
 What the comparison leaves out, and why:
 - the ``CDKMetadata`` resource and its condition (the CDK's own usage report, naming its version);
-- each resource's ``Metadata`` (construct paths and asset staging paths, the CDK's bookkeeping);
+- each resource's ``Metadata`` (construct paths and asset staging paths, the CDK's bookkeeping; cdk-nag
+  2's ``cdk_nag`` suppressions, which cdk-nag 3 does not write);
 - ``{"Ref": "AWS::NoValue"}`` list items, and a policy statement's one-item ``Resource`` list beside a
   lone value: CloudFormation drops the first and IAM reads both alike (older aws-cdk-lib writes a
   table grant as ``[arn, NoValue]``, newer as ``arn``).
@@ -31,6 +33,7 @@ from devkit.installed import REPO_ROOT, install, range_end
 from tests.packaging.test_consumer_app_installed import CDK_CLI, CONSUMER, OFFLINE, SYNTH_TIMEOUT_SECONDS
 
 ENDS = ("lowest", "highest")
+NAG_PROBE = Path(__file__).with_name("nag_probe.py")
 NO_VALUE = {"Ref": "AWS::NoValue"}
 
 
@@ -95,6 +98,11 @@ def _install_and_synthesize(end: str, wheel: Path, root: Path) -> dict[str, Any]
         [str(installed.python), "-m", "pip", "list", "--format=json"], cwd=root, timeout=60
     )
     checked = installed.run([str(installed.python), "-m", "pip", "check"], cwd=root, timeout=60)
+    probed = installed.run(
+        [str(installed.python), str(NAG_PROBE), str(root / "probe.out")],
+        cwd=root,
+        timeout=SYNTH_TIMEOUT_SECONDS,
+    )
     return {
         "returncode": done.returncode,
         "output": done.stdout + done.stderr,
@@ -103,6 +111,7 @@ def _install_and_synthesize(end: str, wheel: Path, root: Path) -> dict[str, Any]
         ],
         "installed": {_canonical(p["name"]): p["version"] for p in json.loads(listed.stdout)},
         "pip_check": checked.stdout + checked.stderr if checked.returncode else "",
+        "nag_probe": probed.stdout.strip().splitlines()[-1:] or [probed.stderr[-3000:]],
     }
 
 
@@ -130,6 +139,11 @@ def test_each_lowest_pin_is_its_ranges_floor_and_each_highest_pin_is_in_range() 
         assert requirement.specifier.contains(highest[name]), (name, highest[name])
 
 
+def test_the_ends_take_cdk_nag_2_at_the_lowest_and_cdk_nag_3_at_the_highest() -> None:
+    lowest, highest = (_pins(range_end(end)[0]) for end in ENDS)
+    assert (Version(lowest["cdk-nag"]).major, Version(highest["cdk-nag"]).major) == (2, 3)
+
+
 @pytest.mark.parametrize("end", ENDS)
 def test_the_wheel_installs_at_the_end_of_every_range_with_pip_check_clean(
     at_end: Callable[[str], dict[str, Any]], end: str
@@ -148,6 +162,17 @@ def test_the_consumer_app_synthesizes_cdk_nag_clean(
     assert result["returncode"] == 0, result["output"][-4000:]
     assert "AwsSolutions-" not in result["output"], result["output"][-4000:]
     assert len(result["templates"]) == 1
+
+
+@pytest.mark.parametrize(("end", "major"), [("lowest", "2"), ("highest", "3")])
+def test_the_checks_run_and_read_the_constructs_acknowledgments_under_each_major(
+    at_end: Callable[[str], dict[str, Any]], end: str, major: str
+) -> None:
+    """tests/packaging/nag_probe.py: the pattern-acknowledged finding passes, the other is reported."""
+    (line,) = at_end(end)["nag_probe"]
+    probed = json.loads(line)
+    assert probed["cdk_nag"].split(".")[0] == major
+    assert probed["reported"] == ["AwsSolutions-IAM5[Resource::*]"]
 
 
 def test_the_template_is_the_same_at_both_ends(at_end: Callable[[str], dict[str, Any]]) -> None:

@@ -204,3 +204,10 @@ def leaf_fields_without_description(model: type[BaseModel], prefix: str = "") ->
 def test_every_configuration_field_says_what_it_is_for() -> None:
     """The reference is generated from the descriptions: a field without one is a blank cell."""
     assert leaf_fields_without_description(EnvironmentConfig) == []
+
+
+def test_the_api_reference_documents_the_checks_helper_the_example_app_imports(site: Path) -> None:
+    app = (REPO / "examples" / "consumer_app" / "app.py").read_text()
+    assert "from livekit_fleet_remediation.nag import apply_aws_solutions_checks" in app
+    built = page(site, "reference/api.html")
+    assert 'id="livekit_fleet_remediation.nag.apply_aws_solutions_checks"' in built

@@ -70,6 +70,7 @@ class AgentServiceRemediation(Construct):
             service=service,
             detection=config.detection,
             scan_tally=scan_tally,
+            runbooks=(str(config.runbook_base_url), config.runbook_links),
             agent_log_group=agent_log_group,
         )
         # Both pages notify through CloudWatch itself, whatever state the functions are in.

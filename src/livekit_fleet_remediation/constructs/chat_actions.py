@@ -22,7 +22,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
@@ -40,6 +39,7 @@ from livekit_fleet_remediation.constructs.function_parts import function_code, l
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
+from livekit_fleet_remediation.nag import acknowledge
 from worker_drainer.adapters.chat_tokens import CHAT_TOKEN_READ_ACTIONS, TOKEN_PARTITION_PREFIX
 from worker_drainer.chat_entry import CHAT_ENTRY, SETTINGS_VARIABLE
 
@@ -268,14 +268,10 @@ def _settings(
 
 
 def _suppress_trace_wildcard(role: iam.Role) -> None:
-    NagSuppressions.add_resource_suppressions(
+    acknowledge(
         role,
-        [
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="X-Ray PutTraceSegments/PutTelemetryRecords take no resource-level permissions.",
-                applies_to=["Resource::*"],
-            )
-        ],
+        "AwsSolutions-IAM5",
+        "X-Ray PutTraceSegments/PutTelemetryRecords take no resource-level permissions.",
+        ["Resource::*"],
         apply_to_children=True,
     )

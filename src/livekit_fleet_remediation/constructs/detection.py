@@ -28,8 +28,10 @@ from fleet_remediation.contract.naming import (
     RUNBOOKS,
     VAD_RUNBOOK,
     FunctionName,
+    RunbookLinks,
     alarm_part_name,
     metric_filter_name,
+    runbook_url,
     tts_reach_alarm_name,
     vad_alarm_name,
 )
@@ -49,12 +51,15 @@ class Detection(Construct):
         service: AgentService,
         detection: DetectionConfig,
         scan_tally: ScanBudgetTally,
+        runbooks: tuple[str, RunbookLinks],
         agent_log_group: logs.ILogGroup | None = None,
     ) -> None:
         """``agent_log_group``: the agents' log group by reference, else by its name in ``service``.
-        ``scan_tally``: the environment's scan budget, which this service's looks count against."""
+        ``scan_tally``: the environment's scan budget, which this service's looks count against.
+        ``runbooks``: ``runbook_base_url`` and ``runbook_links``, for the pages' descriptions."""
         super().__init__(scope, construct_id)
         self.env_name = env_name
+        self._runbooks = runbooks
         self.service = service.name
         catalog = detection.catalog()
         self.namespace = detection.metric_namespace(env_name, service.name)
@@ -100,7 +105,8 @@ class Detection(Construct):
             vad_alarm_name(self.env_name, self.service),
             vad.alarm(),
             [self.vad_breach] * len(vad.alarm().children),
-            f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. Runbook: {VAD_RUNBOOK}",
+            f"Silero VAD slower than realtime (CPU starvation): {vad.describe()}. "
+            f"Runbook: {self._runbook(VAD_RUNBOOK)}",
         )
 
     def _tts_reach_page(self, tts: TtsReachAlarmSettings) -> cloudwatch.CompositeAlarm:
@@ -118,8 +124,13 @@ class Detection(Construct):
             tts_reach_alarm_name(self.env_name, self.service),
             tts.alarm(),
             breaches,
-            f"Users hear nothing: {tts.describe()}. Runbook: {RUNBOOKS[FunctionName.TTS_REACH_ALARM]}",
+            f"Users hear nothing: {tts.describe()}. "
+            f"Runbook: {self._runbook(RUNBOOKS[FunctionName.TTS_REACH_ALARM])}",
         )
+
+    def _runbook(self, path: str) -> str:
+        base, links = self._runbooks
+        return runbook_url(base, path, links)
 
     def _page(
         self,

@@ -4,6 +4,7 @@ deliveries, and alarms on itself (errors, DLQ depth, throttles, and a schedule t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -12,7 +13,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
@@ -39,10 +39,11 @@ from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
 from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
+from livekit_fleet_remediation.nag import acknowledge
 
 # How cdk-nag prints an ARN's start: CDK writes the partition as a token, or as a literal when the
 # feature flag @aws-cdk/core:enablePartitionLiterals is on.
-NAG_ARN_START = "/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):"
+NAG_ARN_START = "^Resource::arn:(<AWS::Partition>|aws[a-z-]*):"
 
 
 def deployed_settings(
@@ -142,16 +143,12 @@ class RemediationFunction(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=["logs:GetQueryResults", "logs:StopQuery"], resources=["*"])
         )
-        NagSuppressions.add_resource_suppressions(
+        acknowledge(
             self.role,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK "
-                    "adds to a log group ARN stands for that group's streams, which the query reads.",
-                    applies_to=[{"regex": f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$/g"}],
-                )
-            ],
+            "AwsSolutions-IAM5",
+            "logs:StartQuery is limited to the agents' own log group; the ':*' suffix CDK adds to a log "
+            "group ARN stands for that group's streams, which the query reads.",
+            [re.compile(f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$")],
             apply_to_children=True,
         )
 
@@ -255,23 +252,15 @@ class RemediationFunction(Construct):
         # EventBridge rules park undeliverable events here too, as the events service.
         key.key.grant(self.role, "kms:GenerateDataKey", "kms:Decrypt")
         key.allow_rule_dead_letters()
-        NagSuppressions.add_resource_suppressions(
-            dlq,
-            [NagPackSuppression(id="AwsSolutions-SQS3", reason="This queue is itself a dead-letter queue.")],
-        )
+        acknowledge(dlq, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue.")
         return dlq
 
     def _suppress_unscoped_service_actions(self) -> None:
-        NagSuppressions.add_resource_suppressions(
+        acknowledge(
             self.role,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
-                    "permissions; the KMS GenerateDataKey*/ReEncrypt* wildcards are CDK's grant on the "
-                    "topic's own key.",
-                    applies_to=["Resource::*", "Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"],
-                )
-            ],
+            "AwsSolutions-IAM5",
+            "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions; the KMS "
+            "GenerateDataKey*/ReEncrypt* wildcards are CDK's grant on the topic's own key.",
+            ["Resource::*", "Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"],
             apply_to_children=True,
         )

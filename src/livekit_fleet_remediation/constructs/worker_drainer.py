@@ -5,13 +5,14 @@ and suspect-worker rules, and IAM scoped to that service's cluster tasks and ser
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.drainer_steps import (
@@ -41,6 +42,7 @@ from livekit_fleet_remediation.constructs.remediation_function import (
 )
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
+from livekit_fleet_remediation.nag import acknowledge
 from worker_drainer.adapters.ecs_tasks import (
     ECS_CLUSTER_CONDITION_ACTIONS,
     ECS_SERVICE_ACTIONS,
@@ -211,22 +213,18 @@ class WorkerDrainer(Construct):
         self._suppress_wildcard_findings()
 
     def _suppress_wildcard_findings(self) -> None:
-        NagSuppressions.add_resource_suppressions(
+        acknowledge(
             self.remediation.role,
+            "AwsSolutions-IAM5",
+            "Task ARNs end in a random id, so ECS task actions name the agents' cluster's tasks "
+            "(task/<cluster>/*); the changes (stop, protection, tags) are further limited by "
+            "aws:ResourceTag/aws:ecs:serviceName to the agents' service (drainer.task_action_scope) and "
+            "the tag writes by aws:TagKeys to the drainer's own keys. ListTasks is authorised on '*' "
+            "(container-instance) with an ecs:cluster condition; GetQueryResults/StopQuery support no "
+            "resource; StartQuery is limited to the agents' log group and its streams.",
             [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="Task ARNs end in a random id, so ECS task actions name the agents' cluster's "
-                    "tasks (task/<cluster>/*); the changes (stop, protection, tags) are further limited by "
-                    "aws:ResourceTag/aws:ecs:serviceName to the agents' service (drainer.task_action_scope) "
-                    "and the tag writes by aws:TagKeys to the drainer's own keys. ListTasks is authorised "
-                    "on '*' (container-instance) with an ecs:cluster condition; GetQueryResults/StopQuery "
-                    "support no resource; StartQuery is limited to the agents' log group and its streams.",
-                    applies_to=[
-                        {"regex": f"{NAG_ARN_START}ecs:.*:task/.*/\\*$/g"},
-                        {"regex": f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$/g"},
-                    ],
-                )
+                re.compile(f"{NAG_ARN_START}ecs:.*:task/.*/\\*$"),
+                re.compile(f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$"),
             ],
             apply_to_children=True,
         )
