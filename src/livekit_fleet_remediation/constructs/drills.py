@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_fis as fis
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from fleet_remediation.contract.action_events import ACTION_EVENT_DETAIL_TYPE
@@ -38,6 +38,7 @@ from livekit_fleet_remediation.constructs.remediation_function import NAG_ARN_ST
 from livekit_fleet_remediation.drill_config import (
     FisDrills,
 )
+from livekit_fleet_remediation.nag import acknowledge
 
 
 class DrillResources(Construct):
@@ -180,27 +181,23 @@ class DrillResources(Construct):
         )
 
     def _suppress_task_wildcards(self) -> None:
-        NagSuppressions.add_resource_suppressions(
+        acknowledge(
             self,
+            "AwsSolutions-IAM5",
+            "Task ARNs end in a random id, so the drill's task actions name the agents' "
+            "cluster's tasks (task/<cluster>/*); the marker writes are further limited to the "
+            "agents' service (aws:ResourceTag/aws:ecs:serviceName) and the drill's tag key "
+            "(aws:TagKeys); SSM managed instances to those of the cluster's tasks "
+            "(ssm:resourceTag/ECS_TASK_ARN); documents to FIS's own (AWSFIS-Run-*); ListTasks "
+            "to the cluster (ecs:cluster); experiments get ids at start (experiment/*); "
+            "ListCommands, CancelCommand and the FIS list calls take no resource.",
             [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="Task ARNs end in a random id, so the drill's task actions name the agents' "
-                    "cluster's tasks (task/<cluster>/*); the marker writes are further limited to the "
-                    "agents' service (aws:ResourceTag/aws:ecs:serviceName) and the drill's tag key "
-                    "(aws:TagKeys); SSM managed instances to those of the cluster's tasks "
-                    "(ssm:resourceTag/ECS_TASK_ARN); documents to FIS's own (AWSFIS-Run-*); ListTasks "
-                    "to the cluster (ecs:cluster); experiments get ids at start (experiment/*); "
-                    "ListCommands, CancelCommand and the FIS list calls take no resource.",
-                    applies_to=[
-                        {"regex": f"{NAG_ARN_START}ecs:.*:task/.*/\\*$/g"},
-                        {"regex": f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$/g"},
-                        {"regex": f"{NAG_ARN_START}ssm:.*:document/AWSFIS-Run-\\*$/g"},
-                        {"regex": f"{NAG_ARN_START}ssm:.*:managed-instance/\\*$/g"},
-                        {"regex": f"{NAG_ARN_START}fis:.*:experiment/\\*$/g"},
-                        "Resource::*",
-                    ],
-                )
+                re.compile(f"{NAG_ARN_START}ecs:.*:task/.*/\\*$"),
+                re.compile(f"{NAG_ARN_START}logs:.*:log-group:.*:\\*$"),
+                re.compile(f"{NAG_ARN_START}ssm:.*:document/AWSFIS-Run-\\*$"),
+                re.compile(f"{NAG_ARN_START}ssm:.*:managed-instance/\\*$"),
+                re.compile(f"{NAG_ARN_START}fis:.*:experiment/\\*$"),
+                "Resource::*",
             ],
             apply_to_children=True,
         )
