@@ -48,15 +48,15 @@ def _reads_run_report(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def report_writers(repo: Path) -> list[str]:
     """``path:line name`` of every runtime function that takes the report or reads ``run.report``."""
-    found: list[str] = []
+    found: list[tuple[str, int, str]] = []
     for path in runtime_files(repo, RUNTIME_ROOTS):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
                 _takes_report(node) or _reads_run_report(node)
             ):
-                found.append(f"{path.relative_to(repo)}:{node.lineno} {node.name}")
-    return sorted(found)
+                found.append((str(path.relative_to(repo)), node.lineno, node.name))
+    return [f"{path}:{line} {name}" for path, line, name in sorted(found)]
 
 
 def main(argv: list[str] | None = None) -> int:
