@@ -36,7 +36,7 @@ MODULES: tuple[Module, ...] = (
             f"{_FR}/domain/reaping.py",
             f"{_FR}/domain/reap_executor.py",
             f"{_FR}/domain/reap_outcomes.py",
-            "zombie_reaper/service.py",
+            "zombie_reaper/work.py",
         ),
         (
             "tests/unit/test_reaper_service.py",
@@ -79,7 +79,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "tts_reach",
         "the responder's analysis, its hypergeometric test and its service",
-        ("tts_reach_alarm/analysis.py", "tts_reach_alarm/hypergeometric.py", "tts_reach_alarm/service.py"),
+        ("tts_reach_alarm/analysis.py", "tts_reach_alarm/hypergeometric.py", "tts_reach_alarm/work.py"),
         (
             "tests/unit/test_tts_reach_analysis.py",
             "tests/unit/test_tts_reach_edges.py",

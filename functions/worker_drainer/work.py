@@ -113,22 +113,20 @@ class DrainerStages(
         # A person's run and a suspect worker (the responder's own look is rate-limited) are not limited.
         policy = LookPolicy(
             priority=kind is not TriggerKind.SCHEDULE,
-            problem=run.report.error,
+            problem=run.noted.error,
             alarm=settings.vad_alarm_name if kind is TriggerKind.ALARM else None,
         )
         with looking(getattr(deps.worker_logs, "insights", None), policy):
-            trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.report)
+            trigger = during_vad_alarm(trigger, deps.alarm_states, settings.vad_alarm_name, run.noted)
             # Listed once per tick: the silent-task look and the snapshot judge the same tasks.
             tasks = ecs.running_tasks()
-            trigger = during_silent_task(trigger, deps, tasks, run.report, run.deadline)
+            trigger = during_silent_task(trigger, deps, tasks, run.noted, run.deadline)
             incident = trigger_incident(
                 trigger, settings.environment_name, settings.agent_service, deps.clock()
             )
-            snapshot, calls = read_snapshot(
-                trigger, deps, tasks, run.report, run.deadline, run.event.identity
-            )
+            snapshot, calls = read_snapshot(trigger, deps, tasks, run.noted, run.deadline, run.event.identity)
         if ecs.unread is not None:
-            run.report.error(ecs.unread)
+            run.noted.error(ecs.unread)
         return FleetRead(trigger, incident, snapshot, calls, ecs)
 
     def decide(self, run: DrainerRun, fleet: FleetRead) -> LadderPlan:
@@ -146,7 +144,7 @@ class DrainerStages(
             return dataclasses.replace(plan, steps=going_on), str(group_event)
         deps = run.deps
         why = hold_reason(
-            deps.settings.disruption_window, fleet.snapshot.now, deps.ecs.deployment_in_progress, run.report
+            deps.settings.disruption_window, fleet.snapshot.now, deps.ecs.deployment_in_progress, run.noted
         )
         return (plan, None) if why is None else (dataclasses.replace(plan, steps=going_on), why)
 

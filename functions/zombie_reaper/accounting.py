@@ -1,6 +1,9 @@
-"""The reaper's plan and results in the report (candidates, skip counts) and its EMF metrics."""
+"""The reaper's plan and results in the report (candidates, skip counts, the summary) and its EMF
+metrics."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.core.observability import emit
@@ -63,3 +66,23 @@ def record_metrics(seen: int, plan: ReapPlan, results: list[ReapResult]) -> None
     emit(metric_definitions.ROOM_REAPS_UNKNOWN, count_outcome(deletes, Outcome.UNKNOWN))
     emit(metric_definitions.ROOMS_WARNED, count_outcome(warnings_of(results), Outcome.DONE))
     emit(metric_definitions.ROOMS_TRIMMED_BY_CAP, plan.trimmed)
+
+
+def summary(seen: int, plan: ReapPlan, results: list[ReapResult], livekit_calls: int) -> dict[str, Any]:
+    deletes, warnings = deletes_of(results), warnings_of(results)
+    return {
+        "rooms_seen": seen,
+        "rooms_over_age": len(plan.to_act)
+        + plan.trimmed
+        + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
+        "to_reap": len(plan.to_reap),
+        "to_warn": len(plan.to_warn),
+        "trimmed_by_cap": plan.trimmed,
+        "reaped": count_outcome(deletes, Outcome.DONE),
+        "already_gone": count_outcome(deletes, Outcome.ALREADY_DONE),
+        "failed": count_outcome(deletes, Outcome.FAILED),
+        "unknown": count_outcome(deletes, Outcome.UNKNOWN),
+        "warned": count_outcome(warnings, Outcome.DONE),
+        "warnings_failed": count_outcome(warnings, Outcome.FAILED),
+        "livekit_calls": livekit_calls,
+    }

@@ -1,4 +1,7 @@
-"""The reaper's stages: read the rooms, decide (pure), warn or delete within the caps, record.
+"""The reaper's stages, one class the pipeline calls (``core.pipeline``, ``core.stages``): list the
+rooms, decide (pure), warn or delete the over-age ones oldest first within the caps, record, tell
+once per set of rooms. A retry of the same event replays the first attempt's results
+(``replays_retries``): only the delivery repeats.
 
 The LiveKit client's HTTP session binds to the event loop that creates it, so the read and the act
 each build their own client inside their own loop.
@@ -11,45 +14,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, StrictInt
-
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
-from fleet_remediation.contract.policies import MIN_MANUAL_MAX_AGE_SECONDS
-from fleet_remediation.core.errors import InvalidEventError
+from fleet_remediation.contract.events import REAPER_EVENT_AGES, EventAges
+from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.core import messages
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.holds import hold_reason
 from fleet_remediation.core.pipeline import Run, Work
-from fleet_remediation.core.report_model import Outcome
-from fleet_remediation.core.routing import ManualEvent, Routed
+from fleet_remediation.core.report_model import Refusal
+from fleet_remediation.core.routing import Routed
+from fleet_remediation.core.stages import Settled, StageDefaults, Start
 from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult
 from fleet_remediation.domain.reaping import ReapPlan, Verdict, collector_paused, plan_reap
-from zombie_reaper.accounting import count_outcome, deletes_of, record_metrics, record_plan, warnings_of
+from zombie_reaper.accounting import record_metrics, record_plan, summary
 from zombie_reaper.dependencies import ReaperDependencies
-
-
-class ReaperManualEvent(ManualEvent):
-    max_age_seconds: StrictInt | None = Field(
-        default=None,
-        ge=MIN_MANUAL_MAX_AGE_SECONDS,
-        description="Stricter max age for this run (a JSON integer, at least a minute).",
-    )
-
-
-@dataclass(frozen=True)
-class ReaperEvent:
-    routed: Routed[Any]
-    # A manual run's stricter max age, in seconds.
-    max_age_override: int | None
-
-    @classmethod
-    def of(cls, routed: Routed[Any], max_age_minutes: int) -> ReaperEvent:
-        """A manual run may only be stricter than the configured max age."""
-        override = routed.manual.max_age_seconds if routed.manual else None
-        if override is not None and override >= max_age_minutes * 60:
-            raise InvalidEventError(
-                f"max_age_seconds={override} must be stricter than the configured "
-                f"{max_age_minutes * 60}s (max_age_minutes={max_age_minutes})"
-            )
-        return cls(routed, override)
+from zombie_reaper.events import ReaperEvent, reaper_router
+from zombie_reaper.messages import compose, compose_failure
 
 
 @dataclass(frozen=True)
@@ -69,8 +49,8 @@ class Reaped:
 
 NOTHING_REAPED = Reaped([])
 
-
-ReaperRun = Run[ReaperDependencies, ReaperEvent]
+Deps = ReaperDependencies
+ReaperRun = Run[Deps, ReaperEvent]
 ReaperWork = Work[RoomSnapshot, ReapPlan, Reaped]
 
 
@@ -80,104 +60,129 @@ def calls_of(rooms: object) -> int:
     return calls if isinstance(calls, int) else 0
 
 
-def read(run: ReaperRun) -> RoomSnapshot:
-    # The snapshot leaves the event loop through this list, not as the coroutine's result, which
-    # asyncio.run would format (a repr of every room) when the loop closes.
-    read: list[RoomSnapshot] = []
+class ReaperStages(StageDefaults[Deps, ReaperEvent, RoomSnapshot, ReapPlan, Reaped, messages.Notification]):
+    function = FunctionName.ZOMBIE_REAPER
+    replays_retries = True
+    note_type = messages.Notification
 
-    async def listed() -> None:
-        rooms = run.deps.room_service_factory()
-        try:
-            with collector_paused():
-                found = await rooms.list_rooms()
-            read.append(RoomSnapshot(found, run.deps.clock(), calls_of(rooms)))
-        finally:
-            await rooms.aclose()
+    def route(self, event: Any, deps: Deps, door: Door) -> Routed[Any]:
+        settings = deps.settings
+        services = (service.name for service in settings.agent_services)
+        return reaper_router(settings.environment_name, services).route(event, door)
 
-    asyncio.run(listed())
-    return read[0]
+    def event_ages(self, deps: Deps) -> EventAges:
+        return REAPER_EVENT_AGES
 
+    def begin(self, start: Start[Deps]) -> ReaperEvent | Settled:
+        routed = start.routed
+        if routed.alarm is not None and routed.alarm.state.value != "ALARM":
+            return Settled(f"alarm state {routed.alarm.state.value}: nothing to reap on recovery")
+        event = ReaperEvent.of(routed, start.deps.settings.reaper.policy.max_age_minutes)
+        start.resolve_mode(routed.manual.dry_run if routed.manual else None)
+        return event
 
-def decide(run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
-    policy = run.deps.settings.reaper.policy
-    with collector_paused():
-        return plan_reap(
-            snapshot.rooms,
-            policy,
-            snapshot.now,
-            max_age_override_seconds=run.event.max_age_override,
-            live_room_grace_seconds=policy.live_room_grace_seconds,
-        )
+    def read(self, run: ReaperRun) -> RoomSnapshot:
+        # The snapshot leaves the event loop through this list, not as the coroutine's result, which
+        # asyncio.run would format (a repr of every room) when the loop closes.
+        read: list[RoomSnapshot] = []
 
+        async def listed() -> None:
+            rooms = run.deps.room_service_factory()
+            try:
+                with collector_paused():
+                    found = await rooms.list_rooms()
+                read.append(RoomSnapshot(found, run.deps.clock(), calls_of(rooms)))
+            finally:
+                await rooms.aclose()
 
-def hold(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
-    """Outside the disruption window, and while an agent service deploys, no room is warned or
-    deleted (a manual run may override)."""
-    if not plan.to_act or run.event.routed.manual is not None:
-        return plan, None
-    deployments = run.deps.deployments
-    reading = deployments.in_progress if deployments is not None else None
-    why = hold_reason(run.deps.settings.disruption_window, run.deps.clock(), reading, run.report)
-    if why is None:
-        return plan, None
-    return ReapPlan(plan.decisions, plan.trimmed, to_act=()), why
+        asyncio.run(listed())
+        return read[0]
 
+    def decide(self, run: ReaperRun, snapshot: RoomSnapshot) -> ReapPlan:
+        policy = run.deps.settings.reaper.policy
+        with collector_paused():
+            return plan_reap(
+                snapshot.rooms,
+                policy,
+                snapshot.now,
+                max_age_override_seconds=run.event.max_age_override,
+                live_room_grace_seconds=policy.live_room_grace_seconds,
+            )
 
-def act(run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:
-    """Warn and delete, re-checking each room first; each step is journaled in the report."""
-    if not plan.to_act:
-        return NOTHING_REAPED
-    settings = run.deps.settings
+    def hold(self, run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> tuple[ReapPlan, str | None]:
+        """Outside the disruption window, and while an agent service deploys, no room is warned or
+        deleted (a manual run may override)."""
+        if not plan.to_act or run.event.routed.manual is not None:
+            return plan, None
+        deployments = run.deps.deployments
+        reading = deployments.in_progress if deployments is not None else None
+        why = hold_reason(run.deps.settings.disruption_window, run.deps.clock(), reading, run.noted)
+        if why is None:
+            return plan, None
+        return ReapPlan(plan.decisions, plan.trimmed, to_act=()), why
 
-    done: list[Reaped] = []  # out of the loop by this list, not as a result asyncio.run would format
+    def act(self, run: ReaperRun, snapshot: RoomSnapshot, plan: ReapPlan) -> Reaped:
+        """Warn and delete, re-checking each room first; each step is journaled in the report."""
+        if not plan.to_act:
+            return NOTHING_REAPED
+        settings = run.deps.settings
+        done: list[Reaped] = []  # out of the loop by this list, not as a result asyncio.run would format
 
-    async def carried_out() -> None:
-        rooms = run.deps.room_service_factory()
-        executor = ReapExecutor(
-            rooms=rooms,
-            concurrency=settings.reaper.policy.delete_concurrency,
-            deadline=run.deadline,
-            request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
-            journal=run.report,
-            mode_switch=run.deps.mode_switch,
-            live_room_grace_seconds=settings.reaper.policy.live_room_grace_seconds,
-            now=run.deps.clock(),
-        )
-        try:
-            done.append(Reaped(await executor.run(plan.to_act), calls_of(rooms)))
-        finally:
-            await rooms.aclose()
+        async def carried_out() -> None:
+            rooms = run.deps.room_service_factory()
+            executor = ReapExecutor(
+                rooms=rooms,
+                concurrency=settings.reaper.policy.delete_concurrency,
+                deadline=run.deadline,
+                request_timeout_seconds=settings.reaper.livekit_request_timeout_seconds,
+                journal=run.report,
+                mode_switch=run.deps.mode_switch,
+                live_room_grace_seconds=settings.reaper.policy.live_room_grace_seconds,
+                now=run.deps.clock(),
+            )
+            try:
+                done.append(Reaped(await executor.run(plan.to_act), calls_of(rooms)))
+            finally:
+                await rooms.aclose()
 
-    asyncio.run(carried_out())
-    return done[0]
+        asyncio.run(carried_out())
+        return done[0]
 
+    def record(self, run: ReaperRun, work: ReaperWork) -> None:
+        snapshot, plan = work.snapshot, work.plan
+        if snapshot is None or plan is None:
+            return
+        done = work.done or NOTHING_REAPED
+        record_plan(plan, run.report, held=work.held is not None)
+        record_metrics(len(snapshot.rooms), plan, done.results)
+        calls = snapshot.livekit_calls + done.livekit_calls
+        run.report.summary = summary(len(snapshot.rooms), plan, done.results, calls)
+        if work.held is not None:
+            run.report.summary["held"] = work.held
 
-def record(run: ReaperRun, work: Work[RoomSnapshot, ReapPlan, Reaped]) -> None:
-    if work.snapshot is None or work.plan is None:
-        return
-    done = work.done or NOTHING_REAPED
-    record_plan(work.plan, run.report, held=work.held is not None)
-    record_metrics(len(work.snapshot.rooms), work.plan, done.results)
-    run.report.summary = summary(work.snapshot, work.plan, done)
-    if work.held is not None:
-        run.report.summary["held"] = work.held
+    def refusals(self, run: ReaperRun, work: ReaperWork) -> list[Refusal]:
+        """Over-age rooms the per-run cap left for the next run."""
+        decisions = work.plan.decisions if work.plan else ()
+        return [
+            Refusal(d.room.name, "delete-room", d.reason) for d in decisions if d.verdict is Verdict.OVER_CAP
+        ]
 
+    def compose(self, run: ReaperRun, work: ReaperWork) -> messages.Notification | None:
+        routed = run.event.routed
+        if work.error is not None:
+            return compose_failure(work.error, run.report.facts(), run.deps, routed)
+        if work.plan is None:
+            return None
+        return compose(work.plan, (work.done or NOTHING_REAPED).results, run.report.facts(), run.deps, routed)
 
-def summary(snapshot: RoomSnapshot, plan: ReapPlan, done: Reaped) -> dict[str, Any]:
-    deletes, warnings = deletes_of(done.results), warnings_of(done.results)
-    return {
-        "rooms_seen": len(snapshot.rooms),
-        "rooms_over_age": len(plan.to_act)
-        + plan.trimmed
-        + sum(d.verdict is Verdict.IN_GRACE for d in plan.decisions),
-        "to_reap": len(plan.to_reap),
-        "to_warn": len(plan.to_warn),
-        "trimmed_by_cap": plan.trimmed,
-        "reaped": count_outcome(deletes, Outcome.DONE),
-        "already_gone": count_outcome(deletes, Outcome.ALREADY_DONE),
-        "failed": count_outcome(deletes, Outcome.FAILED),
-        "unknown": count_outcome(deletes, Outcome.UNKNOWN),
-        "warned": count_outcome(warnings, Outcome.DONE),
-        "warnings_failed": count_outcome(warnings, Outcome.FAILED),
-        "livekit_calls": snapshot.livekit_calls + done.livekit_calls,
-    }
+    def tell(self, run: ReaperRun, note: messages.Notification) -> None:
+        if run.event.routed.manual is not None and not run.acts:
+            # A person's preview: the message goes into the report, nobody else is told.
+            subject, text = messages.render_email(note)
+            run.report.summary["would_notify"] = {"subject": subject, "text": text}
+            return
+        once_key = {"incident": note.incident_id, "mode": run.mode.value}
+        run.deps.delivery.send(note, run.report, once_key=once_key)
+
+    def incident_of(self, note: messages.Notification) -> str:
+        return note.incident_id

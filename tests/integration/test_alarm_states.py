@@ -41,7 +41,7 @@ from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from tts_reach_alarm import handler as tts_handler
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
-from tts_reach_alarm.service import TtsReachDependencies
+from tts_reach_alarm.dependencies import TtsReachDependencies
 from zombie_reaper import handler as reaper_handler
 from zombie_reaper.dependencies import ReaperDependencies
 

@@ -198,7 +198,7 @@ def run_the_door(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from fleet_remediation.contract.events import REAPER_EVENT_AGES
     from fleet_remediation.core.door import Door
     from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
-    from zombie_reaper.service import reaper_router
+    from zombie_reaper.events import reaper_router
 
     namespace = execute(
         code,

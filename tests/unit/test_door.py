@@ -33,7 +33,7 @@ from tests.door_corpus import (
 )
 from tts_reach_alarm.transition import responder_router
 from worker_drainer.events import drainer_router
-from zombie_reaper.service import reaper_router
+from zombie_reaper.events import reaper_router
 
 NOW = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
 SKEW = timedelta(seconds=EVENT_CLOCK_SKEW_SECONDS)

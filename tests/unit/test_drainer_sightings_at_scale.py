@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from devkit.fakes.drainer_world import offline_settings
 from fleet_remediation.adapters.windowed_insights import DEFAULT_MAX_QUERIES, ResultTruncatedError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.domain.rooms import LiveRoom
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import MAX_JOB_ROWS, JobSighting
@@ -71,8 +71,7 @@ def _read(live: list[LiveRoom], of_interest: list[EcsTask] | None) -> tuple[Any,
     tasks = [_task(n) for n in range(1000)]
     logs = OneJobAMinute()
     deps = SimpleNamespace(settings=SETTINGS, worker_logs=logs, room_service_factory=lambda: Rooms(live))
-    report = ReportBuilder("worker-drainer", "test")
-    rooms, _ = read_rooms(tasks, cast(DrainerDependencies, deps), report, NOW, 1e12, of_interest)
+    rooms, _ = read_rooms(tasks, cast(DrainerDependencies, deps), Noted(), NOW, 1e12, of_interest)
     return rooms, logs
 
 

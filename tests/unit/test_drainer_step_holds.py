@@ -16,7 +16,7 @@ import pytest
 
 from fleet_remediation.contract.disruption_window import DisruptionWindow
 from fleet_remediation.contract.drainer_steps import STARTING, STEP_TABLE, Step, StepRow
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep
 from worker_drainer.decide.task_tags import State
 from worker_drainer.work import DrainerStages
@@ -42,9 +42,7 @@ class Ecs:
 def _run(window: DisruptionWindow | None, ecs: Ecs, manual: bool = False) -> Any:
     deps = SimpleNamespace(settings=SimpleNamespace(disruption_window=window), ecs=ecs)
     trigger = SimpleNamespace(manual=object() if manual else None)
-    return SimpleNamespace(
-        deps=deps, event=SimpleNamespace(trigger=trigger), report=ReportBuilder("worker_drainer", "r", NOW)
-    )
+    return SimpleNamespace(deps=deps, event=SimpleNamespace(trigger=trigger), noted=Noted())
 
 
 def _fleet() -> Any:

@@ -1,6 +1,7 @@
 """The shared pipeline with a fourth function built from its stages alone (a room census that marks
 crowded rooms), invoked through the shared handler: one report per invocation whatever the event,
-the mode, a hold or a failing stage; the version in every report; the action events put once."""
+the mode, a hold or a failing stage; the version in every report; the action events put once; what
+a stage noted recorded in the order it happened, also when the stage fails."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from fleet_remediation.contract.action_events import ActionEvent, action_event_s
 from fleet_remediation.contract.events import EventAges
 from fleet_remediation.core.announce import Announced
 from fleet_remediation.core.door import Door
-from fleet_remediation.core.errors import LiveKitUnavailableError
+from fleet_remediation.core.errors import LiveKitApiError, LiveKitTimeoutError, LiveKitUnavailableError
 from fleet_remediation.core.handler import lambda_handler_for
 from fleet_remediation.core.pipeline import Pipeline, Run, Work
 from fleet_remediation.core.report_model import Mode, Outcome, Refusal
@@ -55,6 +56,9 @@ class CensusDeps:
     told: list[str] = field(default_factory=list)
     read_fails: bool = False
     quiet: bool = False
+    # The read notes a room it leaves alone and a probe it tolerates losing; the act journals an error.
+    noting: bool = False
+    act_fails: bool = False
 
 
 CensusRun = Run[CensusDeps, Routed[ManualEvent]]
@@ -79,6 +83,9 @@ class CensusStages(StageDefaults[CensusDeps, Routed[ManualEvent], dict[str, int]
         return routed
 
     def read(self, run: CensusRun) -> dict[str, int]:
+        if run.deps.noting:
+            run.noted.skip("lobby", "a lobby is never counted", people=40)
+            run.noted.error(LiveKitTimeoutError("the probe room did not answer", resource="probe"))
         if run.deps.read_fails:
             raise LiveKitUnavailableError("the rooms could not be listed")
         return dict(run.deps.rooms)
@@ -93,6 +100,10 @@ class CensusStages(StageDefaults[CensusDeps, Routed[ManualEvent], dict[str, int]
         for name in plan:
             run.deps.marked.append(name)
             run.report.action(name, "mark", Outcome.DONE)
+            if run.deps.act_fails:
+                run.report.error(
+                    LiveKitApiError("the mark was refused", twirp_code="internal", resource=name)
+                )
         return plan
 
     def record(self, run: CensusRun, work: CensusWork) -> None:
@@ -203,3 +214,17 @@ def test_the_switch_off_reads_nothing_and_a_failing_read_is_recorded_and_told() 
     report = handler(SCHEDULE, LocalLambdaContext(), dependencies=failing)
     assert [e["code"] for e in report["errors"]] == ["LiveKitUnavailable"]
     assert failing.told == ["error: LiveKitUnavailable"]
+
+
+def test_what_a_stage_noted_is_recorded_in_order_before_the_act_and_kept_when_a_stage_fails() -> None:
+    acted = handler(SCHEDULE, LocalLambdaContext(), dependencies=census(noting=True, act_fails=True))
+    assert [e["code"] for e in acted["errors"]] == ["LiveKitTimeout", "LiveKitApiError"]
+    assert [(c["resource"], c["decision"]) for c in acted["candidates"]] == [
+        ("lobby", "skip"),
+        ("big", "act"),
+    ]
+    failed = handler(SCHEDULE, LocalLambdaContext(), dependencies=census(noting=True, read_fails=True))
+    assert [e["code"] for e in failed["errors"]] == ["LiveKitTimeout", "LiveKitUnavailable"]
+    assert [(c["resource"], c["reason"]) for c in failed["candidates"]] == [
+        ("lobby", "a lobby is never counted")
+    ]

@@ -1,6 +1,6 @@
 """A list-shaped setting with more than one entry: the reaper takes the VAD alarm of every agent
 service it covers, the second and the third as well as the first (rooms are LiveKit-wide), through
-its own route (``zombie_reaper.service.ReaperStages.route``) and the reaper's settings as an
+its own route (``zombie_reaper.work.ReaperStages.route``) and the reaper's settings as an
 environment lists them; another environment's alarm and an alarm of a service not listed stay
 refused."""
 
@@ -18,7 +18,7 @@ from fleet_remediation.core.door import Door
 from fleet_remediation.core.routing import UnknownAlarmError
 from livekit_fleet_remediation.offline.eventbridge_events import alarm_state_change
 from tests.door_corpus import ACCOUNT, ENV, FUNCTION_ARN, REGION
-from zombie_reaper.service import ReaperStages
+from zombie_reaper.work import ReaperStages
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 SERVICES = ("agents", "outbound", "support")

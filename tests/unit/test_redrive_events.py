@@ -17,7 +17,7 @@ from livekit_fleet_remediation.cli.invoke import lambda_invoker
 from livekit_fleet_remediation.cli.redrive import derive, function_kind
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
-from zombie_reaper.service import ReaperManualEvent
+from zombie_reaper.events import ReaperManualEvent
 
 # An ECS task id as ECS writes them (32 hex digits).
 TASK = "b9238a5f30f04c3a9207df1601ba88bf"

@@ -19,7 +19,7 @@ from tts_reach_alarm.analysis import MAX_JOBS, Verdict
 from tts_reach_alarm.investigation import investigate
 from tts_reach_alarm.messages import compose_alarm_notification
 from tts_reach_alarm.transition import Transition
-from tts_reach_alarm.work import Look, decide
+from tts_reach_alarm.work import Look, ResponderStages
 
 END = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
 TASKS = 1000
@@ -86,12 +86,13 @@ def test_a_healthy_fleet_at_scale_names_nobody() -> None:
 
 def test_the_responders_group_verdict_sends_no_suspect_and_its_page_names_the_group() -> None:
     """The responder's path to the drainer: a group names no suspect, so no suspect-worker event
-    leaves (``work.decide``), and the page says which group fails and that nothing is drained."""
+    leaves (``work.ResponderStages.decide``), and the page says which group fails and that nothing is
+    drained."""
     failing = set(range(0, 60, 10))
     findings = _investigate(_fleet(failing, {task: "tts/us-east-1" for task in range(0, 100, 10)}))
     window = TimeWindow(start=END - timedelta(minutes=32), end=END)
     run = SimpleNamespace(event=Transition("ALARM", window, None), deps=SimpleNamespace(settings=SETTINGS))
-    assert decide(run, Look(findings)) is None  # type: ignore[arg-type]
+    assert ResponderStages().decide(run, Look(findings)) is None  # type: ignore[arg-type]
     report = ReportBuilder("tts_reach_alarm", "inv-1")
     note = compose_alarm_notification(findings, run.event, None, SETTINGS, report.facts())
     subject, body = render_email(note)

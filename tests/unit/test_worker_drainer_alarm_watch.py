@@ -26,6 +26,7 @@ from fleet_remediation.adapters.aws_clients import client_config
 from fleet_remediation.contract.budgets import ALARM_STATE_READ
 from fleet_remediation.contract.events import DRAINER_EVENT_AGES
 from fleet_remediation.core import incidents
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import TriggerKind
 from livekit_fleet_remediation.offline.eventbridge_events import door_on_arrival
@@ -55,10 +56,14 @@ def cloudwatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def _tick(client: Any) -> tuple[Any, ReportBuilder]:
+    """The tick, and the report with what it noted (as the pipeline records it)."""
     report = ReportBuilder("worker_drainer", "inv")
     parsed = routed(schedule_event())
     report.trigger = parsed.trigger
-    return during_vad_alarm(parsed, CloudWatchAlarmStates(client), VAD_ALARM, report), report
+    noted = Noted()
+    ticked = during_vad_alarm(parsed, CloudWatchAlarmStates(client), VAD_ALARM, noted)
+    noted.record(report)
+    return ticked, report
 
 
 def test_a_tick_during_the_vad_alarm_starts_ladders_under_that_alarms_incident(cloudwatch: Any) -> None:
@@ -94,10 +99,9 @@ def test_a_missing_alarm_only_advances(cloudwatch: Any) -> None:
 
 def test_an_alarm_event_is_taken_as_it_comes_without_a_read(cloudwatch: Any) -> None:
     cloudwatch.set_alarm_state(AlarmName=VAD_ALARM, StateValue="ALARM", StateReason="test")
-    report = ReportBuilder("worker_drainer", "inv")
     ok = routed(alarm_event("OK"))
     # An OK transition never starts ladders, whatever the state read now would say.
-    assert during_vad_alarm(ok, CloudWatchAlarmStates(None), ENV, report) is ok
+    assert during_vad_alarm(ok, CloudWatchAlarmStates(None), ENV, Noted()) is ok
 
 
 def test_a_silent_cloudwatch_ends_within_the_budget_as_a_report_error() -> None:

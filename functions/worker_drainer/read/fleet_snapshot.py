@@ -13,8 +13,7 @@ from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.events import SuspectWorkerDetail
 from fleet_remediation.core.errors import ChatRequestRefusedError, RemediationError
 from fleet_remediation.core.message_model import p_value
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Decision
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.domain.reaping import RoomDecision, plan_reap
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.decide.attribution import FleetAssessment, assess_fleet
@@ -38,7 +37,7 @@ def read_snapshot(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
     tasks: Sequence[EcsTask],
-    report: ReportBuilder,
+    noted: Noted,
     deadline: float,
     identity: ServiceIdentity,
 ) -> tuple[Snapshot, int]:
@@ -46,10 +45,10 @@ def read_snapshot(
     calls reading it took. Raises ``UntrustedEventError`` (before anything else is read) when the
     event names a task that is not one of them in our account, region and cluster."""
     now = deps.clock()
-    parsed = _check_targets(parsed, tasks, deps, report, identity)
+    parsed = _check_targets(parsed, tasks, deps, noted, identity)
     marks = marks_of(tasks)  # the only place the snapshot's tasks' tags are read
     marked = any(m.marked for m in marks.values())
-    fleet = _assess(parsed, deps, tasks, report, now, deadline) if parsed.start_new or marked else None
+    fleet = _assess(parsed, deps, tasks, noted, now, deadline) if parsed.start_new or marked else None
     candidates = _candidates(tasks, marks, fleet) if parsed.start_new else []
     draining = [t for t in tasks if marks[t.task_id].state is State.DRAINING]
     active_jobs = {t.task_id: deps.worker_probe.active_jobs(t) for t in draining}
@@ -57,7 +56,7 @@ def read_snapshot(
     rooms: RoomsSeen | None = None
     livekit_calls = 0
     if candidates or any(active_jobs[t.task_id] is None or guards for t in draining):
-        rooms, livekit_calls = read_rooms(tasks, deps, report, now, deadline, [*candidates, *draining])
+        rooms, livekit_calls = read_rooms(tasks, deps, noted, now, deadline, [*candidates, *draining])
     snapshot = Snapshot(
         now=now,
         tasks=tasks,
@@ -70,11 +69,11 @@ def read_snapshot(
         suspect_task_id=parsed.suspect.task_id if parsed.suspect else None,
         guards_protected_rooms=guards,
         protected_rooms=_protected(draining, rooms, deps),
-        tts_evidence=_tts_evidence(tasks, marks, deps, report, now, deadline),
+        tts_evidence=_tts_evidence(tasks, marks, deps, noted, now, deadline),
         marks=marks,
         shared_failures=_shared_failures(parsed, marks, deps, now),
     )
-    return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, report)), livekit_calls
+    return dataclasses.replace(snapshot, desired_count=_desired_count(snapshot, deps, noted)), livekit_calls
 
 
 def _shared_failures(
@@ -113,7 +112,7 @@ def _check_targets(
     parsed: DrainerTrigger,
     tasks: Sequence[EcsTask],
     deps: DrainerDependencies,
-    report: ReportBuilder,
+    noted: Noted,
     identity: ServiceIdentity,
 ) -> DrainerTrigger:
     """``parsed``, or without its suspect when the drainer itself already stopped that worker (a
@@ -131,11 +130,10 @@ def _check_targets(
     evidence = {"log_stream": suspect.log_stream, "p_value": suspect.p_value}
     if stopped is not None:
         reason = f"suspect worker already stopped by the drainer ({stopped.stopped_reason})"
-        report.candidate(suspect.task_id, Decision.SKIP, reason, **evidence)
+        noted.skip(suspect.task_id, reason, **evidence)
         return dataclasses.replace(parsed, suspect=None, start_new=False)
-    report.candidate(
+    noted.skip(
         suspect.task_id,
-        Decision.SKIP,
         f"suspect worker is not a RUNNING task of service {deps.settings.ecs_service} "
         "(already stopped, or elsewhere)",
         **evidence,
@@ -183,7 +181,7 @@ def _assess(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
     tasks: Sequence[EcsTask],
-    report: ReportBuilder,
+    noted: Noted,
     now: datetime,
     deadline: float,
 ) -> FleetAssessment | None:
@@ -193,7 +191,7 @@ def _assess(
     try:
         stats = deps.worker_logs.worker_stats(window_start, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        note_look_error(report, exc)
+        note_look_error(noted, exc)
         return None
     streams = {deps.settings.log_stream_for(t.task_id): t.task_id for t in tasks}
     fleet = assess_fleet(stats, streams, [t.task_id for t in tasks], policy)
@@ -248,7 +246,7 @@ def _tts_evidence(
     tasks: Sequence[EcsTask],
     marks: Mapping[str, TaskMarks],
     deps: DrainerDependencies,
-    report: ReportBuilder,
+    noted: Noted,
     now: datetime,
     deadline: float,
 ) -> dict[str, TtsEvidence | None]:
@@ -260,16 +258,16 @@ def _tts_evidence(
         mark = marks[task.task_id]
         since = mark.since
         if mark.marked and mark.cause is Cause.TTS_SUSPECT and since is not None and now - since >= earliest:
-            evidence[task.task_id] = read_tts_evidence(task, since, deps, report, now, deadline)
+            evidence[task.task_id] = read_tts_evidence(task, since, deps, noted, now, deadline)
     return evidence
 
 
-def _desired_count(snapshot: Snapshot, deps: DrainerDependencies, report: ReportBuilder) -> int | None:
+def _desired_count(snapshot: Snapshot, deps: DrainerDependencies, noted: Noted) -> int | None:
     holds = any(marks.raised_capacity for marks in snapshot.marks.values())
     if not holds and not snapshot.capacity_debts:
         return None
     try:
         return deps.ecs.capacity().desired_count
     except RemediationError as exc:
-        report.error(exc)
+        noted.error(exc)
         return None

@@ -20,7 +20,7 @@ from fleet_remediation.adapters.scan_budget import note_look_error
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import ReaperPolicy
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.domain.reaping import Verdict, plan_reap
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.adapters.worker_logs import JobSighting
@@ -94,7 +94,7 @@ class RoomsSeen:
 def read_rooms(
     tasks: Sequence[EcsTask],
     deps: DrainerDependencies,
-    report: ReportBuilder,
+    noted: Noted,
     now: datetime,
     deadline: float,
     of_interest: Sequence[EcsTask] | None = None,
@@ -103,9 +103,9 @@ def read_rooms(
     they started, every running task's recent ones (so a young room on another worker is accounted
     for), and the live rooms; how many LiveKit calls that took."""
     sightings = _job_sightings(
-        tasks, tasks if of_interest is None else of_interest, deps, report, now, deadline
+        tasks, tasks if of_interest is None else of_interest, deps, noted, now, deadline
     )
-    live, calls = _live_rooms(deps, report)
+    live, calls = _live_rooms(deps, noted)
     return RoomsSeen(live, sightings, now, deps.settings.reaper.policy.managed_room_pattern), calls
 
 
@@ -113,7 +113,7 @@ def _job_sightings(
     tasks: Sequence[EcsTask],
     of_interest: Sequence[EcsTask],
     deps: DrainerDependencies,
-    report: ReportBuilder,
+    noted: Noted,
     now: datetime,
     deadline: float,
 ) -> dict[str, list[JobSighting]] | None:
@@ -138,12 +138,12 @@ def _job_sightings(
                     seen = found.setdefault(streams[sighting.log_stream], {})
                     seen[(sighting.job_id, sighting.room)] = sighting
     except RemediationError as exc:
-        note_look_error(report, exc)
+        note_look_error(noted, exc)
         return None
     return {task_id: list(seen.values()) for task_id, seen in found.items()}
 
 
-def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[str, LiveRoom] | None, int]:
+def _live_rooms(deps: DrainerDependencies, noted: Noted) -> tuple[dict[str, LiveRoom] | None, int]:
     calls = 0
 
     async def list_all() -> list[LiveRoom]:
@@ -160,7 +160,7 @@ def _live_rooms(deps: DrainerDependencies, report: ReportBuilder) -> tuple[dict[
         live: dict[str, LiveRoom] | None = {room.name: room for room in asyncio.run(list_all())}
     except RemediationError as exc:
         # Without LiveKit the drainer still cordons; it cannot reap or count jobs from rooms.
-        report.error(exc)
+        noted.error(exc)
         live = None
     return live, calls
 
@@ -169,7 +169,7 @@ def read_tts_evidence(
     task: EcsTask,
     since: datetime,
     deps: DrainerDependencies,
-    report: ReportBuilder,
+    noted: Noted,
     now: datetime,
     deadline: float,
 ) -> TtsEvidence | None:
@@ -177,6 +177,6 @@ def read_tts_evidence(
     try:
         outcomes = deps.worker_logs.tts_outcomes(stream, since, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        note_look_error(report, exc)
+        note_look_error(noted, exc)
         return None
     return TtsEvidence.from_outcomes(outcomes)

@@ -18,7 +18,7 @@ from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow
 from fleet_remediation.contract.naming import task_id_from_log_stream
 from fleet_remediation.contract.settings import DrainerSettings
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.decide.task_reach import TaskFacts, TaskReachAssessment, TaskVerdict
@@ -37,7 +37,7 @@ def during_silent_task(
     parsed: DrainerTrigger,
     deps: DrainerDependencies,
     tasks: Sequence[EcsTask],
-    report: ReportBuilder,
+    noted: Noted,
     deadline: float,
 ) -> DrainerTrigger:
     """``parsed`` with the silent task as its suspect, when a scheduled tick finds one; a
@@ -58,12 +58,12 @@ def during_silent_task(
         earlier = deps.ledger.tick_memory.earlier(now)
         rows = deps.worker_logs.task_reach(start, now, query_deadline(deps, deadline))
     except RemediationError as exc:
-        note_look_error(report, exc)
+        note_look_error(noted, exc)
         return parsed
     facts = [task_facts(task, settings) for task in tasks]
     found = tick_verdict(rows, reach, facts, now, earlier)
     if tick:
-        _remember(found, deps, report)
+        _remember(found, deps, noted)
     parsed = _with_group(parsed, found, held, deps)
     if not tick or found.shared or not found.suspects or GROUP_EVENT in parsed.trigger.detail:
         return parsed
@@ -73,14 +73,14 @@ def during_silent_task(
     return DrainerTrigger(parsed.trigger, True, suspect=suspect, group_members=parsed.group_members)
 
 
-def _remember(found: TaskReachAssessment, deps: DrainerDependencies, report: ReportBuilder) -> None:
+def _remember(found: TaskReachAssessment, deps: DrainerDependencies, noted: Noted) -> None:
     """The tick's failing tasks for the next tick's sightings; unwritten, the next tick sees each
     suspect for the first time again (a tick later, never sooner)."""
     reach = deps.settings.drainer.task_reach
     try:
         deps.ledger.tick_memory.remember(found.failing, deps.clock(), reach.window_minutes * 60)
     except RemediationError as exc:
-        note_look_error(report, exc)
+        note_look_error(noted, exc)
 
 
 def _with_group(

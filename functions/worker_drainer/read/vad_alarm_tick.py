@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fleet_remediation.adapters.alarm_state import AlarmStates
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.report_model import TriggerKind
 from worker_drainer.events import DrainerTrigger
 
@@ -19,7 +19,7 @@ ALARM = "ALARM"
 
 
 def during_vad_alarm(
-    parsed: DrainerTrigger, states: AlarmStates, alarm_name: str, report: ReportBuilder
+    parsed: DrainerTrigger, states: AlarmStates, alarm_name: str, noted: Noted
 ) -> DrainerTrigger:
     """``parsed`` allowed to start ladders when it is a scheduled tick and the VAD alarm is in ALARM.
     An unreadable state is a report error and leaves the tick as it was (advance only)."""
@@ -29,7 +29,7 @@ def during_vad_alarm(
     try:
         reading = states.current(name)
     except RemediationError as exc:
-        report.error(exc)
+        noted.error(exc)
         return parsed
     if reading is None or reading.value != ALARM:
         return parsed

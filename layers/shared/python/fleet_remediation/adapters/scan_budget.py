@@ -27,8 +27,7 @@ from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights, Que
 from fleet_remediation.adapters.scan_look_gate import DynamoDBLookGate
 from fleet_remediation.contract.budgets import SCAN_ESTIMATE_READ, SCAN_TALLY_CALL
 from fleet_remediation.core.errors import AwsApiError, RemediationError, aws_api_errors
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Decision
+from fleet_remediation.core.notes import Noted
 
 if TYPE_CHECKING:
     from fleet_remediation.contract.sections import ScanBudgetSection
@@ -137,7 +136,7 @@ class ScanBudget:
 class LookPolicy:
     """This invocation's rule: whether its looks answer a new ALARM (not held back by their
     estimate), the alarm whose looks are rate-limited (None: a person's run, not limited), and
-    where problems with the tally go (the report)."""
+    where problems with the tally go (the run's notes)."""
 
     priority: bool = False
     problem: Callable[[RemediationError], None] = lambda _: None
@@ -266,8 +265,8 @@ def budget_refusal(exc: RemediationError) -> bool:
     return isinstance(exc, LookSkippedError | ScanStoppedError)
 
 
-def note_look_error(report: ReportBuilder, exc: RemediationError) -> None:
+def note_look_error(noted: Noted, exc: RemediationError) -> None:
     if budget_refusal(exc):
-        report.candidate(exc.resource or "logs-insights", Decision.SKIP, exc.message)
+        noted.skip(exc.resource or "logs-insights", exc.message)
     else:
-        report.error(exc)
+        noted.error(exc)

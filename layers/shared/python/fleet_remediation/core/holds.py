@@ -9,14 +9,14 @@ from datetime import datetime
 
 from fleet_remediation.contract.disruption_window import DisruptionWindow, outside_window
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.notes import Noted
 
 
 def hold_reason(
     window: DisruptionWindow | None,
     now: datetime,
     deploying: Callable[[], str | None] | None,
-    report: ReportBuilder,
+    noted: Noted,
 ) -> str | None:
     """The reason to hold, or None; ``deploying`` is read only inside the window (an unreadable
     answer is a report error, and a hold)."""
@@ -26,5 +26,5 @@ def hold_reason(
     try:
         return deploying()
     except RemediationError as exc:
-        report.error(exc)
+        noted.error(exc)
         return f"whether a deployment is in progress is unknown ({exc.code})"

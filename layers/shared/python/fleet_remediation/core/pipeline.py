@@ -8,13 +8,15 @@ trigger into its own event, and its read, decide, act, record and compose stages
 the order, the deadline, the registration of the once-store, the catching of typed errors (a failed
 stage is recorded and still told), the hold (quiet hours, a deployment in progress) and the version
 every report carries. Each stage returns a value; only ``record`` writes the decisions into the
-report, and the executors journal each destructive step in it (intent before, outcome after).
+report, and the executors journal each destructive step in it (intent before, outcome after). What
+a stage sets aside without failing for it (an error it tolerated, a look it skipped) it notes on the
+run (``core.notes``); the pipeline records those before the act's journal and once the work ends.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -27,6 +29,7 @@ from fleet_remediation.contract.budgets import (
 from fleet_remediation.core.announce import action_events, announce
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.replay import replay_once
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode
@@ -53,6 +56,8 @@ class Run(Generic[DepsT, EventT]):
     # The work's end on the monotonic clock: the notification and the report keep their own time.
     deadline: float
     context: LambdaContext | None = None
+    # What the stages set aside on their way, until the pipeline records it.
+    noted: Noted = field(default_factory=Noted)
 
     @property
     def acts(self) -> bool:
@@ -132,16 +137,21 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         return self.stages.compose(run, work)
 
     def _work(self, run: Run[DepsT, EventT]) -> Work[SnapT, PlanT, DoneT]:
-        """read → decide → hold → act; a typed error ends the work and is kept for record and tell."""
+        """read → decide → hold → act; a typed error ends the work and is kept for record and tell.
+        What the stages noted goes into the report before the act journals, and what a failed stage
+        had noted before its error (whatever the error)."""
         work = Work[SnapT, PlanT, DoneT]()
         try:
             work.snapshot = self.stages.read(run)
             work.plan = self.stages.decide(run, work.snapshot)
             work.acting, work.held = self.stages.hold(run, work.snapshot, work.plan)
+            run.noted.record(run.report)
             if run.acts:
                 work.done = self.stages.act(run, work.snapshot, work.acting)
         except RemediationError as exc:
             work.error = exc
+        finally:
+            run.noted.record(run.report)
         return work
 
 
