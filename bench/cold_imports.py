@@ -52,7 +52,6 @@ WATCHED = (
     "aiohttp",
     "boto3",
     "botocore.config",
-    "pydantic_settings",
     "pydantic",
 )
 GOAL_CPU_MS = 500

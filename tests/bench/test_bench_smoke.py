@@ -69,7 +69,6 @@ def check_cold_imports(stdout: str) -> None:
         assert row["wall_ms"] > 0
     # Left for the first client and the reaper's first LiveKit call: boto3, livekit-api, aiohttp;
     # botocore's client configuration too, unless tracing is on (X-Ray patches botocore at import).
-    # pydantic-settings is never loaded.
     assert [row["loaded"] for row in rows] == [["pydantic"], ["aws_xray_sdk", "botocore.config", "pydantic"]]
 
 

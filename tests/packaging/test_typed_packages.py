@@ -18,7 +18,7 @@ MYPY_TIMEOUT_SECONDS = 600
 MYPY_CONFIG = """[mypy]
 strict = True
 
-[mypy-aws_cdk.*,constructs.*,cdk_nag.*,jsii.*,boto3.*,botocore.*,pydantic.*,pydantic_settings.*,livekit.*]
+[mypy-aws_cdk.*,constructs.*,cdk_nag.*,jsii.*,boto3.*,botocore.*,pydantic.*,livekit.*]
 follow_imports = skip
 """
 # A misuse each package's annotations catch: assigning a typed result to an int.
