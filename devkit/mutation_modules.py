@@ -144,10 +144,13 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         "task_detection",
-        "per-task detection: the per-task reach rule, its query, the silent task and the task scope",
+        "per-task detection: the per-task reach rule and its group events, its query and rows, the silent "
+        "task and the task scope",
         (
             f"{_FR}/contract/task_reach.py",
-            f"{_WD}/decide/task_reach.py",
+            f"{_FR}/domain/task_reach.py",
+            f"{_FR}/domain/group_verdict.py",
+            f"{_FR}/adapters/task_reach_rows.py",
             f"{_WD}/read/task_reach_query.py",
             f"{_WD}/read/silent_task_tick.py",
             f"{_WD}/act/task_scope_check.py",
@@ -155,6 +158,9 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_task_reach.py",
             "tests/unit/test_task_reach_edges.py",
+            "tests/unit/test_group_verdict.py",
+            "tests/unit/test_task_sighting.py",
+            "tests/unit/test_task_scope_check.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_silent_task.py",
             "tests/integration/test_worker_drainer_task_scope.py",
@@ -202,9 +208,16 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         "chat_actions",
-        "chat actions: the undo button's request and its verification",
+        "chat actions: the buttons (commands, variables, attachments), the command budget and the door",
         (f"{_FR}/core/chat_actions.py",),
-        ("tests/integration/test_chat_undo_button.py",),
+        (
+            "tests/unit/test_chat_buttons.py",
+            "tests/unit/test_chat_entry.py",
+        ),
+        # Not here: the tests that synthesize the buttons or check the budget at synth
+        # (tests/infra/test_chat_actions.py: they read examples/, which is not staged) or run the button
+        # end to end (tests/integration/test_chat_undo_button.py: past 30 s a test under a shared
+        # machine's load); the unit tests pin each button, the budget and the door in this module.
     ),
     Module(
         "console",
@@ -268,4 +281,39 @@ def shard(spec: str) -> tuple[Module, ...]:
 
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
+        "the item separator of a button's payload: every payload has exactly one key (the door refuses "
+        "any other), so no item separator is ever written"
+    ),
+    "fleet_remediation.domain.group_verdict.x__labels__mutmut_11": (
+        "the revision is the task definition ARN's last segment: split at the last slash only or at "
+        "every slash, the last segment is the same"
+    ),
+    "fleet_remediation.domain.group_verdict.x__labels__mutmut_12": (
+        "split at the first slash instead of the last: a task definition ARN has one slash "
+        "(task-definition/FAMILY:REVISION; a family name has none)"
+    ),
+    "fleet_remediation.domain.group_verdict.x__labels__mutmut_14": (
+        "split at the last two slashes instead of the last: a task definition ARN has one slash"
+    ),
+    "fleet_remediation.domain.task_reach.x_assess_task_reach__mutmut_75": (
+        "the tail at the healthy rate is computed again instead of reused: the same arguments, the same value"
+    ),
+    "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_1": (
+        "k = 0 goes on to the next check, k <= n * p, which holds for every n and p: 1.0 either way"
+    ),
+    "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_33": (
+        "the sum goes on past the terms below 1e-12 of it (to i = n, whose factor is 0): a change "
+        "below the precision the decision reads"
+    ),
+    "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_34": (
+        "one more term at i = n, whose factor (n - i) is 0: it adds nothing"
+    ),
+    "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_35": (
+        "a term exactly 1e-12 of the sum is added too: below the precision the decision reads"
+    ),
+    "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_56": (
+        "the cap at 1.0 of an upper tail above the mean, which is under 1 (the sum never reaches it)"
+    ),
+}

@@ -13,7 +13,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 from moto import mock_aws
 
 from devkit.fakes.aws_faults import answered
@@ -149,3 +149,77 @@ def test_an_injected_client_is_not_retried_after_a_5xx_either() -> None:
         announced = EventBridgeActionEvents("default", client).put(_events(1))
     assert attempts == [1]
     assert (announced.sent, announced.failed, announced.unknown) == (0, 0, 1)
+
+
+def test_the_adapter_builds_its_own_client_when_given_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        announced = EventBridgeActionEvents("default").put(_events(2))
+    assert (announced.sent, announced.failed, announced.unknown) == (2, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "failed", "unknown"),
+    [
+        (_status(400, "ValidationException"), ENTRIES_PER_PUT + 1, 0),
+        (_status(500, "InternalFailure"), 0, ENTRIES_PER_PUT + 1),
+        (_raise(EndpointConnectionError(endpoint_url="https://events")), ENTRIES_PER_PUT + 1, 0),
+        (_raise(ReadTimeoutError(endpoint_url="https://events")), 0, ENTRIES_PER_PUT + 1),
+    ],
+    ids=["4xx", "5xx", "no-connection", "no-reply"],
+)
+def test_each_batch_of_a_put_is_counted_not_only_the_last(
+    bus: tuple[Any, list[Answer]], answer: Answer, failed: int, unknown: int
+) -> None:
+    client, answers = bus
+    answers.extend([answer] * 20)
+    announced = EventBridgeActionEvents("default", client).put(_events(ENTRIES_PER_PUT + 1))
+    assert (announced.sent, announced.failed, announced.unknown) == (0, failed, unknown)
+    assert len(announced.problems) == 2
+
+
+def _answering(reply: Callable[..., Any]) -> Any:
+    """A real client whose PutEvents is ``reply``: answers botocore never gives (no status, no code,
+    no failed count) read as the unknown they are."""
+    client = boto3.client("events", region_name=REGION)
+    client.put_events = reply
+    return client
+
+
+def _error(response: dict[str, Any]) -> Callable[..., Any]:
+    def reply(**_: Any) -> Any:
+        raise ClientError(response, "PutEvents")  # type: ignore[arg-type]
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("response", "problem"),
+    [
+        ({"Error": {"Code": "InternalFailure"}}, "may have landed: InternalFailure"),
+        ({"Error": {}, "ResponseMetadata": {}}, "may have landed: Unknown"),
+        ({"ResponseMetadata": {"HTTPStatusCode": 500}}, "may have landed: Unknown"),
+    ],
+    ids=["no-status", "no-status-nor-code", "no-error"],
+)
+def test_an_error_without_a_status_or_a_code_may_have_landed(response: dict[str, Any], problem: str) -> None:
+    announced = EventBridgeActionEvents("default", _answering(_error(response))).put(_events(1))
+    assert (announced.sent, announced.failed, announced.unknown, announced.problems) == (0, 0, 1, [problem])
+
+
+def test_an_answer_without_a_failed_count_is_all_sent() -> None:
+    announced = EventBridgeActionEvents("default", _answering(lambda **_: {"Entries": []})).put(_events(3))
+    assert (announced.sent, announced.failed, announced.unknown) == (3, 0, 0)
+
+
+def test_failed_entries_add_up_over_the_answered_batches(bus: tuple[Any, list[Answer]]) -> None:
+    client, answers = bus
+
+    def one_failed(request: Any) -> Any:
+        entries = [{"ErrorCode": "InternalFailure", "ErrorMessage": "x"}] + [{"EventId": "e"}] * 9
+        return answered(request, 200, {"FailedEntryCount": 1, "Entries": entries})
+
+    # The first batch has a failed entry, the second (moto's answer) none: the first's still counts.
+    answers.append(one_failed)
+    announced = EventBridgeActionEvents("default", client).put(_events(ENTRIES_PER_PUT + 1))
+    assert (announced.sent, announced.failed, announced.unknown) == (ENTRIES_PER_PUT, 1, 0)

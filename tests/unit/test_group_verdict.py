@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from fleet_remediation.contract.task_reach import TaskReachSettings
 from fleet_remediation.domain.group_verdict import (
+    COHORT,
     ENDPOINT,
     REVISION,
     ZONE,
@@ -49,6 +51,26 @@ def test_the_hypergeometric_tail_is_the_exact_sum() -> None:
     assert hypergeometric_tail(999, 333, 2, 2) == pytest.approx(333 * 332 / (999 * 998))
     assert hypergeometric_tail(10, 3, 2, 0) == 1.0
     assert hypergeometric_tail(10, 3, 2, 3) == 0.0
+
+
+def _exact_tail(population: int, group: int, drawn: int, observed: int) -> float:
+    ways = math.comb(population, drawn)
+    return sum(
+        math.comb(group, k) * math.comb(population - group, drawn - k) / ways
+        for k in range(max(observed, 0), drawn + 1)
+    )
+
+
+@pytest.mark.parametrize("population", range(1, 13))
+def test_the_hypergeometric_tail_is_a_probability_equal_to_the_exact_sum(population: int) -> None:
+    for group in range(population + 1):
+        for drawn in range(population + 1):
+            for observed in range(-1, drawn + 2):
+                tail = hypergeometric_tail(population, group, drawn, observed)
+                assert 0.0 <= tail <= 1.0, (population, group, drawn, observed)
+                assert tail == pytest.approx(_exact_tail(population, group, drawn, observed), abs=1e-12)
+                if observed <= 0:
+                    assert tail == 1.0  # exactly: never a sum that rounds below it
 
 
 @pytest.mark.parametrize(
@@ -159,3 +181,96 @@ def test_a_dimension_with_one_value_is_the_fleet_not_a_group() -> None:
     names = streams(30)
     facts = zoned(names, ["a"] * 30)
     assert find_group_event(names[:5], facts, {}, SETTINGS) is None
+
+
+def test_a_start_cohort_is_its_slice_of_start_cohort_minutes() -> None:
+    # Slices of 10 minutes from the hour: 07:50:00 and 07:59:59 share one, 08:00:00 starts the next.
+    names = streams(40)
+    starts = [NOW - timedelta(minutes=10), NOW - timedelta(seconds=1), NOW] + [OLD] * 37
+    facts = [TaskFacts(n, "eu-west-1a", "agent:7", at) for n, at in zip(names, starts, strict=True)]
+    found = find_group_event(names[:3], facts, {}, SETTINGS)
+    assert found is not None
+    assert (found.dimension, found.value, found.failing, found.members) == (
+        COHORT,
+        "at 07:50",
+        tuple(names[:2]),
+        tuple(names[:2]),
+    )
+
+
+def test_a_group_at_exactly_its_computed_level_holds_and_says_what_it_counted() -> None:
+    names = streams(11)
+    facts = zoned(names, ["eu-west-1a"] * 2 + ["eu-west-1b"] * 9)
+    exactly = hypergeometric_tail(11, 2, 2, 2)
+    found = find_group_event(names[:2], facts, {}, SETTINGS.model_copy(update={"group_alpha": exactly}))
+    assert found is not None
+    assert (found.tasks_in_group, found.failing_in_fleet, found.tasks, found.p_value) == (2, 2, 11, exactly)
+    assert found.describe() == (
+        "group event: 2 of the 2 tasks with availability zone eu-west-1a fail (2 failing of 11 tasks in "
+        "the fleet; p = 0.018 that a group this size holds them by chance): notify, drain nobody"
+    )
+
+
+def test_of_two_groups_as_likely_the_first_dimension_is_named() -> None:
+    # Zone and revision split the fleet alike: equal p-values; zone comes first.
+    names = streams(11)
+    facts = [
+        TaskFacts(
+            n,
+            "a" if i < 2 else "b",
+            f"arn:aws:ecs:eu-west-1:1:task-definition/agent:{7 if i < 2 else 8}",
+            OLD,
+        )
+        for i, n in enumerate(names)
+    ]
+    found = find_group_event(names[:2], facts, {}, SETTINGS)
+    assert found is not None
+    assert (found.dimension, found.value) == (ZONE, "a")
+
+
+@pytest.mark.parametrize(("first_frames", "suspect"), [(0, True), (1, False), (2, False)])
+def test_a_young_task_is_warming_from_its_first_frame(first_frames: int, suspect: bool) -> None:
+    names = streams(100)
+    rows = [healthy(n) for n in names]
+    rows[0] = TaskReach(names[0], 6, first_frames, 6 - first_frames)
+    facts = [TaskFacts(n, "", "", OLD) for n in names]
+    facts[0] = TaskFacts(names[0], "", "", NOW - timedelta(minutes=1))
+    found = assess_task_reach(rows, SETTINGS, 100, facts, NOW)
+    assert [v.log_stream for v in found.suspects] == ([names[0]] if suspect else [])
+
+
+def test_without_the_time_no_task_is_taken_for_young() -> None:
+    names = streams(100)
+    rows = [healthy(n) for n in names]
+    rows[0] = TaskReach(names[0], 5, 2, 3)
+    facts = [TaskFacts(n, "", "", NOW - timedelta(minutes=1)) for n in names]
+    assert [v.log_stream for v in assess_task_reach(rows, SETTINGS, 100, facts).suspects] == [names[0]]
+
+
+def test_the_baseline_stays_below_one_when_every_other_response_times_out() -> None:
+    rows = [silent(n) for n in streams(3)]
+    (first, *_) = assess_task_reach(rows, SETTINGS, 3).tested
+    assert first.baseline_rate == 1 - 1e-9
+    assert first.p_value < 1.0
+
+
+@pytest.mark.parametrize("young", [0, 1])
+def test_the_reason_counts_the_suspects_and_the_tasks_in_warm_up(young: int) -> None:
+    names = streams(100)
+    rows = [healthy(n) for n in names]
+    rows[50] = silent(names[50])
+    facts = [TaskFacts(n, "", "", OLD) for n in names]
+    facts[:young] = [TaskFacts(n, "", "", NOW - timedelta(minutes=1)) for n in names[:young]]
+    found = assess_task_reach(rows, SETTINGS, 100, facts, NOW)
+    warm_up = "; 1 in warm-up" if young else ""
+    assert found.reason == f"1 of 100 tasks fail beyond chance (p <= {found.level:.3g}){warm_up}"
+
+
+def test_a_fleet_wide_failure_in_one_zone_is_fleet_wide_not_a_group_and_suspects_nobody() -> None:
+    names = streams(10)
+    rows = [silent(n) for n in names[:3]] + [healthy(n) for n in names[3:]]
+    facts = zoned(names, ["a"] * 3 + ["b"] * 7)
+    assert find_group_event(names[:3], facts, {}, SETTINGS) is not None
+    found = assess_task_reach(rows, SETTINGS, 10, facts, NOW)
+    assert (found.fleet_wide, found.group) == (True, None)
+    assert [v.suspect for v in found.tested] == [False, False, False]

@@ -27,6 +27,7 @@ from fleet_remediation.contract.sections import DrainerSection
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.contract.task_reach import TaskReachSettings
+from fleet_remediation.core.errors import AwsApiError
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from tts_reach_alarm.analysis import MAX_JOBS
 from tts_reach_alarm.investigation import investigate
@@ -139,6 +140,56 @@ def test_the_per_task_query_sums_each_stream_once() -> None:
         time.monotonic() + 5,
     )
     assert sorted((r.log_stream, r.responses, r.timeouts) for r in found) == [("s0", 20, 2), ("s1", 10, 1)]
+
+
+class OneAnswer:
+    """Logs Insights answering every query with ``rows`` (the log group asked is kept)."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows, self.log_groups = rows, []
+
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> QueryResult:
+        self.log_groups.append(log_group)
+        return QueryResult("q", self.rows, {})
+
+
+def _read(insights: OneAnswer) -> list[TaskReach]:
+    window = (START, START + timedelta(minutes=3))
+    return read_task_reach(insights, "agents-logs", SignalCatalog.default(), window, time.monotonic() + 5)
+
+
+def test_each_row_keeps_the_tts_endpoint_its_stream_named_and_none_is_empty() -> None:
+    counts = {"responses": "10", "first_frames": "9", "timeouts": "1"}
+    insights = OneAnswer(
+        [
+            {"@logStream": "s0", **counts, "tts_endpoint": "eu.tts.example"},
+            {"@logStream": "s1", **counts},
+            {"@logStream": "s2", **counts, "tts_endpoint": ""},
+        ]
+    )
+    found = {row.log_stream: row.tts_endpoint for row in _read(insights)}
+    assert found == {"s0": "eu.tts.example", "s1": "", "s2": ""}
+    assert insights.log_groups == ["agents-logs"]
+
+
+@pytest.mark.parametrize("count", ["ten", "nan", "inf"])
+def test_a_count_that_is_no_whole_number_is_a_bad_result_not_a_verdict(count: str) -> None:
+    bad = OneAnswer([{"@logStream": "s0", "responses": count, "first_frames": "9", "timeouts": "1"}])
+    with pytest.raises(AwsApiError) as refused:
+        _read(bad)
+    assert refused.value.aws_code == "BadResult"
+    assert refused.value.message == f"Logs Insights returned a non-numeric responses: {count!r}"
+
+
+@pytest.mark.parametrize(("age", "suspect"), [(timedelta(minutes=1), False), (timedelta(hours=1), True)])
+def test_the_tick_gives_a_task_in_warm_up_its_allowance(age: timedelta, suspect: bool) -> None:
+    rows = [*fleet(20), TaskReach("agent/a/new", 20, 5, 15)]
+    facts = [TaskFacts(row.log_stream, started_at=START - timedelta(hours=2)) for row in rows]
+    facts[-1] = TaskFacts("agent/a/new", started_at=START - age)
+    found = tick_verdict(rows, SETTINGS, facts, START)
+    assert [v.log_stream for v in found.suspects] == (["agent/a/new"] if suspect else [])
 
 
 def test_the_tick_reads_through_the_insights_adapter_and_suspects_only_running_tasks() -> None:

@@ -40,9 +40,10 @@ class EventBridgeActionEvents:
             announced.problems.append(f"not sent (no connection): {exc}")
             return
         except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             code = exc.response.get("Error", {}).get("Code", "Unknown")
-            refused = status < 500 or "Throttl" in code
+            # An answer without a status is no proof of a refusal: the batch may have landed.
+            refused = (status is not None and status < 500) or "Throttl" in code
             if refused:
                 announced.failed += len(batch)
             else:

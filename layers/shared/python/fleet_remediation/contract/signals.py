@@ -223,7 +223,7 @@ class SignalCatalog:
             raw = row.get(key) or "0"
             try:
                 return int(float(raw))
-            except ValueError:
+            except (ValueError, OverflowError):  # "nan" and "inf" are floats, no count
                 raise ValueError(f"non-numeric {key}: {raw!r}") from None
 
         totals = [number(alias) + number(alias + SUMMED_SUFFIX) for alias in TTS_COUNTS]

@@ -86,9 +86,9 @@ def announce(
         counts = {"sent": announced.sent, "unknown": announced.unknown, "failed": announced.failed}
         return {**counts, "problems": announced.problems[:3]}
 
-    key = {"function": report.function, "request": report.invocation_id or "local", "step": "action-events"}
     try:
         if once is not None and report.invocation_id:
+            key = {"function": report.function, "request": report.invocation_id, "step": "action-events"}
             result, replayed = once.run_once(key, put)
         else:
             result, replayed = put(), False
