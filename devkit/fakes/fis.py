@@ -9,7 +9,10 @@ botocore's output shape (members, required members, lengths, patterns, enums) be
 so the fake cannot answer what FIS could not.
 
 An experiment resolves its template's ``aws:ecs:task`` target with ``COUNT(1)`` among the running
-tasks of the target's cluster and service (read from ``ecs``, moto), as FIS does at start; it runs
+tasks of the target's cluster and service (read from ``ecs``, moto), as FIS does at start. It starts
+``initiating``, as StartExperiment answers: its first ``INITIATING_READS`` resolved-target reads
+answer no target, then it is ``running`` with its target (an assumption: AWS publishes no figure for
+how long an experiment initiates; a caller that takes the first read's answer fails here). It runs
 until stopped (``stopping``, then ``stopped`` on the next read) or until ``finish`` ends it.
 """
 
@@ -29,6 +32,7 @@ from botocore.model import Shape, StructureShape
 from devkit.service_models import _Check, operation
 
 ACTIVE = ("pending", "initiating", "running", "stopping")
+INITIATING_READS = 1
 
 
 @dataclass
@@ -37,8 +41,9 @@ class Experiment:
     template_id: str
     tags: dict[str, str]
     target: str | None
-    status: str = "running"
-    reason: str = "Experiment is running."
+    status: str = "initiating"
+    reason: str = "Experiment is initiating."
+    initiating_reads: int = INITIATING_READS
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
@@ -160,6 +165,11 @@ class FakeFis:
         experiment = self._found(params)
         if experiment is None:
             return 404, {"code": "ResourceNotFoundException", "message": "no such experiment"}
+        if experiment.status == "initiating" and experiment.initiating_reads > 0:
+            experiment.initiating_reads -= 1
+            if experiment.initiating_reads == 0:
+                experiment.status, experiment.reason = "running", "Experiment is running."
+            return 200, {"resolvedTargets": []}
         resolved = [
             {"resourceType": "aws:ecs:task", "targetName": "AgentTask", "targetInformation": {"arn": arn}}
             for arn in ([experiment.target] if experiment.target else [])

@@ -22,7 +22,7 @@ from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli import drill
 from livekit_fleet_remediation.cli.audit_sources import Clients, Progress
 from livekit_fleet_remediation.cli.drill_fis import TASK_ROLE_ACTIONS
-from livekit_fleet_remediation.cli.drill_fis_run import FisClients
+from livekit_fleet_remediation.cli.drill_fis_run import RESOLVE_WAIT_SECONDS, FisClients
 from livekit_fleet_remediation.drill_config import (
     EXPERIMENT_DRILL_TAG,
     TEMPLATE_ENVIRONMENT_TAG,
@@ -128,6 +128,9 @@ def test_a_fis_drill_starts_the_template_watches_fis_s_task_and_stops_the_experi
     assert (document["experiment_id"], document["experiment_stopped"]) == (experiment.id, True)
     assert [(e["function"], e["action"]) for e in document["timeline"]] == [("worker_drainer", "cordon")]
     assert world.fis.calls.count("StartExperiment") == 1
+    # The experiment initiates before its target resolves: the command waited one read for it.
+    assert world.fis.calls.count("ListExperimentResolvedTargets") == 2
+    assert clock.slept[0] == RESOLVE_WAIT_SECONDS
     # FIS, not the hook, carries the fault: no marker on any task.
     assert all(DRILL_TAG not in tags_of(task) for task in fleet)
 
