@@ -213,9 +213,7 @@ async def _inspect(
             raise TimeoutError(f"{url} did not finish loading in time")
         loaded = _record(event, result)
     # Late console messages or errors still in flight after the load event.
-    settle = min(deadline, time.monotonic() + 0.5)
-    while (event := await session.next_event(settle)) is not None:
-        _record(event, result)
+    await _settle(session, deadline, result)
     await _act_and_wait(session, actions, wait_for, deadline, result)
     for name, expression in expressions.items():
         answer = await session.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
@@ -247,11 +245,20 @@ async def _act_and_wait(
     while wait_for is not None:
         answer = await session.send("Runtime.evaluate", {"expression": wait_for, "returnByValue": True})
         if answer.get("result", {}).get("value"):
+            # What the page requested or logged on its way there may still be queued.
+            await _settle(session, deadline, result)
             return
         if time.monotonic() > deadline - 1:
             raise TimeoutError(f"the page never made {wait_for} true")
         while (event := await session.next_event(min(deadline, time.monotonic() + 0.2))) is not None:
             _record(event, result)
+
+
+async def _settle(session: DevToolsSession, deadline: float, result: PageLoad, seconds: float = 0.5) -> None:
+    """Record the events already sent or arriving within ``seconds``."""
+    settle = min(deadline, time.monotonic() + seconds)
+    while (event := await session.next_event(settle)) is not None:
+        _record(event, result)
 
 
 def _record(event: dict[str, Any], result: PageLoad) -> bool:
