@@ -12,23 +12,28 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from livekit import api
 
 from devkit.livekit_clients import BackgroundLoop, Participant
 from devkit.livekit_local import LocalLiveKit
+from devkit.process_work import WorkBound
 from devkit.signal_agent import AGENT_NAME_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_MODULE = REPO_ROOT / "devkit" / "signal_agent.py"
 AGENT_PACKAGE_ROOT = REPO_ROOT / "agent"
 SESSION_CLOSED = "signal_agent_session_closed"
+# A worker registers on about 3 s of CPU (its main process and the one kept warm); ten times that
+# is a fault, whatever the machine's load. The wall cap is for a worker that waits without working.
+REGISTRATION = WorkBound(cpu_seconds=30.0, wall_seconds=150.0)
 
 
 class SignalAgentWorker:
@@ -45,13 +50,17 @@ class SignalAgentWorker:
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
+        self._stderr: IO[str] | None = None
         self._loop: BackgroundLoop | None = None
 
-    def start(self, timeout: float = 30.0) -> SignalAgentWorker:
+    def start(self, bound: WorkBound = REGISTRATION) -> SignalAgentWorker:
+        """Start the worker and wait until livekit-server has registered it, bounded by the CPU its
+        processes spend (a loaded machine only slows it down); a failure quotes its stderr."""
         paths = [REPO_ROOT] if self.python else [REPO_ROOT, AGENT_PACKAGE_ROOT]
         env = dict(
             os.environ, PYTHONPATH=os.pathsep.join(map(str, paths)), **{AGENT_NAME_ENV: self.agent_name}
         )
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed by stop)
         self._process = subprocess.Popen(
             [
                 str(self.python or sys.executable),
@@ -69,17 +78,28 @@ class SignalAgentWorker:
             cwd=REPO_ROOT,
             env=env,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
             text=True,
         )
         threading.Thread(target=self._read, daemon=True, name=f"stdout-{self.agent_name}").start()
         self._loop = BackgroundLoop()
-        if not self.wait_for(
-            lambda: any(r.get("message") == "registered worker" for r in self.records()), timeout
-        ):
+        process = self._process
+        why = bound.wait(
+            process.pid,
+            lambda: any(r.get("message") == "registered worker" for r in self.records()),
+            lambda: process.poll() is None,
+        )
+        if why is not None:
+            stderr = self._stderr_tail()
             self.stop()
-            raise TimeoutError(f"the agents worker did not register within {timeout}s")
+            raise TimeoutError(f"the agents worker did not register: {why}; its stderr:\n{stderr}")
         return self
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read()[-3000:]
 
     def _read(self) -> None:
         assert self._process is not None
@@ -151,6 +171,8 @@ class SignalAgentWorker:
                 self._process.wait()
         if self._loop is not None:
             self._loop.close()
+        if self._stderr is not None:
+            self._stderr.close()
 
 
 DEMO_SCRIPTS: dict[str, dict[str, Any]] = {
