@@ -13,7 +13,9 @@ compared; the template's is.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,8 @@ import pytest
 from aws_cdk.assertions import Template
 from moto import mock_aws
 
+from devkit.livekit_clients import create_rooms
+from devkit.livekit_local import LocalLiveKit
 from livekit_fleet_remediation.cli import deployed_config
 from livekit_fleet_remediation.cli.common import UsageError, configuration
 from livekit_fleet_remediation.config import EnvironmentConfig
@@ -191,3 +195,73 @@ def test_audit_reads_the_deployed_instance_from_the_stack_alone(
         "lkfr-tutor-zombie-reaper",
     ]
     assert document["functions"]["lkfr-tutor-agents-worker-drainer"]["ledger_table"] == ledger
+
+
+def test_undo_asks_the_drainer_the_stack_names_with_no_environments_file(
+    deployed: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drainer's timeout is read from the stack's own function on moto (a wrong name fails
+    there); moto runs no Lambda code without Docker, so the invoke itself is a recording stand-in
+    that answers the drainer's report: the manual undrain sent once, to that function."""
+    from livekit_fleet_remediation.cli import undo
+    from livekit_fleet_remediation.cli.invoke import InvokeResult
+
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    report = {"function": "worker_drainer", "status": "ok", "mode": "enforce", "candidates": []}
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    def recording_invoker(client: Any, name: str) -> Any:
+        def invoke(event: dict[str, Any]) -> InvokeResult:
+            sent.append((name, event))
+            return InvokeResult(report=report)
+
+        return invoke
+
+    monkeypatch.setattr(undo, "lambda_invoker", recording_invoker)
+    status = undo.main(["--stack", STACK, "--env", "tutor", "--region", REGION, "--task", "abc", "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert json.loads(out) == report
+    assert sent == [
+        ("lkfr-tutor-agents-worker-drainer", {"action": "undrain", "task": "abc", "dry_run": False})
+    ]
+
+
+def test_undo_names_the_stack_when_its_service_has_no_drainer(
+    deployed: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livekit_fleet_remediation.cli import undo
+
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    argv = ["--stack", STACK, "--env", "tutor", "--region", REGION, "--task", "abc", "--service", "nope"]
+    status = undo.main(argv)
+    _, err = capsys.readouterr()
+    assert status == 2
+    assert "nope" in err
+
+
+@pytest.mark.livekit
+def test_plan_runs_from_the_stack_alone_against_the_real_livekit_server(
+    deployed: None,
+    livekit_server: LocalLiveKit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No environments file: the reaper's plan reads the instance's configuration from the stack and
+    the rooms from livekit-server (the key from the environment, as a laptop's shell gives it)."""
+    from livekit_fleet_remediation.cli import plan
+
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    monkeypatch.setenv("LIVEKIT_URL", livekit_server.http_url)
+    monkeypatch.setenv("LIVEKIT_API_KEY", livekit_server.api_key)
+    monkeypatch.setenv("LIVEKIT_API_SECRET", livekit_server.api_secret)
+    room = f"lesson-stack-plan-{uuid.uuid4().hex[:6]}"
+    asyncio.run(create_rooms(livekit_server, [room]))
+    status = plan.main(["reaper", "--stack", STACK, "--env", "tutor", "--region", REGION, "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    document = json.loads(out)
+    assert document["mode"] == "dry-run"
+    assert document["environment"] == "tutor"
+    assert document["actions"] == []
+    assert room in {candidate["resource"] for candidate in document["candidates"]}
