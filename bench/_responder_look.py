@@ -2,18 +2,21 @@
 ``investigate`` runs (the per-job read in time pieces, or one row per task when the jobs do not fit
 its row limit) against a Logs Insights stand-in that answers its queries from the bench's per-task
 minutes. A job's counts are its task's counts in the piece shared evenly over the task's jobs there
-(the calls placed on it in the piece and those in progress): the bench keeps no single job."""
+(the calls placed on it in the piece and those in progress): the bench keeps no single job. ECS's
+facts of its tasks (zone, revision, start) come from the simulated fleet's groups, as DescribeTasks
+would tell them."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
 
+from devkit.fleet_groups import Groups
 from devkit.traffic import EPOCH
 from fleet_remediation.adapters.logs_insights import QueryResult, Row
 from fleet_remediation.adapters.task_reach_rows import MAX_TASK_ROWS, task_reach_query
@@ -21,6 +24,8 @@ from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.contract.signals import TTS_COUNTS, TTS_ENDPOINT_FIELD
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.group_verdict import TaskFacts
+from tts_reach_alarm.adapters.task_facts import FactsRead
 from tts_reach_alarm.analysis import MAX_JOBS, Verdict, job_outcomes_query, job_rooms_query
 from tts_reach_alarm.investigation import investigate
 
@@ -107,24 +112,56 @@ class MinuteInsights:
                     name: str(int(counts[i][task]) // n + (job < int(counts[i][task]) % n))
                     for i, name in enumerate(TTS_COUNTS)
                 }
-                yield {"job_id": f"AJ_{task}_{job}", "@logStream": f"{STREAM_PREFIX}{task}", **shares}
+                stream, endpoint = f"{STREAM_PREFIX}{task}", self.endpoints[task]
+                yield {
+                    "job_id": f"AJ_{task}_{job}",
+                    "@logStream": stream,
+                    **shares,
+                    TTS_ENDPOINT_FIELD: endpoint,
+                }
+
+
+class FleetFacts:
+    """``TaskFactsReader`` over the simulated fleet: every task runs, and ECS tells each one's zone,
+    revision and start (on the responder's clock, ``devkit.traffic.EPOCH``)."""
+
+    def __init__(self, groups: Groups) -> None:
+        self.facts = {
+            f"{STREAM_PREFIX}{task}": TaskFacts(
+                f"{STREAM_PREFIX}{task}",
+                zone,
+                f"arn:aws:ecs:eu-west-1:1:task-definition/{revision}",
+                EPOCH + timedelta(seconds=started),
+            )
+            for task, (zone, revision, started) in enumerate(
+                zip(groups.zone, groups.revision, groups.started_seconds.tolist(), strict=True)
+            )
+        }
+
+    def read(self, streams: Sequence[str], deadline: float) -> FactsRead:
+        return FactsRead(tuple(self.facts[stream] for stream in streams))
 
 
 def responder_look(
-    insights: MinuteInsights, data_end: float, share: float, bad_task: int | None
+    insights: MinuteInsights,
+    data_end: float,
+    share: float,
+    bad_task: int | None,
+    ecs: FleetFacts | None = None,
 ) -> tuple[str, str]:
     """The responder's read and verdict for the page whose alarm window ends at ``data_end``
     (seconds), with ``share`` of that window's last minute searchable when it queries."""
     insights.last_share = share
     end = EPOCH + timedelta(seconds=data_end)
     window = TimeWindow(start=end - timedelta(minutes=RESPONDER_WINDOW_MINUTES), end=end)
-    findings = investigate(window, SETTINGS, insights, time.monotonic() + 60)
+    findings = investigate(window, SETTINGS, insights, time.monotonic() + 60, ecs=ecs)
     concentration = findings.concentration
     read = "per-task rows" if findings.truncated else "per-job rows"
+    if concentration.group is not None:
+        return read, f"{Verdict.GROUP.value}: {concentration.group.dimension}"
     if concentration.verdict is not Verdict.CONCENTRATED or concentration.top is None:
         return read, concentration.verdict.value
     task = int(concentration.top.log_stream.rsplit("/t", 1)[1])
     if bad_task is None:
-        # A group family: the responder has no ECS facts (zone, revision); the drainer's re-check does.
         return read, "concentrated: one task (no single silent task in this family)"
     return read, "concentrated: the silent task" if task == bad_task else "concentrated: another task"

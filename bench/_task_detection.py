@@ -34,7 +34,13 @@ from datetime import timedelta
 import numpy as np
 
 from bench._detection_timing import CONTRIBUTOR_HANDLER, BenchTiming, Decision
-from bench._responder_look import RESPONDER_WINDOW_MINUTES, MinuteInsights, ResponderVerdicts, responder_look
+from bench._responder_look import (
+    RESPONDER_WINDOW_MINUTES,
+    FleetFacts,
+    MinuteInsights,
+    ResponderVerdicts,
+    responder_look,
+)
 from devkit.fleet_counts import Fleet, FleetCounts, Minute, Truth, fleet
 from devkit.fleet_groups import Groups, start_time
 from devkit.traffic import EPOCH
@@ -217,6 +223,7 @@ class Bench:
         self.job_requests = np.zeros(tasks, dtype=np.int64)
         self.recent_requests: deque[int] = deque(maxlen=SIGHTINGS_RECENT_MINUTES)
         self.responder_insights = MinuteInsights(spec.calls_per_task, list(self.sim.groups.endpoint))
+        self.responder_facts = FleetFacts(self.sim.groups)
         self.tick_failing: tuple[str, ...] = ()
 
     def execute(self) -> Run:
@@ -266,7 +273,9 @@ class Bench:
     def _responder_look(self, end: float) -> None:
         """The responder's own read and verdict for this page (``bench._responder_look``)."""
         _, share = self.timing.responder_look(end)
-        read, verdict = responder_look(self.responder_insights, end, share, self.sim.truth.bad_task)
+        read, verdict = responder_look(
+            self.responder_insights, end, share, self.sim.truth.bad_task, self.responder_facts
+        )
         self.run.responder.reads[read] += 1
         self.run.responder.verdicts[verdict] += 1
 

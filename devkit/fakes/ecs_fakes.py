@@ -14,6 +14,9 @@
   update); while ``rolling`` is on, the fake adds the old deployment a rolling update runs beside
   the new PRIMARY to DescribeServices' answer, as ECS lists it.
 - ``EcsThrottling``: makes chosen ECS operations answer ``ThrottlingException`` without reaching moto.
+- ``EcsTaskPlacement``: moto 5.2.1 answers DescribeTasks without ``availabilityZone`` and
+  ``startedAt``, which ECS gives every running Fargate task; the fake places each task RunTask
+  started in a zone (round robin, in the order started) and adds both to DescribeTasks' answer.
 - ``FakeEcsTaskMetadataEndpoint``: a local HTTP server standing in for the ECS task metadata
   endpoint v4 (``/taskWithTags``), serving the tags a callable returns (e.g. moto's). Like the ECS
   agent it omits ``TaskTags`` when the task has none, and when the tag lookup fails it omits them
@@ -189,6 +192,24 @@ class EcsThrottling:
             "ResponseMetadata": {"HTTPStatusCode": 400},
         }
         return AWSResponse("https://ecs.fake", 400, HTTPHeaders(), None), error
+
+
+class EcsTaskPlacement:
+    def __init__(self, client: Any, zones: tuple[str, ...], started_at: datetime) -> None:
+        self.zones, self.started_at = zones, started_at
+        self.zone_of: dict[str, str] = {}
+        client.meta.events.register("after-call.ecs.RunTask", self._place)
+        client.meta.events.register("after-call.ecs.DescribeTasks", self._answer)
+
+    def _place(self, parsed: dict[str, Any], **_: Any) -> None:
+        for task in parsed.get("tasks", []):
+            self.zone_of[task["taskArn"]] = self.zones[len(self.zone_of) % len(self.zones)]
+
+    def _answer(self, parsed: dict[str, Any], **_: Any) -> None:
+        for task in parsed.get("tasks", []):
+            if task["taskArn"] in self.zone_of:
+                task.setdefault("availabilityZone", self.zone_of[task["taskArn"]])
+                task.setdefault("startedAt", self.started_at)
 
 
 class FakeEcsTaskMetadataEndpoint:

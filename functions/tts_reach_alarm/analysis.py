@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from fleet_remediation.adapters.logs_insights import Row
-from fleet_remediation.contract.signals import TTS_COLUMNS, SignalCatalog
+from fleet_remediation.contract.signals import TTS_COLUMNS, TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.core.message_model import probability
+from fleet_remediation.domain.group_verdict import GroupEvent
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.hypergeometric import (
     ANALYSIS_MAX_SECONDS,
@@ -45,16 +46,20 @@ FAILING_FILTER = (
 
 
 MAX_LISTED_JOBS = 50
+# How a verdict that clears or withholds the worker the per-job test named begins its reason.
+NOT_NAMED = "not named: "
 
 
 def job_outcomes_query(catalog: SignalCatalog, *, failing_only: bool = False) -> str:
-    """Responses, first audio frames and explicit first-audio timeouts per job and log stream. TTS
-    lines carry ``job_id`` but no ``room`` (incident report), so jobs are keyed by ``job_id``.
-    ``failing_only`` keeps the failed jobs (``JobOutcome.failed``: the query a person pastes)."""
+    """Responses, first audio frames and explicit first-audio timeouts per job and log stream, with
+    the TTS endpoint its lines name (the shared verdict's endpoint groups). TTS lines carry ``job_id``
+    but no ``room`` (incident report), so jobs are keyed by ``job_id``. ``failing_only`` keeps the
+    failed jobs (``JobOutcome.failed``: the query a person pastes)."""
+    endpoint = f"latest({TTS_ENDPOINT_FIELD}) as {TTS_ENDPOINT_FIELD}"
     return "\n| ".join(
         [
             f"filter ({catalog.tts_selector()}) and ispresent(job_id)",
-            f"stats {catalog.tts_sums()} by job_id, @logStream",
+            f"stats {catalog.tts_sums()}, {endpoint} by job_id, @logStream",
             *([FAILING_FILTER] if failing_only else []),
             f"limit {MAX_JOBS}",
         ]
@@ -104,8 +109,11 @@ class Verdict(StrEnum):
     CONCENTRATED = "concentrated"
     # Enough failures, and they are spread over the fleet (or no worker stands out): notify only.
     FLEET_WIDE = "fleet-wide"
-    # Too little to tell (no failed job, one failed job, or one worker): notify only, blame no one.
+    # Too little to tell (no failed job, one failed job, or one worker), or a worker that could not be
+    # checked: notify only, blame no one.
     INCONCLUSIVE = "inconclusive"
+    # The failing tasks share a zone, revision, TTS endpoint or start cohort: notify, name the group.
+    GROUP = "group event"
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,7 @@ class Concentration:
     # False: ``p_value_family`` is an upper bound (analysis deadline, or a p-value below
     # ``NEGLIGIBLE_P``), or None when even the bound did not settle the question.
     p_value_family_exact: bool = True
+    group: GroupEvent | None = None
 
     @property
     def concentrated(self) -> bool:
@@ -141,6 +150,7 @@ class Concentration:
             "alpha": self.alpha,
             "p_value_exact": self.p_value_family_exact,
             "test": "one-sided hypergeometric per worker; exact min-p over workers",
+            **(self.group.evidence() if self.group else {}),
         }
 
 

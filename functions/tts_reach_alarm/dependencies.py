@@ -19,6 +19,7 @@ from fleet_remediation.contract.settings import TtsReachSettings, settings_from_
 from fleet_remediation.core.announce import ActionEventSink
 from fleet_remediation.core.kill_switch import ModeSwitch
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher, EventPublisher
+from tts_reach_alarm.adapters.task_facts import EcsTaskFacts, TaskFactsReader
 
 
 @dataclass
@@ -36,6 +37,9 @@ class TtsReachDependencies(NotifyingDependencies):
 
     # Where each action and refusal is announced (None: nowhere, e.g. the replay).
     action_events: ActionEventSink | None = None
+    # The ECS facts of the tasks (zone, revision, start) for the group verdict. None: no ECS to ask
+    # (a test world or backtest without one); the deployed function always reads its cluster's.
+    task_facts: TaskFactsReader | None = None
 
     @classmethod
     def from_environment(cls) -> TtsReachDependencies:
@@ -55,4 +59,5 @@ class TtsReachDependencies(NotifyingDependencies):
             ),
             once=DynamoDBOnceGuard(settings.idempotency_table_name),
             alarm_states=CloudWatchAlarmStates(),
+            task_facts=EcsTaskFacts(settings.ecs_cluster) if settings.ecs_cluster else None,
         )

@@ -9,7 +9,7 @@ from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core import incidents, messages
 from fleet_remediation.core.console_links import alarm_link, ecs_task_link, logs_insights_link
 from fleet_remediation.core.report_model import RunFacts
-from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, Verdict, job_outcomes_query
+from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS, NOT_NAMED, Verdict, job_outcomes_query
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.transition import Transition
 
@@ -72,7 +72,8 @@ def _headlines(findings: Findings, suspect: SuspectWorkerDetail | None) -> tuple
             f"sent worker {short} to the drainer ({silent})",
             f"{silent}, mostly worker {short}; drainer not asked",
         )
-    where = _WHERE.get(findings.concentration.verdict, findings.concentration.verdict.value)
+    c = findings.concentration
+    where = f"group event: {c.group.label}" if c.group else _WHERE.get(c.verdict, c.verdict.value)
     return (
         f"{silent} ({where}); nothing drained",
         f"only notified ({silent}, {where})",
@@ -103,8 +104,14 @@ def _evidence(
         why.append(f"The window holds more than {MAX_JOBS} jobs: these figures cover the first {MAX_JOBS}.")
     if suspect:
         why.append(f"They concentrate on worker task {suspect.task_id}, more than chance allows")
+    elif c.group is not None:
+        why.append(
+            f"Shared by a group of tasks, not one worker's: {c.group.describe()}; investigate the group."
+        )
     elif c.verdict is Verdict.FLEET_WIDE:
         why.append("Looks fleet-wide (e.g. a TTS provider outage): no worker is drained; investigate.")
+    elif c.reason.startswith(NOT_NAMED):
+        why.append(f"No worker is named or drained: {c.reason.removeprefix(NOT_NAMED)}.")
     else:
         why.append("Too little evidence to blame a worker or the fleet: no worker is drained; investigate.")
     return why

@@ -110,13 +110,20 @@ class ResponderStages(
         try:
             with looking(run.deps.insights, policy):
                 findings = investigate(
-                    run.event.window, run.deps.settings, run.deps.insights, run.deadline, alpha
+                    run.event.window,
+                    run.deps.settings,
+                    run.deps.insights,
+                    run.deadline,
+                    alpha,
+                    run.deps.task_facts,
                 )
         except RemediationError as exc:
             if not budget_refusal(exc):
                 raise
             note_look_error(run.noted, exc)
             return Look(None, alpha)
+        for error in findings.facts.errors if findings.facts else ():
+            run.noted.error(error)
         return Look(findings, alpha)
 
     def decide(self, run: ResponderRun, look: Look) -> SuspectWorkerDetail | None:
@@ -228,6 +235,10 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
         "p_value": c.p_value_family,
         "p_value_exact": c.p_value_family_exact,
     }
+    if c.group is not None:
+        report.summary["group_event"] = c.group.describe()
+    if findings.facts is not None:
+        report.summary["task_facts"] = findings.facts.describe()
     if findings.truncated:
         report.summary["jobs_truncated"] = (
             f"the window holds more than MAX_JOBS={MAX_JOBS} jobs (Logs Insights returns at most "

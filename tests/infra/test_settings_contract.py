@@ -66,7 +66,7 @@ def _with(section: str, **values: Any) -> dict[str, Any]:
         (
             "tts_reach",
             {"timeout_seconds": 30, "query_timeout_seconds": 17},
-            r"environments\.staging\.tts_reach: Value error, a run needs up to 106 s "
+            r"environments\.staging\.tts_reach: Value error, a run needs up to 114 s "
             r".* timeout_seconds is 30",
         ),
     ],

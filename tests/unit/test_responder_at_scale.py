@@ -9,8 +9,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import pytest
+
 from fleet_remediation.contract.events import TimeWindow
 from fleet_remediation.contract.settings import TtsReachSettings
+from fleet_remediation.core.errors import DeadlineExceededError
 from fleet_remediation.core.messages import render_email
 from fleet_remediation.core.report import ReportBuilder
 from livekit_fleet_remediation.offline.insights import OfflineLogsInsights
@@ -73,9 +76,40 @@ def test_a_failing_tts_endpoint_at_scale_is_a_group_and_names_nobody() -> None:
     failing = set(range(0, 60, 10))  # six tasks, all on the endpoint that fails
     findings = _investigate(_fleet(failing, {task: "tts/us-east-1" for task in range(0, 100, 10)}))
     assert findings.truncated
-    assert findings.concentration.verdict is Verdict.FLEET_WIDE
+    assert findings.concentration.verdict is Verdict.GROUP
     assert findings.concentration.top is None
     assert "TTS endpoint tts/us-east-1" in findings.concentration.reason
+
+
+class _Slow:
+    """The Insights stand-in whose next queries no longer fit the read's deadline: the per-job read's
+    halving at scale runs out of time after ``answered`` queries."""
+
+    def __init__(self, events: list[LogEvent], answered: int) -> None:
+        self.inner, self.answered = OfflineLogsInsights(events, SETTINGS.detection.catalog()), answered
+
+    def run_query(
+        self, log_group: str, query: str, start: datetime, end: datetime, deadline: float
+    ) -> object:
+        if "by job_id, @logStream" in query and self.answered <= 0:
+            raise DeadlineExceededError("no time left to start a Logs Insights query", resource=log_group)
+        self.answered -= 1
+        return self.inner.run_query(log_group, query, start, end, deadline)
+
+
+def test_a_per_job_read_out_of_time_while_halving_turns_to_the_per_task_rows() -> None:
+    window = TimeWindow(start=END - timedelta(minutes=32), end=END)
+    slow = _Slow(_fleet({7}), answered=1)  # the whole window, at the row limit, then no time
+    findings = investigate(window, SETTINGS, slow, time.monotonic() + 60)  # type: ignore[arg-type]
+    assert findings.truncated
+    assert findings.concentration.top is not None
+    assert findings.concentration.top.log_stream == "agent/a/t7"
+
+
+def test_a_per_job_read_out_of_time_before_any_result_is_no_decision() -> None:
+    window = TimeWindow(start=END - timedelta(minutes=32), end=END)
+    with pytest.raises(DeadlineExceededError):
+        investigate(window, SETTINGS, _Slow(_fleet({7}), answered=0), time.monotonic() + 60)  # type: ignore[arg-type]
 
 
 def test_a_healthy_fleet_at_scale_names_nobody() -> None:
@@ -96,6 +130,6 @@ def test_the_responders_group_verdict_sends_no_suspect_and_its_page_names_the_gr
     report = ReportBuilder("tts_reach_alarm", "inv-1")
     note = compose_alarm_notification(findings, run.event, None, SETTINGS, report.facts())
     subject, body = render_email(note)
-    assert "nothing drained" in subject
+    assert "(group event: TTS endpoint=tts/us-east-1); nothing drained" in subject
     assert "group event: 6 of the 10 tasks with TTS endpoint tts/us-east-1 fail" in body
     assert "drain nobody" in body

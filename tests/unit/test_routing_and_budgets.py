@@ -47,7 +47,9 @@ def test_the_functions_budgets() -> None:
     # The action events: two PutEvents of one 1.5 s attempt under one once-only record.
     assert budgets.ANNOUNCE_SECONDS == 2 * 1.5 + 10
     assert budgets.reaper_seconds_needed(5.0) == 6 + 10 + 6 + 5 + 21 + 3 + 13 + 26 + 3
-    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 2 + 40 + 22 + 13 + 26 + 3
+    assert budgets.tts_reach_seconds_needed(20.0) == 6 + 2 + 40 + 8 + 22 + 13 + 26 + 3
+    # Its ECS facts: DescribeTasks calls of one 2 s attempt, as many as fit in 8 s.
+    assert budgets.TASK_FACTS_READ.worst_case_seconds == 2.0
     assert budgets.drainer_step_seconds(5.0) == 27.0 + 5.0
     # Even the shortest ECS timeout leaves one ECS call and a ledger write above the old 8 s.
     assert budgets.drainer_step_seconds(0.1) == pytest.approx(3 * 0.2 + 3 + 6 + 5.0)
@@ -101,9 +103,9 @@ def test_a_reaper_whose_calls_cannot_fit_fails_at_synth_naming_the_budget() -> N
 
 
 def test_a_responder_whose_queries_cannot_fit_fails_at_synth() -> None:
-    with pytest.raises(ValidationError, match="a run needs up to 112 s"):
-        TtsReachSection(timeout_seconds=111, query_timeout_seconds=20)
-    assert TtsReachSection(timeout_seconds=112, query_timeout_seconds=20).timeout_seconds == 112
+    with pytest.raises(ValidationError, match="a run needs up to 120 s"):
+        TtsReachSection(timeout_seconds=119, query_timeout_seconds=20)
+    assert TtsReachSection(timeout_seconds=120, query_timeout_seconds=20).timeout_seconds == 120
     # The floor: the scan budget's four calls (the estimate, the tally, an alarm's look slot, the ADD:
     # 0.75 s each), the StartQuery (3 s), one poll (2 s) and the stop (2 s); no worst-case call is kept
     # per poll.

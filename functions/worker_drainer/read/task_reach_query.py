@@ -8,7 +8,6 @@ guardrail a suspect-worker event has; a fleet-wide verdict drains nobody.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
@@ -16,7 +15,13 @@ from fleet_remediation.adapters.task_reach_rows import MAX_TASK_ROWS as MAX_TASK
 from fleet_remediation.adapters.task_reach_rows import read_task_reach as read_task_reach
 from fleet_remediation.adapters.task_reach_rows import task_reach_query as task_reach_query
 from fleet_remediation.contract.task_reach import TaskReachSettings
-from worker_drainer.decide.task_reach import TaskFacts, TaskReach, TaskReachAssessment, assess_task_reach
+from worker_drainer.decide.task_reach import (
+    TaskFacts,
+    TaskReach,
+    TaskReachAssessment,
+    among,
+    assess_task_reach,
+)
 
 
 def tick_verdict(
@@ -30,6 +35,4 @@ def tick_verdict(
     running tasks' streams can be suspects (a replaced task's stream is history). ``earlier``: the
     streams failing at the previous tick (a suspect's second sighting)."""
     streams = {task.log_stream for task in running}
-    found = assess_task_reach(rows, settings, len(streams), running, now, earlier)
-    kept = tuple(v for v in found.tested if v.log_stream in streams or not v.suspect)
-    return dataclasses.replace(found, tested=kept)
+    return among(assess_task_reach(rows, settings, len(streams), running, now, earlier), streams)

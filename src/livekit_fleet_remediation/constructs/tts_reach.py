@@ -3,6 +3,8 @@ service's TTS-reach alarm. ``config`` is the service's view (``EnvironmentConfig
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -21,9 +23,15 @@ from livekit_fleet_remediation.constructs.detection import Detection
 from livekit_fleet_remediation.constructs.function_parts import idempotency_table, schedule
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
-from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
+from livekit_fleet_remediation.constructs.remediation_function import (
+    NAG_ARN_START,
+    RemediationFunction,
+    deployed_settings,
+)
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
+from livekit_fleet_remediation.nag import acknowledge
+from tts_reach_alarm.adapters.task_facts import TASK_FACTS_ACTIONS
 
 
 class TtsReachResponder(Construct):
@@ -65,6 +73,7 @@ class TtsReachResponder(Construct):
         self.remediation.grant_logs_insights(detection.log_group)
         detection.scan_tally.grant(self.function)
         self._grant_events_and_page_state(detection)
+        self._grant_task_facts(config.agent_service.ecs_cluster)
         self.route = detection.route_alarm(
             "TtsReachAlarmToResponder", detection.tts_reach_alarm, self.function, self.remediation.dlq
         )
@@ -117,6 +126,22 @@ class TtsReachResponder(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:DescribeAlarms"], resources=[detection.tts_reach_alarm.alarm_arn]
             )
+        )
+
+    def _grant_task_facts(self, cluster: str) -> None:
+        """The ECS facts of the tasks in its rows (zone, revision, start) for the group verdict:
+        DescribeTasks on the agents' cluster's tasks, and no other ECS action."""
+        tasks = Stack.of(self).format_arn(service="ecs", resource="task", resource_name=f"{cluster}/*")
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(TASK_FACTS_ACTIONS), resources=[tasks])
+        )
+        acknowledge(
+            self.remediation.role,
+            "AwsSolutions-IAM5",
+            "Task ARNs end in a random id, so the one ECS read (DescribeTasks) names the agents' "
+            "cluster's tasks (task/<cluster>/*); it changes nothing.",
+            [re.compile(f"{NAG_ARN_START}ecs:.*:task/.*/\\*$")],
+            apply_to_children=True,
         )
 
     def _recheck(self, whose: str, minutes: int) -> events.Rule | None:

@@ -64,10 +64,14 @@ class OfflineLogsInsights:
         return QueryResult(query_id=f"offline-{self.calls}", rows=rows[:MAX_JOBS], statistics={})
 
     def _job_outcomes(self, start: datetime, end: datetime) -> list[Row]:
-        """``stats sum(...) as responses, first_frames, timeouts by job_id, @logStream``."""
+        """``stats sum(...) as responses, ..., latest(tts_endpoint) as tts_endpoint by job_id,
+        @logStream``."""
         counter = JobOutcomeCounter(self.catalog)
+        endpoints: dict[tuple[str, str], str] = {}
         for event in self._window(start, end):
-            counter.add(event.stream, event.record)
+            named = event.record.get(TTS_ENDPOINT_FIELD)
+            if counter.add(event.stream, event.record) and isinstance(named, str) and named:
+                endpoints[(str(event.record["job_id"]), event.stream)] = named
         return [
             {
                 "job_id": job.job_id,
@@ -76,6 +80,7 @@ class OfflineLogsInsights:
                 "first_frames": str(job.first_frames),
                 "timeouts": str(job.timeouts),
                 "late_frames": str(job.late_frames),
+                TTS_ENDPOINT_FIELD: endpoints.get((job.job_id, job.log_stream), ""),
             }
             for job in counter.outcomes()
         ]

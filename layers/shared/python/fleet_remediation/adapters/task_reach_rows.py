@@ -36,6 +36,17 @@ def _row(row: Row, endpoint: str) -> TaskReach:
     return TaskReach(row["@logStream"], *counts, tts_endpoint=endpoint)
 
 
+def latest_endpoints(pieces: list[list[Row]]) -> dict[str, str]:
+    """Per log stream, the TTS endpoint its rows name: the latest piece that names one (pieces run
+    in order)."""
+    return {
+        row["@logStream"]: row[TTS_ENDPOINT_FIELD]
+        for rows in pieces
+        for row in rows
+        if row.get("@logStream") and row.get(TTS_ENDPOINT_FIELD)
+    }
+
+
 def read_task_reach(
     insights: LogsInsights,
     log_group: str,
@@ -47,13 +58,7 @@ def read_task_reach(
     pieces = run_in_pieces(
         insights, log_group, task_reach_query(catalog), window, deadline, limit=MAX_TASK_ROWS
     )
-    # The latest piece that names an endpoint for a stream is the latest endpoint (pieces run in order).
-    endpoints = {
-        row["@logStream"]: row[TTS_ENDPOINT_FIELD]
-        for rows in pieces
-        for row in rows
-        if row.get("@logStream") and row.get(TTS_ENDPOINT_FIELD)
-    }
+    endpoints = latest_endpoints(pieces)
     return [
         _row(row, endpoints.get(row["@logStream"], ""))
         for row in summed(pieces, ("@logStream",), TTS_COLUMNS)

@@ -57,6 +57,12 @@ KILL_SWITCH_READ = AwsCallBudget("ssm", connect_timeout_seconds=1.0, read_timeou
 SECRET_READ = AwsCallBudget(
     "secretsmanager", connect_timeout_seconds=1.0, read_timeout_seconds=1.5, attempts=2
 )
+# The responder's ECS facts of the tasks in its rows (zone, revision, start: the shared group verdict):
+# DescribeTasks, 100 tasks a call, one short attempt each (a read; a failed batch is unknown, and an
+# unknown fact names nobody). The calls share RESPONDER_TASK_FACTS_SECONDS; one is started only while
+# its worst case still fits in it, so a fleet of any size reads within it (what is left unread is unknown).
+TASK_FACTS_READ = AwsCallBudget("ecs", connect_timeout_seconds=0.5, read_timeout_seconds=1.5, attempts=1)
+RESPONDER_TASK_FACTS_SECONDS = 8.0
 # The responder's suspect-worker event: EventBridge PutEvents.
 SUSPECT_EVENT_PUT = AwsCallBudget("events", connect_timeout_seconds=1.0, read_timeout_seconds=2.0, attempts=3)
 # One write of a once-only record (Powertools Idempotency on DynamoDB). A guarded action costs two:
@@ -193,12 +199,14 @@ def reaper_seconds_needed(livekit_request_timeout_seconds: float) -> float:
 
 def tts_reach_seconds_needed(query_timeout_seconds: float) -> float:
     """Kill switch, the TTS page's state (a scheduled re-check), two Logs Insights queries in
-    sequence (outcomes, then the failing jobs' rooms), the suspect-worker event (once-only), the
-    action events, the notification, the report."""
+    sequence (outcomes, then the failing jobs' rooms; or, at scale, one row per task), the ECS facts
+    of the tasks in them, the suspect-worker event (once-only), the action events, the
+    notification, the report."""
     return (
         KILL_SWITCH_READ.worst_case_seconds
         + ALARM_STATE_READ.worst_case_seconds
         + 2 * query_timeout_seconds
+        + RESPONDER_TASK_FACTS_SECONDS
         + guarded_action_seconds(SUSPECT_EVENT_PUT)
         + ANNOUNCE_SECONDS
         + NOTIFICATION_BUDGET_SECONDS

@@ -69,7 +69,8 @@ class TtsReachSection(StrictModel):
             budgets.tts_reach_seconds_needed(self.query_timeout_seconds),
             self.timeout_seconds,
             f"kill switch, the page's state, two queries of query_timeout_seconds="
-            f"{self.query_timeout_seconds:g}, the suspect-worker event, the action events and the "
+            f"{self.query_timeout_seconds:g}, the ECS facts of their tasks, the suspect-worker event, "
+            "the action events and the "
             "notification with their once-only records, the report",
         )
         return self

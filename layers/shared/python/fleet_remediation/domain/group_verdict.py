@@ -46,6 +46,20 @@ class GroupEvent:
     p_value: float
     members: tuple[str, ...] = ()  # every task (log stream) of the group, failing or not
 
+    @property
+    def label(self) -> str:
+        """The group in the fewest words: ``<dimension>=<value>``."""
+        return f"{self.dimension}={self.value}"
+
+    def evidence(self) -> dict[str, object]:
+        return {
+            "group": self.label,
+            "failing_in_group": len(self.failing),
+            "tasks_in_group": self.tasks_in_group,
+            "failing_in_fleet": self.failing_in_fleet,
+            "p_value_group": self.p_value,
+        }
+
     def describe(self) -> str:
         """The group in plain words, with its evidence."""
         return (

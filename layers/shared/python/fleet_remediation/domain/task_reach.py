@@ -158,6 +158,13 @@ def assess_task_reach(
     return _sighted(found, set(earlier), {row.log_stream for row in listed if row.first_frames == 0})
 
 
+def among(found: TaskReachAssessment, streams: Collection[str]) -> TaskReachAssessment:
+    """``found`` with suspects only among ``streams`` (the running tasks': a replaced task's stream
+    is history)."""
+    kept = tuple(v for v in found.tested if v.log_stream in streams or not v.suspect)
+    return dataclasses.replace(found, tested=kept)
+
+
 def _sighted(found: TaskReachAssessment, earlier: set[str], silent: set[str]) -> TaskReachAssessment:
     """A suspect stands at its second sighting (or when silent the whole window), and only while no
     other task became a suspect since the previous tick: a failure appearing on a second task while
