@@ -9,8 +9,19 @@ PIP := $(VENV)/bin/pip
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 LIVEKIT_SERVER_VERSION := v1.13.5
 LIVEKIT_SERVER := .tools/bin/livekit-server
-# The Lambda runtime (src/livekit_fleet_remediation/constructs/shared_layers.py) that the dependency layer targets.
-LAMBDA_PYTHON := 3.14
+# The Lambda runtime's Python (RUNTIME_PYTHON in src/livekit_fleet_remediation/constructs/shared_layers.py):
+# the dependency layer's wheels are built for it and every module that ships is compiled by it.
+LAMBDA_PYTHON := 3.13
+BYTECODE_TAG := cpython-$(subst .,,$(LAMBDA_PYTHON))
+# The CPython $(LAMBDA_PYTHON) that compiles it: the first that runs of python$(LAMBDA_PYTHON) on PATH (a
+# pyenv shim runs only if its version is selected) and pyenv's installed ones.
+IS_BUILD_PYTHON := -c 'import sys; sys.exit(sys.implementation.name != "cpython" or \
+	"%d.%d" % sys.version_info[:2] != "$(LAMBDA_PYTHON)")'
+ifeq ($(origin LAMBDA_BUILD_PYTHON),undefined)
+LAMBDA_BUILD_PYTHON := $(shell for python in $$(command -v python$(LAMBDA_PYTHON)) \
+	$(HOME)/.pyenv/versions/$(LAMBDA_PYTHON).*/bin/python$(LAMBDA_PYTHON); do \
+	"$$python" $(IS_BUILD_PYTHON) 2>/dev/null && { echo "$$python"; break; }; done)
+endif
 # The dependency layer, built for each processor a function may run on (lambda_architecture in each
 # environment, default arm64): build/layers/deps-<arch>/python.
 LAMBDA_ARCHITECTURES := arm64 x86_64
@@ -63,20 +74,53 @@ node_modules/.bin/cdk: package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# One pattern for both: the architecture's manylinux wheels (aarch64 for arm64).
-build/layers/deps-%/python/.built: requirements/runtime.lock $(VENV)/.installed
+# Every target that ships bytecode checks first that the interpreter compiling it is CPython $(LAMBDA_PYTHON).
+need-build-python = @test -n "$(LAMBDA_BUILD_PYTHON)" && "$(LAMBDA_BUILD_PYTHON)" $(IS_BUILD_PYTHON) 2>/dev/null || { \
+	echo "make: the functions run on Lambda's python$(LAMBDA_PYTHON) and ship bytecode compiled by CPython \
+$(LAMBDA_PYTHON), but $(if $(LAMBDA_BUILD_PYTHON),LAMBDA_BUILD_PYTHON=$(LAMBDA_BUILD_PYTHON) is not one,none runs \
+here (python$(LAMBDA_PYTHON) on PATH or $(HOME)/.pyenv/versions/$(LAMBDA_PYTHON).*)): install CPython $(LAMBDA_PYTHON) \
+(apt-get install python$(LAMBDA_PYTHON), pyenv install $(LAMBDA_PYTHON) or uv python install $(LAMBDA_PYTHON)), \
+or name it: make $(or $(MAKECMDGOALS),layers) LAMBDA_BUILD_PYTHON=/path/to/python$(LAMBDA_PYTHON)" >&2; exit 2; }
+# compileall over folder $(1), which Lambda puts at $(2), with invalidation mode $(3), with python $(4).
+# Hash-based, not timestamps: Lambda's copy keeps no build-time mtime. File names are Lambda's, so
+# the same sources compile to the same bytes on any machine and the assets' hashes stay put.
+compile-bytecode = $(4) -m compileall -q -f -j 0 --invalidation-mode $(3) -s $(1) -p $(2) $(1) >/dev/null
+
+# Rewritten only when the runtime's Python or the interpreter that compiles for it changes.
+build/layers/python.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LAMBDA_PYTHON) $(LAMBDA_BUILD_PYTHON)' | cmp -s - $@ || echo '$(LAMBDA_PYTHON) $(LAMBDA_BUILD_PYTHON)' > $@
+
+# One pattern for both: the architecture's manylinux wheels (aarch64 for arm64), compiled unchecked:
+# nothing edits a built layer, make rebuilds it whole.
+build/layers/deps-%/python/.built: requirements/runtime.lock $(VENV)/.installed build/layers/python.txt
+	$(need-build-python)
 	@echo "==> dependency layer for Lambda python$(LAMBDA_PYTHON) on $* (manylinux wheels, no Docker)"
 	@rm -rf build/layers/deps-$* && mkdir -p build/layers/deps-$*/python
 	@# boto3 and its dependencies come with the Lambda runtime.
 	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > build/layers/runtime-layer-$*.txt
-	@$(PIP) install --quiet --no-deps --only-binary=:all: --implementation cp \
+	@$(PIP) install --quiet --no-deps --only-binary=:all: --no-compile --implementation cp \
 		--python-version $(LAMBDA_PYTHON) \
 		--platform manylinux_2_28_$(if $(filter x86_64,$*),x86_64,aarch64) \
 		--platform manylinux2014_$(if $(filter x86_64,$*),x86_64,aarch64) \
 		--target build/layers/deps-$*/python -r build/layers/runtime-layer-$*.txt
+	@$(call compile-bytecode,build/layers/deps-$*/python,/opt/python,unchecked-hash,$(LAMBDA_BUILD_PYTHON))
 	@touch $@
 
-layers: $(DEPS_LAYERS) ## Build the third-party dependency layer for arm64 and for x86_64 (no Docker)
+# The functions' code and the shared layer, compiled in place (their __pycache__ beside the sources)
+# and checked against their source when imported, so an edit is never run from stale bytecode. A
+# deleted module's bytecode goes first: it would ship.
+LAMBDA_SOURCES := $(shell find functions layers/shared/python -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null)
+LAMBDA_BYTECODE := build/layers/bytecode.built
+$(LAMBDA_BYTECODE): $(LAMBDA_SOURCES) build/layers/python.txt
+	$(need-build-python)
+	@echo "==> bytecode of the functions and the shared layer for Lambda python$(LAMBDA_PYTHON)"
+	@find functions layers/shared/python -name '*.$(BYTECODE_TAG).pyc' -delete
+	@$(call compile-bytecode,functions,/var/task,checked-hash,$(LAMBDA_BUILD_PYTHON))
+	@$(call compile-bytecode,layers/shared/python,/opt/python,checked-hash,$(LAMBDA_BUILD_PYTHON))
+	@touch $@
+
+layers: $(DEPS_LAYERS) $(LAMBDA_BYTECODE) ## Build the third-party dependency layer for arm64 and for x86_64 (no Docker), and compile every module that ships for Lambda's Python
 
 # The package tests install into fresh virtual environments offline (pip --no-index) from here.
 WHEELHOUSE := build/wheelhouse
@@ -117,13 +161,15 @@ DIST_SOURCES := pyproject.toml hatch_build.py README.md LICENSE agent/pyproject.
 		-not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 FUNCTION_DIRS := $(patsubst %/handler.py,%,$(wildcard functions/*/handler.py))
 
-dist/.built: $(DIST_SOURCES) $(DEPS_LAYERS) $(VENV)/.installed
+dist/.built: $(DIST_SOURCES) $(DEPS_LAYERS) $(LAMBDA_BYTECODE) $(VENV)/.installed
 	@echo "==> wheels and sdists into dist/ (hatchling, offline)"
 	@rm -rf $(DIST_ASSETS) dist && mkdir -p $(DIST_ASSETS)/functions $(DIST_ASSETS)/layers/shared
 	@cp -R $(FUNCTION_DIRS) $(DIST_ASSETS)/functions/
 	@cp -R layers/shared/python $(DIST_ASSETS)/layers/shared/
 	@cp -R $(foreach arch,$(LAMBDA_ARCHITECTURES),build/layers/deps-$(arch)) $(DIST_ASSETS)/layers/
-	@find $(DIST_ASSETS) \( -name __pycache__ -o -name '*.pyc' -o -name .built \) -prune -exec rm -rf {} +
+	@# What synth ships (ASSET_EXCLUDES): the runtime's bytecode, no other Python's, no stamps.
+	@find $(DIST_ASSETS) \( -name '*.pyc' -not -name '*.$(BYTECODE_TAG).pyc' -o -name .built \) -delete
+	@find $(DIST_ASSETS) -type d -name __pycache__ -empty -delete
 	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist . >build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
 	@$(PY) -m build --no-isolation --sdist --wheel --outdir dist agent >>build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
 	@ls dist
@@ -148,6 +194,8 @@ $(LOCAL_DEPS_LAYER)/.built: requirements/runtime.lock $(VENV)/.installed $(LOCAL
 	@grep -vE '^($(RUNTIME_PROVIDED))==' requirements/runtime.lock > $(LOCAL_LAMBDA)/deps-layer.txt
 	@$(PIP) --python $(LAMBDA_LOCAL_PYTHON) install --quiet --no-deps --only-binary=:all: --no-compile \
 		--target $(LOCAL_DEPS_LAYER) -r $(LOCAL_LAMBDA)/deps-layer.txt
+	@# Compiled as the deployed layer is, by its own Python.
+	@$(call compile-bytecode,$(LOCAL_DEPS_LAYER),/opt/python,unchecked-hash,$(LAMBDA_LOCAL_PYTHON))
 	@touch $@
 
 $(LOCAL_RUNTIME)/.built: requirements/runtime.lock requirements/dev.lock $(VENV)/.installed $(LOCAL_LAMBDA)/python.txt

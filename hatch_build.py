@@ -6,7 +6,8 @@
 - The wheel's one top-level package: the construct and console commands (``src/livekit_fleet_remediation``)
   with the shared layer and the functions under ``livekit_fleet_remediation/_runtime/``, their imports
   rewritten to that path, so installing the wheel adds no generic name (``worker_drainer``…) to a
-  team's environment. The Lambda assets under ``_assets/`` keep the deployed layout untouched.
+  team's environment. The Lambda assets under ``_assets/`` keep the deployed layout untouched, their
+  bytecode included (in the sdist too, so a wheel built from it is the same wheel).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ DOTTED_IMPORT = re.compile(rf"^(\s*)import ({_NAMES})(\.[\w.]+\s+as\s)", re.MULT
 # A bare `import worker_drainer` would bind a name the rewrite cannot keep: refused at build time.
 BARE_IMPORT = re.compile(rf"^\s*import ({_NAMES})\b(?!\.[\w.]+\s+as\s)", re.MULTILINE)
 STAGING = "build/wheel-package"
+# The Lambda code and both layers as deployed, staged by `make dist` (pyproject.toml force-includes it).
+ASSETS = "build/dist-assets"
 SKIPPED = {"__pycache__", ".built"}
 
 
@@ -86,9 +89,23 @@ class CustomMetadataHook(MetadataHookInterface):
         metadata["readme"] = {"content-type": "text/markdown", "text": without_relative_links(readme)}
 
 
+def asset_bytecode(root: Path, target: str) -> dict[str, str]:
+    """Each bytecode file of the Lambda assets (``make dist`` keeps only the runtime's), mapped under
+    ``target``: hatchling leaves every ``__pycache__`` out of a forced folder, never a forced file."""
+    assets = root / ASSETS
+    return {
+        str(path): f"{target}/{path.relative_to(assets).as_posix()}" for path in sorted(assets.rglob("*.pyc"))
+    }
+
+
 class NamespacedPackageHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        root = Path(self.root)
+        if self.target_name == "sdist":
+            build_data["force_include"].update(asset_bytecode(root, ASSETS))
+            return
         if self.target_name != "wheel":
             return
-        staged = stage_package(Path(self.root))
+        staged = stage_package(root)
         build_data["force_include"][str(staged)] = PACKAGE
+        build_data["force_include"].update(asset_bytecode(root, f"{PACKAGE}/_assets"))

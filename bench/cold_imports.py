@@ -2,9 +2,10 @@
 of the child, what Lambda's init bills and the goal of 500 ms per function is about) and the wall
 time, on the deploy artifact by default: the staging stack synthesized offline, each function's
 code asset and its layers merged as Lambda does (the dependency layer built for this machine,
-``build/lambda-local/deps``), on the Lambda runtime's Python (devkit.lambda_emulator). No bytecode is
-written (Lambda's task root and /opt are read-only): whatever ships without ``.pyc`` is compiled on
-every cold start, as in Lambda.
+``build/lambda-local/deps``, compiled as the deployed one is), on the local Lambda runtime's Python
+(devkit.lambda_emulator). No bytecode is written (Lambda's task root and /opt are read-only): the
+artifact ships each module's bytecode for the runtime's Python (``make layers``), and a module read
+by any other Python is compiled on every cold start, as in Lambda.
 
     python -m bench.cold_imports [--repeat 5] [--module zombie_reaper.handler ...] [--assembly DIR]
                                  [--local-lambda DIR] [--checkout] [--json]
@@ -18,8 +19,8 @@ set, as in Lambda with the stack's active X-Ray tracing: Powertools Tracer loads
 examples/standalone/environments.json python cdk/app.py staging DIR``) instead of synthesizing one;
 ``--local-lambda DIR`` takes the runtime and the dependency layer from DIR instead of
 build/lambda-local (``make lambda-runtime LOCAL_LAMBDA=DIR LAMBDA_LOCAL_PYTHON=python3.13`` builds one
-for an interpreter closer to Lambda's); ``--checkout`` imports from this checkout instead (fast: no
-synthesis; the smoke test's size).
+on the runtime's Python, the one whose figures count); ``--checkout`` imports from this checkout
+instead (fast: no synthesis; the smoke test's size).
 """
 
 from __future__ import annotations

@@ -56,13 +56,13 @@ def test_the_wheel_tags_say_the_architecture_and_a_mixed_layer_is_refused(tmp_pa
     _dist_info(
         tmp_path,
         "pydantic_core-2.46.4",
-        "cp314-cp314-manylinux_2_17_aarch64",
-        "cp314-cp314-manylinux2014_aarch64",
+        "cp313-cp313-manylinux_2_17_aarch64",
+        "cp313-cp313-manylinux2014_aarch64",
     )
     _dist_info(tmp_path, "idna-3.20", "py3-none-any")
     assert wheel_architectures(tmp_path) == {"arm64": {"pydantic_core-2.46.4.dist-info"}}
     check_dependency_layer(tmp_path, "arm64")
-    _dist_info(tmp_path, "wrapt-2.5.2", "cp314-cp314-manylinux_2_28_x86_64")
+    _dist_info(tmp_path, "wrapt-2.5.2", "cp313-cp313-manylinux_2_28_x86_64")
     with pytest.raises(ValueError, match=r"x86_64 \(wrapt-2\.5\.2\.dist-info.*rebuild it with `make layers`"):
         check_dependency_layer(tmp_path, "arm64")
 
@@ -78,7 +78,7 @@ def test_a_layer_built_for_another_architecture_fails_synth(
 ) -> None:
     real = asset_roots()
     _dist_info(
-        tmp_path / "deps-x86_64" / "python", "pydantic_core-2.46.4", "cp314-cp314-manylinux_2_17_aarch64"
+        tmp_path / "deps-x86_64" / "python", "pydantic_core-2.46.4", "cp313-cp313-manylinux_2_17_aarch64"
     )
     monkeypatch.setattr(
         shared_layers, "asset_roots", lambda: AssetRoots(real.functions, real.shared_layer, tmp_path)

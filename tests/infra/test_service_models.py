@@ -109,7 +109,7 @@ def test_a_pattern_a_number_and_a_nested_call_are_checked() -> None:
     function = {
         "FunctionName": "f",
         "Timeout": 0,
-        "Runtime": "python3.14",
+        "Runtime": "python3.13",
         "Role": f"arn:aws:iam::{ACCOUNT}:role/r",
     }
     (finding,) = check_template(_one("AWS::Lambda::Function", function), REGION, ACCOUNT)

@@ -46,7 +46,7 @@ def test_reaper_runs_on_python_with_both_layers_and_a_dlq(staging: Synthesized) 
         {
             "FunctionName": "lkfr-staging-zombie-reaper",
             "Handler": "zombie_reaper.handler.lambda_handler",
-            "Runtime": "python3.14",
+            "Runtime": "python3.13",
             "DeadLetterConfig": {"TargetArn": Match.any_value()},
             "ReservedConcurrentExecutions": 1,
             "TracingConfig": {"Mode": "Active"},

@@ -10,7 +10,9 @@ is invoked over the Invoke API on 127.0.0.1 with a manual dry run, a schedule ev
 state change. AWS is moto in server mode on loopback (resources created from the template's own
 properties), LiveKit is the real local livekit-server holding two rooms of ours.
 
-What differs from Lambda, and only this: the dependency layer is rebuilt for this machine's Python
+Every module ships CPython 3.13 bytecode, hash-based (asserted), so Lambda's python3.13 compiles
+nothing at a cold start. What differs from Lambda, and only this: the dependency layer is rebuilt for
+this machine's Python
 (asserted below to hold the same distributions at the same versions as the synthesized one), the
 template's LiveKit URL and its references to stack resources point at the local stand-ins, AWS
 credentials are fake, the X-Ray daemon address is a local UDP socket this test owns, and the
@@ -74,7 +76,11 @@ INVOKE_TIMEOUT_SECONDS = 20.0
 RIE_START_TIMEOUT_SECONDS = 10.0
 HANG_TIMEOUT_SECONDS = 2.0
 PYTHON_OPTIONS = ("-W", "error::DeprecationWarning", "-W", "error::PendingDeprecationWarning")
-DEV_ONLY_FOLDERS = frozenset({"tests", "devkit", "tools", "bench", "__pycache__"})
+DEV_ONLY_FOLDERS = frozenset({"tests", "devkit", "tools", "bench"})
+# CPython 3.13's bytecode magic number (importlib.util.MAGIC_NUMBER), and a hash-based bytecode file's
+# flags (PEP 552): our code's is checked against its source, the dependencies' is not.
+PYTHON_313_MAGIC = (3571).to_bytes(2, "little") + b"\r\n"
+CHECKED_HASH, UNCHECKED_HASH = 0b11, 0b01
 FUNCTIONS = ("zombie_reaper", "worker_drainer", "tts_reach_alarm")
 # The functions that call LiveKit: the template must give them LIVEKIT_URL (replaced by the local server).
 LIVEKIT_FUNCTIONS = frozenset({"zombie_reaper", "worker_drainer"})
@@ -420,6 +426,7 @@ def test_each_function_asset_holds_only_its_own_runtime_code(smoke: SmokeRun, fu
     artifact = smoke.functions[function]
     assert sorted(p.name for p in artifact.code_dir.iterdir()) == [function]
     assert _dev_only_paths(artifact.code_dir) == []
+    assert _bytecode_flags(artifact.code_dir) == {CHECKED_HASH}
 
 
 def test_the_shared_layer_holds_only_runtime_code(smoke: SmokeRun) -> None:
@@ -430,6 +437,7 @@ def test_the_shared_layer_holds_only_runtime_code(smoke: SmokeRun) -> None:
     assert sorted(p.name for p in shared[0].iterdir()) == ["python"]
     assert sorted(p.name for p in (shared[0] / "python").iterdir()) == ["fleet_remediation"]
     assert _dev_only_paths(shared[0]) == []
+    assert _bytecode_flags(shared[0]) == {CHECKED_HASH}
 
 
 def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun) -> None:
@@ -439,7 +447,7 @@ def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun)
     assert _distributions(synthesized) == _distributions(LOCAL_DEPS_LAYER / "python")
     # boto3 and botocore come with the Lambda runtime (and the local runtime), never in the layer.
     assert not {name.split("-")[0] for name in _distributions(synthesized)} & {"boto3", "botocore"}
-    assert {f.runtime for f in smoke.functions.values()} == {"python3.14"}
+    assert {f.runtime for f in smoke.functions.values()} == {"python3.13"}
     extensions = list(synthesized.rglob("*.so"))
     assert any("pydantic_core" in str(p) for p in extensions), "pydantic-core's extension is missing"
     architecture = load_config_file(EXAMPLE_CONFIG, ENV_NAME).lambda_architecture
@@ -447,10 +455,10 @@ def test_the_local_dependency_layer_matches_the_synthesized_one(smoke: SmokeRun)
     wrong = [
         p.name
         for p in extensions
-        if f".cpython-314-{machine}-linux-gnu." not in p.name and ".abi3." not in p.name
+        if f".cpython-313-{machine}-linux-gnu." not in p.name and ".abi3." not in p.name
     ]
-    assert wrong == [], f"extension modules not built for CPython 3.14 {machine}: {wrong}"
-    assert not list(synthesized.rglob("__pycache__"))
+    assert wrong == [], f"extension modules not built for CPython 3.13 {machine}: {wrong}"
+    assert _bytecode_flags(synthesized) == {UNCHECKED_HASH}
 
 
 def _distributions(folder: Path) -> set[str]:
@@ -458,8 +466,30 @@ def _distributions(folder: Path) -> set[str]:
 
 
 def _dev_only_paths(root: Path) -> list[str]:
+    """Development folders, and bytecode that is not the Lambda runtime's (another Python's, or a
+    file outside ``__pycache__``, which Python would import without its source)."""
     found = []
     for path, dirs, files in os.walk(root):
         found += [os.path.join(path, d) for d in dirs if d in DEV_ONLY_FOLDERS]
-        found += [os.path.join(path, f) for f in files if f.endswith(".pyc")]
+        runtime = Path(path).name == "__pycache__"
+        found += [
+            os.path.join(path, f)
+            for f in files
+            if f.endswith(".pyc") and not (runtime and f.endswith(".cpython-313.pyc"))
+        ]
     return found
+
+
+def _bytecode_flags(root: Path) -> set[int]:
+    """Every module under ``root`` ships CPython 3.13 bytecode beside it: the set of their
+    hash-based flags (a timestamp-based file, whose mtime Lambda's copy cannot match, would be 0)."""
+    modules = sorted(root.rglob("*.py"))
+    assert modules, f"no module under {root}"
+    flags = set()
+    for module in modules:
+        compiled = module.parent / "__pycache__" / f"{module.stem}.cpython-313.pyc"
+        assert compiled.is_file(), f"{module} ships without its bytecode"
+        header = compiled.read_bytes()[:8]
+        assert header[:4] == PYTHON_313_MAGIC, f"{compiled} is not CPython 3.13 bytecode"
+        flags.add(int.from_bytes(header[4:8], "little"))
+    return flags

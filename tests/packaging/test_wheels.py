@@ -1,6 +1,7 @@
 """What `make dist` writes: a remediation wheel that carries the Lambda code and both layers exactly as
-the checkout deploys them, an agent wheel that needs only livekit-agents, and sdists a wheel builds from
-offline. No wheel installs development code (tools, bench, devkit, tests)."""
+the checkout deploys them (with their bytecode for the runtime), an agent wheel that needs only
+livekit-agents, and sdists a wheel builds from offline. No wheel installs development code (tools,
+bench, devkit, tests)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from packaging.requirements import Requirement
 
 from devkit.installed import DIST, REPO_ROOT, InstalledEnvironment
 from fleet_remediation import __version__
+from livekit_fleet_remediation.constructs.shared_layers import BYTECODE_TAG
 
 # The Lambda code's own top-level names, which the wheel keeps under livekit_fleet_remediation._runtime.
 RUNTIME_PACKAGES = ("fleet_remediation", "zombie_reaper", "worker_drainer", "tts_reach_alarm")
@@ -32,7 +34,8 @@ ASSET_SOURCES = {
     "layers/deps-arm64/python": REPO_ROOT / "build" / "layers" / "deps-arm64" / "python",
     "layers/deps-x86_64/python": REPO_ROOT / "build" / "layers" / "deps-x86_64" / "python",
 }
-SKIPPED = {"__pycache__", ".built"}
+# The bytecode that ships: the Lambda runtime's, compiled by `make layers` (no other Python's).
+RUNTIME_BYTECODE = f".{BYTECODE_TAG}.pyc"
 
 
 def _names(wheel: Path) -> list[str]:
@@ -60,11 +63,15 @@ def _tree_digest(files: dict[str, bytes]) -> dict[str, str]:
 
 
 def _checkout_files(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in root.rglob("*")
-        if path.is_file() and not SKIPPED & set(path.parts) and path.suffix != ".pyc"
-    }
+    return {str(path.relative_to(root)): path.read_bytes() for path in root.rglob("*") if _ships(path)}
+
+
+def _ships(path: Path) -> bool:
+    if not path.is_file() or path.name == ".built":
+        return False
+    if "__pycache__" in path.parts:
+        return path.parent.name == "__pycache__" and path.name.endswith(RUNTIME_BYTECODE)
+    return path.suffix != ".pyc"
 
 
 def _wheel_files(wheel: Path, prefix: str) -> dict[str, bytes]:

@@ -37,7 +37,7 @@ from fleet_remediation.core import chat_actions
 from livekit_fleet_remediation.assets import asset_roots
 from livekit_fleet_remediation.constructs.function_parts import function_code, log_retention
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
-from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers
+from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers, acknowledge_runtime
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from livekit_fleet_remediation.nag import acknowledge
 from worker_drainer.adapters.chat_tokens import CHAT_TOKEN_READ_ACTIONS, TOKEN_PARTITION_PREFIX
@@ -191,6 +191,7 @@ class ChatEntryPoint(Construct):
         for statement in self._statements(stack, services, list(switches.values())):
             self.role.add_to_policy(statement)
         _suppress_trace_wildcard(self.role)
+        acknowledge_runtime(self.function)
 
     def _role(self, name: str) -> iam.Role:
         return iam.Role(

@@ -37,7 +37,7 @@ from livekit_fleet_remediation.constructs.function_alarms import self_monitoring
 from livekit_fleet_remediation.constructs.function_parts import function_code, log_retention
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
-from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers
+from livekit_fleet_remediation.constructs.shared_layers import RUNTIME, SharedLayers, acknowledge_runtime
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from livekit_fleet_remediation.nag import acknowledge
 
@@ -114,6 +114,7 @@ class RemediationFunction(Construct):
         self.function = self._lambda_function(
             function, settings, description, layers, memory_size, reserved_concurrency
         )
+        acknowledge_runtime(self.function)
         notifications.grant_publish(self.function)
         kill_switch.grant_read(function, self.function, self.service)
         self._grant_action_events()

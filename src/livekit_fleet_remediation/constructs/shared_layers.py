@@ -1,6 +1,7 @@
 """The two Lambda layers: our shared code, and the third-party dependencies (built without Docker
 by `make layers`: pip installs manylinux wheels for the Lambda runtime, one layer per architecture,
-into build/layers/deps-<arch>; the wheel carries both prebuilt, see ``livekit_fleet_remediation.assets``).
+into build/layers/deps-<arch>, and the runtime's Python compiles them; the wheel carries both
+prebuilt, see ``livekit_fleet_remediation.assets``).
 The functions run on the layers' architecture; a dependency layer built for another one fails synth
 (its extension modules would not load)."""
 
@@ -12,12 +13,23 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from livekit_fleet_remediation.assets import asset_roots
+from livekit_fleet_remediation.nag import acknowledge
 
-# Named, not ``lambda_.Runtime.PYTHON_3_14``: that constant came with aws-cdk-lib 2.222, and a team on an
-# older release renders the same "python3.14" from this (tests/packaging/test_dependency_ranges.py).
-RUNTIME = lambda_.Runtime("python3.14", lambda_.RuntimeFamily.PYTHON, supports_inline_code=True)
-# Build stamps (make's .built) and bytecode are not code: they never ship.
-ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.built"]
+# The functions' Python, the one the Makefile's LAMBDA_PYTHON builds the layers and the bytecode for
+# (docs/decisions/0017-bytecode-for-the-runtime.md).
+RUNTIME_PYTHON = "3.13"
+# Built from RUNTIME_PYTHON, so the template's runtime and the shipped bytecode's tag cannot disagree.
+RUNTIME = lambda_.Runtime(f"python{RUNTIME_PYTHON}", lambda_.RuntimeFamily.PYTHON, supports_inline_code=True)
+# ``make layers`` compiles every module for the runtime's Python: that bytecode ships (a cold start
+# then compiles nothing); another Python's bytecode, a bytecode file without its source's folder
+# and make's .built stamps never do.
+BYTECODE_TAG = f"cpython-{RUNTIME_PYTHON.replace('.', '')}"
+ASSET_EXCLUDES = ["**/*.pyc", f"!**/__pycache__/*.{BYTECODE_TAG}.pyc", "**/.built"]
+OLDER_RUNTIME_REASON = (
+    "python3.13, not the newest Python runtime: the functions ship bytecode compiled by the build's "
+    "CPython 3.13, so a cold start compiles nothing; Lambda supports python3.13 until 2029-06-30 "
+    "(docs/decisions/0017-bytecode-for-the-runtime.md)."
+)
 # Lambda's architecture names, and the machine each one's manylinux wheels are tagged with.
 ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 WHEEL_MACHINES = {"aarch64": "arm64", "x86_64": "x86_64"}
@@ -52,6 +64,11 @@ def check_dependency_layer(site: Path, architecture: str) -> None:
             f"the dependency layer {site} holds wheels for {built}, the functions run on {architecture}: "
             "rebuild it with `make layers`"
         )
+
+
+def acknowledge_runtime(function: lambda_.Function) -> None:
+    """cdk-nag's AwsSolutions-L1 asks for the newest runtime; ours is chosen for its bytecode."""
+    acknowledge(function, "AwsSolutions-L1", OLDER_RUNTIME_REASON)
 
 
 class SharedLayers(Construct):

@@ -25,6 +25,9 @@ for _name in SDK_LOGGERS:
     logging.getLogger(_name).setLevel(logging.INFO)
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
+# What the X-Ray SDK patches: the AWS SDK, the one library of its list the functions use. Powertools'
+# default, patch_all, imports a patch for a dozen database and HTTP clients besides.
+TRACED_LIBRARIES = ("botocore",)
 
 
 def tracing_enabled() -> bool:
@@ -44,7 +47,7 @@ def capture_lambda_handler(handler: HandlerT) -> HandlerT:
         return handler
     from aws_lambda_powertools import Tracer
 
-    return cast(HandlerT, Tracer().capture_lambda_handler(handler))
+    return cast(HandlerT, Tracer(patch_modules=TRACED_LIBRARIES).capture_lambda_handler(handler))
 
 
 def emit(metric: MetricDefinition, value: float) -> None:
