@@ -260,7 +260,7 @@ SOURCES: dict[str, str] = {
     "lambda_async_retries": f"{LAMBDA_ASYNC} (two more attempts after a function error)",
     "lambda_async_retry_delays_seconds": f"{LAMBDA_ASYNC} (one minute, then two minutes)",
     "lambda_max_event_age_seconds": f"{LAMBDA_ASYNC_CONFIG} (maximum age of event: 6 hours, the default)",
-    "lambda_cold_start_seconds": f"{ASSUMPTION}: Python 3.11 init with boto3 and the shared layer",
+    "lambda_cold_start_seconds": f"{ASSUMPTION}: a python3.13 init with boto3 and the shared layer",
     "api_call_seconds": f"{ASSUMPTION}: one AWS API call's round trip in-region; AWS publishes none",
 }
 
