@@ -16,6 +16,7 @@ run (``core.notes``); the pipeline records those before the act's journal and on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -29,6 +30,7 @@ from fleet_remediation.contract.budgets import (
 from fleet_remediation.core.announce import action_events, announce
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.replay import replay_once
 from fleet_remediation.core.report import ReportBuilder
@@ -83,6 +85,16 @@ class Work(Generic[SnapT, PlanT, DoneT]):
 @dataclass
 class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
     stages: Stages[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]
+
+    def handle(self, event: Any, context: LambdaContext, dependencies: Callable[[], DepsT]) -> dict[str, Any]:
+        """One Lambda invocation of the stages, with exactly one report, logged once and returned. The
+        dependencies are built inside it, so a configuration failure is that report's error."""
+
+        def body(report: ReportBuilder) -> None:
+            remaining = context.get_remaining_time_in_millis() / 1000
+            self.invoke(event, report, dependencies(), remaining, context)
+
+        return run_reported(str(self.stages.function), context.aws_request_id, body)
 
     def invoke(
         self,
