@@ -8,15 +8,16 @@ trigger into its own event, and its read, decide, act, record and compose stages
 the order, the deadline, the registration of the once-store, the catching of typed errors (a failed
 stage is recorded and still told), the hold (quiet hours, a deployment in progress) and the version
 every report carries. Each stage returns a value; only ``record`` writes the decisions into the
-report, and the executors journal each destructive step in it (intent before, outcome after). What
-a stage sets aside without failing for it (an error it tolerated, a look it skipped) it notes on the
-run (``core.notes``); the pipeline records those before the act's journal and once the work ends.
+report, the pipeline writes what ``tell`` returns (``core.told``), and the executors journal each
+destructive step in it (intent before, outcome after: the one exception). What a stage sets aside
+without failing for it (an error it tolerated, a look it skipped) it notes on the run
+(``core.notes``); the pipeline records those before the act's journal and once the work ends.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -34,7 +35,7 @@ from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.replay import replay_once
 from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.report_model import Mode, RunFacts
 from fleet_remediation.core.stages import KnowsLambdaContext, PipelineDependencies, Settled, Stages, Start
 
 DepsT = TypeVar("DepsT", bound=PipelineDependencies)
@@ -65,6 +66,15 @@ class Run(Generic[DepsT, EventT]):
     def acts(self) -> bool:
         """Whether this invocation may change anything at all."""
         return self.mode is Mode.ENFORCE
+
+    @property
+    def invocation_id(self) -> str | None:
+        return self.report.invocation_id
+
+    def facts(self, pending: Sequence[RemediationError] = ()) -> RunFacts:
+        """What the run has recorded so far, as a value (for a message), and the errors a stage
+        has met and not yet returned."""
+        return self.report.facts(pending)
 
 
 @dataclass
@@ -136,8 +146,9 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         incident = self.stages.incident_of(note) if note is not None else None
         report.incident = incident
         announce(report, action_events(report, incident, deps.clock()), deps.action_events, deps.once)
-        if note is not None:
-            self.stages.tell(run, note)
+        told = self.stages.tell(run, note) if note is not None else None
+        if told is not None:
+            told.record(report)
 
     def _recorded(self, run: Run[DepsT, EventT]) -> NoteT | None:
         """The work, recorded into the report, and what to tell about it."""
