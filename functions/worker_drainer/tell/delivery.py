@@ -49,7 +49,8 @@ class Outbox(BaseModel):
 
 def notify(run: Run[DrainerDependencies, Any], lines: list[Line], context: MessageContext) -> Told:
     """Deliver what an earlier attempt of this invocation could not, then this run's message if
-    any line is new. A delivery failure is a report error (and fails the invocation after it)."""
+    any line is new. What the deliveries did comes back for the pipeline to record: a problem is a
+    report error, a lost message also fails the invocation after its report."""
     deps, invocation_id, told = run.deps, run.invocation_id, Told()
     held = _held(invocation_id, deps, told)
     still_lost = [item for item in held if _lost(item, deps, told)]

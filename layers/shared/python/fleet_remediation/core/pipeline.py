@@ -138,11 +138,16 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
             deps.once.register_lambda_context(context)
         # The action events, the notification and the report keep their time after the work.
         reserved = REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS + ANNOUNCE_SECONDS
-        run = Run(deps, begun, mode, report, started + remaining_seconds - reserved, context)
-        if self.stages.replays_retries and run.acts and report.invocation_id:
+        self._carry_out(Run(deps, begun, mode, report, started + remaining_seconds - reserved, context))
+
+    def _carry_out(self, run: Run[DepsT, EventT]) -> None:
+        """The work (once per event for a function that replays retries), recorded; its action
+        events; and what it tells."""
+        if self.stages.replays_retries and run.acts and run.invocation_id:
             note = replay_once(run, self._recorded, self.stages.note_type, self.stages.function)
         else:
             note = self._recorded(run)
+        report, deps = run.report, run.deps
         incident = self.stages.incident_of(note) if note is not None else None
         report.incident = incident
         announce(report, action_events(report, incident, deps.clock()), deps.action_events, deps.once)
