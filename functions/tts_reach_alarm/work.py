@@ -29,10 +29,10 @@ from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.pipeline import Run, Work
-from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Decision, Outcome
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.core.stages import Settled, StageDefaults, Start
+from fleet_remediation.core.told import Told
 from tts_reach_alarm.adapters.event_bus import put_at_most_once
 from tts_reach_alarm.analysis import MAX_JOBS, MAX_LISTED_JOBS
 from tts_reach_alarm.dependencies import TtsReachDependencies
@@ -178,7 +178,15 @@ class ResponderStages(
             return
         if work.snapshot is None or work.snapshot.findings is None:
             return
-        _record_findings(work.snapshot.findings, transition, report)
+        findings = work.snapshot.findings
+        report.summary = findings_summary(findings, transition)
+        c = findings.concentration
+        if c.top is not None:
+            decision = report.planned() if c.concentrated else Decision.SKIP
+            task_id = task_id_from_log_stream(c.top.log_stream)
+            report.candidate(c.top.log_stream, decision, c.reason, task_id=task_id, **c.evidence())
+        emit(metric_definitions.TTS_REACH_FAILING_JOBS, len(findings.failing))
+        emit(metric_definitions.TTS_REACH_SUSPECT_WORKERS, int(c.concentrated))
         if work.snapshot.alpha is not None:
             report.summary["recheck_alpha"] = work.snapshot.alpha
         if work.plan is not None and not report.acts:
@@ -187,7 +195,7 @@ class ResponderStages(
             report.summary["recheck"] = "nothing new in the open incident: no message"
 
     def compose(self, run: ResponderRun, work: ResponderWork) -> ResponderNote | None:
-        transition, settings, facts = run.event, run.deps.settings, run.report.facts()
+        transition, settings, facts = run.event, run.deps.settings, run.facts()
         if transition.state == "OK":
             return ResponderNote(compose_resolved_notification(transition, settings, facts))
         look = work.snapshot
@@ -199,16 +207,15 @@ class ResponderStages(
             return ResponderNote(note, f"recheck-notify:{suspect.task_id}")
         return ResponderNote(note)
 
-    def tell(self, run: ResponderRun, note: ResponderNote) -> None:
+    def tell(self, run: ResponderRun, note: ResponderNote) -> Told:
         """Alarm transitions are told in every mode. A manual analysis in dry run is a person's
         preview: its message goes into the report only."""
-        transition, report = run.event, run.report
+        transition = run.event
         if transition.change is None and not run.acts:
             subject, text = messages.render_email(note.note)
-            report.summary["would_publish"] = {"subject": subject, "text": text}
-            return
+            return Told(summary={"would_publish": {"subject": subject, "text": text}})
         once_key = transition.once_key(note.once_action) if transition.change is not None else None
-        run.deps.delivery.send(note.note, report, once_key)
+        return Told().delivered(run.deps.delivery.deliver(note.note, once_key))
 
     def incident_of(self, note: ResponderNote) -> str:
         return note.incident_id
@@ -221,9 +228,10 @@ def news(work: ResponderWork) -> bool:
     return work.done.new if work.done is not None else True
 
 
-def _record_findings(findings: Findings, transition: Transition, report: ReportBuilder) -> None:
+def findings_summary(findings: Findings, transition: Transition) -> dict[str, Any]:
+    """What the window held, as the report's summary."""
     c = findings.concentration
-    report.summary = {
+    summary: dict[str, Any] = {
         "state": transition.state,
         "window": transition.window.model_dump(mode="json"),
         "jobs_with_responses": len(findings.jobs),
@@ -240,20 +248,11 @@ def _record_findings(findings: Findings, transition: Transition, report: ReportB
     if findings.facts is not None:
         report.summary["task_facts"] = findings.facts.describe()
     if findings.truncated:
-        report.summary["jobs_truncated"] = (
+        summary["jobs_truncated"] = (
             f"the window holds more than MAX_JOBS={MAX_JOBS} jobs (Logs Insights returns at most "
             f"10,000 rows); the test covers the {len(findings.jobs)} the query returned"
         )
-    if c.top is not None:
-        report.candidate(
-            c.top.log_stream,
-            report.planned() if c.concentrated else Decision.SKIP,
-            c.reason,
-            task_id=task_id_from_log_stream(c.top.log_stream),
-            **c.evidence(),
-        )
-    emit(metric_definitions.TTS_REACH_FAILING_JOBS, len(findings.failing))
-    emit(metric_definitions.TTS_REACH_SUSPECT_WORKERS, int(c.concentrated))
+    return summary
 
 
 def _once(action: str, run: ResponderRun, do: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:

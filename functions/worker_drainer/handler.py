@@ -1,7 +1,21 @@
-"""Lambda entry point: the shared handler over the drainer's pipeline."""
+"""Lambda entry point: one invocation of the drainer's stages (``work.DrainerStages``), run by the
+shared pipeline (``core.pipeline.Pipeline.handle``) with exactly one report."""
 
-from fleet_remediation.core.handler import lambda_handler_for
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fleet_remediation.core.handler import lambda_entry
+from fleet_remediation.core.pipeline import Pipeline
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.service import DRAINER
+from worker_drainer.work import DrainerStages
 
-lambda_handler = lambda_handler_for("worker_drainer", DRAINER, DrainerDependencies.from_environment)
+DRAINER = Pipeline(DrainerStages())
+
+
+@lambda_entry(DrainerDependencies.from_environment)
+def lambda_handler(
+    event: Any, context: LambdaContext, dependencies: Callable[[], DrainerDependencies]
+) -> dict[str, Any]:
+    return DRAINER.handle(event, context, dependencies)

@@ -21,6 +21,7 @@ from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Refusal, TriggerKind
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.core.stages import StageDefaults, Start
+from fleet_remediation.core.told import Told
 from worker_drainer.act.ladder_executor import DrainerExecutor
 from worker_drainer.adapters.ecs_tasks import EcsTaskService
 from worker_drainer.adapters.tags_as_written import tags_as_written
@@ -176,7 +177,7 @@ class DrainerStages(
         plan = work.plan or NOTHING_PLANNED
         record_plan(fleet.snapshot, plan, run.report, held_steps(work))
         calls = fleet.livekit_calls + (work.done.livekit_calls if work.done else 0)
-        run.report.summary = summarize(fleet.snapshot, plan, run.report, run.deps, calls)
+        run.report.summary = summarize(fleet.snapshot, plan, run.report.actions, run.deps, calls)
         if work.held is not None:
             run.report.summary["held"] = work.held
         record_metrics(plan, run.report)
@@ -202,11 +203,11 @@ class DrainerStages(
         snapshot = fleet.snapshot if fleet else None
         thread = message_incident(trigger, incident, plan, snapshot)
         context = MessageContext(settings, run.event.identity, thread, alarm_behind(trigger))
-        lines = message_lines(run.report.facts(), work.acting or plan, snapshot) + held_lines(work)
+        lines = message_lines(run.facts(), work.acting or plan, snapshot) + held_lines(work)
         return DrainerNote(lines, context)
 
-    def tell(self, run: DrainerRun, note: DrainerNote) -> None:
-        notify(run.report, note.lines, note.context, run.deps)
+    def tell(self, run: DrainerRun, note: DrainerNote) -> Told:
+        return notify(run, note.lines, note.context)
 
     def incident_of(self, note: DrainerNote) -> str:
         return note.incident_id

@@ -1,7 +1,21 @@
-"""Lambda entry point: the shared handler over the reaper's pipeline."""
+"""Lambda entry point: one invocation of the reaper's stages (``work.ReaperStages``), run by the
+shared pipeline (``core.pipeline.Pipeline.handle``) with exactly one report."""
 
-from fleet_remediation.core.handler import lambda_handler_for
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fleet_remediation.core.handler import lambda_entry
+from fleet_remediation.core.pipeline import Pipeline
 from zombie_reaper.dependencies import ReaperDependencies
-from zombie_reaper.service import REAPER
+from zombie_reaper.work import ReaperStages
 
-lambda_handler = lambda_handler_for("zombie_reaper", REAPER, ReaperDependencies.from_environment)
+REAPER = Pipeline(ReaperStages())
+
+
+@lambda_entry(ReaperDependencies.from_environment)
+def lambda_handler(
+    event: Any, context: LambdaContext, dependencies: Callable[[], ReaperDependencies]
+) -> dict[str, Any]:
+    return REAPER.handle(event, context, dependencies)

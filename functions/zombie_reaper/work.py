@@ -24,6 +24,7 @@ from fleet_remediation.core.pipeline import Run, Work
 from fleet_remediation.core.report_model import Refusal
 from fleet_remediation.core.routing import Routed
 from fleet_remediation.core.stages import Settled, StageDefaults, Start
+from fleet_remediation.core.told import Told
 from fleet_remediation.domain.reap_executor import ReapExecutor, ReapResult
 from fleet_remediation.domain.reaping import ReapPlan, Verdict, collector_paused, plan_reap
 from zombie_reaper.accounting import record_metrics, record_plan, summary
@@ -170,19 +171,18 @@ class ReaperStages(StageDefaults[Deps, ReaperEvent, RoomSnapshot, ReapPlan, Reap
     def compose(self, run: ReaperRun, work: ReaperWork) -> messages.Notification | None:
         routed = run.event.routed
         if work.error is not None:
-            return compose_failure(work.error, run.report.facts(), run.deps, routed)
+            return compose_failure(work.error, run.facts(), run.deps, routed)
         if work.plan is None:
             return None
-        return compose(work.plan, (work.done or NOTHING_REAPED).results, run.report.facts(), run.deps, routed)
+        return compose(work.plan, (work.done or NOTHING_REAPED).results, run.facts(), run.deps, routed)
 
-    def tell(self, run: ReaperRun, note: messages.Notification) -> None:
+    def tell(self, run: ReaperRun, note: messages.Notification) -> Told:
         if run.event.routed.manual is not None and not run.acts:
             # A person's preview: the message goes into the report, nobody else is told.
             subject, text = messages.render_email(note)
-            run.report.summary["would_notify"] = {"subject": subject, "text": text}
-            return
+            return Told(summary={"would_notify": {"subject": subject, "text": text}})
         once_key = {"incident": note.incident_id, "mode": run.mode.value}
-        run.deps.delivery.send(note, run.report, once_key=once_key)
+        return Told().delivered(run.deps.delivery.deliver(note, once_key=once_key))
 
     def incident_of(self, note: messages.Notification) -> str:
         return note.incident_id

@@ -8,18 +8,19 @@ from __future__ import annotations
 from fleet_remediation.core import messages
 from fleet_remediation.core.chat_actions import TOKEN_CONTEXT, TOKEN_LIFETIME_SECONDS, new_token
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
 from worker_drainer.adapters.chat_tokens import ChatToken
 from worker_drainer.dependencies import DrainerDependencies
 
 
 def with_chat_buttons(
-    note: messages.Notification, report: ReportBuilder, deps: DrainerDependencies
-) -> messages.Notification:
-    """``note`` with a recorded token on the first undo of each kind (what chat shows)."""
+    note: messages.Notification, deps: DrainerDependencies
+) -> tuple[messages.Notification, str | None]:
+    """``note`` with a recorded token on the first undo of each kind (what chat shows), and why a
+    button was left off, if one was."""
     store = deps.chat_tokens
     if store is None:
-        return note
+        return note, None
+    left_off: str | None = None
     expires_at = int(deps.clock().timestamp()) + TOKEN_LIFETIME_SECONDS
     shown: set[str] = set()
     undos: list[messages.Undo] = []
@@ -34,9 +35,9 @@ def with_chat_buttons(
         try:
             store.issue(token)
         except RemediationError as exc:
-            report.summary["chat_buttons"] = f"left off: {exc.code}: {exc}"
+            left_off = f"left off: {exc.code}: {exc}"
             undos.append(undo)
             continue
         shown.add(request.action)
         undos.append(undo.model_copy(update={"button": {TOKEN_CONTEXT[request.action]: token.token}}))
-    return note.model_copy(update={"undo": undos})
+    return note.model_copy(update={"undo": undos}), left_off

@@ -17,6 +17,7 @@ one's once-key replays), before telling its own news, if any.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -24,7 +25,9 @@ from fleet_remediation.contract.budgets import DRAINER_NOTICE_MARKERS
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
 from fleet_remediation.core.errors import RemediationError
-from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.pipeline import Run
+from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.told import Told
 from worker_drainer.dependencies import DrainerDependencies
 from worker_drainer.tell.chat_buttons import with_chat_buttons
 from worker_drainer.tell.message import MessageContext, compose
@@ -44,72 +47,80 @@ class Outbox(BaseModel):
     held: list[HeldNotification]
 
 
-def notify(
-    report: ReportBuilder, lines: list[Line], context: MessageContext, deps: DrainerDependencies
-) -> None:
+def notify(run: Run[DrainerDependencies, Any], lines: list[Line], context: MessageContext) -> Told:
     """Deliver what an earlier attempt of this invocation could not, then this run's message if
-    any line is new. A delivery failure is a report error (and fails the invocation after it)."""
-    held = _held(report, deps)
-    still_lost = [item for item in held if _lost(item, report, deps)]
+    any line is new. What the deliveries did comes back for the pipeline to record: a problem is a
+    report error, a lost message also fails the invocation after its report."""
+    deps, invocation_id, told = run.deps, run.invocation_id, Told()
+    held = _held(invocation_id, deps, told)
+    still_lost = [item for item in held if _lost(item, deps, told)]
     if held:
-        report.summary["held_notifications"] = f"{len(held) - len(still_lost)} of {len(held)} delivered"
-    fresh = new_lines(lines, deps, report)
+        told.summary["held_notifications"] = f"{len(held) - len(still_lost)} of {len(held)} delivered"
+    fresh = new_lines(lines, deps, run.mode)
     if any(fresh):
-        note = with_chat_buttons(compose(lines, report.facts(), context), report, deps)
+        composed = compose(lines, run.facts(told.errors), context)
+        note, buttons_left_off = with_chat_buttons(composed, deps)
+        if buttons_left_off is not None:
+            told.summary["chat_buttons"] = buttons_left_off
         once_key = {
             "function": FunctionName.WORKER_DRAINER.value,
             "incident": note.incident_id,
-            "invocation": report.invocation_id or "local",
+            "invocation": invocation_id or "local",
         }
         item = HeldNotification(note=note, once_key=once_key)
-        if _lost(item, report, deps):
+        if _lost(item, deps, told):
             still_lost.append(item)
-    _keep(still_lost, bool(held), report, deps)
+    _keep(still_lost, bool(held), invocation_id, deps, told)
+    return told
 
 
-def _lost(item: HeldNotification, report: ReportBuilder, deps: DrainerDependencies) -> bool:
+def _lost(item: HeldNotification, deps: DrainerDependencies, told: Told) -> bool:
     """Deliver ``item``; whether SNS did not take it (then it is held for Lambda's retry)."""
-    return bool(deps.delivery.send(item.note, report, item.once_key).lost)
+    delivery = deps.delivery.deliver(item.note, item.once_key)
+    told.delivered(delivery)
+    return bool(delivery.lost)
 
 
-def _held(report: ReportBuilder, deps: DrainerDependencies) -> list[HeldNotification]:
-    if deps.outbox is None or report.invocation_id is None:
+def _held(invocation_id: str | None, deps: DrainerDependencies, told: Told) -> list[HeldNotification]:
+    if deps.outbox is None or invocation_id is None:
         return []
     try:
-        payload = deps.outbox.held(report.invocation_id)
+        payload = deps.outbox.held(invocation_id)
     except RemediationError as exc:
-        report.error(exc)
+        told.errors.append(exc)
         return []
     return Outbox.model_validate_json(payload).held if payload else []
 
 
-def _keep(lost: list[HeldNotification], had: bool, report: ReportBuilder, deps: DrainerDependencies) -> None:
+def _keep(
+    lost: list[HeldNotification], had: bool, invocation_id: str | None, deps: DrainerDependencies, told: Told
+) -> None:
     """Hold what is still undelivered for the next retry; clear the outbox once all went out."""
-    if deps.outbox is None or report.invocation_id is None or not (lost or had):
+    if deps.outbox is None or invocation_id is None or not (lost or had):
         return
     try:
         if lost:
-            deps.outbox.hold(report.invocation_id, Outbox(held=lost).model_dump_json(), deps.clock())
+            deps.outbox.hold(invocation_id, Outbox(held=lost).model_dump_json(), deps.clock())
         else:
-            deps.outbox.release(report.invocation_id)
+            deps.outbox.release(invocation_id)
     except RemediationError as exc:
-        report.error(exc)
+        told.errors.append(exc)
 
 
-def new_lines(lines: list[Line], deps: DrainerDependencies, report: ReportBuilder) -> list[bool]:
+def new_lines(lines: list[Line], deps: DrainerDependencies, mode: Mode | None) -> list[bool]:
     """Which lines are new. Markers are written for the first ``DRAINER_NOTICE_MARKERS`` keyed lines,
     the number the run's budget counts; a line beyond them is told without one."""
     keyed = [index for index, line in enumerate(lines) if line.key is not None]
     marked = set(keyed[:DRAINER_NOTICE_MARKERS])
-    return [index not in marked or _new(line, deps, report) for index, line in enumerate(lines)]
+    return [index not in marked or _new(line, deps, mode) for index, line in enumerate(lines)]
 
 
-def _new(line: Line, deps: DrainerDependencies, report: ReportBuilder) -> bool:
+def _new(line: Line, deps: DrainerDependencies, mode: Mode | None) -> bool:
     if line.key is None:
         return True
-    mode = report.mode.value if report.mode else "unknown"
+    mode_name = mode.value if mode else "unknown"
     try:
         ttl = int(NOTICE_REPEAT.total_seconds())
-        return deps.ledger.first_notice(f"{mode}#{line.key}", deps.clock(), ttl)
+        return deps.ledger.first_notice(f"{mode_name}#{line.key}", deps.clock(), ttl)
     except RemediationError:
         return True  # better told twice than not at all

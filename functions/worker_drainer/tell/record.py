@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fleet_remediation.contract import metrics as metric_definitions
 from fleet_remediation.contract.drainer_steps import STEP_TABLE, Step
 from fleet_remediation.core.observability import emit
 from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Decision, Outcome
+from fleet_remediation.core.report_model import ActionRecord, Decision, Outcome
 from worker_drainer.adapters.ecs_model import EcsTask
 from worker_drainer.decide.attribution import WorkerAssessment
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Snapshot
@@ -64,7 +65,11 @@ def _facts(task: EcsTask, worker: WorkerAssessment | None, snapshot: Snapshot) -
 
 
 def summarize(
-    snapshot: Snapshot, plan: LadderPlan, report: ReportBuilder, deps: DrainerDependencies, livekit_calls: int
+    snapshot: Snapshot,
+    plan: LadderPlan,
+    actions: Sequence[ActionRecord],
+    deps: DrainerDependencies,
+    livekit_calls: int,
 ) -> dict[str, Any]:
     fleet = snapshot.fleet
     return {
@@ -80,9 +85,9 @@ def summarize(
             if any(p.step is s for p in plan.steps)
         },
         "desired_count": snapshot.desired_count,
-        "done": sum(a.outcome is Outcome.DONE for a in report.actions),
-        "failed": sum(a.outcome is Outcome.FAILED for a in report.actions),
-        "unknown": sum(a.outcome is Outcome.UNKNOWN for a in report.actions),
+        "done": sum(a.outcome is Outcome.DONE for a in actions),
+        "failed": sum(a.outcome is Outcome.FAILED for a in actions),
+        "unknown": sum(a.outcome is Outcome.UNKNOWN for a in actions),
         "calls": {
             "ecs": deps.ecs.calls,
             "dynamodb": deps.ledger.calls,

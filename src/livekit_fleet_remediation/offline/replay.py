@@ -63,11 +63,14 @@ from livekit_fleet_remediation.offline.replay_stack import SimulatedWorld, funct
 from livekit_fleet_remediation.offline.replay_timing import FOLLOW_UP, describe
 from livekit_fleet_remediation.offline.series import minute_series
 from tts_reach_alarm.dependencies import TtsReachDependencies
-from tts_reach_alarm.service import run_tts_reach
+from tts_reach_alarm.handler import RESPONDER
 from worker_drainer.dependencies import DrainerDependencies
-from worker_drainer.service import run_drainer
+from worker_drainer.handler import DRAINER
 from zombie_reaper.dependencies import ReaperDependencies
-from zombie_reaper.service import run_reaper
+from zombie_reaper.handler import REAPER
+
+# The functions' own pipelines, each as its handler runs it, without Lambda around it.
+run_reaper, run_tts_reach, run_drainer = REAPER.invoke, RESPONDER.invoke, DRAINER.invoke
 
 # The replay reports its progress on stderr when it runs longer than this (seconds between lines).
 PROGRESS_EVERY_SECONDS = 5.0

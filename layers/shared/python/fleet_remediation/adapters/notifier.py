@@ -44,6 +44,7 @@ from fleet_remediation.core.errors import (
 from fleet_remediation.core.messages import Notification, message_attributes, render_chat, render_email
 from fleet_remediation.core.observability import emit, logger
 from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.told import Told
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -269,11 +270,7 @@ class Delivery:
     lost: list[NotificationLostError] = field(default_factory=list)
 
     def record(self, report: ReportBuilder) -> None:
-        report.notifications.extend(self.message_ids)
-        for problem in [*self.problems, *self.lost]:
-            report.error(problem)
-        for lost in self.lost:
-            report.fail_after_report(lost)
+        Told().delivered(self).record(report)
 
 
 class NotifyingDependencies:

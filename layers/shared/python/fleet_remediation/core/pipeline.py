@@ -8,14 +8,16 @@ trigger into its own event, and its read, decide, act, record and compose stages
 the order, the deadline, the registration of the once-store, the catching of typed errors (a failed
 stage is recorded and still told), the hold (quiet hours, a deployment in progress) and the version
 every report carries. Each stage returns a value; only ``record`` writes the decisions into the
-report, and the executors journal each destructive step in it (intent before, outcome after). What
-a stage sets aside without failing for it (an error it tolerated, a look it skipped) it notes on the
-run (``core.notes``); the pipeline records those before the act's journal and once the work ends.
+report, the pipeline writes what ``tell`` returns (``core.told``), and the executors journal each
+destructive step in it (intent before, outcome after: the one exception). What a stage sets aside
+without failing for it (an error it tolerated, a look it skipped) it notes on the run
+(``core.notes``); the pipeline records those before the act's journal and once the work ends.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -29,10 +31,11 @@ from fleet_remediation.contract.budgets import (
 from fleet_remediation.core.announce import action_events, announce
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.core.invocation import run_reported
 from fleet_remediation.core.notes import Noted
 from fleet_remediation.core.replay import replay_once
 from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.report_model import Mode, RunFacts
 from fleet_remediation.core.stages import KnowsLambdaContext, PipelineDependencies, Settled, Stages, Start
 
 DepsT = TypeVar("DepsT", bound=PipelineDependencies)
@@ -64,6 +67,15 @@ class Run(Generic[DepsT, EventT]):
         """Whether this invocation may change anything at all."""
         return self.mode is Mode.ENFORCE
 
+    @property
+    def invocation_id(self) -> str | None:
+        return self.report.invocation_id
+
+    def facts(self, pending: Sequence[RemediationError] = ()) -> RunFacts:
+        """What the run has recorded so far, as a value (for a message), and the errors a stage
+        has met and not yet returned."""
+        return self.report.facts(pending)
+
 
 @dataclass
 class Work(Generic[SnapT, PlanT, DoneT]):
@@ -83,6 +95,16 @@ class Work(Generic[SnapT, PlanT, DoneT]):
 @dataclass
 class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
     stages: Stages[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]
+
+    def handle(self, event: Any, context: LambdaContext, dependencies: Callable[[], DepsT]) -> dict[str, Any]:
+        """One Lambda invocation of the stages, with exactly one report, logged once and returned. The
+        dependencies are built inside it, so a configuration failure is that report's error."""
+
+        def body(report: ReportBuilder) -> None:
+            remaining = context.get_remaining_time_in_millis() / 1000
+            self.invoke(event, report, dependencies(), remaining, context)
+
+        return run_reported(str(self.stages.function), context.aws_request_id, body)
 
     def invoke(
         self,
@@ -116,16 +138,22 @@ class Pipeline(Generic[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
             deps.once.register_lambda_context(context)
         # The action events, the notification and the report keep their time after the work.
         reserved = REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS + ANNOUNCE_SECONDS
-        run = Run(deps, begun, mode, report, started + remaining_seconds - reserved, context)
-        if self.stages.replays_retries and run.acts and report.invocation_id:
+        self._carry_out(Run(deps, begun, mode, report, started + remaining_seconds - reserved, context))
+
+    def _carry_out(self, run: Run[DepsT, EventT]) -> None:
+        """The work (once per event for a function that replays retries), recorded; its action
+        events; and what it tells."""
+        if self.stages.replays_retries and run.acts and run.invocation_id:
             note = replay_once(run, self._recorded, self.stages.note_type, self.stages.function)
         else:
             note = self._recorded(run)
+        report, deps = run.report, run.deps
         incident = self.stages.incident_of(note) if note is not None else None
         report.incident = incident
         announce(report, action_events(report, incident, deps.clock()), deps.action_events, deps.once)
-        if note is not None:
-            self.stages.tell(run, note)
+        told = self.stages.tell(run, note) if note is not None else None
+        if told is not None:
+            told.record(report)
 
     def _recorded(self, run: Run[DepsT, EventT]) -> NoteT | None:
         """The work, recorded into the report, and what to tell about it."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ from fleet_remediation.core.report_bounds import (
     OTHER_REASONS,
     SKIPPED_SAMPLE_SIZE,
     Bounder,
+    cut_text,
     detail_chunks,
     fit_report,
     skip_reason,
@@ -208,19 +209,22 @@ class ReportBuilder:
             return Decision.HELD
         return Decision.ACT if self.acts else Decision.WOULD_ACT
 
-    def status(self) -> str:
+    def status(self, errors: Sequence[ErrorRecord] | None = None) -> str:
+        errors = self.errors if errors is None else errors
         failed_actions = any(a.outcome in (Outcome.FAILED, Outcome.UNKNOWN) for a in self.actions)
-        if self.errors and not self.actions:
+        if errors and not self.actions:
             return "failed"
-        if self.errors or failed_actions:
+        if errors or failed_actions:
             return "partial"
         return "ok"
 
-    def facts(self) -> RunFacts:
-        """What the stages recorded so far, for the message."""
-        recorded = (self.trigger, tuple(self.actions), tuple(self.errors), tuple(self.candidates))
+    def facts(self, pending: Sequence[RemediationError] = ()) -> RunFacts:
+        """What the stages recorded so far, and the ``pending`` errors a stage has met but the
+        report does not hold yet, for the message."""
+        errors = (*self.errors, *(_unbounded_record(error) for error in pending))
+        recorded = (self.trigger, tuple(self.actions), errors, tuple(self.candidates))
         return RunFacts(
-            self.function, self.invocation_id, self.started_at, self.mode, self.status(), *recorded
+            self.function, self.invocation_id, self.started_at, self.mode, self.status(errors), *recorded
         )
 
     def finish(self, finished_at: datetime | None = None) -> Report:
@@ -284,3 +288,9 @@ class ReportBuilder:
             message=bound.text(message),
             resource=None if resource is None else bound.text(resource),
         )
+
+
+def _unbounded_record(error: RemediationError) -> ErrorRecord:
+    """``error`` as the report will hold it, cut as it will be (counted when it is recorded)."""
+    resource = None if error.resource is None else cut_text(error.resource)
+    return ErrorRecord(code=error.code, message=cut_text(error.message), resource=resource)

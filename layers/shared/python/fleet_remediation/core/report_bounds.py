@@ -42,6 +42,13 @@ def skip_reason(reason: str) -> str:
     return reason.split(":", 1)[0].strip()[:SKIP_REASON_CHARS]
 
 
+def cut_text(value: str) -> str:
+    """``value`` cut to ``MAX_STRING_CHARS``, saying how much was cut."""
+    if len(value) <= MAX_STRING_CHARS:
+        return value
+    return f"{value[:MAX_STRING_CHARS]}...[{len(value) - MAX_STRING_CHARS} more characters]"
+
+
 class Bounder:
     """Cuts strings and collections to the named limits and counts what it cut."""
 
@@ -49,10 +56,9 @@ class Bounder:
         self.counts = counts
 
     def text(self, value: str) -> str:
-        if len(value) <= MAX_STRING_CHARS:
-            return value
-        self.counts["strings"] += 1
-        return f"{value[:MAX_STRING_CHARS]}...[{len(value) - MAX_STRING_CHARS} more characters]"
+        if len(value) > MAX_STRING_CHARS:
+            self.counts["strings"] += 1
+        return cut_text(value)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):

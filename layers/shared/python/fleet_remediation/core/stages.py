@@ -24,6 +24,7 @@ from fleet_remediation.core.invocation import decide_mode
 from fleet_remediation.core.kill_switch import ModeSwitch
 from fleet_remediation.core.report_model import Mode, Refusal
 from fleet_remediation.core.routing import Routed
+from fleet_remediation.core.told import Told
 
 if TYPE_CHECKING:
     from fleet_remediation.core.pipeline import Run, Work
@@ -152,7 +153,11 @@ class Stages(Protocol[DepsT, EventT, SnapT, PlanT, DoneT, NoteT]):
         ...
 
     def compose(self, run: Run[DepsT, EventT], work: Work[SnapT, PlanT, DoneT]) -> NoteT | None: ...
-    def tell(self, run: Run[DepsT, EventT], note: NoteT) -> None: ...
+    def tell(self, run: Run[DepsT, EventT], note: NoteT) -> Told | None:
+        """Deliver the message; what the delivery did comes back for the pipeline to record (None:
+        nothing to record)."""
+        ...
+
     def incident_of(self, note: NoteT) -> str | None: ...
 
 
