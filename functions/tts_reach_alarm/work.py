@@ -244,9 +244,9 @@ def findings_summary(findings: Findings, transition: Transition) -> dict[str, An
         "p_value_exact": c.p_value_family_exact,
     }
     if c.group is not None:
-        report.summary["group_event"] = c.group.describe()
+        summary["group_event"] = c.group.describe()
     if findings.facts is not None:
-        report.summary["task_facts"] = findings.facts.describe()
+        summary["task_facts"] = findings.facts.describe()
     if findings.truncated:
         summary["jobs_truncated"] = (
             f"the window holds more than MAX_JOBS={MAX_JOBS} jobs (Logs Insights returns at most "
