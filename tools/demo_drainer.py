@@ -38,6 +38,7 @@ from devkit.fakes.drainer_world import (
 from devkit.fakes.ecs_fakes import FakeEcsTaskMetadataEndpoint
 from devkit.livekit_local import LocalLiveKit
 from devkit.moto_deployment import logged
+from devkit.process_work import WorkBound
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.naming import FunctionName, vad_alarm_name
 from fleet_remediation.contract.settings import DrainerSettings
@@ -48,7 +49,9 @@ from worker_drainer.decide.task_tags import STATE_TAG
 # moto needs a region; its mock supplies fake credentials.
 os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 ZOMBIE_AGE_MINUTES = 150
-WAIT_SECONDS = 10.0
+# The worker runs in this process, livekit-server as its child: a job starts on well under a second of
+# their CPU, however slowly a loaded machine gives it; the wall cap is for one that never comes.
+JOB_BOUND = WorkBound(cpu_seconds=10.0, wall_seconds=120.0)
 DEMO_ENV = "demo"
 LEDGER_TABLE = TABLE
 
@@ -109,8 +112,9 @@ def _active_jobs(count: int) -> Callable[[dict[str, Any]], bool]:
 
 
 def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
-    if not worker.wait_for(lambda: predicate(worker.worker_info()), WAIT_SECONDS):
-        raise RuntimeError(f"the agents worker did not reach: {what} (it says {worker.worker_info()})")
+    why = JOB_BOUND.wait(os.getpid(), lambda: predicate(worker.worker_info()), lambda: True)
+    if why is not None:
+        raise RuntimeError(f"the agents worker did not reach: {what}: {why} (it says {worker.worker_info()})")
 
 
 @contextmanager
