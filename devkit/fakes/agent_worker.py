@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import threading
 import time
 import urllib.request
@@ -18,6 +19,11 @@ from typing import Any
 
 from livekit import api
 from livekit.agents import AgentServer, JobContext, JobExecutorType
+
+from devkit.process_work import WorkBound
+
+# A worker in a thread registers on a second or two of CPU; the wall cap is for one that never does.
+REGISTRATION = WorkBound(cpu_seconds=20.0, wall_seconds=150.0)
 
 
 class RunningAgentWorker:
@@ -74,10 +80,13 @@ class RunningAgentWorker:
         with contextlib.suppress(Exception):
             self._loop.run_until_complete(self.server.run(devmode=True))
 
-    def start(self, timeout: float = 20.0) -> RunningAgentWorker:
+    def start(self) -> RunningAgentWorker:
+        """Start the worker's thread and wait until livekit-server has registered it, bounded by the
+        CPU this process and its children spend (a loaded machine only slows it down)."""
         self._thread.start()
-        if not self._registered.wait(timeout):
-            raise TimeoutError("the agents worker did not register with livekit-server")
+        why = REGISTRATION.wait(os.getpid(), self._registered.is_set, self._thread.is_alive)
+        if why is not None:
+            raise TimeoutError(f"the agents worker did not register with livekit-server: {why}")
         return self
 
     @property
