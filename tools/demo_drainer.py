@@ -112,9 +112,13 @@ def _active_jobs(count: int) -> Callable[[dict[str, Any]], bool]:
 
 
 def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
-    why = JOB_BOUND.wait(os.getpid(), lambda: predicate(worker.worker_info()), lambda: True)
+    _until(lambda: predicate(worker.worker_info()), f"{what} (it says {worker.worker_info()})")
+
+
+def _until(holds: Callable[[], bool], what: str) -> None:
+    why = JOB_BOUND.wait(os.getpid(), holds, lambda: True)
     if why is not None:
-        raise RuntimeError(f"the agents worker did not reach: {what}: {why} (it says {worker.worker_info()})")
+        raise RuntimeError(f"the agents worker did not reach: {what}: {why}")
 
 
 @contextmanager
@@ -173,6 +177,7 @@ def _two_jobs(world: DrainerWorld, server: LocalLiveKit, worker: RunningAgentWor
     bad = world.task_ids[0]
     zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
     for jobs, room in enumerate((zombie, lesson), start=1):
+        _until(worker.told_available, "told livekit-server it takes jobs")
         sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
         world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
         _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")

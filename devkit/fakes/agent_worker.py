@@ -19,6 +19,7 @@ from typing import Any
 
 from livekit import api
 from livekit.agents import AgentServer, JobContext, JobExecutorType
+from livekit.protocol import agent
 
 from devkit.process_work import WorkBound
 
@@ -88,6 +89,12 @@ class RunningAgentWorker:
         if why is not None:
             raise TimeoutError(f"the agents worker did not register with livekit-server: {why}")
         return self
+
+    def told_available(self) -> bool:
+        """Whether the worker's last status update told livekit-server it takes jobs. A job it just
+        accepted counts as a whole slot until the job runs, and the server hears the change only
+        with the next update: an offer in between finds no worker and is dropped."""
+        return bool(self.server._previous_status == agent.WorkerStatus.WS_AVAILABLE)
 
     @property
     def http_url(self) -> str:
