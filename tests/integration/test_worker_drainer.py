@@ -95,9 +95,11 @@ def test_reap_then_cordon_then_drain_then_stop_on_a_real_worker(world: DrainerWo
     try:
         zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
         for jobs, room in enumerate((zombie, lesson), start=1):
+            # One offer at a time, once livekit-server has heard the worker take jobs again: it
+            # reports "full" while an accepted job is still launching, and an offer then is dropped.
+            assert worker.wait_for(worker.told_available, 10)
             sid = asyncio.run(_create_and_dispatch(world.livekit, room, agent_name))
             world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=150)
-            # One offer at a time: the worker answers "full" while an accepted job is still launching.
             assert worker.wait_for(lambda jobs=jobs: worker.worker_info().get("active_jobs") == jobs, 10)
         world.slow(bad, count=240, minutes=25)
         desired = world.desired_count()
