@@ -112,13 +112,23 @@ def _active_jobs(count: int) -> Callable[[dict[str, Any]], bool]:
 
 
 def _wait(worker: RunningAgentWorker, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
-    _until(lambda: predicate(worker.worker_info()), f"{what} (it says {worker.worker_info()})")
+    # An unanswered read is no answer: not "no job", only "read again".
+    _until(worker, lambda: (info := _said(worker)) is not None and predicate(info), what)
 
 
-def _until(holds: Callable[[], bool], what: str) -> None:
+def _said(worker: RunningAgentWorker) -> dict[str, Any] | None:
+    """The worker's /worker answer; None when a loaded worker did not answer in time (read again)."""
+    try:
+        return worker.worker_info()
+    except OSError:
+        return None
+
+
+def _until(worker: RunningAgentWorker, holds: Callable[[], bool], what: str) -> None:
     why = JOB_BOUND.wait(os.getpid(), holds, lambda: True)
     if why is not None:
-        raise RuntimeError(f"the agents worker did not reach: {what}: {why}")
+        # What the worker says when the wait ended, not when it began.
+        raise RuntimeError(f"the agents worker did not reach: {what}: {why} (it says {_said(worker)})")
 
 
 @contextmanager
@@ -177,7 +187,7 @@ def _two_jobs(world: DrainerWorld, server: LocalLiveKit, worker: RunningAgentWor
     bad = world.task_ids[0]
     zombie, lesson = f"lesson-zombie-{agent_name}", f"lesson-live-{agent_name}"
     for jobs, room in enumerate((zombie, lesson), start=1):
-        _until(worker.told_available, "told livekit-server it takes jobs")
+        _until(worker, worker.told_available, "told livekit-server it takes jobs")
         sid = asyncio.run(_create_and_dispatch(server, room, agent_name))
         world.job_request(bad, f"AJ_{room}", room, sid, minutes_ago=ZOMBIE_AGE_MINUTES)
         _wait(worker, _active_jobs(jobs), f"{jobs} active job(s)")
