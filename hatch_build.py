@@ -31,6 +31,7 @@ RUNTIME_SOURCES = {
     "zombie_reaper": "functions/zombie_reaper",
     "worker_drainer": "functions/worker_drainer",
     "tts_reach_alarm": "functions/tts_reach_alarm",
+    "scheduled_drill": "functions/scheduled_drill",
 }
 _NAMES = "|".join(RUNTIME_SOURCES)
 # `from worker_drainer.x import y` / `import fleet_remediation.core.z as w`, at any indentation.

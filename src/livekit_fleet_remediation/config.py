@@ -34,7 +34,7 @@ from fleet_remediation.contract.sections import (
     TtsReachSection,
 )
 from fleet_remediation.core.chat_actions import command_length_problem
-from livekit_fleet_remediation.drill_config import DrillSection
+from livekit_fleet_remediation.drill_config import DrillSection, drilled_service
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
@@ -203,6 +203,11 @@ class EnvironmentConfig(StrictModel):
     @model_validator(mode="after")
     def _services_are_distinct(self) -> EnvironmentConfig:
         distinct_names(self.agent_services)
+        return self
+
+    @model_validator(mode="after")
+    def _scheduled_drill_names_one_service(self) -> EnvironmentConfig:
+        drilled_service(self.drills.schedule, self.agent_services)
         return self
 
     @model_validator(mode="after")

@@ -9,8 +9,13 @@ for ``abandoned-session``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from pydantic import Field, model_validator
 
+from fleet_remediation.contract.agent_services import AgentServiceConfig
+from fleet_remediation.contract.drill_schedule import DrillSchedule
 from fleet_remediation.contract.drills import DrillFault
 from fleet_remediation.contract.models import StrictModel
 
@@ -84,6 +89,11 @@ class DrillSection(StrictModel):
         default=None,
         description="AWS FIS experiment templates for the drills FIS can fake (none: the hook path only).",
     )
+    schedule: DrillSchedule | None = Field(
+        default=None,
+        description="A drill on a schedule: the scheduled-drill function, its rule and role (none: "
+        "no such resource).",
+    )
 
     @model_validator(mode="after")
     def _fis_only_where_named(self) -> DrillSection:
@@ -91,4 +101,22 @@ class DrillSection(StrictModel):
             raise ValueError(
                 "fis: experiment templates need drills.enabled (the environment named for drills)"
             )
+        if self.schedule is not None and not self.enabled:
+            raise ValueError(
+                "schedule: a scheduled drill needs drills.enabled (the environment named for drills)"
+            )
         return self
+
+
+ServiceT = TypeVar("ServiceT", bound=AgentServiceConfig)
+
+
+def drilled_service(schedule: DrillSchedule | None, services: Sequence[ServiceT]) -> ServiceT:
+    """The agent service a scheduled drill drills: the one it names, else the only one."""
+    names = [service.name for service in services]
+    wanted = schedule.agent_service if schedule is not None else None
+    if wanted is None and (schedule is None or len(names) == 1):
+        return services[0]
+    if wanted not in names:
+        raise ValueError(f"drills.schedule.agent_service must name one of {', '.join(names)}")
+    return services[names.index(wanted)]

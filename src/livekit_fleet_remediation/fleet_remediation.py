@@ -20,9 +20,11 @@ from livekit_fleet_remediation.constructs.dashboard import FleetDashboard
 from livekit_fleet_remediation.constructs.kill_switch import KillSwitch
 from livekit_fleet_remediation.constructs.notifications import Notifications
 from livekit_fleet_remediation.constructs.scan_budget import ScanBudgetTally
+from livekit_fleet_remediation.constructs.scheduled_drill import ScheduledDrill
 from livekit_fleet_remediation.constructs.shared_layers import SharedLayers
 from livekit_fleet_remediation.constructs.stack_key import StackKey
 from livekit_fleet_remediation.constructs.zombie_reaper import ZombieReaper
+from livekit_fleet_remediation.drill_config import drilled_service
 from livekit_fleet_remediation.references import (
     AgentServiceResources,
     check_name_prefix,
@@ -60,7 +62,8 @@ class FleetRemediation(Construct):
       ``config.agent_services`` entry; referenced names (literal or tokens) replace the config's.
     * ``notification_topic``: an existing SNS topic to publish to instead of creating one.
 
-    Public attributes: ``zombie_reaper``; ``services`` (by agent service name: ``detection`` with
+    Public attributes: ``zombie_reaper``; ``scheduled_drill`` (with ``drills.schedule``, else None);
+    ``services`` (by agent service name: ``detection`` with
     its ``vad_alarm`` and ``tts_reach_alarm`` pages, ``tts_reach``, ``worker_drainer``); ``functions``
     (by Lambda function name); ``topic``; ``mode_parameter_name``, ``function_mode_parameter_names``
     and ``service_mode_parameter_names`` (the kill switch's SSM names); ``alarms`` (the functions'
@@ -131,7 +134,18 @@ class FleetRemediation(Construct):
         return [
             *self.zombie_reaper.remediation.alarms,
             *(alarm for service in self.services.values() for alarm in service.alarms),
+            *(self.scheduled_drill.remediation.alarms if self.scheduled_drill else []),
         ]
+
+    def _scheduled_drill(self, shared: FunctionInputs, config: EnvironmentConfig) -> ScheduledDrill | None:
+        """With ``drills.schedule``: the drill of one agent service on a schedule."""
+        if config.drills.schedule is None:
+            return None
+        drilled = drilled_service(config.drills.schedule, config.agent_services)
+        service_view: FunctionInputs = {**shared, "config": config.for_service(drilled)}
+        return ScheduledDrill(
+            self, "ScheduledDrill", shared=service_view, service=self.services[drilled.name]
+        )
 
     def _functions(
         self, env_name: str, config: EnvironmentConfig, log_groups: dict[str, logs.ILogGroup]
@@ -157,6 +171,7 @@ class FleetRemediation(Construct):
                 agent_log_group=log_groups.get(service.name),
                 scan_tally=self.scan_tally,
             )
+        self.scheduled_drill = self._scheduled_drill(shared, config)
         chat = self.notifications.chat_actions
         if chat is not None:
             chat.add_entry_point(
@@ -175,5 +190,6 @@ class FleetRemediation(Construct):
                 self.zombie_reaper.function,
                 *(s.tts_reach.function for s in self.services.values()),
                 *(s.worker_drainer.function for s in self.services.values()),
+                *([self.scheduled_drill.function] if self.scheduled_drill else []),
             )
         }

@@ -6,7 +6,6 @@ themselves carry none of it (tests/infra/test_logical_ids.py holds their resourc
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -22,22 +21,16 @@ from livekit_fleet_remediation.drill_config import (
     TEMPLATE_FAULT_TAG,
     TEMPLATE_SERVICE_TAG,
 )
-from tests.example_environments import example_context
+from tests.example_environments import staging_with_drills
 from tests.infra.conftest import Synthesized, cfn_lint
 
 Match = assertions.Match
 TTS_HOST = "api.tts.example.com"
 
 
-def _context(drills: dict[str, Any]) -> dict[str, Any]:
-    context = copy.deepcopy(example_context())
-    context["environments"]["staging"]["drills"] = drills
-    return context
-
-
 @pytest.fixture(scope="module")
 def drilled(synth: Callable[..., Synthesized]) -> Synthesized:
-    return synth("staging", _context({"enabled": True, "fis": {"tts_provider_hosts": [TTS_HOST]}}))
+    return synth("staging", staging_with_drills({"enabled": True, "fis": {"tts_provider_hosts": [TTS_HOST]}}))
 
 
 def _one(drilled: Synthesized, kind: str, part: str) -> dict[str, Any]:
@@ -160,6 +153,8 @@ def test_cdk_nag_cfn_lint_and_the_service_models_accept_the_drill_resources(dril
 
 def test_fis_templates_need_an_environment_named_for_drills() -> None:
     with pytest.raises(ConfigError, match=r"drills: .*fis: experiment templates need drills.enabled"):
-        load_environment(_context({"enabled": False, "fis": {}}), "staging")
+        load_environment(staging_with_drills({"enabled": False, "fis": {}}), "staging")
     with pytest.raises(ConfigError, match=r"tts_provider_hosts"):
-        load_environment(_context({"enabled": True, "fis": {"tts_provider_hosts": ["a b"]}}), "staging")
+        load_environment(
+            staging_with_drills({"enabled": True, "fis": {"tts_provider_hosts": ["a b"]}}), "staging"
+        )

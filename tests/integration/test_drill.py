@@ -9,35 +9,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
 import pytest
 from aws_cdk import assertions
-from moto import mock_aws
-from moto.moto_api import state_manager
 
-from devkit import moto_deployment
 from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 from fleet_remediation.contract.naming import (
     EXCLUDE_TAG,
-    FunctionName,
     mode_parameter_name,
     service_mode_parameter_name,
 )
 from fleet_remediation.core.announce import Announced
-from fleet_remediation.core.invocation import run_reported
-from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Decision, Mode, Outcome
+from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.cli import drill
 from livekit_fleet_remediation.cli.audit_sources import Clients, Progress
+from tests.drilled_fleet import CLUSTER, SERVICE, SimulatedClock, drainer_answers, running_fleet
 
 ENV = "drills"
 REGION = "eu-west-1"
-CLUSTER, SERVICE = "agents", "agents-service"
 TABLE = "drills-drainer-ledger"
 
 
@@ -66,67 +60,8 @@ def environments(tmp_path: Path, *, enabled: bool = True) -> Path:
 
 @pytest.fixture
 def fleet() -> Iterator[list[str]]:
-    """Three running tasks of the service, the environment's functions and switches deployed. moto
-    moves a described task one lifecycle step per DescribeTasks by default: these stay RUNNING."""
-    state_manager.set_transition("ecs::task", {"progression": "manual", "times": 1_000_000})
-    with mock_aws():
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        moto_deployment.deploy(ENV, TABLE)
-        ssm = boto3.client("ssm")
-        ssm.put_parameter(Name=mode_parameter_name(ENV), Value="enforce", Type="String")
-        ssm.put_parameter(
-            Name=service_mode_parameter_name(ENV, DEFAULT_AGENT_SERVICE), Value="enforce", Type="String"
-        )
-        ecs = boto3.client("ecs")
-        ecs.create_cluster(clusterName=CLUSTER)
-        ecs.register_task_definition(
-            family="agent", containerDefinitions=[{"name": "agent", "image": "agent:1", "memory": 512}]
-        )
-        ecs.create_service(cluster=CLUSTER, serviceName=SERVICE, taskDefinition="agent", desiredCount=3)
-        tasks = ecs.run_task(
-            cluster=CLUSTER, taskDefinition="agent", count=3, launchType="FARGATE", group=f"service:{SERVICE}"
-        )["tasks"]
-        yield [task["taskArn"] for task in tasks]
-    state_manager.unset_transition("ecs::task")
-
-
-def drainer_answers(task_arn: str, mode: Mode) -> None:
-    """The deployed drainer's report of a cordon of ``task_arn``, logged into its log group."""
-    task_id = task_arn.rsplit("/", 1)[1]
-
-    def body(report: ReportBuilder) -> None:
-        report.environment, report.mode = ENV, mode
-        report.agent_service = DEFAULT_AGENT_SERVICE
-        decision = Decision.ACT if mode is Mode.ENFORCE else Decision.WOULD_ACT
-        report.candidate(task_id, decision, "cordon: 5 of 5 responses timed out")
-        if mode is Mode.ENFORCE:
-            report.action(task_id, "cordon", Outcome.DONE)
-
-    with moto_deployment.logged(ENV, FunctionName.WORKER_DRAINER):
-        run_reported(FunctionName.WORKER_DRAINER.value, f"drainer-{task_id}", body)
-
-
-class SimulatedClock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-        self.slept: list[float] = []
-        self.on_sleep: Callable[[int], None] = lambda sleeps: None
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += timedelta(seconds=seconds)
-        self.on_sleep(len(self.slept))
+    with running_fleet(ENV, TABLE) as tasks:
+        yield tasks
 
 
 class RecordedEvents:
@@ -175,7 +110,7 @@ def test_a_drill_marks_one_task_watches_the_audit_until_the_drainer_answers_and_
     def drainer_acts_on_the_second_look(sleeps: int) -> None:
         marked.append(tags_of(target))
         if sleeps == 1:
-            drainer_answers(target, Mode.ENFORCE)
+            drainer_answers(ENV, target, Mode.ENFORCE)
 
     clock.on_sleep = drainer_acts_on_the_second_look
     argv = [
@@ -248,7 +183,7 @@ def test_in_dry_run_the_verdict_is_on_what_the_drainer_would_have_done(
     )
     clock = SimulatedClock()
     target = fleet[0]
-    clock.on_sleep = lambda sleeps: drainer_answers(target, Mode.DRY_RUN) if sleeps == 1 else None
+    clock.on_sleep = lambda sleeps: drainer_answers(ENV, target, Mode.DRY_RUN) if sleeps == 1 else None
     argv = ["--config", str(environments(tmp_path)), "--fault", "tts-silence", "--task", target, "--json"]
     assert run_drill(clock, argv) == 0, capsys.readouterr().err
     document = json.loads(capsys.readouterr().out)
@@ -360,7 +295,7 @@ def test_a_drill_event_whose_reply_was_lost_is_said_and_never_sent_again(
 ) -> None:
     clock = SimulatedClock()
     target = fleet[0]
-    clock.on_sleep = lambda sleeps: drainer_answers(target, Mode.ENFORCE) if sleeps == 1 else None
+    clock.on_sleep = lambda sleeps: drainer_answers(ENV, target, Mode.ENFORCE) if sleeps == 1 else None
     lost = RecordedEvents(lambda n: Announced(unknown=n, problems=["may have landed (no reply): timeout"]))
     said: list[str] = []
     argv = ["--config", str(environments(tmp_path)), "--fault", "tts-silence", "--task", target]

@@ -29,13 +29,12 @@ from livekit_fleet_remediation.drill_config import (
     TEMPLATE_FAULT_TAG,
     TEMPLATE_SERVICE_TAG,
 )
+from tests.drilled_fleet import SimulatedClock, drainer_answers
 from tests.integration.test_drill import (
     CLUSTER,
     ENV,
     REGION,
     SERVICE,
-    SimulatedClock,
-    drainer_answers,
     environments,
     fleet,
     tags_of,
@@ -117,7 +116,7 @@ def test_a_fis_drill_starts_the_template_watches_fis_s_task_and_stops_the_experi
 ) -> None:
     world, clock = FisWorld(), SimulatedClock()
     chosen = min(fleet)  # the fake's COUNT(1) picks the smallest ARN
-    clock.on_sleep = lambda sleeps: drainer_answers(chosen, Mode.ENFORCE) if sleeps == 1 else None
+    clock.on_sleep = lambda sleeps: drainer_answers(ENV, chosen, Mode.ENFORCE) if sleeps == 1 else None
     assert world.run(clock, _args(tmp_path, "--minutes", "10", "--json")) == 0, capsys.readouterr().err
     document = json.loads(capsys.readouterr().out)
     (experiment,) = world.fis.experiments.values()

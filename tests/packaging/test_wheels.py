@@ -22,7 +22,13 @@ from fleet_remediation import __version__
 from livekit_fleet_remediation.constructs.shared_layers import BYTECODE_TAG
 
 # The Lambda code's own top-level names, which the wheel keeps under livekit_fleet_remediation._runtime.
-RUNTIME_PACKAGES = ("fleet_remediation", "zombie_reaper", "worker_drainer", "tts_reach_alarm")
+RUNTIME_PACKAGES = (
+    "fleet_remediation",
+    "zombie_reaper",
+    "worker_drainer",
+    "tts_reach_alarm",
+    "scheduled_drill",
+)
 DEVELOPMENT_ONLY = {"tools", "bench", "devkit", "tests"}
 ASSETS = "livekit_fleet_remediation/_assets/"
 # The checkout folders the wheel's assets must equal, file for file.
@@ -30,6 +36,7 @@ ASSET_SOURCES = {
     "functions/zombie_reaper": REPO_ROOT / "functions" / "zombie_reaper",
     "functions/worker_drainer": REPO_ROOT / "functions" / "worker_drainer",
     "functions/tts_reach_alarm": REPO_ROOT / "functions" / "tts_reach_alarm",
+    "functions/scheduled_drill": REPO_ROOT / "functions" / "scheduled_drill",
     "layers/shared/python": REPO_ROOT / "layers" / "shared" / "python",
     "layers/deps-arm64/python": REPO_ROOT / "build" / "layers" / "deps-arm64" / "python",
     "layers/deps-x86_64/python": REPO_ROOT / "build" / "layers" / "deps-x86_64" / "python",

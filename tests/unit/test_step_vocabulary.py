@@ -12,7 +12,7 @@ import pytest
 
 from fleet_remediation.contract.drainer_steps import MARKING, STEP_TABLE, Step, StepRow
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.cli.audit_timeline import ACTED, from_report, undo_command
+from fleet_remediation.core.audit_timeline import ACTED, from_report, undo_command
 from livekit_fleet_remediation.cli.common import load_config
 from livekit_fleet_remediation.cli.replay_page import action_lanes
 from livekit_fleet_remediation.offline.log_export import load_events

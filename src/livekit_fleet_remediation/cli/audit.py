@@ -26,6 +26,7 @@ from typing import TextIO
 
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
 from fleet_remediation.contract.naming import PER_SERVICE_FUNCTIONS, FunctionName
+from fleet_remediation.core.audit_timeline import Entry, timeline
 from livekit_fleet_remediation.cli.audit_sources import (
     Clients,
     Deployed,
@@ -34,7 +35,6 @@ from livekit_fleet_remediation.cli.audit_sources import (
     ledger_entries,
     reports,
 )
-from livekit_fleet_remediation.cli.audit_timeline import Entry, timeline
 from livekit_fleet_remediation.cli.common import (
     EXIT_FAILED,
     EXIT_OK,

@@ -5,7 +5,6 @@ read is paged with a bound, so a long window says how far it got instead of runn
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,12 +16,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.contract.budgets import LAMBDA_CONFIGURATION_READ, AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName, lambda_function_name
+from fleet_remediation.core.audit_timeline import REPORT_MESSAGE, report_of
 from fleet_remediation.core.error_hints import credentials_hint
 from livekit_fleet_remediation.cli.common import CommandFailed
 
 LOGS_READ = AwsCallBudget("logs", connect_timeout_seconds=2.0, read_timeout_seconds=10.0, attempts=3)
 LEDGER_READ = AwsCallBudget("dynamodb", connect_timeout_seconds=2.0, read_timeout_seconds=10.0, attempts=3)
-REPORT_MESSAGE = "remediation report"
 # FilterLogEvents' own page cap is 10,000 events or 1 MB; this many pages per log group at most.
 MAX_PAGES = 200
 # A read that takes longer than this says on stderr how far it got, then again at this interval.
@@ -97,7 +96,7 @@ def reports(logs_client: Any, group: str, since: datetime, progress: Progress) -
         except BotoCoreError as exc:
             raise failed(exc, "FilterLogEvents", group) from exc
         for event in answer.get("events", []):
-            report = _report_of(event.get("message", ""))
+            report = report_of(event.get("message", ""))
             if report is not None:
                 yield report
         progress.tick(f"{group}: {page} page(s) read")
@@ -105,17 +104,6 @@ def reports(logs_client: Any, group: str, since: datetime, progress: Progress) -
             return
         request["nextToken"] = answer["nextToken"]
     progress.write(f"audit: {group}: stopped after {MAX_PAGES} pages; ask for fewer --hours to see all")
-
-
-def _report_of(message: str) -> dict[str, Any] | None:
-    try:
-        line = json.loads(message)
-    except ValueError:
-        return None
-    if not isinstance(line, dict) or line.get("message") != REPORT_MESSAGE:
-        return None
-    report = line.get("report")
-    return report if isinstance(report, dict) else None
 
 
 def ledger_entries(

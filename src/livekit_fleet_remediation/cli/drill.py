@@ -37,18 +37,27 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.action_events import EventBridgeActionEvents
 from fleet_remediation.adapters.aws_clients import aws_client
-from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT, KILL_SWITCH_READ, AwsCallBudget
-from fleet_remediation.contract.drainer_steps import TAKING_OUT
-from fleet_remediation.contract.drills import DRILL_TAG, MAX_DRILL_SECONDS, DrillFault, DrillMarker
-from fleet_remediation.contract.naming import (
-    FunctionName,
-    mode_parameter_name,
-    service_mode_parameter_name,
+from fleet_remediation.adapters.drill_marker import (
+    put_marker,
+    read_drilled_mode,
+    remove_marker,
+    running_tasks,
 )
+from fleet_remediation.contract.agent_services import AgentServiceConfig
+from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT, DRILL_TAG_CALL, KILL_SWITCH_READ
+from fleet_remediation.contract.drills import MAX_DRILL_SECONDS, DrillFault, DrillMarker
 from fleet_remediation.core.announce import ActionEventSink
+from fleet_remediation.core.errors import RemediationError
+from fleet_remediation.domain.drill_steps import (
+    DrillRun,
+    DrillTarget,
+    check_allowed,
+    choose_task,
+    drill_event,
+    told,
+)
 from livekit_fleet_remediation.cli.audit import read as read_audit
 from livekit_fleet_remediation.cli.audit_sources import Clients, Progress
-from livekit_fleet_remediation.cli.audit_timeline import ACTED, WOULD_ACT, Entry
 from livekit_fleet_remediation.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -59,22 +68,11 @@ from livekit_fleet_remediation.cli.common import (
     add_common,
     configuration,
 )
-from livekit_fleet_remediation.cli.drill_events import drill_event, told
 from livekit_fleet_remediation.cli.drill_fis_run import FisClients, FisDrill, FisRequest
-from livekit_fleet_remediation.cli.drill_run import DrillRun, iso, render
-from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
+from livekit_fleet_remediation.cli.drill_run import document, iso, render
 from livekit_fleet_remediation.config import EnvironmentConfig
 
-# One tag write or read on the drilled task: idempotent (the same value again is the same tag), so a
-# lost reply is re-read, not feared.
-DRILL_TAG_CALL = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=3)
-# What counts as the remediation answering each fault: the drainer taking the task out, or the
-# reaper deleting the held room.
-ANSWERS = {
-    DrillFault.TTS_SILENCE: (FunctionName.WORKER_DRAINER, TAKING_OUT),
-    DrillFault.CPU_STARVED: (FunctionName.WORKER_DRAINER, TAKING_OUT),
-    DrillFault.ABANDONED_SESSION: (FunctionName.ZOMBIE_REAPER, frozenset({"delete-room"})),
-}
+DRILL_FUNCTION = "lkfr drill"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -97,46 +95,18 @@ def parser() -> argparse.ArgumentParser:
     return found
 
 
-def check_allowed(config: EnvironmentConfig, env: str, minutes: float, now: datetime) -> None:
-    if not config.drills.enabled:
-        raise CommandFailed(
-            "DrillNotAllowed",
-            f"environment {env} is not named for drills: set drills.enabled in its configuration",
-        )
+def _service_of(config: EnvironmentConfig, wanted: str | None) -> AgentServiceConfig:
+    """The agent service ``--service`` names, else the environment's only one."""
+    names = [service.name for service in config.agent_services]
+    name = wanted or (names[0] if len(names) == 1 else None)
+    if name not in names:
+        raise UsageError(f"--service must be one of {', '.join(names)}")
+    return config.agent_services[names.index(name)]
+
+
+def check_minutes(minutes: float) -> None:
     if not 0 < minutes * 60 <= MAX_DRILL_SECONDS:
         raise UsageError(f"--minutes must be more than 0 and at most {MAX_DRILL_SECONDS // 60}")
-    if config.disruption_window is not None and not config.disruption_window.allows(now):
-        raise CommandFailed(
-            "DrillHeld", "outside the disruption window: a drill disrupts like the drainer does"
-        )
-
-
-def current_mode(ssm: Any, env: str, service: str) -> str:
-    """The effective mode (the environment's switch is the ceiling); unreadable is a refusal."""
-    names = [mode_parameter_name(env), service_mode_parameter_name(env, service)]
-    values = []
-    for name in names:
-        try:
-            values.append(ssm.get_parameter(Name=name)["Parameter"]["Value"])
-        except ssm.exceptions.ParameterNotFound:
-            continue
-        except (ClientError, BotoCoreError) as exc:
-            raise CommandFailed("ModeUnknown", f"cannot read the kill switch {name}: {exc}") from exc
-    if not values:
-        raise CommandFailed("ModeUnknown", f"no kill switch {names[0]}: is environment {env} deployed here?")
-    if "off" in values:
-        raise CommandFailed("DrillNotAllowed", f"remediation is off in {env}/{service}: nothing would answer")
-    return "dry-run" if "dry-run" in values else "enforce"
-
-
-def answer_of(fault: DrillFault, entries: Sequence[Entry], target: DrillTarget, mode: str) -> Entry | None:
-    function, actions = ANSWERS[fault]
-    wanted_kind = WOULD_ACT if mode == "dry-run" else ACTED
-    for entry in sorted(entries, key=lambda e: e.at):
-        on_target = fault is DrillFault.ABANDONED_SESSION or target.task_id in entry.target
-        if entry.function == function and entry.action in actions and entry.kind == wanted_kind and on_target:
-            return entry
-    return None
 
 
 @dataclass
@@ -158,7 +128,7 @@ class Drill:
     ) -> DrillRun:
         now = self.clock()
         marker = DrillMarker(fault, int(now.timestamp() + minutes * 60), drill_id)
-        self._tag(target, marker)
+        put_marker(self.ecs, target, marker)
         run = DrillRun(fault, target, marker, now, mode)
         self.progress.write(
             f"drill {drill_id}: {fault.value} on task {target.task_id} until {iso(run.until)}"
@@ -170,8 +140,7 @@ class Drill:
         deadline = run.until
         while True:
             _, entries = read_audit(self.env, run.started, self.audit_clients, self.progress, [self.service])
-            run.seen = [entry for entry in entries if entry.at >= run.started]
-            run.answered = answer_of(run.fault, run.seen, run.target, run.mode)
+            run.look(entries)
             if run.answered is not None or self.clock() >= deadline:
                 return
             self.sleep(min(poll_seconds, max(0.0, (deadline - self.clock()).total_seconds())))
@@ -179,27 +148,16 @@ class Drill:
     def record(self, run: DrillRun, action: str, outcome: str) -> None:
         if self.events is None:
             return
-        problem = told(self.events, drill_event(run, self.env, self.service, action, outcome, self.clock()))
+        event = drill_event(run, DRILL_FUNCTION, self.env, self.service, action, outcome, self.clock())
+        problem = told(self.events, event)
         if problem:
             self.progress.write(problem)
 
     def stop(self, run: DrillRun) -> None:
-        try:
-            self.ecs.untag_resource(resourceArn=run.target.task_arn, tagKeys=[DRILL_TAG])
-            run.marker_removed = True
-        except (ClientError, BotoCoreError) as exc:
-            self.progress.write(
-                f"drill: could not remove the marker ({exc}); it ends by itself at {iso(run.until)}, or: "
-                f"aws ecs untag-resource --resource-arn {run.target.task_arn} --tag-keys {DRILL_TAG}"
-            )
-
-    def _tag(self, target: DrillTarget, marker: DrillMarker) -> None:
-        try:
-            self.ecs.tag_resource(
-                resourceArn=target.task_arn, tags=[{"key": DRILL_TAG, "value": marker.value()}]
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise CommandFailed("DrillNotStarted", f"could not mark task {target.task_id}: {exc}") from exc
+        problem = remove_marker(self.ecs, run.target, iso(run.until))
+        run.marker_removed = problem is None
+        if problem:
+            self.progress.write(f"drill: {problem}")
 
 
 def _via_hook(
@@ -226,13 +184,12 @@ def main(
     try:
         env, config = configuration(args).load(args.env)
         region = args.region or config.region
-        service_names = [service.name for service in config.agent_services]
-        service = args.service or (service_names[0] if len(service_names) == 1 else None)
-        if service not in service_names:
-            raise UsageError(f"--service must be one of {', '.join(service_names)}")
-        agent = next(s for s in config.agent_services if s.name == service)
-        check_allowed(config, env, args.minutes, datetime.now(UTC))
-        args.mode = current_mode(ssm or aws_client(KILL_SWITCH_READ, region_name=region), env, service)
+        agent = _service_of(config, args.service)
+        service = agent.name
+        check_minutes(args.minutes)
+        check_allowed(config.drills.enabled, env, config.disruption_window, datetime.now(UTC))
+        ssm = ssm or aws_client(KILL_SWITCH_READ, region_name=region)
+        args.mode = read_drilled_mode(ssm, env, service)
         drill = drill or Drill(
             aws_client(DRILL_TAG_CALL, region_name=region), Clients.budgeted(region), env, service, progress
         )
@@ -249,15 +206,18 @@ def main(
             clients = fis_clients or FisClients.budgeted(region)
             fis = FisDrill(clients, drill.ecs, progress, drill.sleep, drill.clock)
             run = fis.run(request, lambda started: drill.watch(started, args.poll_seconds))
-        drill.record(run, "drill-verdict", "pass" if run.answered else "fail")
+        drill.record(run, "drill-verdict", run.verdict)
     except (UsageError, InvalidConfig) as exc:
         print(f"lkfr drill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RemediationError as exc:
+        print(f"drill failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
     except (CommandFailed, ClientError, BotoCoreError) as exc:
         print(f"drill failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
-        json.dump(run.document(), sys.stdout, indent=2)
+        json.dump(document(run), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         render(run, sys.stdout)

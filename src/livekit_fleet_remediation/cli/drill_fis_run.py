@@ -23,14 +23,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleet_remediation.adapters.aws_clients import aws_client
+from fleet_remediation.adapters.drill_marker import running_tasks
 from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.drills import DrillFault, DrillMarker
 from fleet_remediation.core.errors import reached_service
+from fleet_remediation.domain.drill_steps import DrillRun, DrillTarget, choose_task
 from livekit_fleet_remediation.cli.audit_sources import Progress
 from livekit_fleet_remediation.cli.common import CommandFailed
 from livekit_fleet_remediation.cli.drill_fis import check_fis
-from livekit_fleet_remediation.cli.drill_run import DrillRun
-from livekit_fleet_remediation.cli.drill_target import DrillTarget, choose_task, running_tasks
 from livekit_fleet_remediation.drill_config import (
     EXPERIMENT_DRILL_TAG,
     TEMPLATE_ENVIRONMENT_TAG,

@@ -1,63 +1,40 @@
-"""One drill's run, as ``lkfr drill`` prints it: the fault, the task, the mode, what the watch saw
-and the verdict; through the hook the marker's removal, through AWS FIS the experiment's stop."""
+"""One drill's run (``fleet_remediation.domain.drill_steps.DrillRun``) as ``lkfr drill`` prints it:
+the fault, the task, the mode, what the watch saw and the verdict; through the hook the marker's
+removal, through AWS FIS the experiment's stop."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TextIO
 
-from fleet_remediation.contract.drills import DrillFault, DrillMarker
-from livekit_fleet_remediation.cli.audit_timeline import Entry
-from livekit_fleet_remediation.cli.drill_target import DrillTarget
-
-
-@dataclass
-class DrillRun:
-    fault: DrillFault
-    target: DrillTarget
-    marker: DrillMarker
-    started: datetime
-    mode: str
-    seen: list[Entry] = field(default_factory=list)
-    answered: Entry | None = None
-    # Through the hook: the marker came off; through FIS: the experiment stopped (or had ended).
-    marker_removed: bool = False
-    experiment_id: str | None = None
-
-    def document(self) -> dict[str, Any]:
-        ended: dict[str, Any] = {"marker_removed": self.marker_removed}
-        if self.experiment_id is not None:
-            ended = {"experiment_id": self.experiment_id, "experiment_stopped": self.marker_removed}
-        return {
-            "fault": self.fault.value,
-            "task": self.target.task_arn,
-            "drill_id": self.marker.drill_id,
-            "mode": self.mode,
-            "started": iso(self.started),
-            "until": iso(self.until),
-            "verdict": "pass" if self.answered else "fail",
-            "answered_after_seconds": self.answered_after(),
-            **ended,
-            "timeline": [entry.document() for entry in self.seen],
-        }
-
-    @property
-    def until(self) -> datetime:
-        return datetime.fromtimestamp(self.marker.until, UTC)
-
-    def answered_after(self) -> float | None:
-        return (self.answered.at - self.started).total_seconds() if self.answered else None
+from fleet_remediation.domain.drill_steps import DrillRun
 
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def document(run: DrillRun) -> dict[str, Any]:
+    ended: dict[str, Any] = {"marker_removed": run.marker_removed}
+    if run.experiment_id is not None:
+        ended = {"experiment_id": run.experiment_id, "experiment_stopped": run.marker_removed}
+    return {
+        "fault": run.fault.value,
+        "task": run.target.task_arn,
+        "drill_id": run.marker.drill_id,
+        "mode": run.mode,
+        "started": iso(run.started),
+        "until": iso(run.until),
+        "verdict": run.verdict,
+        "answered_after_seconds": run.answered_after(),
+        **ended,
+        "timeline": [entry.document() for entry in run.seen],
+    }
+
+
 def render(run: DrillRun, out: TextIO) -> None:
-    verdict = "PASS" if run.answered else "FAIL"
     out.write(f"Drill {run.marker.drill_id} ({run.fault.value}, {run.mode}) on task {run.target.task_id}: ")
-    out.write(f"{verdict}\n")
+    out.write(f"{run.verdict.upper()}\n")
     out.write(f"  {iso(run.started)}  fault injected\n")
     for entry in run.seen:
         out.write(f"  {iso(entry.at)}  {entry.function} {entry.kind} {entry.action} {entry.target}\n")

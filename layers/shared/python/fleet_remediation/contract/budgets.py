@@ -268,3 +268,33 @@ def drainer_seconds_needed(insights_timeout_seconds: float, ecs_request_timeout_
         + drainer_notification_seconds()
         + REPORT_MARGIN_SECONDS
     )
+
+
+# A drill's calls on its task: the running tasks, the marker's write and removal (the same tag twice
+# is one tag: a lost reply is retried); each poll of the record: up to DRILL_RECORD_PAGES_PER_POLL
+# pages of the answering function's reports (one attempt: a poll missed), one Query of the ledger.
+DRILL_TASKS_READ = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=2)
+DRILL_TAG_CALL = AwsCallBudget("ecs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=3)
+DRILL_RECORD_READ = AwsCallBudget("logs", connect_timeout_seconds=1.0, read_timeout_seconds=3.0, attempts=1)
+DRILL_RECORD_PAGES_PER_POLL = 3
+DRILL_POLL_SECONDS = (
+    DRILL_RECORD_PAGES_PER_POLL * DRILL_RECORD_READ.worst_case_seconds + LEDGER_CALL.worst_case_seconds
+)
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+
+
+def scheduled_drill_seconds_needed(minutes: int) -> float:
+    """Its own switch and the drilled service's two, the running tasks, the marker, the watch (its
+    minutes and the last poll; a sleep is cut to fit), the marker's removal, drill-start and
+    drill-verdict (one put each), the report's action events, the notification, the report."""
+    return (
+        3 * KILL_SWITCH_READ.worst_case_seconds
+        + 2 * DRILL_TASKS_READ.worst_case_seconds
+        + 2 * DRILL_TAG_CALL.worst_case_seconds
+        + 60 * minutes
+        + DRILL_POLL_SECONDS
+        + 2 * ACTION_EVENTS_PUT.worst_case_seconds
+        + ANNOUNCE_SECONDS
+        + NOTIFICATION_BUDGET_SECONDS
+        + REPORT_MARGIN_SECONDS
+    )

@@ -22,6 +22,8 @@ ALARM_EVENT_MAX_AGE_SECONDS = 3600
 SUSPECT_EVENT_MAX_AGE_SECONDS = 600
 REAPER_SCHEDULE_MAX_AGE_SECONDS = 600
 DRAINER_SCHEDULE_MAX_AGE_SECONDS = 120
+# A weekly drill late by more than this is not the drill it was scheduled as (nobody is watching).
+DRILL_SCHEDULE_MAX_AGE_SECONDS = 300
 # Lambda's own queue of asynchronous invocations (its retries included), for every function: the
 # time an event waits there counts against its route's age above.
 ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS = 3600
@@ -41,6 +43,7 @@ class EventAges:
 
 REAPER_EVENT_AGES = EventAges(schedule_seconds=REAPER_SCHEDULE_MAX_AGE_SECONDS)
 DRAINER_EVENT_AGES = EventAges(schedule_seconds=DRAINER_SCHEDULE_MAX_AGE_SECONDS)
+DRILL_EVENT_AGES = EventAges(schedule_seconds=DRILL_SCHEDULE_MAX_AGE_SECONDS)
 
 
 def responder_event_ages(recheck_minutes: int) -> EventAges:

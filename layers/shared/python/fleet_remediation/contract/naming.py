@@ -66,10 +66,22 @@ class FunctionName(StrEnum):
         return self.value.replace("_", "-")
 
 
-RUNBOOKS = {
+class DrillFunctionName(StrEnum):
+    """The scheduled drill: an environment's function only where ``drills.schedule`` is set, so not
+    one of the built-in three every environment gets (no switch, no alarm of it elsewhere)."""
+
+    SCHEDULED_DRILL = "scheduled_drill"
+
+    @property
+    def slug(self) -> str:
+        return self.value.replace("_", "-")
+
+
+RUNBOOKS: dict[FunctionName | DrillFunctionName, str] = {
     FunctionName.ZOMBIE_REAPER: "docs/runbooks/zombie-reaper.md",
     FunctionName.TTS_REACH_ALARM: "docs/runbooks/tts-reach.md",
     FunctionName.WORKER_DRAINER: "docs/runbooks/worker-drainer.md",
+    DrillFunctionName.SCHEDULED_DRILL: "docs/operations/drill.md",
 }
 VAD_RUNBOOK = "docs/runbooks/vad-slow-inference.md"
 # What ``runbook_base_url`` points at: the built docs site (``make docs``) or a view of the

@@ -19,7 +19,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fleet_remediation.contract import naming
 from fleet_remediation.contract.agent_services import (
@@ -27,8 +27,10 @@ from fleet_remediation.contract.agent_services import (
     DEFAULT_AGENT_SERVICE,
     AgentService,
 )
+from fleet_remediation.contract.budgets import LAMBDA_MAX_TIMEOUT_SECONDS, scheduled_drill_seconds_needed
 from fleet_remediation.contract.detection import DetectionConfig, TtsReachAlarmSettings
 from fleet_remediation.contract.disruption_window import DisruptionWindow
+from fleet_remediation.contract.drill_schedule import DrillSchedule
 from fleet_remediation.contract.errors import ConfigurationError
 from fleet_remediation.contract.models import describe_validation_error
 from fleet_remediation.contract.sections import (
@@ -78,7 +80,7 @@ class FunctionSettings(BaseModel):
             environment[name.upper()] = _as_variable(value)
         return environment
 
-    def runbook(self, function: naming.FunctionName) -> str:
+    def runbook(self, function: naming.FunctionName | naming.DrillFunctionName) -> str:
         return naming.runbook_url(self.runbook_base_url, naming.RUNBOOKS[function], self.runbook_links)
 
     @property
@@ -212,6 +214,35 @@ class DrainerSettings(LiveKitSettings, ServiceFunctionSettings):
 
     def log_stream_for(self, task_id: str) -> str:
         return naming.log_stream_for(task_id, self.drainer.agent_log_stream_prefix, self.agent_container_name)
+
+
+class ScheduledDrillSettings(FunctionSettings):
+    """The environment's scheduled drill (``drills.schedule``): one task of one agent service."""
+
+    function: ClassVar[naming.DrillFunctionName] = naming.DrillFunctionName.SCHEDULED_DRILL
+
+    drill: DrillSchedule
+    drills_enabled: bool = Field(description="The environment is named for drills (drills.enabled).")
+    drilled_service: str = Field(pattern=AGENT_SERVICE_NAME_PATTERN, description="The agent service drilled.")
+    ecs_cluster: str = Field(min_length=1)
+    ecs_service: str = Field(min_length=1)
+    ledger_table_name: str = Field(min_length=1, description="The drilled service's drainer's ledger.")
+    disruption_window: DisruptionWindow | None = Field(
+        default=None, description="When a drill may start (none: any time); outside it, refused."
+    )
+
+    @model_validator(mode="after")
+    def _watch_fits_one_invocation(self) -> ScheduledDrillSettings:
+        if self.timeout_seconds > LAMBDA_MAX_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"drill: {self.drill.minutes} minutes of watch need "
+                f"{self.timeout_seconds:.0f} s, more than Lambda's {LAMBDA_MAX_TIMEOUT_SECONDS} s"
+            )
+        return self
+
+    @property
+    def timeout_seconds(self) -> float:
+        return float(int(scheduled_drill_seconds_needed(self.drill.minutes)) + 1)
 
 
 SettingsT = TypeVar("SettingsT", bound=FunctionSettings)

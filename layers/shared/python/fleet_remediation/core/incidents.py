@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.contract.naming import FunctionId, FunctionName
 from fleet_remediation.core.routing import AlarmStateChange
 
 
@@ -31,7 +31,7 @@ def transition_incident_id(environment: str, change: AlarmStateChange) -> str:
 
 
 def run_incident_id(
-    environment: str, function: FunctionName, moment: datetime, service: str | None = None
+    environment: str, function: FunctionId, moment: datetime, service: str | None = None
 ) -> str:
     """An incident no alarm opened: a scheduled run (``moment`` = the schedule event's time, the
     same on Lambda's retries of it) or a manual one; a service's function's runs are its own."""

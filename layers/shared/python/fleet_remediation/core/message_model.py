@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from fleet_remediation.contract.naming import FunctionName
+from fleet_remediation.contract.naming import DrillFunctionName, FunctionName
 from fleet_remediation.core.chat_actions import ChatTokenRequest
 from fleet_remediation.core.report_model import ActionRecord, Candidate, Decision, ErrorRecord, Mode, Outcome
 
@@ -147,7 +147,7 @@ def mode_headline(mode: Mode | None, *, acted: str, would: str, off: str | None 
 
 class Notification(BaseModel):
     environment: str
-    function: FunctionName
+    function: FunctionName | DrillFunctionName
     agent_service: str | None = Field(
         default=None, description="The agent service a service's responder or drainer speaks for."
     )

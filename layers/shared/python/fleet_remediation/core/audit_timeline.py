@@ -1,10 +1,12 @@
 """One timeline of what the functions did, from their reports and the drainer's ledger: each step
 taken, planned in a dry run, held or refused, with its outcome, incident and the undo where one
-exists. A step the ledger shows and no report does (a run that never logged its report) still
-appears: an intent without an outcome is ``unknown``, never assumed done or not done."""
+exists (``lkfr audit`` prints it; ``lkfr drill`` and the scheduled drill read their answer in it).
+A step the ledger shows and no report does (a run that never logged its report) still appears: an
+intent without an outcome is ``unknown``, never assumed done or not done."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -32,6 +34,8 @@ KIND_OF_OUTCOME = {
 }
 KIND_OF_DECISION = {"would-act": WOULD_ACT, "held": HELD}
 MARKING_STEPS = frozenset(step.value for step in MARKING)
+# The message of the one line each invocation logs with its report.
+REPORT_MESSAGE = "remediation report"
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,19 @@ def _planned_action(function: str, reason: str) -> str:
     if separator and head and " " not in head:
         return "delete-room" if function == FunctionName.ZOMBIE_REAPER.value and head == "reap" else head
     return "act"
+
+
+def report_of(message: str) -> dict[str, Any] | None:
+    """The report a log line carries, if it is a ``remediation report`` line (not one of its
+    ``detail`` lines, which the same search term also finds)."""
+    try:
+        line = json.loads(message)
+    except ValueError:
+        return None
+    if not isinstance(line, dict) or line.get("message") != REPORT_MESSAGE:
+        return None
+    report = line.get("report")
+    return report if isinstance(report, dict) else None
 
 
 def from_report(report: dict[str, Any]) -> list[Entry]:

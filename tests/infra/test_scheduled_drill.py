@@ -1,0 +1,129 @@
+"""The scheduled drill (``drills.schedule``) in the example ``staging`` with drills turned on: its
+function, schedule rule and least-privilege role, cdk-nag, cfn-lint and the service-model check
+clean; absent (no function, rule, role or switch of it) unless the schedule is set."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from aws_cdk import assertions
+
+from devkit.service_models import check_template
+from devkit.service_quotas import check_quotas
+from fleet_remediation.contract.drills import DRILL_TAG
+from livekit_fleet_remediation.config import ConfigError, load_environment
+from tests.example_environments import staging_with_drills
+from tests.infra.conftest import Synthesized, cfn_lint
+
+Match = assertions.Match
+SCHEDULE = "cron(0 10 ? * TUE *)"
+
+
+@pytest.fixture(scope="module")
+def scheduled(synth: Callable[..., Synthesized]) -> Synthesized:
+    return synth(
+        "staging", staging_with_drills({"enabled": True, "schedule": {"fault": "cpu-starved", "minutes": 10}})
+    )
+
+
+@pytest.fixture(scope="module")
+def unscheduled(synth: Callable[..., Synthesized]) -> Synthesized:
+    return synth("staging", staging_with_drills({"enabled": True}))
+
+
+def _drill_resources(synthesized: Synthesized) -> list[str]:
+    resources = synthesized.template.to_json()["Resources"]
+    return sorted(k for k in resources if "ScheduledDrill" in k or "ScheduledDrillMode" in k)
+
+
+def test_the_scheduled_drill_runs_weekly_once_per_event_within_lambdas_limit(scheduled: Synthesized) -> None:
+    template = scheduled.template
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "FunctionName": "lkfr-staging-scheduled-drill",
+            "Handler": "scheduled_drill.handler.lambda_handler",
+            "ReservedConcurrentExecutions": 1,
+            "Environment": {"Variables": Match.object_like({"DRILLED_SERVICE": "agents"})},
+        },
+    )
+    (function,) = [
+        f["Properties"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("FunctionName") == "lkfr-staging-scheduled-drill"
+    ]
+    assert 600 < function["Timeout"] <= 900
+    (rule,) = [
+        r["Properties"]
+        for r in template.find_resources("AWS::Events::Rule").values()
+        if r["Properties"].get("ScheduleExpression") == SCHEDULE
+    ]
+    (target,) = rule["Targets"]
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 300}
+    template.has_resource_properties(
+        "AWS::SSM::Parameter", {"Name": "/livekit-fleet-remediation/staging/scheduled-drill/mode"}
+    )
+
+
+def test_its_role_tags_only_the_drill_key_on_the_services_tasks_and_reads_only_the_record(
+    scheduled: Synthesized,
+) -> None:
+    (policy,) = [
+        p["Properties"]
+        for k, p in scheduled.template.find_resources("AWS::IAM::Policy").items()
+        if k.startswith("ScheduledDrill")
+    ]
+    statements = policy["PolicyDocument"]["Statement"]
+    (tagging,) = [s for s in statements if s["Action"] == ["ecs:TagResource", "ecs:UntagResource"]]
+    assert tagging["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": [DRILL_TAG]}
+    service = scheduled.stack.remediation.config.agent_service.ecs_service
+    assert tagging["Condition"]["StringEquals"] == {"aws:ResourceTag/aws:ecs:serviceName": service}
+    actions = {
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert {"ecs:ListTasks", "ecs:DescribeTasks", "logs:FilterLogEvents", "dynamodb:Query"} <= actions
+    assert not [a for a in actions if a.endswith("*") and not a.startswith("kms:")]
+    assert not {"ecs:StopTask", "ecs:UpdateService", "ecs:UpdateContainerInstancesState"} & actions
+    (listing,) = [s for s in statements if s["Action"] == "ecs:ListTasks"]
+    assert listing["Condition"]["ArnEquals"]["ecs:cluster"]
+
+
+def test_cdk_nag_cfn_lint_and_the_service_models_accept_the_scheduled_drill(scheduled: Synthesized) -> None:
+    errors = scheduled.annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    warnings = scheduled.annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [e.entry.data for e in errors + warnings] == []
+    result = cfn_lint(scheduled.template_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    template = scheduled.template.to_json()
+    assert check_template(template, "eu-west-1", "123456789012") == []
+    assert check_quotas(template, "eu-west-1", "123456789012") == []
+
+
+def test_without_the_schedule_there_is_no_function_rule_role_or_switch_of_it(
+    scheduled: Synthesized, unscheduled: Synthesized
+) -> None:
+    assert _drill_resources(scheduled), "the opt-in's resources are found by this name"
+    assert _drill_resources(unscheduled) == []
+    names = [
+        r["Properties"].get("Name")
+        for r in unscheduled.template.find_resources("AWS::SSM::Parameter").values()
+    ]
+    assert not [n for n in names if "scheduled-drill" in str(n)]
+    before = set(unscheduled.template.to_json()["Resources"])
+    assert before <= set(scheduled.template.to_json()["Resources"]), "every logical id stays"
+
+
+def test_a_schedule_needs_an_environment_named_for_drills_and_a_service_of_ours() -> None:
+    with pytest.raises(ConfigError, match=r"schedule: a scheduled drill needs drills.enabled"):
+        load_environment(staging_with_drills({"enabled": False, "schedule": {}}), "staging")
+    with pytest.raises(ConfigError, match=r"drills.schedule.agent_service must name one of"):
+        load_environment(
+            staging_with_drills({"enabled": True, "schedule": {"agent_service": "nobody"}}), "staging"
+        )
+    with pytest.raises(ConfigError, match=r"expression"):
+        load_environment(
+            staging_with_drills({"enabled": True, "schedule": {"expression": "every tuesday"}}), "staging"
+        )
+    with pytest.raises(ConfigError, match=r"minutes"):
+        load_environment(staging_with_drills({"enabled": True, "schedule": {"minutes": 30}}), "staging")

@@ -1,0 +1,295 @@
+"""The scheduled drill end to end on moto: a schedule event of ours starts one drill on one running
+task of the service (the marker the agents' drill hook reads), the function watches the product's
+own record (the drainer's reports in its log group, its ledger) until the answer or the marker's
+end, takes the marker off, and tells the verdict as action events and one message; a refusal
+(not named for drills, remediation off, outside the window, a second drill, the door's) changes
+nothing and is a message too. The waits run on a simulated clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from fleet_remediation.contract.action_events import ActionEvent
+from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
+from fleet_remediation.contract.naming import (
+    DrillFunctionName,
+    function_mode_parameter_name,
+    mode_parameter_name,
+    service_mode_parameter_name,
+)
+from fleet_remediation.contract.settings import ScheduledDrillSettings
+from fleet_remediation.core.announce import Announced
+from fleet_remediation.core.report_model import Mode
+from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
+from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
+from scheduled_drill.dependencies import DrillClients, DrillDependencies
+from scheduled_drill.handler import lambda_handler
+from tests.drilled_fleet import CLUSTER, SERVICE, SimulatedClock, drainer_answers, running_fleet
+
+ENV = "staging"
+TABLE = "staging-drainer-ledger"
+
+
+class Recorded:
+    """What the function sent: its action events and its messages."""
+
+    def __init__(self) -> None:
+        self.events: list[ActionEvent] = []
+        self.messages: list[tuple[str, str]] = []
+
+    def put(self, events: list[ActionEvent]) -> Announced:
+        self.events += events
+        return Announced(sent=len(events))
+
+    def publish(self, subject: str, message: str, attributes: dict[str, str] | None = None) -> str:
+        self.messages.append((subject, message))
+        return f"message-{len(self.messages)}"
+
+
+@pytest.fixture
+def fleet() -> Iterator[list[str]]:
+    with running_fleet(ENV, TABLE) as tasks:
+        yield tasks
+
+
+def settings(**drills: Any) -> ScheduledDrillSettings:
+    return ScheduledDrillSettings.model_validate(
+        {
+            "environment_name": ENV,
+            "mode_parameter_name": mode_parameter_name(ENV),
+            "function_mode_parameter_name": function_mode_parameter_name(
+                ENV, DrillFunctionName.SCHEDULED_DRILL
+            ),
+            "notification_topic_arn": f"arn:aws:sns:{local_region()}:{LOCAL_ACCOUNT}:notify",
+            "runbook_base_url": "https://docs.example.com",
+            "drill": {"fault": "tts-silence", "minutes": 3, "poll_seconds": 30},
+            "drills_enabled": True,
+            "drilled_service": DEFAULT_AGENT_SERVICE,
+            "ecs_cluster": CLUSTER,
+            "ecs_service": SERVICE,
+            "ledger_table_name": TABLE,
+            **drills,
+        }
+    )
+
+
+def dependencies(clock: SimulatedClock, sent: Recorded, **drills: Any) -> DrillDependencies:
+    clients = DrillClients(
+        boto3.client("ssm"),
+        boto3.client("ecs"),
+        boto3.client("ecs"),
+        boto3.client("logs"),
+        boto3.client("dynamodb"),
+    )
+    return DrillDependencies(
+        settings=settings(**drills),
+        mode_switch=FixedModeSwitch(Mode.ENFORCE),
+        notifier=sent,
+        clients=clients,
+        action_events=sent,
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+    )
+
+
+def schedule_event(at: datetime, account: str = LOCAL_ACCOUNT) -> dict[str, Any]:
+    region = local_region()
+    return {
+        "version": "0",
+        "id": "weekly",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account,
+        "time": at.isoformat().replace("+00:00", "Z"),
+        "region": region,
+        "resources": [f"arn:aws:events:{region}:{account}:rule/lkfr-staging-drill"],
+        "detail": {},
+    }
+
+
+def drill(clock: SimulatedClock, sent: Recorded, **drills: Any) -> dict[str, Any]:
+    deps = dependencies(clock, sent, **drills)
+    return lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+
+def marked(fleet: list[str]) -> dict[str, str]:
+    ecs = boto3.client("ecs")
+    tags = {arn: ecs.list_tags_for_resource(resourceArn=arn)["tags"] for arn in fleet}
+    return {arn: t["value"] for arn, listed in tags.items() for t in listed if t["key"] == DRILL_TAG}
+
+
+def test_a_scheduled_drill_marks_one_task_and_passes_when_the_drainer_answers(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    seen_marks: list[dict[str, str]] = []
+
+    def on_sleep(sleeps: int) -> None:
+        seen_marks.append(marked(fleet))
+        if sleeps == 1:
+            (task,) = seen_marks[0]
+            drainer_answers(ENV, task, Mode.ENFORCE)
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent)
+
+    ((task, value),) = seen_marks[0].items()
+    marker = DrillMarker.parse(value, clock.now.timestamp())
+    assert marker is not None
+    assert marker.fault is DrillFault.TTS_SILENCE
+    assert marked(fleet) == {}, "the marker comes off"
+    assert report["summary"]["verdict"] == "pass"
+    assert report["summary"]["marker_removed"] is True
+    assert [(a["action"], a["outcome"]) for a in report["actions"]] == [
+        ("drill-mark", "done"),
+        ("drill-unmark", "done"),
+    ]
+    # Its own two as it goes (as `lkfr drill` sends them), then the report's journal like any action's.
+    assert [(e.function, e.action, e.outcome) for e in sent.events] == [
+        ("scheduled_drill", "drill-start", "started"),
+        ("scheduled_drill", "drill-verdict", "pass"),
+        ("scheduled_drill", "drill-mark", "done"),
+        ("scheduled_drill", "drill-unmark", "done"),
+    ]
+    assert all(e.resource == task for e in sent.events)
+    ((subject, text),) = sent.messages
+    assert "scheduled drill passed: tts-silence" in subject
+    assert "worker_drainer acted cordon" in text
+
+
+def test_a_scheduled_drill_nobody_answers_fails_at_the_markers_end_and_still_unmarks(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent)
+
+    assert sum(clock.slept) == pytest.approx(180, abs=1), "it watches the marker's three minutes"
+    assert marked(fleet) == {}
+    assert report["summary"]["verdict"] == "fail"
+    assert [e.outcome for e in sent.events if e.action == "drill-verdict"] == ["fail"]
+    ((subject, text),) = sent.messages
+    assert "scheduled drill FAILED: tts-silence" in subject
+    assert "no answer from worker_drainer in 3 min" in text
+
+
+def test_the_drainers_ledger_answers_too(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+
+    def on_sleep(sleeps: int) -> None:
+        if sleeps == 1:
+            (task,) = marked(fleet)
+            at = (clock.now - timedelta(seconds=5)).isoformat()
+            item = {"pk": f"task#{task.rsplit('/', 1)[1]}", "sk": f"audit#{at}#inv-1#cordon"}
+            item |= {"action": "cordon", "outcome": "done", "reason": "cordoned"}
+            boto3.client("dynamodb").put_item(TableName=TABLE, Item={k: {"S": v} for k, v in item.items()})
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent)
+    assert report["summary"]["verdict"] == "pass"
+    assert report["summary"]["timeline"][0].endswith(
+        "worker_drainer acted cordon " + report["summary"]["task"].rsplit("/", 1)[1]
+    )
+
+
+def switch(name: str, value: str) -> None:
+    boto3.client("ssm").put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [
+        ("not-enabled", "DrillNotAllowed"),
+        ("off", "DrillNotAllowed"),
+        ("window", "DrillHeld"),
+        ("second", "DrillRunning"),
+    ],
+)
+def test_a_drill_it_may_not_run_is_refused_with_a_message_and_marks_nothing(
+    fleet: list[str], case: str, code: str
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    drills: dict[str, Any] = {}
+    if case == "not-enabled":
+        drills["drills_enabled"] = False
+    elif case == "off":
+        switch(service_mode_parameter_name(ENV, DEFAULT_AGENT_SERVICE), "off")
+    elif case == "window":
+        closed = (clock.now + timedelta(hours=3)).strftime("%H:00")
+        drills["disruption_window"] = {
+            "start": closed,
+            "end": (clock.now + timedelta(hours=4)).strftime("%H:00"),
+        }
+    else:
+        other = DrillMarker(DrillFault.CPU_STARVED, int(clock.now.timestamp()) + 600, "other-drill")
+        boto3.client("ecs").tag_resource(
+            resourceArn=fleet[0], tags=[{"key": DRILL_TAG, "value": other.value()}]
+        )
+    before = marked(fleet)
+
+    report = drill(clock, sent, **drills)
+
+    assert [e["code"] for e in report["errors"]] == [code]
+    assert marked(fleet) == before, "nothing is marked or unmarked"
+    assert report["actions"] == []
+    assert clock.slept == []
+    assert [e.kind for e in sent.events] == [], "a refusal before any change sends no action event"
+    ((subject, _),) = sent.messages
+    assert f"scheduled drill refused: {code}" in subject
+
+
+def test_in_a_dry_run_environment_it_drills_and_judges_what_the_drainer_would_have_done(
+    fleet: list[str],
+) -> None:
+    switch(mode_parameter_name(ENV), "dry-run")
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent)
+    assert report["summary"]["drilled_mode"] == "dry-run"
+    assert [e.mode for e in sent.events if e.action == "drill-start"] == ["dry-run"]
+    assert marked(fleet) == {}
+
+
+def test_its_own_switch_in_dry_run_says_which_task_it_would_drill_and_marks_nothing(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.mode_switch = FixedModeSwitch(Mode.DRY_RUN)
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+    assert [c["decision"] for c in report["candidates"]] == ["would-act"]
+    assert report["actions"] == []
+    assert marked(fleet) == {}
+    ((subject, _),) = sent.messages
+    assert "DRY RUN - would have drilled task" in subject
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (lambda at: schedule_event(at, account="999999999999"), "ours is 123456789012"),
+        (lambda at: schedule_event(at - timedelta(minutes=30)), "stale"),
+        (lambda at: {**schedule_event(at), "detail": {"fault": "cpu-starved"}}, "detail is empty"),
+        (lambda at: {**schedule_event(at), "time": 1700000000}, "ISO 8601"),
+    ],
+)
+def test_the_door_refuses_an_event_not_ours_and_nothing_is_read_or_changed(
+    fleet: list[str], event: Callable[[datetime], dict[str, Any]], said: str
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = lambda_handler(event(clock.now), LocalLambdaContext(), dependencies=dependencies(clock, sent))
+    ((error,),) = [report["errors"]]
+    assert said in error["message"]
+    assert report["actions"] == []
+    assert marked(fleet) == {}
+    assert sent.events == []
+    assert sent.messages == []
+
+
+def test_the_watch_fits_one_lambda_invocation() -> None:
+    assert settings().timeout_seconds < 900
+    assert settings(drill={"minutes": 12, "poll_seconds": 5}).timeout_seconds <= 900
+    with pytest.raises(ValueError, match="minutes"):
+        settings(drill={"minutes": 13})
+    assert json.loads(json.dumps(settings().to_lambda_environment()))["DRILL"]
