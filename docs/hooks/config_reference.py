@@ -196,7 +196,9 @@ def function_tables() -> str:
     from fleet_remediation.contract import settings
 
     sections = []
-    for model in (settings.ReaperSettings, settings.TtsReachSettings, settings.DrainerSettings):
+    models = (settings.ReaperSettings, settings.TtsReachSettings, settings.DrainerSettings)
+    # The scheduled drill exists only where drills.schedule is set.
+    for model in (*models, settings.ScheduledDrillSettings):
         variables = ["| variable | type | default | limits | description |", "|---|---|---|---|---|"]
         for name, field in model.model_fields.items():
             default = MISSING if field.is_required() else field.get_default(call_default_factory=True)

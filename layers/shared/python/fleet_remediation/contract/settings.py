@@ -221,11 +221,13 @@ class ScheduledDrillSettings(FunctionSettings):
 
     function: ClassVar[naming.DrillFunctionName] = naming.DrillFunctionName.SCHEDULED_DRILL
 
-    drill: DrillSchedule
+    drill: DrillSchedule = Field(description="The drill: its fault, schedule and minutes (drills.schedule).")
     drills_enabled: bool = Field(description="The environment is named for drills (drills.enabled).")
     drilled_service: str = Field(pattern=AGENT_SERVICE_NAME_PATTERN, description="The agent service drilled.")
-    ecs_cluster: str = Field(min_length=1)
-    ecs_service: str = Field(min_length=1)
+    ecs_cluster: str = Field(min_length=1, description="The drilled service's cluster.")
+    ecs_service: str = Field(
+        min_length=1, description="The drilled service: one of its running tasks is drilled."
+    )
     ledger_table_name: str = Field(min_length=1, description="The drilled service's drainer's ledger.")
     disruption_window: DisruptionWindow | None = Field(
         default=None, description="When a drill may start (none: any time); outside it, refused."
