@@ -70,7 +70,8 @@ def compose(
 def _said(work: DrillWork, settings: ScheduledDrillSettings) -> Said:
     drill = settings.drill
     if work.error is not None:
-        refused = isinstance(work.error, DrillRefusedError)
+        # A marker that could not be written is a drill that failed to start, not a refusal.
+        refused = isinstance(work.error, DrillRefusedError) and work.error.code != "DrillNotStarted"
         text = f"drill {'refused' if refused else 'failed'}: {work.error.code}"
         why = [f"{work.error.code}: {work.error.message}"]
         return Said(f"scheduled {text}", f"drilled, but the {text}", why, messages.Severity.WARNING)

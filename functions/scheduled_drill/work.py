@@ -21,6 +21,7 @@ from fleet_remediation.adapters.drill_marker import (
     remove_marker,
     running_tasks,
 )
+from fleet_remediation.adapters.notifier import preview_or_deliver
 from fleet_remediation.contract.budgets import ACTION_EVENTS_PUT, DRILL_POLL_SECONDS, DRILL_TAG_CALL
 from fleet_remediation.contract.drills import DrillFault, DrillMarker
 from fleet_remediation.contract.events import DRILL_EVENT_AGES, EventAges
@@ -229,12 +230,8 @@ class DrillStages(StageDefaults[Deps, Event, DrillSnapshot, DrillPlan, DrillOutc
         return compose(work, run.facts(), run.deps, run.event)
 
     def tell(self, run: ScheduledRun, note: messages.Notification) -> Told:
-        if run.event.manual is not None and not run.acts:
-            # A person's preview: the message goes into the report, nobody else is told.
-            subject, text = messages.render_email(note)
-            return Told(summary={"would_notify": {"subject": subject, "text": text}})
-        once_key = {"incident": note.incident_id, "mode": run.mode.value}
-        return Told().delivered(run.deps.delivery.deliver(note, once_key=once_key))
+        preview = run.event.manual is not None and not run.acts
+        return preview_or_deliver(note, run.deps.delivery, run.mode, preview)
 
     def incident_of(self, note: messages.Notification) -> str:
         return note.incident_id

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.adapters.notifier import preview_or_deliver
 from fleet_remediation.contract.events import REAPER_EVENT_AGES, EventAges
 from fleet_remediation.contract.naming import FunctionName
 from fleet_remediation.core import messages
@@ -177,12 +178,8 @@ class ReaperStages(StageDefaults[Deps, ReaperEvent, RoomSnapshot, ReapPlan, Reap
         return compose(work.plan, (work.done or NOTHING_REAPED).results, run.facts(), run.deps, routed)
 
     def tell(self, run: ReaperRun, note: messages.Notification) -> Told:
-        if run.event.routed.manual is not None and not run.acts:
-            # A person's preview: the message goes into the report, nobody else is told.
-            subject, text = messages.render_email(note)
-            return Told(summary={"would_notify": {"subject": subject, "text": text}})
-        once_key = {"incident": note.incident_id, "mode": run.mode.value}
-        return Told().delivered(run.deps.delivery.deliver(note, once_key=once_key))
+        preview = run.event.routed.manual is not None and not run.acts
+        return preview_or_deliver(note, run.deps.delivery, run.mode, preview)
 
     def incident_of(self, note: messages.Notification) -> str:
         return note.incident_id

@@ -43,6 +43,23 @@ def cfn_lint(template_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True)
 
 
+def assert_nag_lint_and_service_models_clean(synthesized: Synthesized) -> None:
+    """cdk-nag (no AwsSolutions finding), cfn-lint and the service-model and quota checks."""
+    from devkit.service_models import check_template
+    from devkit.service_quotas import check_quotas
+
+    pattern = assertions.Match.string_like_regexp("AwsSolutions-.*")
+    found = synthesized.annotations.find_error("*", pattern) + synthesized.annotations.find_warning(
+        "*", pattern
+    )
+    assert [e.entry.data for e in found] == []
+    result = cfn_lint(synthesized.template_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    template = synthesized.template.to_json()
+    assert check_template(template, "eu-west-1", "123456789012") == []
+    assert check_quotas(template, "eu-west-1", "123456789012") == []
+
+
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthesized]:
     cache: dict[str, Synthesized] = {}

@@ -10,10 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk import assertions
 
-from devkit.service_models import check_template
-from devkit.service_quotas import check_quotas
 from fleet_remediation.contract.drills import DRILL_TAG
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from livekit_fleet_remediation.drill_config import (
@@ -22,9 +19,8 @@ from livekit_fleet_remediation.drill_config import (
     TEMPLATE_SERVICE_TAG,
 )
 from tests.example_environments import staging_with_drills
-from tests.infra.conftest import Synthesized, cfn_lint
+from tests.infra.conftest import Synthesized, assert_nag_lint_and_service_models_clean
 
-Match = assertions.Match
 TTS_HOST = "api.tts.example.com"
 
 
@@ -141,14 +137,7 @@ def test_the_marker_policies_write_the_drill_tag_only_on_the_service_s_tasks(dri
 
 
 def test_cdk_nag_cfn_lint_and_the_service_models_accept_the_drill_resources(drilled: Synthesized) -> None:
-    errors = drilled.annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
-    warnings = drilled.annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
-    assert [e.entry.data for e in errors + warnings] == []
-    result = cfn_lint(drilled.template_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    template = drilled.template.to_json()
-    assert check_template(template, "eu-west-1", "123456789012") == []
-    assert check_quotas(template, "eu-west-1", "123456789012") == []
+    assert_nag_lint_and_service_models_clean(drilled)
 
 
 def test_fis_templates_need_an_environment_named_for_drills() -> None:

@@ -9,12 +9,10 @@ from collections.abc import Callable
 import pytest
 from aws_cdk import assertions
 
-from devkit.service_models import check_template
-from devkit.service_quotas import check_quotas
 from fleet_remediation.contract.drills import DRILL_TAG
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from tests.example_environments import staging_with_drills
-from tests.infra.conftest import Synthesized, cfn_lint
+from tests.infra.conftest import Synthesized, assert_nag_lint_and_service_models_clean
 
 Match = assertions.Match
 SCHEDULE = "cron(0 10 ? * TUE *)"
@@ -90,14 +88,7 @@ def test_its_role_tags_only_the_drill_key_on_the_services_tasks_and_reads_only_t
 
 
 def test_cdk_nag_cfn_lint_and_the_service_models_accept_the_scheduled_drill(scheduled: Synthesized) -> None:
-    errors = scheduled.annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
-    warnings = scheduled.annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
-    assert [e.entry.data for e in errors + warnings] == []
-    result = cfn_lint(scheduled.template_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    template = scheduled.template.to_json()
-    assert check_template(template, "eu-west-1", "123456789012") == []
-    assert check_quotas(template, "eu-west-1", "123456789012") == []
+    assert_nag_lint_and_service_models_clean(scheduled)
 
 
 def test_without_the_schedule_there_is_no_function_rule_role_or_switch_of_it(

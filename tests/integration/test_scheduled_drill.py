@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
@@ -293,3 +294,56 @@ def test_the_watch_fits_one_lambda_invocation() -> None:
     with pytest.raises(ValueError, match="minutes"):
         settings(drill={"minutes": 13})
     assert json.loads(json.dumps(settings().to_lambda_environment()))["DRILL"]
+
+
+class FailingMarker:
+    """The marker's ECS client, refusing the call named ``failing`` (the rest go to moto)."""
+
+    def __init__(self, failing: str) -> None:
+        self.ecs, self.failing = boto3.client("ecs"), failing
+
+    def __getattr__(self, name: str) -> Any:
+        if name == self.failing:
+            return self._refuse
+        return getattr(self.ecs, name)
+
+    def _refuse(self, **_: Any) -> None:
+        error = {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}}
+        raise ClientError(error, self.failing)
+
+
+def test_a_marker_that_cannot_come_off_is_said_in_the_verdict_with_the_command(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("untag_resource")
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    assert report["summary"]["marker_removed"] is False
+    assert [(a["action"], a["outcome"]) for a in report["actions"]] == [
+        ("drill-mark", "done"),
+        ("drill-unmark", "failed"),
+    ]
+    ((_subject, text),) = sent.messages
+    assert "marker NOT removed" in text
+    assert "aws ecs untag-resource --resource-arn" in text
+    assert len(marked(fleet)) == 1, "moto's task still carries it: it ends at its until second"
+
+
+def test_a_marker_that_cannot_be_written_is_a_drill_that_failed_to_start_and_is_still_taken_off(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("tag_resource")
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    assert [e["code"] for e in report["errors"]] == ["DrillNotStarted"]
+    assert [(a["action"], a["outcome"]) for a in report["actions"]] == [
+        ("drill-mark", "unknown"),
+        ("drill-unmark", "done"),
+    ]
+    assert clock.slept == []
+    assert marked(fleet) == {}
+    assert [e.action for e in sent.events if e.action in ("drill-start", "drill-verdict")] == []
+    ((subject, _),) = sent.messages
+    assert "scheduled drill failed: DrillNotStarted" in subject

@@ -44,6 +44,7 @@ from fleet_remediation.core.errors import (
 from fleet_remediation.core.messages import Notification, message_attributes, render_chat, render_email
 from fleet_remediation.core.observability import emit, logger
 from fleet_remediation.core.report import ReportBuilder
+from fleet_remediation.core.report_model import Mode
 from fleet_remediation.core.told import Told
 
 if TYPE_CHECKING:
@@ -271,6 +272,17 @@ class Delivery:
 
     def record(self, report: ReportBuilder) -> None:
         Told().delivered(self).record(report)
+
+
+def preview_or_deliver(note: Notification, delivery: NotificationDelivery, mode: Mode, preview: bool) -> Told:
+    """A person's preview (a manual dry run): the message goes into the report and nobody else is
+    told; otherwise it is delivered once per incident and mode."""
+    if preview:
+        subject, text = render_email(note)
+        return Told(summary={"would_notify": {"subject": subject, "text": text}})
+    return Told().delivered(
+        delivery.deliver(note, once_key={"incident": note.incident_id, "mode": mode.value})
+    )
 
 
 class NotifyingDependencies:
