@@ -347,3 +347,14 @@ def test_a_marker_that_cannot_be_written_is_a_drill_that_failed_to_start_and_is_
     assert [e.action for e in sent.events if e.action in ("drill-start", "drill-verdict")] == []
     ((subject, _),) = sent.messages
     assert "scheduled drill failed: DrillNotStarted" in subject
+
+
+def test_a_manual_invoke_is_a_dry_run_whose_message_stays_in_its_report(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = lambda_handler({}, LocalLambdaContext(), dependencies=dependencies(clock, sent))
+    assert report["mode"] == "dry-run"
+    assert report["summary"]["would_notify"]["subject"].startswith(
+        "[staging/agents] DRY RUN - would have drilled"
+    )
+    assert marked(fleet) == {}
+    assert sent.messages == []
