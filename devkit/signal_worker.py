@@ -34,6 +34,9 @@ SESSION_CLOSED = "signal_agent_session_closed"
 # A worker registers on about 3 s of CPU (its main process and the one kept warm); ten times that
 # is a fault, whatever the machine's load. The wall cap is for a worker that waits without working.
 REGISTRATION = WorkBound(cpu_seconds=30.0, wall_seconds=150.0)
+# A scripted job (dispatch, a few replies, the session's close) costs its processes well under 2 s of
+# CPU; a script's own waits (a stalled reply, a hold) are seconds of wall, far inside the cap.
+JOB = WorkBound(cpu_seconds=20.0, wall_seconds=150.0)
 
 
 class SignalAgentWorker:
@@ -124,25 +127,29 @@ class SignalAgentWorker:
             time.sleep(0.1)
         return predicate()
 
-    def run_script(self, room: str, script: dict[str, Any], timeout: float = 20.0) -> list[str]:
+    def run_script(self, room: str, script: dict[str, Any], bound: WorkBound = JOB) -> list[str]:
         """Open ``room`` with a listening participant (the agent's audio plays only once someone
-        subscribes to it), dispatch the agent with ``script``, wait until its session has closed and
-        return the JSON lines of that job."""
+        subscribes to it), dispatch the agent with ``script``, wait until its session has closed
+        (bounded by the CPU the worker's processes spend, as the registration is) and return the
+        JSON lines of that job."""
         assert self._loop is not None
         asyncio.run(self._create_room(room))
         listener = Participant(self.server, self._loop, room, f"listener-{room}").connect()
         try:
             asyncio.run(self._dispatch(room, script))
-            closed = self.wait_for(
+            assert self._process is not None
+            process = self._process
+            why = bound.wait(
+                process.pid,
                 lambda: any(
                     r.get("message") == SESSION_CLOSED and r.get("room") == room for r in self.records()
                 ),
-                timeout,
+                lambda: process.poll() is None,
             )
         finally:
             listener.close()
-        if not closed:
-            raise TimeoutError(f"the job in {room} did not close its session within {timeout}s")
+        if why is not None:
+            raise TimeoutError(f"the job in {room} did not close its session: {why}")
         return [line for line in self.raw_json_lines() if json.loads(line).get("room") == room]
 
     async def _create_room(self, room: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -161,25 +162,43 @@ def _story(world: DrainerWorld, server: LocalLiveKit, output: Path, first_step: 
         "rules": [{"name_pattern": "lesson-live-.*", "max_age_minutes": 600}],
     }
     metadata = FakeEcsTaskMetadataEndpoint(world.task_arns[0], lambda: world.tags(bad)).start()
-    worker = RunningAgentWorker(
-        server.http_url,
-        server.ws_url,
-        server.api_key,
-        server.api_secret,
-        agent_name,
-        load_fnc=DrainAwareLoad(
-            max_jobs=4,
-            tag_reader=TaskTagReader(metadata.url, cache_seconds=0.2),
-            slow_inference=SlowInferenceCounter(),
-        ),
-    ).start()
-    world.worker_urls[bad] = worker.http_url
+    with _sdk_log_to(output / "agent-worker.log"):
+        worker = RunningAgentWorker(
+            server.http_url,
+            server.ws_url,
+            server.api_key,
+            server.api_secret,
+            agent_name,
+            load_fnc=DrainAwareLoad(
+                max_jobs=4,
+                tag_reader=TaskTagReader(metadata.url, cache_seconds=0.2),
+                slow_inference=SlowInferenceCounter(),
+            ),
+        ).start()
+        world.worker_urls[bad] = worker.http_url
+        try:
+            lesson = _two_jobs(world, server, worker, agent_name)
+            _ladder(world, server, worker, lesson, output, first_step)
+        finally:
+            worker.stop()
+            metadata.stop()
+
+
+@contextmanager
+def _sdk_log_to(path: Path) -> Iterator[None]:
+    """livekit-agents' own log lines (on a loaded machine: "event loop blocked", a slow room
+    connection) go to ``path``: the demo prints only what a person reads, and stderr stays empty."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    sdk = logging.getLogger("livekit")
+    sdk.addHandler(handler)
+    sdk.propagate = False
     try:
-        lesson = _two_jobs(world, server, worker, agent_name)
-        _ladder(world, server, worker, lesson, output, first_step)
+        yield
     finally:
-        worker.stop()
-        metadata.stop()
+        sdk.removeHandler(handler)
+        sdk.propagate = True
+        handler.close()
 
 
 def _two_jobs(world: DrainerWorld, server: LocalLiveKit, worker: RunningAgentWorker, agent_name: str) -> str:

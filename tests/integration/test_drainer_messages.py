@@ -46,6 +46,7 @@ from devkit.fakes.ecs_profile import EcsAsTheProfileSays
 from devkit.fakes.profiled_logs import ProfiledLogsInsights, ProfiledWorkerLogs
 from devkit.fakes.sns_faults import SnsThrottling
 from devkit.livekit_local import LocalLiveKit
+from devkit.process_work import own_monotonic
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
 from fleet_remediation.contract.settings import TtsReachSettings
@@ -223,7 +224,7 @@ def test_the_tts_incident_holds_under_the_service_profile(
     world: DrainerWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     profile, p99 = AWS_PROFILE, 0.99
-    clock = SimulatedClock(real=time.monotonic)
+    clock = SimulatedClock(real=own_monotonic)
     monkeypatch.setattr(time, "monotonic", clock.monotonic)  # the handlers' deadlines see the waits
 
     def wait(seconds: float) -> None:

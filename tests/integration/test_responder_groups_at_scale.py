@@ -26,6 +26,7 @@ from moto.moto_api import state_manager
 from devkit.fakes.drainer_world import alarm_event
 from devkit.fakes.ecs_fakes import EcsTaskPlacement, EcsThrottling
 from devkit.fakes.logs_insights import FakeInsightsClient, insights_over
+from devkit.process_work import own_monotonic
 from fleet_remediation.adapters.aws_clients import aws_client
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
@@ -146,7 +147,7 @@ def _run(fleet: Fleet, silent: set[str], monkeypatch: pytest.MonkeyPatch) -> dic
             "ecs_cluster": CLUSTER,
         }
     )
-    clock = SimulatedClock(real=time.monotonic)
+    clock = SimulatedClock(real=own_monotonic)
     monkeypatch.setattr(time, "monotonic", clock.monotonic)  # the handler's deadline sees the waits
     offline = OfflineLogsInsights(_lines(fleet.task_ids, silent), settings.detection.catalog())
     client = FakeInsightsClient(

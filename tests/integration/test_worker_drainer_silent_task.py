@@ -23,6 +23,7 @@ from devkit.fakes.drainer_world import (
 )
 from devkit.fakes.profiled_logs import ProfiledWorkerLogs
 from devkit.livekit_local import LocalLiveKit
+from devkit.process_work import own_monotonic
 from livekit_fleet_remediation.offline.log_export import LogEvent
 from livekit_fleet_remediation.offline.service_profile import AWS_PROFILE, SimulatedClock
 from worker_drainer.adapters.ecs_model import EcsTask
@@ -127,7 +128,7 @@ def test_every_task_silent_at_once_is_fleet_wide_and_cordons_nothing(world: Drai
 def test_a_per_task_look_whose_query_takes_the_profiles_p99_still_cordons_the_silent_task(
     world: DrainerWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = SimulatedClock(real=time.monotonic)
+    clock = SimulatedClock(real=own_monotonic)
     monkeypatch.setattr(time, "monotonic", clock.monotonic)  # the handler's deadline sees the waits
     silent = world.task_ids[2]
     for task in world.task_ids:

@@ -1,16 +1,19 @@
 """``devkit.process_work``: a wait on a real child process ends on what the process does — the state
-awaited, its exit, the CPU its processes spend — and on the wall cap only when it does nothing."""
+awaited, its exit, the CPU its processes spend — and on the wall cap only when it does nothing; a
+block's own time is its wall time less its queue for a core."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import psutil
 import pytest
 
-from devkit.process_work import WorkBound, tree_cpu_seconds
+from devkit.process_work import WorkBound, own_time, tree_cpu_seconds
 
 BUSY = "while True: pass"
 # A parent that starts a busy child and waits: the child's CPU is the tree's.
@@ -71,3 +74,23 @@ def test_a_gone_process_has_spent_nothing() -> None:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     assert tree_cpu_seconds(process.pid) == 0.0
+
+
+def test_a_blocked_wait_is_the_blocks_own_time() -> None:
+    with own_time() as took:
+        time.sleep(0.3)
+    assert took.seconds >= 0.299  # asleep is not queued: the whole sleep is the block's own
+
+
+def test_work_queued_behind_busy_processes_leaves_out_the_queue(spawn: list[subprocess.Popen[bytes]]) -> None:
+    for _ in range(2 * (os.cpu_count() or 1)):
+        _python(spawn, BUSY)
+    time.sleep(0.5)  # the busy processes are running before the work begins
+    with own_time() as took:
+        ends = time.thread_time() + 0.5
+        while time.thread_time() < ends:
+            pass
+    assert took.waited_for_a_core > 0.1
+    assert took.seconds == pytest.approx(took.wall - took.waited_for_a_core)
+    assert took.seconds < took.wall
+    assert "queued for a core" in str(took)
