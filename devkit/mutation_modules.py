@@ -19,8 +19,12 @@ class Module:
     # Staged paths (package at the top level, as Lambda imports it).
     mutated: tuple[str, ...]
     tests: tuple[str, ...]
-    # Tests that would fail for the wrong reason under mutmut's instrumentation (CPU-time tests).
+    # Tests that would fail for the wrong reason under mutmut's instrumentation (CPU-time tests) or in
+    # the staging folder (a test of the installed wheel's layout).
     deselected: tuple[str, ...] = ()
+    # Checkout files or folders the tests read besides the packages (the example environments),
+    # staged as they are.
+    reads: tuple[str, ...] = ()
 
 
 _FR = "fleet_remediation"
@@ -70,7 +74,12 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_clients_from_the_budgeted_factory.py",
+            "tests/unit/test_routing_and_budgets.py",
+            "tests/unit/test_logs_insights_deadlines.py",
             "tests/unit/test_worker_drainer_insights.py",
+            "tests/unit/test_secret_reads.py",
+            "tests/unit/test_secret_never_logged.py",
+            "tests/faults/test_once_record_unknown.py",
             "tests/integration/test_livekit_rooms_deadlines.py",
             "tests/integration/test_alarm_states.py",
             "tests/integration/test_tts_reach_alarm.py",
@@ -238,6 +247,13 @@ MODULES: tuple[Module, ...] = (
             "tests/integration/test_plan_errors.py",
             "tests/integration/test_dead_letter_redrive.py",
         ),
+        # The layout of the installed wheel (its package roots under the checkout, which the staging
+        # folder does not have): a packaging test, not one of the commands' rules.
+        (
+            "tests/unit/test_cli.py::test_no_command_loads_the_cdk_or_the_development_tree",
+            "tests/unit/test_cli.py::test_the_replay_runs_with_only_the_packages_on_the_path",
+        ),
+        ("examples", "cdk.json"),
     ),
     Module(
         "construct",

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
+from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.cli.invoke import lambda_invoker
+from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, invoke_budget, lambda_invoker
 from livekit_fleet_remediation.cli.redrive import derive, function_kind
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
@@ -133,9 +134,11 @@ class FakeLambda:
 
     def __init__(self, reply: dict[str, Any] | None = None, error: Exception | None = None) -> None:
         self.reply, self.error, self.calls = reply, error, 0
+        self.sent: list[dict[str, Any]] = []
 
-    def invoke(self, **_: Any) -> dict[str, Any]:
+    def invoke(self, **call: Any) -> dict[str, Any]:
         self.calls += 1
+        self.sent.append(call)
         if self.error is not None:
             raise self.error
         assert self.reply is not None
@@ -149,6 +152,29 @@ def test_an_invoke_returns_the_function_s_report() -> None:
     assert result.report == report
     assert result.error is None
     assert not result.unknown
+    # A synchronous invoke of the named function with the event as its payload.
+    assert client.sent == [
+        {
+            "FunctionName": "lkfr-it-zombie-reaper",
+            "InvocationType": "RequestResponse",
+            "Payload": '{"dry_run": true}',
+        }
+    ]
+
+
+@pytest.mark.parametrize("body", [b"", b"null", b'"done"', b"[1]"], ids=["empty", "null", "text", "list"])
+def test_a_reply_that_is_not_a_report_is_no_report_and_no_error(body: bytes) -> None:
+    """The function answered (it ran); what it returned is not a report: the commands say so."""
+    client = FakeLambda({"StatusCode": 200, "Payload": io.BytesIO(body)})
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert (result.report, result.error, result.unknown) == (None, None, False)
+
+
+def test_the_invoke_waits_out_the_function_in_one_attempt() -> None:
+    assert invoke_budget(900) == AwsCallBudget(
+        "lambda", connect_timeout_seconds=2, read_timeout_seconds=900 + INVOKE_MARGIN_SECONDS, attempts=1
+    )
+    assert INVOKE_MARGIN_SECONDS == 30
 
 
 @pytest.mark.parametrize(
@@ -178,6 +204,42 @@ def test_a_lost_reply_is_unknown_and_a_refused_call_is_an_error(error: Exception
     assert result.error
     assert result.unknown is unknown
     assert client.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "unknown"),
+    [(499, False), (500, True), (501, True)],
+    ids=["499-refused", "500-unknown", "501-unknown"],
+)
+def test_a_service_error_is_unknown_from_500_on(status: int, unknown: bool) -> None:
+    error = ClientError(
+        {
+            "Error": {"Code": "ServiceException", "Message": "boom"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        "Invoke",
+    )
+    result = lambda_invoker(FakeLambda(error=error), "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.unknown is unknown
+    assert result.error is not None
+    assert "ServiceException" in result.error
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"Error": {"Code": "ServiceException"}},
+        {"Error": {"Code": "ServiceException"}, "ResponseMetadata": {}},
+    ],
+    ids=["no-metadata", "no-status"],
+)
+def test_a_service_error_without_a_status_is_unknown_not_refused(response: dict[str, Any]) -> None:
+    """No status read: whether the function ran cannot be told, as after a 5xx."""
+    error = ClientError(response, "Invoke")
+    result = lambda_invoker(FakeLambda(error=error), "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.unknown is True
+    assert result.error is not None
+    assert "ServiceException" in result.error
 
 
 def test_a_function_error_is_an_error_not_a_report() -> None:
