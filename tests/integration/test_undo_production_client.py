@@ -45,6 +45,8 @@ class LambdaPeer:
     configuration_status: int = 200
     configuration_error: str = "AccessDeniedException"
     invocation_types: list[str | None] = field(default_factory=list)
+    # The region each request was signed for (its SigV4 credential scope).
+    regions: list[str] = field(default_factory=list)
 
 
 def _handler(peer: LambdaPeer) -> type[BaseHTTPRequestHandler]:
@@ -62,7 +64,12 @@ def _handler(peer: LambdaPeer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _signed_for(self) -> None:
+            scope = self.headers.get("Authorization", "").split("Credential=")[-1].split(",")[0]
+            peer.regions.append(scope.split("/")[2] if scope.count("/") >= 4 else "")
+
         def do_GET(self) -> None:
+            self._signed_for()
             if not self.path.endswith(f"/functions/{DRAINER}/configuration"):
                 self._answer(404, {"Type": "User", "message": "not found"})
             elif peer.configuration_status != 200:
@@ -75,6 +82,7 @@ def _handler(peer: LambdaPeer) -> type[BaseHTTPRequestHandler]:
                 self._answer(200, {"FunctionName": DRAINER, "Timeout": 3})
 
         def do_POST(self) -> None:
+            self._signed_for()
             length = int(self.headers.get("Content-Length", "0"))
             payload = self.rfile.read(length)
             if not self.path.endswith(f"/functions/{DRAINER}/invocations"):
@@ -105,6 +113,9 @@ def peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[LambdaPeer]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    # The region is the command's --region, never a default of the shell.
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
     try:
         yield found
     finally:
@@ -135,6 +146,8 @@ def test_the_same_client_gets_the_drainers_report_when_the_peer_answers(
     assert len(peer.invokes) == 1
     # A synchronous invoke: the command waits for the drainer's report.
     assert peer.invocation_types == ["RequestResponse"]
+    # The configuration read and the invoke, both in the region the command was given.
+    assert peer.regions == ["eu-west-1", "eu-west-1"]
     assert "-> undo 2789d238: done" in capsys.readouterr().out
 
 

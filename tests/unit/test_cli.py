@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import json
 import os
 import shlex
@@ -16,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from fleet_remediation import __version__
 from fleet_remediation.core import messages
 from livekit_fleet_remediation.cli import common, undo
 from livekit_fleet_remediation.cli import main as lkfr
-from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, target
+from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, sdk_failure, target
 from livekit_fleet_remediation.cli.invoke import InvokeResult
 from livekit_fleet_remediation.cli.plan_livekit import credentials_source
 from livekit_fleet_remediation.config import load_config_file
@@ -331,3 +333,87 @@ def test_the_agent_service_is_the_only_one_or_the_one_named() -> None:
     with pytest.raises(UsageError) as unknown:
         two.service("billing")
     assert str(unknown.value) == "environments.json: pass --service agents or outbound (not 'billing')"
+
+
+@pytest.mark.parametrize("command", sorted(lkfr.COMMANDS))
+def test_every_option_of_every_command_says_what_it_does(command: str) -> None:
+    """``lkfr COMMAND --help``: the command's name, its docstring, a line for every option."""
+    module = importlib.import_module(lkfr.COMMANDS[command])
+    found = module.parser()
+    assert found.prog == f"lkfr {command}"
+    assert found.description
+    assert (module.__doc__ or "").startswith(found.description.split("\n")[0])
+    for action in found._actions:
+        assert action.help, f"lkfr {command} {'/'.join(action.option_strings) or action.dest} has no help"
+
+
+def test_undo_without_a_task_is_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        undo.main(["--env", "prod", "--region", "eu-west-1"], invoker=RecordingInvoker(InvokeResult()))
+    assert exited.value.code == 2
+    assert "the following arguments are required: --task" in capsys.readouterr().err
+
+
+def test_undo_asks_the_named_services_drainer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = two_services_config(tmp_path)
+    lost = RecordingInvoker(InvokeResult(error="reply lost: read timeout", unknown=True))
+    argv = ["--config", str(config), "--env", "prod", "--task", "2789d238"]
+    assert undo.main([*argv, "--service", "outbound"], invoker=lost) == 1
+    assert capsys.readouterr().err.startswith(
+        "undo failed: OutcomeUnknown: lkfr-prod-outbound-worker-drainer's reply was lost"
+    )
+    # Two services and none named: bad arguments, the choices on one line on stderr, nothing sent.
+    unsent = RecordingInvoker(InvokeResult(report=drainer_report("ok")))
+    assert undo.main(argv, invoker=unsent) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"lkfr undo: error: {config}: pass --service agents or outbound\n"
+    assert captured.out == ""
+    assert unsent.events == []
+
+
+def test_undo_json_prints_the_drainers_report_as_it_came(capsys: pytest.CaptureFixture[str]) -> None:
+    report = drainer_report("ok")
+    argv = ["--env", "prod", "--task", "2789d238", "--region", "eu-west-1", "--json"]
+    assert undo.main(argv, invoker=RecordingInvoker(InvokeResult(report=report))) == 0
+    assert capsys.readouterr().out == json.dumps(report, indent=2) + "\n"
+    # A report without candidates is printed as it came, without --json too.
+    bare = {"status": "ok", "actions": []}
+    assert undo.main(argv[:-1], invoker=RecordingInvoker(InvokeResult(report=bare))) == 0
+    assert capsys.readouterr().out == json.dumps(bare, indent=2) + "\n"
+
+
+def test_a_failed_report_without_errors_says_its_status(capsys: pytest.CaptureFixture[str]) -> None:
+    report = {**drainer_report("failed"), "errors": []}
+    argv = ["--env", "prod", "--task", "2789d238", "--region", "eu-west-1"]
+    assert undo.main(argv, invoker=RecordingInvoker(InvokeResult(report=report))) == 1
+    assert capsys.readouterr().err == "undo failed: failed: see the report\n"
+
+
+LIST_QUEUES = "when calling the ListQueues operation: Unknown"
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (
+            ClientError({"Error": {"Code": "AccessDenied", "Message": "not  allowed\n here"}}, "ListQueues"),
+            "AccessDenied: reading q: not allowed here",
+        ),
+        (ClientError({"Error": {"Message": "refused"}}, "ListQueues"), "ClientError: reading q: refused"),
+        (
+            ClientError({"Error": {"Code": "Throttling"}}, "ListQueues"),
+            f"Throttling: reading q: An error occurred (Throttling) {LIST_QUEUES}",
+        ),
+        (
+            ClientError({}, "ListQueues"),  # type: ignore[typeddict-item]
+            f"ClientError: reading q: An error occurred (Unknown) {LIST_QUEUES}",
+        ),
+        (
+            ReadTimeoutError(endpoint_url="https://sqs"),
+            'ReadTimeoutError: reading q: Read timeout on endpoint URL: "https://sqs"',
+        ),
+    ],
+    ids=["code-and-message", "no-code", "no-message", "no-error", "botocore"],
+)
+def test_an_sdk_failure_is_one_typed_line(error: Exception, line: str) -> None:
+    assert str(sdk_failure(error, "reading q")) == line  # type: ignore[arg-type]

@@ -83,6 +83,14 @@ def test_the_responder_analyses_the_window_ending_when_the_parked_alarm_fired() 
     assert parsed.window_end.isoformat() == "2026-09-15T17:37:59+00:00"
 
 
+def test_a_parked_alarm_without_its_state_timestamp_ends_the_window_at_the_event_time() -> None:
+    parked = alarm("livekit-it-agents-tts-reach", "ALARM")
+    del parked["detail"]["state"]["timestamp"]
+    event, what = derive(FunctionName.TTS_REACH_ALARM, parked, False)
+    assert event == {"dry_run": True, "window_end": "2026-09-15T17:38:05Z"}
+    assert what == "alarm livekit-it-agents-tts-reach ALARM at 2026-09-15T17:38:05Z"
+
+
 def test_an_ok_transition_has_no_manual_re_run() -> None:
     event, what = derive(FunctionName.TTS_REACH_ALARM, alarm("livekit-it-agents-tts-reach", "OK"), True)
     assert event is None
