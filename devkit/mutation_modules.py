@@ -73,6 +73,7 @@ MODULES: tuple[Module, ...] = (
             f"{_FR}/adapters/idempotency.py",
         ),
         (
+            "tests/unit/test_aws_clients.py",
             "tests/unit/test_clients_from_the_budgeted_factory.py",
             "tests/unit/test_routing_and_budgets.py",
             "tests/unit/test_logs_insights_deadlines.py",

@@ -19,6 +19,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from livekit import api
 from moto import mock_aws
 from moto.moto_api import state_manager
@@ -28,6 +29,7 @@ from devkit.checkout import checkout_pythonpath
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
 from livekit_fleet_remediation.cli import plan
+from livekit_fleet_remediation.cli.plan_livekit import PlanFailed
 from tests.example_environments import example_context
 
 REPO = Path(__file__).resolve().parents[2]
@@ -289,3 +291,73 @@ def _empty_zip() -> bytes:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("handler.py", "")
     return buffer.getvalue()
+
+
+DRAINER = "lkfr-staging-agents-worker-drainer"
+
+
+class DeployedDrainer:
+    """A Lambda client whose configuration read answers ``found`` or raises ``error``."""
+
+    def __init__(self, found: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        self.found, self.error = found, error
+        self.asked: list[str] = []
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        self.asked.append(FunctionName)
+        if self.error is not None:
+            raise self.error
+        return self.found or {}
+
+
+@pytest.mark.parametrize(
+    "found",
+    [{}, {"Environment": {}}, {"Environment": {"Variables": {}}}, {"Environment": {"Variables": {"X": "1"}}}],
+    ids=["no-environment", "no-variables", "empty-variables", "other-variables"],
+)
+def test_a_deployed_drainer_without_its_ledger_table_says_to_pass_it(
+    found: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deployed = DeployedDrainer(found)
+    monkeypatch.setattr(plan, "aws_client", lambda budget: deployed)
+    with pytest.raises(PlanFailed) as failed:
+        plan.deployed_ledger_table("staging", "agents")
+    assert (failed.value.code, failed.value.message) == (
+        "ConfigurationError",
+        f"{DRAINER} has no LEDGER_TABLE_NAME: pass --ledger-table",
+    )
+    assert deployed.asked == [DRAINER]
+
+
+def test_the_deployed_drainers_ledger_table_is_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    deployed = DeployedDrainer({"Environment": {"Variables": {"LEDGER_TABLE_NAME": "the-ledger"}}})
+    monkeypatch.setattr(plan, "aws_client", lambda budget: deployed)
+    assert plan.deployed_ledger_table("staging", "agents") == "the-ledger"
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (
+            "AccessDeniedException",
+            f"cannot read {DRAINER}'s configuration: the AWS credentials are valid but not allowed to call "
+            f"GetFunctionConfiguration on {DRAINER} (AccessDeniedException): use a role that allows it, or "
+            "ask for that permission",
+        ),
+        (
+            "ResourceNotFoundException",
+            f"cannot read {DRAINER}'s configuration for its ledger table (An error occurred "
+            "(ResourceNotFoundException) when calling the GetFunctionConfiguration operation: gone); "
+            "deploy the stack or pass --ledger-table",
+        ),
+    ],
+    ids=["not-allowed", "not-deployed"],
+)
+def test_a_drainer_configuration_aws_refuses_says_what_to_do(
+    code: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = ClientError({"Error": {"Code": code, "Message": "gone"}}, "GetFunctionConfiguration")
+    monkeypatch.setattr(plan, "aws_client", lambda budget: DeployedDrainer(error=error))
+    with pytest.raises(PlanFailed) as failed:
+        plan.deployed_ledger_table("staging", "agents")
+    assert (failed.value.code, failed.value.message) == ("ConfigurationError", message)

@@ -106,7 +106,7 @@ def _handler(peer: LambdaPeer) -> type[BaseHTTPRequestHandler]:
 def peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[LambdaPeer]:
     found = LambdaPeer()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(found))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     found.url = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", found.url)
