@@ -80,6 +80,7 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_worker_drainer_insights.py",
             "tests/unit/test_secret_reads.py",
             "tests/unit/test_secret_never_logged.py",
+            "tests/unit/test_livekit_rooms.py",
             "tests/faults/test_once_record_unknown.py",
             "tests/integration/test_livekit_rooms_deadlines.py",
             "tests/integration/test_alarm_states.py",
