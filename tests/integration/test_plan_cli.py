@@ -361,3 +361,60 @@ def test_a_drainer_configuration_aws_refuses_says_what_to_do(
     with pytest.raises(PlanFailed) as failed:
         plan.deployed_ledger_table("staging", "agents")
     assert (failed.value.code, failed.value.message) == ("ConfigurationError", message)
+
+
+def test_the_drainer_plan_runs_the_handler_with_the_first_services_own_dependencies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the stack gives the drainer, from the environments file: the first agent service (not
+    a default one), its signals, its ECS and ledger adapters with their timeouts, the held notifier."""
+    from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
+    from fleet_remediation.contract.budgets import ecs_call
+    from livekit_fleet_remediation.config import load_config_file
+    from worker_drainer import handler
+
+    context = copy.deepcopy(example_context())
+    staging = context["environments"]["staging"]
+    first = staging["agent_services"][0]
+    first.update(name="outbound", ecs_service="outbound-agent", agent_log_group="/outbound/agent")
+    staging["drainer"].update(ecs_request_timeout_seconds=3.5, livekit_request_timeout_seconds=2.5)
+    staging["detection"]["signals"]["first_audio_timeout"]["text"] = "tts_gave_up"
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": context}))
+    config = load_config_file(path, "staging")
+    ran: list[tuple[dict[str, Any], Any]] = []
+    monkeypatch.setattr(
+        handler, "lambda_handler", lambda event, _, dependencies: ran.append((event, dependencies)) or {}
+    )
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    notifier = plan.HeldNotifier()
+    plan.plan_drainer("staging", config, notifier, "the-ledger")
+    ((event, deps),) = ran
+    assert event == {"action": "plan"}
+    settings = deps.settings
+    assert (settings.agent_service, settings.ecs_cluster, settings.ecs_service, settings.agent_log_group) == (
+        "outbound",
+        first["ecs_cluster"],
+        "outbound-agent",
+        "/outbound/agent",
+    )
+    assert settings.ledger_table_name == "the-ledger"
+    assert settings.signals.first_audio_timeout.text == "tts_gave_up"
+    assert deps.notifier is notifier
+    assert (deps.ecs.cluster, deps.ecs.service) == (first["ecs_cluster"], "outbound-agent")
+    assert deps.ecs._client.meta.config.read_timeout == ecs_call(3.5).read_timeout_seconds
+    assert (deps.ledger.table_name, deps.ledger.service) == ("the-ledger", "outbound-agent")
+    assert deps.worker_logs.log_group == "/outbound/agent"
+    assert deps.worker_logs.catalog.first_audio_timeout.text == "tts_gave_up"
+    assert isinstance(deps.worker_probe, plan.NoWorkerProbe)
+    assert isinstance(deps.alarm_states, CloudWatchAlarmStates)
+
+    async def rooms_timeout() -> float:
+        rooms = deps.room_service_factory()
+        try:
+            return float(rooms.request_timeout_seconds)
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(rooms_timeout()) == 2.5

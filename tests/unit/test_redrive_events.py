@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName
 from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, invoke_budget, lambda_invoker
-from livekit_fleet_remediation.cli.redrive import derive, function_kind
+from livekit_fleet_remediation.cli.redrive import derive, function_kind, parser, redrive_one
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
 from zombie_reaper.events import ReaperManualEvent
@@ -257,3 +258,21 @@ def test_a_function_error_is_an_error_not_a_report() -> None:
     assert result.report is None
     assert result.error is not None
     assert result.error.startswith("Unhandled")
+
+
+def _never_invoked(event: dict[str, Any]) -> Any:
+    raise AssertionError(f"invoked with {event}")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"ReceiptHandle": "r"}, {"Body": "", "ReceiptHandle": "r"}, {"Body": "not json", "ReceiptHandle": "r"}],
+    ids=["no-body", "empty-body", "not-json"],
+)
+def test_a_parked_message_that_is_no_event_is_kept_and_never_invoked(message: dict[str, Any]) -> None:
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--apply", "--enforce"])
+    invoker: Callable[[dict[str, Any]], Any] = _never_invoked
+    assert redrive_one(None, "queue", message, FunctionName.ZOMBIE_REAPER, args, invoker) == (
+        False,
+        "kept: not a JSON object: no event of ours",
+    )
