@@ -149,6 +149,10 @@ def test_undo_sends_the_drainers_manual_event_and_prints_its_report(
             "undo failed: InvokeError: lkfr-prod-agents-worker-drainer",
         ),
         (InvokeResult(report=drainer_report("failed", "failed")), "undo failed: EcsApiError: UntagResource"),
+        (
+            InvokeResult(),
+            "undo failed: InvokeError: lkfr-prod-agents-worker-drainer: no report came back",
+        ),
     ],
 )
 def test_undo_that_did_not_happen_or_may_have_exits_1(

@@ -16,7 +16,14 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName
 from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, invoke_budget, lambda_invoker
-from livekit_fleet_remediation.cli.redrive import derive, function_kind, parser, redrive_one
+from livekit_fleet_remediation.cli.redrive import (
+    dead_letter_queue,
+    derive,
+    function_kind,
+    parser,
+    redrive,
+    redrive_one,
+)
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
 from zombie_reaper.events import ReaperManualEvent
@@ -66,6 +73,9 @@ def test_a_parked_schedule_tick_becomes_a_manual_event_the_function_accepts(
         assert event == {"action": "plan"}
     else:
         assert parsed.dry_run is (not enforce)
+    if kind is FunctionName.TTS_REACH_ALARM:
+        # The re-check's window ends when the parked tick fired.
+        assert event == {"dry_run": not enforce, "window_end": "2026-09-15T17:40:00Z"}
 
 
 def test_the_reaper_re_runs_a_parked_alarm_as_a_manual_run() -> None:
@@ -276,3 +286,99 @@ def test_a_parked_message_that_is_no_event_is_kept_and_never_invoked(message: di
         False,
         "kept: not a JSON object: no event of ours",
     )
+
+
+def test_a_parked_alarm_without_any_time_analyses_the_window_ending_now() -> None:
+    parked = alarm("livekit-it-agents-tts-reach", "ALARM")
+    del parked["detail"]["state"]["timestamp"], parked["time"]
+    event, _ = derive(FunctionName.TTS_REACH_ALARM, parked, True)
+    assert event == {"dry_run": False}
+
+
+class ParkedQueue:
+    """An SQS client over parked messages: each receive hands out at most what it is asked for,
+    records its parameters; visibility changes are recorded."""
+
+    def __init__(self, count: int) -> None:
+        self.parked = [
+            {"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": json.dumps(SCHEDULE)}
+            for i in range(count)
+        ]
+        self.receives: list[dict[str, Any]] = []
+        self.made_visible: list[str] = []
+
+    def receive_message(self, **asked: Any) -> dict[str, Any]:
+        self.receives.append(asked)
+        handed, self.parked = (
+            self.parked[: asked["MaxNumberOfMessages"]],
+            self.parked[asked["MaxNumberOfMessages"] :],
+        )
+        return {"Messages": handed} if handed else {}
+
+    def change_message_visibility(self, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
+        assert VisibilityTimeout == 0
+        self.made_visible.append(ReceiptHandle)
+
+
+@pytest.mark.parametrize(("maximum", "listed"), [(2, 2), (3, 3), (4, 3)], ids=["under", "at", "over"])
+def test_a_listing_takes_at_most_max_messages_one_at_a_time(maximum: int, listed: int) -> None:
+    queue = ParkedQueue(3)
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--max", str(maximum)])
+    lines: list[str] = []
+    tally = redrive(queue, "queue", FunctionName.ZOMBIE_REAPER, args, _never_invoked, 960, lines.append)
+    assert (tally.listed, tally.processed, tally.kept) == (listed, 0, 0)
+    assert len(lines) == listed
+    # One message a receive, hidden for the run, without waiting on an empty queue.
+    assert queue.receives[0] == {
+        "QueueUrl": "queue",
+        "MaxNumberOfMessages": 1,
+        "VisibilityTimeout": 960,
+        "MessageAttributeNames": ["All"],
+        "WaitTimeSeconds": 0,
+    }
+    assert len(queue.receives) == min(maximum, 4)
+    # A listing hands every message it saw back to the queue.
+    assert queue.made_visible == [f"r{i}" for i in range(listed)]
+
+
+class DeadLetterConfig:
+    """A Lambda client and an SQS client for ``dead_letter_queue``: the configuration, the URL."""
+
+    def __init__(self, configuration: dict[str, Any]) -> None:
+        self.configuration = configuration
+        self.asked: list[dict[str, Any]] = []
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        return self.configuration
+
+    def get_queue_url(self, **asked: Any) -> dict[str, Any]:
+        self.asked.append(asked)
+        return {"QueueUrl": f"https://sqs/{asked['QueueOwnerAWSAccountId']}/{asked['QueueName']}"}
+
+
+DLQ_ARN = "arn:aws:sqs:eu-west-1:222222222222:lkfr-it-zombie-reaper-dlq"
+
+
+def test_the_dead_letter_queue_is_the_functions_own_in_its_account() -> None:
+    found = DeadLetterConfig({"DeadLetterConfig": {"TargetArn": DLQ_ARN}, "Timeout": 120})
+    assert dead_letter_queue(found, found, "lkfr-it-zombie-reaper") == (
+        "https://sqs/222222222222/lkfr-it-zombie-reaper-dlq",
+        120,
+    )
+    assert found.asked == [
+        {"QueueName": "lkfr-it-zombie-reaper-dlq", "QueueOwnerAWSAccountId": "222222222222"}
+    ]
+    # No timeout read: Lambda's longest.
+    untimed = DeadLetterConfig({"DeadLetterConfig": {"TargetArn": DLQ_ARN}})
+    assert dead_letter_queue(untimed, untimed, "lkfr-it-zombie-reaper")[1] == 900
+
+
+@pytest.mark.parametrize(
+    "configuration",
+    [{}, {"DeadLetterConfig": {}}, {"DeadLetterConfig": {"TargetArn": "arn:aws:sns:eu-west-1:2:topic"}}],
+    ids=["none", "no-target", "a-topic"],
+)
+def test_a_function_without_an_sqs_dead_letter_queue_is_named(configuration: dict[str, Any]) -> None:
+    found = DeadLetterConfig(configuration)
+    with pytest.raises(ValueError, match=r"^lkfr-it-zombie-reaper has no SQS dead-letter queue$"):
+        dead_letter_queue(found, found, "lkfr-it-zombie-reaper")
