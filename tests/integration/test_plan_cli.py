@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -30,7 +31,8 @@ from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
 from livekit_fleet_remediation.cli import plan
 from livekit_fleet_remediation.cli.plan_livekit import PlanFailed
-from tests.example_environments import example_context
+from livekit_fleet_remediation.cli.render import render_report
+from tests.example_environments import EXAMPLE_CONFIG, example_context
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.livekit
@@ -418,3 +420,140 @@ def test_the_drainer_plan_runs_the_handler_with_the_first_services_own_dependenc
             await rooms.aclose()
 
     assert asyncio.run(rooms_timeout()) == 2.5
+
+
+def test_the_reaper_plan_runs_the_handler_as_a_dry_run_with_every_agent_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet_remediation.contract.naming import function_mode_parameter_name, mode_parameter_name
+    from fleet_remediation.contract.settings import ReaperSettings
+    from livekit_fleet_remediation.config import load_config_file
+    from zombie_reaper import handler
+
+    context = copy.deepcopy(example_context())
+    staging = context["environments"]["staging"]
+    second = copy.deepcopy(staging["agent_services"][0])
+    second.update(name="outbound", ecs_service="outbound-agent", agent_log_group="/outbound/agent")
+    staging["agent_services"].append(second)
+    staging["reaper"]["livekit_request_timeout_seconds"] = 2.5
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": context}))
+    config = load_config_file(path, "staging")
+    ran: list[tuple[dict[str, Any], Any]] = []
+    monkeypatch.setattr(
+        handler, "lambda_handler", lambda event, _, dependencies: ran.append((event, dependencies)) or {}
+    )
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    notifier = plan.HeldNotifier()
+    plan.plan_reaper("staging", config, notifier)
+    ((event, deps),) = ran
+    assert event == {"dry_run": True}
+    assert deps.notifier is notifier
+    assert [service.name for service in deps.settings.agent_services] == ["agents", "outbound"]
+    assert deps.settings.mode_parameter_name == mode_parameter_name("staging")
+    assert deps.settings.function_mode_parameter_name == function_mode_parameter_name(
+        "staging", ReaperSettings.function
+    )
+
+    async def rooms_timeout() -> float:
+        rooms = deps.room_service_factory()
+        try:
+            return float(rooms.request_timeout_seconds)
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(rooms_timeout()) == 2.5
+
+
+@pytest.mark.parametrize(
+    ("variables", "from_variables"),
+    [({"LIVEKIT_API_KEY": "k", "LIVEKIT_API_SECRET": "s"}, True), ({"LIVEKIT_API_KEY": "k"}, False)],
+    ids=["both", "key-only"],
+)
+def test_the_plans_livekit_key_is_the_variables_only_when_both_are_set(
+    variables: dict[str, str], from_variables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet_remediation.adapters import livekit_rooms
+    from livekit_fleet_remediation.cli import plan_livekit
+
+    for name in ("LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    factories: list[tuple[str, str, float]] = []
+    monkeypatch.setattr(
+        plan_livekit,
+        "room_service_factory",
+        lambda url, secret, timeout: factories.append((url, secret, timeout)) or livekit_rooms.RoomService,
+    )
+    settings = SimpleNamespace(livekit_url="http://livekit.internal:7880", livekit_secret_id="it/livekit")
+    made = plan_livekit.rooms_factory(settings, 4.5)  # type: ignore[arg-type]
+    if from_variables:
+        assert factories == []
+
+        async def built() -> tuple[str, float]:
+            rooms = made()
+            try:
+                return rooms.url, rooms.request_timeout_seconds  # type: ignore[attr-defined]
+            finally:
+                await rooms.aclose()  # type: ignore[attr-defined]
+
+        assert asyncio.run(built()) == ("http://livekit.internal:7880", 4.5)
+    else:
+        assert factories == [("http://livekit.internal:7880", "it/livekit", 4.5)]
+
+
+LINK = "- This run's report (Logs Insights): https://console.aws.amazon.com/..."
+
+
+def test_the_plan_shows_the_notification_it_would_send_without_a_report_link() -> None:
+    report = {
+        "function": "zombie_reaper",
+        "environment": "staging",
+        "trigger": {"kind": "manual", "source": "invoke"},
+        "mode": "dry-run",
+        "status": "ok",
+        "candidates": [],
+        "actions": [],
+        "errors": [],
+        "summary": {"rooms": 3},
+    }
+    held = plan.render(report, [("[staging] 2 rooms", f"two rooms\n{LINK}\nend")])
+    lines = held.splitlines()
+    assert lines[-5:] == ["", "notification it would send:", "Subject: [staging] 2 rooms", "two rooms", "end"]
+    assert held.startswith(render_report(report) + "\n")
+    # A summary's own preview (a dry run of the drainer) outranks what was held, and is not shown as
+    # a summary field.
+    would = {"subject": "[staging] would drain", "text": f"drain x\n{LINK}"}
+    shown = plan.render({**report, "summary": {"would_notify": would}}, [("held", "held text")])
+    assert shown.splitlines()[-4:] == [
+        "",
+        "notification it would send:",
+        "Subject: [staging] would drain",
+        "drain x",
+    ]
+    assert shown.startswith(render_report({**report, "summary": {}}) + "\n")
+    assert "held text" not in shown
+    assert plan.render({**report, "summary": None}, []) == plan.render({**report, "summary": {}}, [])
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "explained"),
+    [
+        ("LiveKitApiError", "LiveKit ListRooms failed: HTTP 401: refused", True),
+        ("LiveKitApiError", "LiveKit ListRooms failed: HTTP 404 not_found: x", False),
+        ("SecretError", "HTTP 401 somewhere", False),
+    ],
+    ids=["401", "404", "not-livekit"],
+)
+def test_only_livekit_refusing_the_key_says_where_the_key_came_from(
+    code: str, message: str, explained: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livekit_fleet_remediation.config import load_config_file
+
+    monkeypatch.delenv("LIVEKIT_API_KEY", raising=False)
+    config = load_config_file(EXAMPLE_CONFIG, "staging")
+    line = plan.failure_line({"errors": [{"code": code, "message": message}]}, "staging", config, "env.json")
+    assert line.startswith(f"plan failed: {code}: {message}")
+    assert ("the key and secret came from the secret" in line) is explained

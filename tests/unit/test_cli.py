@@ -346,7 +346,9 @@ def test_every_option_of_every_command_says_what_it_does(command: str) -> None:
     found = module.parser()
     assert found.prog == f"lkfr {command}"
     assert found.description
-    assert (module.__doc__ or "").startswith(found.description.split("\n")[0])
+    assert found.description.split("\n")[0] == (module.__doc__ or "").split("\n")[0]
+    # The help as a terminal shows it: without the docstring's code quotes.
+    assert "`" not in found.format_help()
     for action in found._actions:
         assert action.help, f"lkfr {command} {'/'.join(action.option_strings) or action.dest} has no help"
 

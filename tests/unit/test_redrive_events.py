@@ -382,3 +382,13 @@ def test_a_function_without_an_sqs_dead_letter_queue_is_named(configuration: dic
     found = DeadLetterConfig(configuration)
     with pytest.raises(ValueError, match=r"^lkfr-it-zombie-reaper has no SQS dead-letter queue$"):
         dead_letter_queue(found, found, "lkfr-it-zombie-reaper")
+
+
+def test_redrive_needs_the_function_and_lists_ten_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["--apply"])
+    assert exited.value.code == 2
+    assert "the following arguments are required: --function" in capsys.readouterr().err
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper"])
+    assert (args.max, args.apply, args.enforce, args.json) == (10, False, False, False)
+    assert parser().parse_args(["--function", "f", "--json", "--apply", "--enforce"]).json is True
