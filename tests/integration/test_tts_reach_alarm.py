@@ -586,3 +586,18 @@ def test_a_suspect_event_that_may_have_landed_is_unknown_and_never_sent_again(
     assert bus.puts == 1
     # The page goes once, and says what was found.
     assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_a_manual_analysis_in_dry_run_previews_its_message_and_sends_nothing(
+    aws: Aws, lambda_context: Any
+) -> None:
+    manual = {"dry_run": True, "window_end": "2026-09-15T17:41:00Z"}
+    report = lambda_handler(manual, lambda_context, dependencies=aws.deps)
+    preview = report["summary"]["would_publish"]
+    assert preview["subject"] == (
+        "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
+    )
+    assert "They concentrate on worker task b9238a5f30f04c3a9207df1601ba88bf" in preview["text"]
+    assert report["summary"]["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
+    assert aws.drain(aws.sns_queue) == []
+    assert aws.drain(aws.events_queue) == []
