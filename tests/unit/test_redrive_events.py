@@ -315,7 +315,7 @@ class ParkedQueue:
         )
         return {"Messages": handed} if handed else {}
 
-    def change_message_visibility(self, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
+    def change_message_visibility(self, ReceiptHandle: str, VisibilityTimeout: int, **_: Any) -> None:
         assert VisibilityTimeout == 0
         self.made_visible.append(ReceiptHandle)
 
