@@ -76,7 +76,7 @@ source_paths = [
     "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "livekit_fleet_remediation"
 ]
 only_mutate = {mutated}
-also_copy = ["agent", "devkit", "tests", "docs"]
+also_copy = ["agent", "devkit", "tests", "docs"{reads}]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
 use_git_change_detection = false
@@ -95,6 +95,11 @@ def stage(module: Module) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, source in PACKAGES.items():
         _sync(source, folder / name)
+    for read in module.reads:
+        if (REPO / read).is_dir():
+            _sync(REPO / read, folder / read)
+        elif not (folder / read).exists() or not filecmp.cmp(REPO / read, folder / read, shallow=False):
+            shutil.copy(REPO / read, folder / read)
     for path in module.mutated:
         mutant = folder / "mutants" / path
         if mutant.exists() and "__mutmut_" not in mutant.read_text():
@@ -103,8 +108,10 @@ def stage(module: Module) -> None:
     quoted = "[" + ", ".join(f'"{item}"' for item in module.mutated) + "]"
     tests = "[" + ", ".join(f'"{item}"' for item in module.tests) + "]"
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)
+    reads = "".join(f', "{read}"' for read in module.reads)
     _write_if_changed(
-        folder / "pyproject.toml", PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected)
+        folder / "pyproject.toml",
+        PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads),
     )
 
 

@@ -19,8 +19,12 @@ class Module:
     # Staged paths (package at the top level, as Lambda imports it).
     mutated: tuple[str, ...]
     tests: tuple[str, ...]
-    # Tests that would fail for the wrong reason under mutmut's instrumentation (CPU-time tests).
+    # Tests that would fail for the wrong reason under mutmut's instrumentation (CPU-time tests) or in
+    # the staging folder (a test of the installed wheel's layout).
     deselected: tuple[str, ...] = ()
+    # Checkout files or folders the tests read besides the packages (the example environments),
+    # staged as they are.
+    reads: tuple[str, ...] = ()
 
 
 _FR = "fleet_remediation"
@@ -69,8 +73,15 @@ MODULES: tuple[Module, ...] = (
             f"{_FR}/adapters/idempotency.py",
         ),
         (
+            "tests/unit/test_aws_clients.py",
             "tests/unit/test_clients_from_the_budgeted_factory.py",
+            "tests/unit/test_routing_and_budgets.py",
+            "tests/unit/test_logs_insights_deadlines.py",
             "tests/unit/test_worker_drainer_insights.py",
+            "tests/unit/test_secret_reads.py",
+            "tests/unit/test_secret_never_logged.py",
+            "tests/unit/test_livekit_rooms.py",
+            "tests/faults/test_once_record_unknown.py",
             "tests/integration/test_livekit_rooms_deadlines.py",
             "tests/integration/test_alarm_states.py",
             "tests/integration/test_tts_reach_alarm.py",
@@ -238,6 +249,13 @@ MODULES: tuple[Module, ...] = (
             "tests/integration/test_plan_errors.py",
             "tests/integration/test_dead_letter_redrive.py",
         ),
+        # The layout of the installed wheel (its package roots under the checkout, which the staging
+        # folder does not have): a packaging test, not one of the commands' rules.
+        (
+            "tests/unit/test_cli.py::test_no_command_loads_the_cdk_or_the_development_tree",
+            "tests/unit/test_cli.py::test_the_replay_runs_with_only_the_packages_on_the_path",
+        ),
+        ("examples", "cdk.json"),
     ),
     Module(
         "construct",
@@ -282,6 +300,42 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "livekit_fleet_remediation.cli.redrive.x_redrive__mutmut_5": (
+        "a receive without Messages read as None instead of []: both are empty, the listing ends the same"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_redrive__mutmut_7": (
+        "a receive without Messages read as None (no default) instead of []: the listing ends the same"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_dead_letter_queue__mutmut_23": (
+        "the queue ARN split at every colon instead of the first five: an SQS queue name has no colon"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_dead_letter_queue__mutmut_24": (
+        "the queue ARN split from the right: an SQS queue name has no colon, the six parts are the same"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_dead_letter_queue__mutmut_26": (
+        "the queue ARN split at the first six colons: it has five (a queue name has no colon)"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_derive__mutmut_19": (
+        "a parked manual payload without dry_run read as None instead of True: neither is False, both "
+        "replay as a dry run"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_derive__mutmut_21": (
+        "a parked manual payload without dry_run read as None (no default): not False, a dry run either way"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_derive__mutmut_60": (
+        "a parked tick's window end read through the alarm's reader: a tick has no state timestamp, so "
+        "the reader falls back to the event's time, the same value"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_redrive_one__mutmut_10": (
+        "a message without a body read as another non-JSON text: not JSON either way, kept as no event"
+    ),
+    "livekit_fleet_remediation.cli.redrive.x_redrive_one__mutmut_11": (
+        "a body that is not JSON read as the empty text instead of None: neither is an object, kept the same"
+    ),
+    "tts_reach_alarm.hypergeometric.x_hypergeometric_tail__mutmut_5": (
+        "the cap at 2.0 instead of 1.0 of the exponential of a log tail that is at most 0 (one minus a "
+        "sum, or a pmf times a sum the tail bounds): it never reaches either cap"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

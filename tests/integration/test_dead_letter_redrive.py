@@ -16,9 +16,11 @@ import asyncio
 import json
 import re
 import shlex
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -308,4 +310,158 @@ def test_a_function_lambda_does_not_know_is_one_typed_line_and_exit_1(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(
         "redrive failed: ResourceNotFoundException: reading lkfr-elsewhere-zombie-reaper and its queue: "
+    )
+
+
+@dataclass
+class LoopbackAws:
+    """Lambda and SQS as ``lkfr redrive`` calls them, on loopback: the function's configuration
+    (its DLQ and timeout), one parked tick, and an invoke answered ``invoke_status``. Counts the
+    invokes and records the SQS calls and the region each request was signed for."""
+
+    invoke_status: int = 500
+    invokes: list[dict[str, Any]] = field(default_factory=list)
+    sqs_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    regions: set[str] = field(default_factory=set)
+    handed_out: bool = False
+
+
+def _loopback_handler(aws: LoopbackAws) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _answer(self, status: int, body: dict[str, Any], **headers: str) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _signed(self) -> None:
+            scope = self.headers.get("Authorization", "").split("Credential=")[-1].split("/")
+            aws.regions.add(scope[2] if len(scope) > 2 else "")
+
+        def do_GET(self) -> None:
+            self._signed()
+            self._answer(
+                200,
+                {
+                    "FunctionName": FUNCTION,
+                    "Timeout": 3,
+                    "DeadLetterConfig": {"TargetArn": f"arn:aws:sqs:eu-west-1:123456789012:{FUNCTION}-dlq"},
+                },
+            )
+
+        def do_POST(self) -> None:
+            self._signed()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            target = self.headers.get("X-Amz-Target", "")
+            if target.startswith("AmazonSQS."):
+                self._sqs(target.removeprefix("AmazonSQS."), body)
+                return
+            aws.invokes.append(body)
+            if aws.invoke_status >= 500:
+                self._answer(
+                    aws.invoke_status,
+                    {"message": "internal failure"},
+                    **{"x-amzn-ErrorType": "ServiceException"},
+                )
+            else:
+                self._answer(200, {"status": "ok", "mode": "dry-run", "invocation_id": "inv-1"})
+
+        def _sqs(self, operation: str, body: dict[str, Any]) -> None:
+            aws.sqs_calls.append((operation, body))
+            if operation == "GetQueueUrl":
+                self._answer(200, {"QueueUrl": "https://sqs.loopback/dlq"})
+            elif operation == "ReceiveMessage" and not aws.handed_out:
+                aws.handed_out = True
+                message = {"MessageId": "m1", "ReceiptHandle": "r1", "Body": json.dumps(SCHEDULE_EVENT)}
+                self._answer(200, {"Messages": [{**message, "MD5OfBody": _md5(message["Body"])}]})
+            else:
+                self._answer(200, {})
+
+    return Handler
+
+
+def _md5(text: str) -> str:
+    import hashlib
+
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def loopback_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackAws]:
+    found = LoopbackAws()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _loopback_handler(found))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    try:
+        yield found
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_re_run_answered_5xx_by_the_production_client_is_invoked_once_and_kept(
+    loopback_aws: LoopbackAws, status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lkfr redrive --apply`` with its own clients (no injected invoker): an invoke that may have
+    run the function is never sent again, the message stays parked, the outcome is unknown."""
+    loopback_aws.invoke_status = status
+    argv = ["--function", FUNCTION, "--apply", "--enforce", "--region", "eu-west-1", "--json"]
+    assert redrive.main(argv) == 1
+    assert loopback_aws.invokes == [{"dry_run": False}], "one attempt: a retried invoke could act twice"
+    assert "DeleteMessage" not in [operation for operation, _ in loopback_aws.sqs_calls]
+    # Hidden for the function's timeout and two margins while the run goes on.
+    receive = next(body for operation, body in loopback_aws.sqs_calls if operation == "ReceiveMessage")
+    assert (receive["MaxNumberOfMessages"], receive["VisibilityTimeout"], receive["WaitTimeSeconds"]) == (
+        1,
+        63,
+        0,
+    )
+    assert loopback_aws.regions == {"eu-west-1"}
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["function"] == FUNCTION
+    assert printed["queue_url"] == "https://sqs.loopback/dlq"
+    assert (printed["listed"], printed["processed"], printed["kept"]) == (1, 0, 1)
+    assert printed["lines"][0] == f"{FUNCTION}: dead-letter queue https://sqs.loopback/dlq"
+    assert "outcome unknown" in printed["lines"][1]
+
+
+def test_a_listing_says_it_only_lists_and_invokes_nothing(
+    loopback_aws: LoopbackAws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert redrive.main(["--function", FUNCTION, "--region", "eu-west-1"]) == 0
+    assert loopback_aws.invokes == []
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{FUNCTION}: dead-letter queue https://sqs.loopback/dlq (listing only: add --apply)"
+    assert lines[-1] == "redrive: 1 parked, 0 re-run and deleted, 0 kept"
+
+
+@pytest.mark.parametrize(("maximum", "refused"), [("0", True), ("1", False)], ids=["0", "1"])
+def test_max_is_at_least_one(maximum: str, refused: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    if refused:
+        with pytest.raises(SystemExit) as exited:
+            redrive.parse_args(["--function", FUNCTION, "--max", maximum])
+        assert exited.value.code == 2
+        assert "--max must be at least 1" in capsys.readouterr().err
+    else:
+        assert redrive.parse_args(["--function", FUNCTION, "--max", maximum]).max == 1
+
+
+def test_a_name_that_is_not_one_of_ours_is_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert redrive.main(["--function", "billing-worker", "--region", "eu-west-1"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "lkfr redrive: error: 'billing-worker' is not one of this stack's"
     )

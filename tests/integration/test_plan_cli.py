@@ -15,10 +15,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from livekit import api
 from moto import mock_aws
 from moto.moto_api import state_manager
@@ -28,7 +30,9 @@ from devkit.checkout import checkout_pythonpath
 from devkit.livekit_clients import create_rooms, room_names
 from devkit.livekit_local import LocalLiveKit, free_port
 from livekit_fleet_remediation.cli import plan
-from tests.example_environments import example_context
+from livekit_fleet_remediation.cli.plan_livekit import PlanFailed
+from livekit_fleet_remediation.cli.render import render_report
+from tests.example_environments import EXAMPLE_CONFIG, example_context
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.livekit
@@ -180,15 +184,15 @@ def test_a_typed_failure_exits_1_with_the_error_on_one_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    stopped = LocalLiveKit().start()
-    stopped.stop()
-    monkeypatch.setenv("LIVEKIT_URL", stopped.http_url)
+    # A port nothing listens on: a LiveKit that is not there.
+    absent = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("LIVEKIT_URL", absent)
     with mock_aws():
         code = plan.main(["reaper", "--env", "staging", "--config", str(write_config(tmp_path, livekit_env))])
     assert code == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("plan failed: LiveKitUnavailable: ")
-    assert stopped.http_url in line
+    assert absent in line
 
 
 def test_an_invalid_environment_is_a_typed_failure(
@@ -289,3 +293,267 @@ def _empty_zip() -> bytes:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("handler.py", "")
     return buffer.getvalue()
+
+
+DRAINER = "lkfr-staging-agents-worker-drainer"
+
+
+class DeployedDrainer:
+    """A Lambda client whose configuration read answers ``found`` or raises ``error``."""
+
+    def __init__(self, found: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        self.found, self.error = found, error
+        self.asked: list[str] = []
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        self.asked.append(FunctionName)
+        if self.error is not None:
+            raise self.error
+        return self.found or {}
+
+
+@pytest.mark.parametrize(
+    "found",
+    [{}, {"Environment": {}}, {"Environment": {"Variables": {}}}, {"Environment": {"Variables": {"X": "1"}}}],
+    ids=["no-environment", "no-variables", "empty-variables", "other-variables"],
+)
+def test_a_deployed_drainer_without_its_ledger_table_says_to_pass_it(
+    found: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deployed = DeployedDrainer(found)
+    monkeypatch.setattr(plan, "aws_client", lambda budget: deployed)
+    with pytest.raises(PlanFailed) as failed:
+        plan.deployed_ledger_table("staging", "agents")
+    assert (failed.value.code, failed.value.message) == (
+        "ConfigurationError",
+        f"{DRAINER} has no LEDGER_TABLE_NAME: pass --ledger-table",
+    )
+    assert deployed.asked == [DRAINER]
+
+
+def test_the_deployed_drainers_ledger_table_is_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    deployed = DeployedDrainer({"Environment": {"Variables": {"LEDGER_TABLE_NAME": "the-ledger"}}})
+    monkeypatch.setattr(plan, "aws_client", lambda budget: deployed)
+    assert plan.deployed_ledger_table("staging", "agents") == "the-ledger"
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (
+            "AccessDeniedException",
+            f"cannot read {DRAINER}'s configuration: the AWS credentials are valid but not allowed to call "
+            f"GetFunctionConfiguration on {DRAINER} (AccessDeniedException): use a role that allows it, or "
+            "ask for that permission",
+        ),
+        (
+            "ResourceNotFoundException",
+            f"cannot read {DRAINER}'s configuration for its ledger table (An error occurred "
+            "(ResourceNotFoundException) when calling the GetFunctionConfiguration operation: gone); "
+            "deploy the stack or pass --ledger-table",
+        ),
+    ],
+    ids=["not-allowed", "not-deployed"],
+)
+def test_a_drainer_configuration_aws_refuses_says_what_to_do(
+    code: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = ClientError({"Error": {"Code": code, "Message": "gone"}}, "GetFunctionConfiguration")
+    monkeypatch.setattr(plan, "aws_client", lambda budget: DeployedDrainer(error=error))
+    with pytest.raises(PlanFailed) as failed:
+        plan.deployed_ledger_table("staging", "agents")
+    assert (failed.value.code, failed.value.message) == ("ConfigurationError", message)
+
+
+def test_the_drainer_plan_runs_the_handler_with_the_first_services_own_dependencies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the stack gives the drainer, from the environments file: the first agent service (not
+    a default one), its signals, its ECS and ledger adapters with their timeouts, the held notifier."""
+    from fleet_remediation.adapters.alarm_state import CloudWatchAlarmStates
+    from fleet_remediation.contract.budgets import ecs_call
+    from livekit_fleet_remediation.config import load_config_file
+    from worker_drainer import handler
+
+    context = copy.deepcopy(example_context())
+    staging = context["environments"]["staging"]
+    first = staging["agent_services"][0]
+    first.update(name="outbound", ecs_service="outbound-agent", agent_log_group="/outbound/agent")
+    staging["drainer"].update(ecs_request_timeout_seconds=3.5, livekit_request_timeout_seconds=2.5)
+    staging["detection"]["signals"]["first_audio_timeout"]["text"] = "tts_gave_up"
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": context}))
+    config = load_config_file(path, "staging")
+    ran: list[tuple[dict[str, Any], Any]] = []
+    monkeypatch.setattr(
+        handler, "lambda_handler", lambda event, _, dependencies: ran.append((event, dependencies)) or {}
+    )
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    notifier = plan.HeldNotifier()
+    plan.plan_drainer("staging", config, notifier, "the-ledger")
+    ((event, deps),) = ran
+    assert event == {"action": "plan"}
+    settings = deps.settings
+    assert (settings.agent_service, settings.ecs_cluster, settings.ecs_service, settings.agent_log_group) == (
+        "outbound",
+        first["ecs_cluster"],
+        "outbound-agent",
+        "/outbound/agent",
+    )
+    assert settings.ledger_table_name == "the-ledger"
+    assert settings.signals.first_audio_timeout.text == "tts_gave_up"
+    assert deps.notifier is notifier
+    assert (deps.ecs.cluster, deps.ecs.service) == (first["ecs_cluster"], "outbound-agent")
+    assert deps.ecs._client.meta.config.read_timeout == ecs_call(3.5).read_timeout_seconds
+    assert (deps.ledger.table_name, deps.ledger.service) == ("the-ledger", "outbound-agent")
+    assert deps.worker_logs.log_group == "/outbound/agent"
+    assert deps.worker_logs.catalog.first_audio_timeout.text == "tts_gave_up"
+    assert isinstance(deps.worker_probe, plan.NoWorkerProbe)
+    assert isinstance(deps.alarm_states, CloudWatchAlarmStates)
+
+    async def rooms_timeout() -> float:
+        rooms = deps.room_service_factory()
+        try:
+            return float(rooms.request_timeout_seconds)
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(rooms_timeout()) == 2.5
+
+
+def test_the_reaper_plan_runs_the_handler_as_a_dry_run_with_every_agent_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet_remediation.contract.naming import function_mode_parameter_name, mode_parameter_name
+    from fleet_remediation.contract.settings import ReaperSettings
+    from livekit_fleet_remediation.config import load_config_file
+    from zombie_reaper import handler
+
+    context = copy.deepcopy(example_context())
+    staging = context["environments"]["staging"]
+    second = copy.deepcopy(staging["agent_services"][0])
+    second.update(name="outbound", ecs_service="outbound-agent", agent_log_group="/outbound/agent")
+    staging["agent_services"].append(second)
+    staging["reaper"]["livekit_request_timeout_seconds"] = 2.5
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": context}))
+    config = load_config_file(path, "staging")
+    ran: list[tuple[dict[str, Any], Any]] = []
+    monkeypatch.setattr(
+        handler, "lambda_handler", lambda event, _, dependencies: ran.append((event, dependencies)) or {}
+    )
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    notifier = plan.HeldNotifier()
+    plan.plan_reaper("staging", config, notifier)
+    ((event, deps),) = ran
+    assert event == {"dry_run": True}
+    assert deps.notifier is notifier
+    assert [service.name for service in deps.settings.agent_services] == ["agents", "outbound"]
+    assert deps.settings.mode_parameter_name == mode_parameter_name("staging")
+    assert deps.settings.function_mode_parameter_name == function_mode_parameter_name(
+        "staging", ReaperSettings.function
+    )
+
+    async def rooms_timeout() -> float:
+        rooms = deps.room_service_factory()
+        try:
+            return float(rooms.request_timeout_seconds)
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(rooms_timeout()) == 2.5
+
+
+@pytest.mark.parametrize(
+    ("variables", "from_variables"),
+    [({"LIVEKIT_API_KEY": "k", "LIVEKIT_API_SECRET": "s"}, True), ({"LIVEKIT_API_KEY": "k"}, False)],
+    ids=["both", "key-only"],
+)
+def test_the_plans_livekit_key_is_the_variables_only_when_both_are_set(
+    variables: dict[str, str], from_variables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleet_remediation.adapters import livekit_rooms
+    from livekit_fleet_remediation.cli import plan_livekit
+
+    for name in ("LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    factories: list[tuple[str, str, float]] = []
+    monkeypatch.setattr(
+        plan_livekit,
+        "room_service_factory",
+        lambda url, secret, timeout: factories.append((url, secret, timeout)) or livekit_rooms.RoomService,
+    )
+    settings = SimpleNamespace(livekit_url="http://livekit.internal:7880", livekit_secret_id="it/livekit")
+    made = plan_livekit.rooms_factory(settings, 4.5)  # type: ignore[arg-type]
+    if from_variables:
+        assert factories == []
+
+        async def built() -> tuple[str, float]:
+            rooms = made()
+            try:
+                return rooms.url, rooms.request_timeout_seconds  # type: ignore[attr-defined]
+            finally:
+                await rooms.aclose()  # type: ignore[attr-defined]
+
+        assert asyncio.run(built()) == ("http://livekit.internal:7880", 4.5)
+    else:
+        assert factories == [("http://livekit.internal:7880", "it/livekit", 4.5)]
+
+
+LINK = "- This run's report (Logs Insights): https://console.aws.amazon.com/..."
+
+
+def test_the_plan_shows_the_notification_it_would_send_without_a_report_link() -> None:
+    report = {
+        "function": "zombie_reaper",
+        "environment": "staging",
+        "trigger": {"kind": "manual", "source": "invoke"},
+        "mode": "dry-run",
+        "status": "ok",
+        "candidates": [],
+        "actions": [],
+        "errors": [],
+        "summary": {"rooms": 3},
+    }
+    held = plan.render(report, [("[staging] 2 rooms", f"two rooms\n{LINK}\nend")])
+    lines = held.splitlines()
+    assert lines[-5:] == ["", "notification it would send:", "Subject: [staging] 2 rooms", "two rooms", "end"]
+    assert held.startswith(render_report(report) + "\n")
+    # A summary's own preview (a dry run of the drainer) outranks what was held, and is not shown as
+    # a summary field.
+    would = {"subject": "[staging] would drain", "text": f"drain x\n{LINK}"}
+    shown = plan.render({**report, "summary": {"would_notify": would}}, [("held", "held text")])
+    assert shown.splitlines()[-4:] == [
+        "",
+        "notification it would send:",
+        "Subject: [staging] would drain",
+        "drain x",
+    ]
+    assert shown.startswith(render_report({**report, "summary": {}}) + "\n")
+    assert "held text" not in shown
+    assert plan.render({**report, "summary": None}, []) == plan.render({**report, "summary": {}}, [])
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "explained"),
+    [
+        ("LiveKitApiError", "LiveKit ListRooms failed: HTTP 401: refused", True),
+        ("LiveKitApiError", "LiveKit ListRooms failed: HTTP 404 not_found: x", False),
+        ("SecretError", "HTTP 401 somewhere", False),
+    ],
+    ids=["401", "404", "not-livekit"],
+)
+def test_only_livekit_refusing_the_key_says_where_the_key_came_from(
+    code: str, message: str, explained: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livekit_fleet_remediation.config import load_config_file
+
+    monkeypatch.delenv("LIVEKIT_API_KEY", raising=False)
+    config = load_config_file(EXAMPLE_CONFIG, "staging")
+    line = plan.failure_line({"errors": [{"code": code, "message": message}]}, "staging", config, "env.json")
+    assert line.startswith(f"plan failed: {code}: {message}")
+    assert ("the key and secret came from the secret" in line) is explained

@@ -25,6 +25,7 @@ from fleet_remediation.contract.events import responder_event_ages
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
+from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
@@ -70,9 +71,9 @@ def alarm_event(
     }
 
 
-def incident_rows() -> list[list[dict[str, str]]]:
+def incident_rows(stream: str = BAD) -> list[list[dict[str, str]]]:
     failed = [
-        insights_row({"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "first_frames": 0})
+        insights_row({"job_id": f"AJ_fail{i}", "@logStream": stream, "responses": 3, "first_frames": 0})
         for i in range(4)
     ]
     healthy = [
@@ -532,5 +533,71 @@ def test_a_recheck_after_the_alarm_named_the_worker_adds_nothing(aws: Aws, lambd
     assert len(aws.drain(aws.events_queue)) == 1
     recheck = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
     assert recheck["status"] == "ok"
+    assert aws.drain(aws.sns_queue) == []
+    assert aws.drain(aws.events_queue) == []
+
+
+OTHER = "agent/ppi-livekit-agent/c0ffee00c0ffee00c0ffee00c0ffee00"
+
+
+def test_a_recheck_that_names_a_second_worker_hands_it_over_too(aws: Aws, lambda_context: Any) -> None:
+    """Two distinct workers in one incident are two hand-overs: the once-key names the worker."""
+    _with_page(aws, "ALARM")
+    aws.insights.responses[:] = [incident_rows(), rooms_rows(), incident_rows(OTHER), rooms_rows()]
+    first = lambda_handler(
+        alarm_event(timestamp="2026-09-15T17:41:00.000+0000"), lambda_context, dependencies=aws.deps
+    )
+    assert [(a["resource"], a["outcome"]) for a in first["actions"]] == [(BAD, "done")]
+    recheck = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in recheck["actions"]] == [(OTHER, "done")]
+    assert [s["detail"]["log_stream"] for s in aws.drain(aws.events_queue)] == [BAD, OTHER]
+    assert len(aws.drain(aws.sns_queue)) == 2
+
+
+class MayHaveLanded:
+    """A bus whose put may have landed: the reply was lost after a 5xx (``AwsApiError`` unknown)."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+
+    def put_suspect_worker(self, detail: Any) -> str:
+        self.puts += 1
+        raise AwsApiError(
+            "EventBridge PutEvents failed: InternalFailure", aws_code="InternalFailure", unknown=True
+        )
+
+
+def test_a_suspect_event_that_may_have_landed_is_unknown_and_never_sent_again(
+    aws: Aws, lambda_context: Any
+) -> None:
+    bus = MayHaveLanded()
+    aws.deps.events = bus
+    aws.insights.responses += [incident_rows(), rooms_rows()]
+    reports = [lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps) for _ in range(2)]
+    for report in reports:
+        (action,) = report["actions"]
+        assert (action["resource"], action["action"], action["outcome"]) == (
+            BAD,
+            "emit-suspect-worker",
+            "unknown",
+        )
+        assert action["reason"] == "EventBridge PutEvents failed: InternalFailure; not sent again"
+    # Lambda's retry of the same transition replays the first run's result: one put in all.
+    assert bus.puts == 1
+    # The page goes once, and says what was found.
+    assert len(aws.drain(aws.sns_queue)) == 1
+
+
+def test_a_manual_analysis_in_dry_run_previews_its_message_and_sends_nothing(
+    aws: Aws, lambda_context: Any
+) -> None:
+    manual = {"dry_run": True, "window_end": "2026-09-15T17:41:00Z"}
+    report = lambda_handler(manual, lambda_context, dependencies=aws.deps)
+    preview = report["summary"]["would_publish"]
+    assert preview["subject"] == (
+        "[prod/agents] DRY RUN - would have sent worker b9238a5f to the drainer (4 sessions had no TTS audio)"
+    )
+    assert "They concentrate on worker task b9238a5f30f04c3a9207df1601ba88bf" in preview["text"]
+    assert report["summary"]["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
     assert aws.drain(aws.sns_queue) == []
     assert aws.drain(aws.events_queue) == []

@@ -4,6 +4,9 @@ of the drainer's answer, through a recording invoker (the invoke itself needs a 
 
 from __future__ import annotations
 
+import argparse
+import copy
+import importlib
 import json
 import os
 import shlex
@@ -14,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from fleet_remediation import __version__
 from fleet_remediation.core import messages
+from livekit_fleet_remediation.cli import common, undo
 from livekit_fleet_remediation.cli import main as lkfr
-from livekit_fleet_remediation.cli import undo
+from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, sdk_failure, target
 from livekit_fleet_remediation.cli.invoke import InvokeResult
+from livekit_fleet_remediation.cli.plan_livekit import credentials_source
+from livekit_fleet_remediation.config import load_config_file
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "incident-2026-09-15.jsonl"
@@ -142,6 +149,10 @@ def test_undo_sends_the_drainers_manual_event_and_prints_its_report(
             "undo failed: InvokeError: lkfr-prod-agents-worker-drainer",
         ),
         (InvokeResult(report=drainer_report("failed", "failed")), "undo failed: EcsApiError: UntagResource"),
+        (
+            InvokeResult(),
+            "undo failed: InvokeError: lkfr-prod-agents-worker-drainer: no report came back",
+        ),
     ],
 )
 def test_undo_that_did_not_happen_or_may_have_exits_1(
@@ -182,3 +193,233 @@ def test_the_configuration_is_the_flag_then_lkfr_config_then_the_file_here(
     assert lkfr.main(argv) == 0
     assert lkfr.main([*argv, "--config", str(tmp_path / "other.json")]) == 2
     assert "other.json: no such file" in capsys.readouterr().err
+
+
+class ConfigurationOnly:
+    """A Lambda client that answers the configuration read with ``found``."""
+
+    def __init__(self, found: dict[str, Any]) -> None:
+        self.found = found
+        self.asked: list[str] = []
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        self.asked.append(FunctionName)
+        return self.found
+
+
+def test_the_undo_waits_out_the_drainers_own_timeout_else_lambdas_longest() -> None:
+    name = "lkfr-prod-agents-worker-drainer"
+    client = ConfigurationOnly({"FunctionName": name, "Timeout": 120})
+    assert undo.drainer_timeout(client, name) == 120
+    assert client.asked == [name]
+    assert undo.drainer_timeout(ConfigurationOnly({"FunctionName": name}), name) == 900
+
+
+def test_help_text_is_the_docstring_without_its_code_quotes() -> None:
+    assert (
+        plain("run ``lkfr undo`` or `lkfr audit`: ``--env`` `NAME`")
+        == "run lkfr undo or lkfr audit: --env NAME"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variables", "from_variables"),
+    [
+        ({"LIVEKIT_API_KEY": "key", "LIVEKIT_API_SECRET": "secret"}, True),
+        ({"LIVEKIT_API_KEY": "key"}, False),
+        ({"LIVEKIT_API_SECRET": "secret"}, False),
+        ({}, False),
+    ],
+    ids=["both", "key-only", "secret-only", "neither"],
+)
+def test_the_livekit_key_comes_from_the_variables_only_when_both_are_set(
+    variables: dict[str, str], from_variables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    config = load_config_file(CONFIG, "prod")
+    said = credentials_source("prod", config, "environments.json")
+    if from_variables:
+        assert said == (
+            "the key and secret came from LIVEKIT_API_KEY and LIVEKIT_API_SECRET (environment variables)"
+        )
+    else:
+        assert said == (
+            f"the key and secret came from the secret {config.livekit_secret_name} "
+            "(environments.json: environments.prod.livekit_secret_name)"
+        )
+
+
+def _namespace(**given: Any) -> argparse.Namespace:
+    return argparse.Namespace(
+        **{"config": None, "stack": None, "app": None, "env": None, "region": None, **given}
+    )
+
+
+def two_services_config(tmp_path: Path) -> Path:
+    """The example environments with a second agent service in prod."""
+    document = json.loads(CONFIG.read_text())
+    services = document["environments"]["prod"]["agent_services"]
+    outbound = copy.deepcopy(services[0])
+    outbound.update(name="outbound", ecs_service="outbound-agent", agent_log_group="/outbound/agent")
+    services.append(outbound)
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_the_target_comes_from_the_configuration_with_every_agent_service(tmp_path: Path) -> None:
+    path = two_services_config(tmp_path)
+    assert target(_namespace(config=path, env="prod")) == Target(
+        "prod", "ap-northeast-2", ("agents", "outbound"), str(path)
+    )
+    # --region outranks the environment's own.
+    assert target(_namespace(config=path, env="prod", region="eu-west-1")).region == "eu-west-1"
+    # --env is needed where the file holds two environments.
+    with pytest.raises(UsageError, match="holds 2 environments: pass --env prod or staging"):
+        target(_namespace(config=path))
+
+
+@pytest.mark.parametrize(
+    ("service", "services"),
+    [(None, ("agents",)), ("outbound", ("outbound",)), (["agents", "outbound"], ("agents", "outbound"))],
+    ids=["default", "one-named", "two-named"],
+)
+def test_env_and_region_name_the_functions_without_reading_any_file(
+    service: Any, services: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no configuration here: none is read
+    monkeypatch.delenv("LKFR_CONFIG", raising=False)
+    found = target(_namespace(env="prod", region="eu-west-1", service=service))
+    assert found == Target("prod", "eu-west-1", services, "environment prod")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"env": "prod"}, {"region": "eu-west-1"}, {"env": "prod", "region": "eu-west-1", "stack": "app-stack"}],
+    ids=["env-only", "region-only", "stack"],
+)
+def test_without_both_env_and_region_or_with_a_stack_the_configuration_is_read(
+    given: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[argparse.Namespace] = []
+
+    def configuration(args: argparse.Namespace) -> Configuration:
+        read.append(args)
+        prod = json.loads(CONFIG.read_text())["environments"]["prod"]
+        return Configuration("stack app-stack", {"prod": prod})
+
+    monkeypatch.setattr(common, "configuration", configuration)
+    args = _namespace(**given)
+    found = target(args)
+    assert read == [args]
+    assert found.env == "prod"
+    assert found.where == "stack app-stack"
+    assert found.services == ("agents",)
+    assert found.region == given.get("region", "ap-northeast-2")
+
+
+def test_the_agent_service_is_the_only_one_or_the_one_named() -> None:
+    one = Target("prod", "eu-west-1", ("agents",), "environments.json")
+    assert one.service(None) == "agents"
+    assert one.service("agents") == "agents"
+    with pytest.raises(UsageError) as refused:
+        one.service("outbound")
+    assert str(refused.value) == "environments.json: pass --service agents (not 'outbound')"
+    two = Target("prod", "eu-west-1", ("agents", "outbound"), "environments.json")
+    assert two.service("outbound") == "outbound"
+    assert two.service("agents") == "agents"
+    with pytest.raises(UsageError) as unnamed:
+        two.service(None)
+    assert str(unnamed.value) == "environments.json: pass --service agents or outbound"
+    with pytest.raises(UsageError) as unknown:
+        two.service("billing")
+    assert str(unknown.value) == "environments.json: pass --service agents or outbound (not 'billing')"
+
+
+@pytest.mark.parametrize("command", sorted(lkfr.COMMANDS))
+def test_every_option_of_every_command_says_what_it_does(command: str) -> None:
+    """``lkfr COMMAND --help``: the command's name, its docstring, a line for every option."""
+    module = importlib.import_module(lkfr.COMMANDS[command])
+    found = module.parser()
+    assert found.prog == f"lkfr {command}"
+    assert found.description
+    assert found.description.split("\n")[0] == (module.__doc__ or "").split("\n")[0]
+    # The help as a terminal shows it: without the docstring's code quotes.
+    assert "`" not in found.format_help()
+    for action in found._actions:
+        assert action.help, f"lkfr {command} {'/'.join(action.option_strings) or action.dest} has no help"
+
+
+def test_undo_without_a_task_is_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        undo.main(["--env", "prod", "--region", "eu-west-1"], invoker=RecordingInvoker(InvokeResult()))
+    assert exited.value.code == 2
+    assert "the following arguments are required: --task" in capsys.readouterr().err
+
+
+def test_undo_asks_the_named_services_drainer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = two_services_config(tmp_path)
+    lost = RecordingInvoker(InvokeResult(error="reply lost: read timeout", unknown=True))
+    argv = ["--config", str(config), "--env", "prod", "--task", "2789d238"]
+    assert undo.main([*argv, "--service", "outbound"], invoker=lost) == 1
+    assert capsys.readouterr().err.startswith(
+        "undo failed: OutcomeUnknown: lkfr-prod-outbound-worker-drainer's reply was lost"
+    )
+    # Two services and none named: bad arguments, the choices on one line on stderr, nothing sent.
+    unsent = RecordingInvoker(InvokeResult(report=drainer_report("ok")))
+    assert undo.main(argv, invoker=unsent) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"lkfr undo: error: {config}: pass --service agents or outbound\n"
+    assert captured.out == ""
+    assert unsent.events == []
+
+
+def test_undo_json_prints_the_drainers_report_as_it_came(capsys: pytest.CaptureFixture[str]) -> None:
+    report = drainer_report("ok")
+    argv = ["--env", "prod", "--task", "2789d238", "--region", "eu-west-1", "--json"]
+    assert undo.main(argv, invoker=RecordingInvoker(InvokeResult(report=report))) == 0
+    assert capsys.readouterr().out == json.dumps(report, indent=2) + "\n"
+    # A report without candidates is printed as it came, without --json too.
+    bare = {"status": "ok", "actions": []}
+    assert undo.main(argv[:-1], invoker=RecordingInvoker(InvokeResult(report=bare))) == 0
+    assert capsys.readouterr().out == json.dumps(bare, indent=2) + "\n"
+
+
+def test_a_failed_report_without_errors_says_its_status(capsys: pytest.CaptureFixture[str]) -> None:
+    report = {**drainer_report("failed"), "errors": []}
+    argv = ["--env", "prod", "--task", "2789d238", "--region", "eu-west-1"]
+    assert undo.main(argv, invoker=RecordingInvoker(InvokeResult(report=report))) == 1
+    assert capsys.readouterr().err == "undo failed: failed: see the report\n"
+
+
+LIST_QUEUES = "when calling the ListQueues operation: Unknown"
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (
+            ClientError({"Error": {"Code": "AccessDenied", "Message": "not  allowed\n here"}}, "ListQueues"),
+            "AccessDenied: reading q: not allowed here",
+        ),
+        (ClientError({"Error": {"Message": "refused"}}, "ListQueues"), "ClientError: reading q: refused"),
+        (
+            ClientError({"Error": {"Code": "Throttling"}}, "ListQueues"),
+            f"Throttling: reading q: An error occurred (Throttling) {LIST_QUEUES}",
+        ),
+        (
+            ClientError({}, "ListQueues"),  # type: ignore[typeddict-item]
+            f"ClientError: reading q: An error occurred (Unknown) {LIST_QUEUES}",
+        ),
+        (
+            ReadTimeoutError(endpoint_url="https://sqs"),
+            'ReadTimeoutError: reading q: Read timeout on endpoint URL: "https://sqs"',
+        ),
+    ],
+    ids=["code-and-message", "no-code", "no-message", "no-error", "botocore"],
+)
+def test_an_sdk_failure_is_one_typed_line(error: Exception, line: str) -> None:
+    assert str(sdk_failure(error, "reading q")) == line  # type: ignore[arg-type]

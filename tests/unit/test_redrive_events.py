@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
+from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.cli.invoke import lambda_invoker
-from livekit_fleet_remediation.cli.redrive import derive, function_kind
+from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, invoke_budget, lambda_invoker
+from livekit_fleet_remediation.cli.redrive import (
+    dead_letter_queue,
+    derive,
+    function_kind,
+    parser,
+    redrive,
+    redrive_one,
+)
 from tts_reach_alarm.transition import TtsReachManualEvent
 from worker_drainer.events import DrainerManualEvent
 from zombie_reaper.events import ReaperManualEvent
@@ -64,6 +73,9 @@ def test_a_parked_schedule_tick_becomes_a_manual_event_the_function_accepts(
         assert event == {"action": "plan"}
     else:
         assert parsed.dry_run is (not enforce)
+    if kind is FunctionName.TTS_REACH_ALARM:
+        # The re-check's window ends when the parked tick fired.
+        assert event == {"dry_run": not enforce, "window_end": "2026-09-15T17:40:00Z"}
 
 
 def test_the_reaper_re_runs_a_parked_alarm_as_a_manual_run() -> None:
@@ -80,6 +92,14 @@ def test_the_responder_analyses_the_window_ending_when_the_parked_alarm_fired() 
     parsed = TtsReachManualEvent.model_validate(event)
     assert parsed.window_end is not None
     assert parsed.window_end.isoformat() == "2026-09-15T17:37:59+00:00"
+
+
+def test_a_parked_alarm_without_its_state_timestamp_ends_the_window_at_the_event_time() -> None:
+    parked = alarm("livekit-it-agents-tts-reach", "ALARM")
+    del parked["detail"]["state"]["timestamp"]
+    event, what = derive(FunctionName.TTS_REACH_ALARM, parked, False)
+    assert event == {"dry_run": True, "window_end": "2026-09-15T17:38:05Z"}
+    assert what == "alarm livekit-it-agents-tts-reach ALARM at 2026-09-15T17:38:05Z"
 
 
 def test_an_ok_transition_has_no_manual_re_run() -> None:
@@ -133,9 +153,11 @@ class FakeLambda:
 
     def __init__(self, reply: dict[str, Any] | None = None, error: Exception | None = None) -> None:
         self.reply, self.error, self.calls = reply, error, 0
+        self.sent: list[dict[str, Any]] = []
 
-    def invoke(self, **_: Any) -> dict[str, Any]:
+    def invoke(self, **call: Any) -> dict[str, Any]:
         self.calls += 1
+        self.sent.append(call)
         if self.error is not None:
             raise self.error
         assert self.reply is not None
@@ -149,6 +171,29 @@ def test_an_invoke_returns_the_function_s_report() -> None:
     assert result.report == report
     assert result.error is None
     assert not result.unknown
+    # A synchronous invoke of the named function with the event as its payload.
+    assert client.sent == [
+        {
+            "FunctionName": "lkfr-it-zombie-reaper",
+            "InvocationType": "RequestResponse",
+            "Payload": '{"dry_run": true}',
+        }
+    ]
+
+
+@pytest.mark.parametrize("body", [b"", b"null", b'"done"', b"[1]"], ids=["empty", "null", "text", "list"])
+def test_a_reply_that_is_not_a_report_is_no_report_and_no_error(body: bytes) -> None:
+    """The function answered (it ran); what it returned is not a report: the commands say so."""
+    client = FakeLambda({"StatusCode": 200, "Payload": io.BytesIO(body)})
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert (result.report, result.error, result.unknown) == (None, None, False)
+
+
+def test_the_invoke_waits_out_the_function_in_one_attempt() -> None:
+    assert invoke_budget(900) == AwsCallBudget(
+        "lambda", connect_timeout_seconds=2, read_timeout_seconds=900 + INVOKE_MARGIN_SECONDS, attempts=1
+    )
+    assert INVOKE_MARGIN_SECONDS == 30
 
 
 @pytest.mark.parametrize(
@@ -180,6 +225,42 @@ def test_a_lost_reply_is_unknown_and_a_refused_call_is_an_error(error: Exception
     assert client.calls == 1
 
 
+@pytest.mark.parametrize(
+    ("status", "unknown"),
+    [(499, False), (500, True), (501, True)],
+    ids=["499-refused", "500-unknown", "501-unknown"],
+)
+def test_a_service_error_is_unknown_from_500_on(status: int, unknown: bool) -> None:
+    error = ClientError(
+        {
+            "Error": {"Code": "ServiceException", "Message": "boom"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        "Invoke",
+    )
+    result = lambda_invoker(FakeLambda(error=error), "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.unknown is unknown
+    assert result.error is not None
+    assert "ServiceException" in result.error
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"Error": {"Code": "ServiceException"}},
+        {"Error": {"Code": "ServiceException"}, "ResponseMetadata": {}},
+    ],
+    ids=["no-metadata", "no-status"],
+)
+def test_a_service_error_without_a_status_is_unknown_not_refused(response: dict[str, Any]) -> None:
+    """No status read: whether the function ran cannot be told, as after a 5xx."""
+    error = ClientError(response, "Invoke")
+    result = lambda_invoker(FakeLambda(error=error), "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.unknown is True
+    assert result.error is not None
+    assert "ServiceException" in result.error
+
+
 def test_a_function_error_is_an_error_not_a_report() -> None:
     payload = io.BytesIO(b'{"errorMessage": "boom"}')
     client = FakeLambda({"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload})
@@ -187,3 +268,127 @@ def test_a_function_error_is_an_error_not_a_report() -> None:
     assert result.report is None
     assert result.error is not None
     assert result.error.startswith("Unhandled")
+
+
+def _never_invoked(event: dict[str, Any]) -> Any:
+    raise AssertionError(f"invoked with {event}")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"ReceiptHandle": "r"}, {"Body": "", "ReceiptHandle": "r"}, {"Body": "not json", "ReceiptHandle": "r"}],
+    ids=["no-body", "empty-body", "not-json"],
+)
+def test_a_parked_message_that_is_no_event_is_kept_and_never_invoked(message: dict[str, Any]) -> None:
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--apply", "--enforce"])
+    invoker: Callable[[dict[str, Any]], Any] = _never_invoked
+    assert redrive_one(None, "queue", message, FunctionName.ZOMBIE_REAPER, args, invoker) == (
+        False,
+        "kept: not a JSON object: no event of ours",
+    )
+
+
+def test_a_parked_alarm_without_any_time_analyses_the_window_ending_now() -> None:
+    parked = alarm("livekit-it-agents-tts-reach", "ALARM")
+    del parked["detail"]["state"]["timestamp"], parked["time"]
+    event, _ = derive(FunctionName.TTS_REACH_ALARM, parked, True)
+    assert event == {"dry_run": False}
+
+
+class ParkedQueue:
+    """An SQS client over parked messages: each receive hands out at most what it is asked for,
+    records its parameters; visibility changes are recorded."""
+
+    def __init__(self, count: int) -> None:
+        self.parked = [
+            {"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": json.dumps(SCHEDULE)}
+            for i in range(count)
+        ]
+        self.receives: list[dict[str, Any]] = []
+        self.made_visible: list[str] = []
+
+    def receive_message(self, **asked: Any) -> dict[str, Any]:
+        self.receives.append(asked)
+        handed, self.parked = (
+            self.parked[: asked["MaxNumberOfMessages"]],
+            self.parked[asked["MaxNumberOfMessages"] :],
+        )
+        return {"Messages": handed} if handed else {}
+
+    def change_message_visibility(self, ReceiptHandle: str, VisibilityTimeout: int, **_: Any) -> None:
+        assert VisibilityTimeout == 0
+        self.made_visible.append(ReceiptHandle)
+
+
+@pytest.mark.parametrize(("maximum", "listed"), [(2, 2), (3, 3), (4, 3)], ids=["under", "at", "over"])
+def test_a_listing_takes_at_most_max_messages_one_at_a_time(maximum: int, listed: int) -> None:
+    queue = ParkedQueue(3)
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--max", str(maximum)])
+    lines: list[str] = []
+    tally = redrive(queue, "queue", FunctionName.ZOMBIE_REAPER, args, _never_invoked, 960, lines.append)
+    assert (tally.listed, tally.processed, tally.kept) == (listed, 0, 0)
+    assert len(lines) == listed
+    # One message a receive, hidden for the run, without waiting on an empty queue.
+    assert queue.receives[0] == {
+        "QueueUrl": "queue",
+        "MaxNumberOfMessages": 1,
+        "VisibilityTimeout": 960,
+        "MessageAttributeNames": ["All"],
+        "WaitTimeSeconds": 0,
+    }
+    assert len(queue.receives) == min(maximum, 4)
+    # A listing hands every message it saw back to the queue.
+    assert queue.made_visible == [f"r{i}" for i in range(listed)]
+
+
+class DeadLetterConfig:
+    """A Lambda client and an SQS client for ``dead_letter_queue``: the configuration, the URL."""
+
+    def __init__(self, configuration: dict[str, Any]) -> None:
+        self.configuration = configuration
+        self.asked: list[dict[str, Any]] = []
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        return self.configuration
+
+    def get_queue_url(self, **asked: Any) -> dict[str, Any]:
+        self.asked.append(asked)
+        return {"QueueUrl": f"https://sqs/{asked['QueueOwnerAWSAccountId']}/{asked['QueueName']}"}
+
+
+DLQ_ARN = "arn:aws:sqs:eu-west-1:222222222222:lkfr-it-zombie-reaper-dlq"
+
+
+def test_the_dead_letter_queue_is_the_functions_own_in_its_account() -> None:
+    found = DeadLetterConfig({"DeadLetterConfig": {"TargetArn": DLQ_ARN}, "Timeout": 120})
+    assert dead_letter_queue(found, found, "lkfr-it-zombie-reaper") == (
+        "https://sqs/222222222222/lkfr-it-zombie-reaper-dlq",
+        120,
+    )
+    assert found.asked == [
+        {"QueueName": "lkfr-it-zombie-reaper-dlq", "QueueOwnerAWSAccountId": "222222222222"}
+    ]
+    # No timeout read: Lambda's longest.
+    untimed = DeadLetterConfig({"DeadLetterConfig": {"TargetArn": DLQ_ARN}})
+    assert dead_letter_queue(untimed, untimed, "lkfr-it-zombie-reaper")[1] == 900
+
+
+@pytest.mark.parametrize(
+    "configuration",
+    [{}, {"DeadLetterConfig": {}}, {"DeadLetterConfig": {"TargetArn": "arn:aws:sns:eu-west-1:2:topic"}}],
+    ids=["none", "no-target", "a-topic"],
+)
+def test_a_function_without_an_sqs_dead_letter_queue_is_named(configuration: dict[str, Any]) -> None:
+    found = DeadLetterConfig(configuration)
+    with pytest.raises(ValueError, match=r"^lkfr-it-zombie-reaper has no SQS dead-letter queue$"):
+        dead_letter_queue(found, found, "lkfr-it-zombie-reaper")
+
+
+def test_redrive_needs_the_function_and_lists_ten_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["--apply"])
+    assert exited.value.code == 2
+    assert "the following arguments are required: --function" in capsys.readouterr().err
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper"])
+    assert (args.max, args.apply, args.enforce, args.json) == (10, False, False, False)
+    assert parser().parse_args(["--function", "f", "--json", "--apply", "--enforce"]).json is True

@@ -97,3 +97,37 @@ def test_past_the_deadline_the_minimum_failed_jobs_still_holds(least: int, verdi
     past = time.monotonic() - 1
     found = assess_concentration(jobs({"bad": 4}, HEALTHY), alpha=0.05, min_failed_jobs=least, deadline=past)
     assert found.verdict is verdict
+
+
+def test_past_the_deadline_a_concentration_keeps_the_workers_own_p_and_its_bound() -> None:
+    window = jobs({"bad": 4}, HEALTHY)
+    found = assess_concentration(window, alpha=0.05, min_failed_jobs=2, deadline=time.monotonic() - 1)
+    own = 1 / math.comb(19, 4)
+    assert found.verdict is Verdict.CONCENTRATED
+    assert found.top is not None
+    assert found.top.log_stream == "bad"
+    assert found.p_value == pytest.approx(own)
+    # The Bonferroni bound over the ten workers, marked as a bound.
+    assert found.p_value_family == pytest.approx(10 * own)
+    assert found.p_value_family_exact is False
+
+
+def test_past_the_deadline_an_unsettled_bracket_keeps_the_worker_and_its_own_p_and_no_family_p() -> None:
+    # Two failures, both on a 2-job worker of fifty: its own p is below alpha, the bound over fifty is not.
+    window = jobs({"bad": 2}, {f"w{i}": 2 for i in range(49)})
+    found = assess_concentration(window, alpha=0.005, min_failed_jobs=2, deadline=time.monotonic() - 1)
+    own = 1 / math.comb(100, 2)
+    assert found.verdict is Verdict.INCONCLUSIVE
+    assert found.top is not None
+    assert found.top.log_stream == "bad"
+    assert found.p_value == pytest.approx(own)
+    assert (found.p_value_family, found.p_value_family_exact) == (None, False)
+    assert found.reason.endswith("(p between 2.0e-04 and 0.01; analysis deadline)")
+
+
+def test_past_the_deadline_the_bound_is_at_most_one() -> None:
+    # Two failures on two of a hundred one-job workers: the bound's sum passes 1 and is capped there.
+    window = jobs({"a": 1, "b": 1}, {f"w{i}": 1 for i in range(98)})
+    found = assess_concentration(window, alpha=0.05, min_failed_jobs=1, deadline=time.monotonic() - 1)
+    assert found.verdict is Verdict.INCONCLUSIVE
+    assert found.reason.endswith("and 1; analysis deadline)")

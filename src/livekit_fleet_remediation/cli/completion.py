@@ -75,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(
         prog="lkfr completion", description=__doc__, formatter_class=PlainHelpFormatter
     )
-    found.add_argument("shell", choices=["bash", "zsh"])
+    found.add_argument("shell", choices=["bash", "zsh"], help="the shell to complete lkfr in")
     return found
 
 

@@ -63,7 +63,12 @@ def parser() -> argparse.ArgumentParser:
     )
     add_common(found)
     found.add_argument("--tasks", type=_positive_int, required=True, help="agent tasks in the fleet")
-    found.add_argument("--responses-per-minute", type=_non_negative, required=True)
+    found.add_argument(
+        "--responses-per-minute",
+        type=_non_negative,
+        required=True,
+        help="agent responses a minute across the fleet",
+    )
     use = found.add_mutually_exclusive_group()
     use.add_argument(
         "--dashboard-loads-per-day",

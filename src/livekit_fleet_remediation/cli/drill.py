@@ -80,7 +80,9 @@ def parser() -> argparse.ArgumentParser:
         prog="lkfr drill", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_common(found)
-    found.add_argument("--fault", required=True, choices=[fault.value for fault in DrillFault])
+    found.add_argument(
+        "--fault", required=True, choices=[fault.value for fault in DrillFault], help="the failure to fake"
+    )
     found.add_argument("--service", help="the agent service (default: the environment's only one)")
     found.add_argument("--task", help="the task id or ARN to drill (default: the longest-running one)")
     found.add_argument("--minutes", type=float, default=15.0, help="how long to wait for the answer")

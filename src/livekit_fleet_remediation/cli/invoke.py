@@ -51,8 +51,9 @@ def lambda_invoker(client: Any, function_name: str) -> Invoker:
         except (EndpointConnectionError, ConnectTimeoutError) as exc:
             return InvokeResult(error=f"not sent: {exc}")
         except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            return InvokeResult(error=str(exc), unknown=status >= 500)
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            # No status read: whether it ran is unknown, as after a 5xx.
+            return InvokeResult(error=str(exc), unknown=status is None or int(status) >= 500)
         except BotoCoreError as exc:
             return InvokeResult(error=f"reply lost: {exc}", unknown=True)
         body = reply["Payload"].read()

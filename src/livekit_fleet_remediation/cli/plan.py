@@ -252,7 +252,7 @@ def failure_line(report: dict[str, Any], env: str, config: EnvironmentConfig, wh
 
 def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(prog="lkfr plan", description=__doc__.split("\n\n")[0])
-    found.add_argument("function", choices=sorted(FUNCTIONS))
+    found.add_argument("function", choices=sorted(FUNCTIONS), help="the function whose run to plan")
     add_common(found)
     found.add_argument("--json", action="store_true", help="print the raw report")
     found.add_argument("--ledger-table", help="the drainer's ledger table (default: the deployed one's)")

@@ -1,0 +1,138 @@
+"""The LiveKit adapter's readings, on the unit that owns them (``adapters.livekit_rooms``): a room's
+creation time from whichever field the server set, each failure livekit-api, aiohttp or protobuf
+raises as its typed error (and a bug of ours as none), and the secret's shape. The requests
+themselves run against a real livekit-server in tests/integration/test_livekit_rooms_deadlines.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import aiohttp
+import boto3
+import pytest
+from google.protobuf.message import DecodeError
+from livekit import api
+from moto import mock_aws
+
+from fleet_remediation.adapters.livekit_rooms import _created_at, _typed_error, read_credentials
+from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED
+from fleet_remediation.core.errors import (
+    LiveKitApiError,
+    LiveKitBadReplyError,
+    LiveKitTimeoutError,
+    LiveKitUnavailableError,
+    SecretError,
+)
+
+URL = "http://livekit.internal:7880"
+AT = datetime(2026, 9, 15, 17, 40, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("millis", "seconds", "created"),
+    [
+        (int(AT.timestamp() * 1000) + 250, int(AT.timestamp()), AT.replace(microsecond=250_000)),
+        (1, 0, datetime.fromtimestamp(0.001, UTC)),
+        (0, int(AT.timestamp()), AT),
+        (0, 1, datetime.fromtimestamp(1, UTC)),
+        (0, 0, None),
+    ],
+    ids=["millis", "one-milli", "seconds-only", "one-second", "neither"],
+)
+def test_a_rooms_creation_time_is_its_milliseconds_else_its_seconds_else_unknown(
+    millis: int, seconds: int, created: datetime | None
+) -> None:
+    assert _created_at(SimpleNamespace(creation_time_ms=millis, creation_time=seconds)) == created
+
+
+def test_an_http_error_is_an_api_error_with_its_status_and_twirp_code() -> None:
+    error = _typed_error("DeleteRoom", URL, 5.0, api.ServerError("not_found", "room x", status=404), "x")
+    assert isinstance(error, LiveKitApiError)
+    assert (error.message, error.twirp_code, error.http_status, error.resource) == (
+        "LiveKit DeleteRoom failed: HTTP 404 not_found: room x",
+        "not_found",
+        404,
+        "x",
+    )
+
+
+def test_a_refused_key_says_so() -> None:
+    error = _typed_error("ListRooms", URL, 5.0, api.ServerError("unauthenticated", "no", status=401), None)
+    assert isinstance(error, LiveKitApiError)
+    assert error.message == f"LiveKit ListRooms failed: HTTP 401: {LIVEKIT_UNAUTHORIZED}"
+    assert (error.twirp_code, error.http_status, error.resource) == ("unauthenticated", 401, None)
+
+
+@pytest.mark.parametrize(
+    ("raised", "typed", "message"),
+    [
+        (TimeoutError(), LiveKitTimeoutError, f"LiveKit ListRooms at {URL} did not answer within 2.5s"),
+        (
+            DecodeError("truncated"),
+            LiveKitBadReplyError,
+            f"LiveKit ListRooms at {URL} answered with a body that is not a ListRooms reply: truncated",
+        ),
+        (
+            aiohttp.ClientConnectionError("refused"),
+            LiveKitUnavailableError,
+            f"LiveKit ListRooms at {URL} did not answer: ClientConnectionError: refused",
+        ),
+        (
+            ConnectionResetError("reset"),
+            LiveKitUnavailableError,
+            f"LiveKit ListRooms at {URL} did not answer: ConnectionResetError: reset",
+        ),
+    ],
+    ids=["timeout", "bad-body", "client-error", "os-error"],
+)
+def test_each_transport_failure_is_its_typed_error(
+    raised: Exception, typed: type[Exception], message: str
+) -> None:
+    error = _typed_error("ListRooms", URL, 2.5, raised, "lesson-1")
+    assert type(error) is typed
+    assert error is not None
+    assert (error.message, error.resource) == (message, "lesson-1")
+
+
+def test_a_bug_of_ours_is_no_livekit_error() -> None:
+    assert _typed_error("ListRooms", URL, 2.5, KeyError("name"), None) is None
+
+
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [
+        ({"api_key": "key"}, "api_secret"),
+        ({"api_secret": "secret"}, "api_key"),
+        ({}, "api_key, api_secret"),
+    ],
+    ids=["no-secret", "no-key", "neither"],
+)
+def test_a_secret_without_the_key_or_the_secret_names_what_is_missing(
+    secret: dict[str, str], problem: str
+) -> None:
+    with mock_aws():
+        boto3.client("secretsmanager").create_secret(Name="it/livekit", SecretString=json.dumps(secret))
+        with pytest.raises(SecretError) as refused:
+            read_credentials("it/livekit")
+    assert refused.value.message == (
+        f"secret it/livekit must be a JSON object with api_key and api_secret (problem: {problem})"
+    )
+
+
+def test_a_secret_that_is_not_json_is_a_secret_error_that_names_it() -> None:
+    with mock_aws():
+        boto3.client("secretsmanager").create_secret(Name="it/livekit", SecretString="key:secret")
+        with pytest.raises(SecretError) as refused:
+            read_credentials("it/livekit")
+    assert refused.value.message.startswith("cannot read LiveKit credentials from it/livekit: ")
+
+
+def test_the_credentials_are_the_secrets_two_fields() -> None:
+    with mock_aws():
+        value = json.dumps({"api_key": "key", "api_secret": "secret"})
+        boto3.client("secretsmanager").create_secret(Name="it/livekit", SecretString=value)
+        credentials = read_credentials("it/livekit")
+    assert credentials.api_key.get_secret_value() == "key"
+    assert credentials.api_secret.get_secret_value() == "secret"
