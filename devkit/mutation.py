@@ -76,7 +76,7 @@ source_paths = [
     "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "livekit_fleet_remediation"
 ]
 only_mutate = {mutated}
-also_copy = ["agent", "devkit", "tests", "docs"]
+also_copy = ["livekit_fleet_agent", "devkit", "tests", "docs"]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
 use_git_change_detection = false

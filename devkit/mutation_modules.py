@@ -286,6 +286,10 @@ EQUIVALENT: dict[str, str] = {
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"
     ),
+    "fleet_remediation.core.door.xǁDoorǁfor_invocation__mutmut_4": (
+        "a missing function ARN is matched as 'XXXX' instead of '': neither is a Lambda ARN, so the "
+        "door is the same closed door"
+    ),
     "fleet_remediation.domain.group_verdict.x__labels__mutmut_11": (
         "the revision is the task definition ARN's last segment: split at the last slash only or at "
         "every slash, the last segment is the same"

@@ -14,7 +14,10 @@ from fleet_remediation.contract.events import (
     DRAINER_EVENT_AGES,
     EVENT_CLOCK_SKEW_SECONDS,
     REAPER_EVENT_AGES,
+    SUSPECT_EVENT_MAX_AGE_SECONDS,
     EventAges,
+    bounded_json,
+    responder_event_ages,
 )
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door, UntrustedEventError
@@ -121,3 +124,86 @@ def test_each_alarm_state_cloudwatch_has_is_admitted() -> None:
         event = alarm.good(NOW)
         event["detail"]["state"]["value"] = state
         assert route("tts_reach_alarm", event).alarm.state.value == state
+
+
+def test_a_suspect_event_routes_to_its_detail_and_a_trigger_naming_its_alarm_stream_task_and_p() -> None:
+    suspect = ROUTES["worker_drainer"][2]
+    event = suspect.good(NOW)
+    routed = route("worker_drainer", event)
+    detail = event["detail"]
+    assert routed.suspect is not None
+    assert (routed.suspect.task_id, routed.suspect.log_stream) == (detail["task_id"], detail["log_stream"])
+    assert routed.trigger.kind.value == "suspect-worker"
+    assert routed.trigger.source == detail["alarm_name"]
+    assert routed.trigger.detail == {
+        "log_stream": detail["log_stream"],
+        "task_id": detail["task_id"],
+        "p_value": detail["p_value"],
+    }
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf")], ids=["nan", "infinity"])
+def test_a_number_json_cannot_carry_is_refused_as_not_json(number: float) -> None:
+    # Python's json writes NaN and Infinity, and pydantic's parser reads them: only the door's
+    # allow_nan=False keeps them out of a free-form object (the alarm's configuration).
+    alarm = ROUTES["zombie_reaper"][1]
+    event = alarm.good(NOW)
+    event["detail"]["configuration"] = {"threshold": number}
+    with pytest.raises(InvalidEventError, match=r"^malformed EventBridge event: not JSON \(") as refused:
+        route("zombie_reaper", event)
+    assert refused.value.code == "InvalidEvent"
+
+
+def test_a_malformed_detail_is_refused_naming_its_detail_type_and_the_field() -> None:
+    alarm = ROUTES["zombie_reaper"][1]
+    event = alarm.good(NOW)
+    event["detail"]["state"]["timestamp"] = "just now"
+    with pytest.raises(InvalidEventError) as refused:
+        route("zombie_reaper", event)
+    message = refused.value.message
+    assert message.startswith("malformed 'CloudWatch Alarm State Change' detail: state.timestamp: "), message
+    assert "must be an ISO 8601 time with a zone" in message
+
+
+def test_a_free_form_object_is_admitted_at_its_limit_and_refused_one_character_over() -> None:
+    # {"n": "..."} is 9 characters of JSON around its text.
+    assert bounded_json({"n": "x" * 91}, 100) == {"n": "x" * 91}
+    with pytest.raises(ValueError, match=r"^101 characters as JSON, over the 100 allowed$"):
+        bounded_json({"n": "x" * 92}, 100)
+
+
+@pytest.mark.parametrize("minutes", [0, 1, 5])
+def test_the_responders_schedule_may_wait_exactly_one_recheck_period(minutes: int) -> None:
+    assert responder_event_ages(minutes).schedule_seconds == 60 * minutes
+    assert responder_event_ages(minutes).suspect_worker_seconds == SUSPECT_EVENT_MAX_AGE_SECONDS
+
+
+def test_a_door_without_the_functions_arn_still_checks_a_manual_runs_times_against_its_clock() -> None:
+    # The responder's manual run checks its window's end at the door, ARN or not.
+    door = Door.for_invocation(None, NOW, REAPER_EVENT_AGES)
+    assert door.now == NOW
+    door.check_time("the window's end", NOW - timedelta(minutes=5), 600)
+    with pytest.raises(UntrustedEventError, match=r"^stale: the window's end "):
+        door.check_time("the window's end", NOW - timedelta(minutes=20), 600)
+
+
+@pytest.mark.parametrize(
+    ("account", "region"), [(None, "eu-west-1"), ("123456789012", None)], ids=["no-account", "no-region"]
+)
+def test_a_door_that_knows_only_its_account_or_only_its_region_refuses_every_eventbridge_event(
+    account: str | None, region: str | None
+) -> None:
+    door = Door("aws", account, region, NOW, REAPER_EVENT_AGES)
+    good = ROUTES["zombie_reaper"][0].good(NOW)
+    with pytest.raises(UntrustedEventError, match="without the function's ARN"):
+        door.admit(good, good["source"], 600)
+
+
+def test_a_stale_event_is_refused_naming_its_detail_type_and_its_time() -> None:
+    schedule = schedule_route("zombie_reaper", REAPER_EVENT_AGES)
+    at = NOW - timedelta(hours=1)
+    with pytest.raises(UntrustedEventError) as refused:
+        route("zombie_reaper", schedule.good(at))
+    assert refused.value.message.startswith(
+        f"stale: a 'Scheduled Event' event's time {at.isoformat()} is over 0:10:00 old"
+    ), refused.value.message
