@@ -177,6 +177,7 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_disruption_window.py",
+            "tests/unit/test_deployments.py",
             "tests/unit/test_drainer_step_holds.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_holds.py",
@@ -289,6 +290,10 @@ EQUIVALENT: dict[str, str] = {
     "fleet_remediation.core.door.xǁDoorǁfor_invocation__mutmut_4": (
         "a missing function ARN is matched as 'XXXX' instead of '': neither is a Lambda ARN, so the "
         "door is the same closed door"
+    ),
+    "fleet_remediation.contract.disruption_window.xǁDisruptionWindowǁallows__mutmut_5": (
+        "start == end read as a same-day window instead of one across midnight: the model refuses a "
+        "window whose end equals its start, so allows never sees one"
     ),
     "fleet_remediation.domain.group_verdict.x__labels__mutmut_11": (
         "the revision is the task definition ARN's last segment: split at the last slash only or at "
