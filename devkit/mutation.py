@@ -51,6 +51,8 @@ PACKAGES = {
     "livekit_fleet_agent": REPO / "agent" / "livekit_fleet_agent",
     "devkit": REPO / "devkit",
     "tests": REPO / "tests",
+    # Read by tests that render the messages (tests/message_samples.py).
+    "tools": REPO / "tools",
     # Read by tests that check the runbooks against the code.
     "docs": REPO / "docs",
 }
@@ -76,7 +78,7 @@ source_paths = [
     "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "livekit_fleet_remediation"
 ]
 only_mutate = {mutated}
-also_copy = ["agent", "devkit", "tests", "docs"{reads}]
+also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
 use_git_change_detection = false

@@ -77,3 +77,24 @@ def test_the_reaper_holds_outside_the_window_and_a_manual_run_overrides_it() -> 
     manual = invoke({"dry_run": False}, deps)
     assert [a["resource"] for a in manual["actions"]] == ["lesson-zombie"]
     assert "lesson-zombie" not in rooms.rooms
+
+
+def test_a_window_across_midnight_opens_at_exactly_its_start_and_is_closed_at_exactly_its_end() -> None:
+    nights = DisruptionWindow(days=(Weekday.FRI,), start=time(22), end=time(6), timezone="UTC")
+    assert not nights.allows(datetime(2026, 9, 18, 21, 59, tzinfo=UTC))  # Fri 21:59
+    assert nights.allows(datetime(2026, 9, 18, 22, 0, tzinfo=UTC))  # Fri 22:00
+    assert nights.allows(datetime(2026, 9, 19, 5, 59, tzinfo=UTC))  # Sat 05:59
+    assert not nights.allows(datetime(2026, 9, 19, 6, 0, tzinfo=UTC))  # Sat 06:00
+
+
+def test_a_sundays_night_window_goes_on_into_monday_morning() -> None:
+    # Monday's previous day wraps round the week to Sunday.
+    sundays = DisruptionWindow(days=(Weekday.SUN,), start=time(22), end=time(6), timezone="UTC")
+    assert sundays.allows(datetime(2026, 9, 21, 3, 0, tzinfo=UTC))  # Mon 03:00
+    assert not sundays.allows(datetime(2026, 9, 22, 3, 0, tzinfo=UTC))  # Tue 03:00
+
+
+def test_a_window_of_every_day_reads_every_day_and_one_of_some_days_lists_them() -> None:
+    assert DisruptionWindow(start=time(9), end=time(18)).describe() == "every day 09:00-18:00 UTC"
+    weekend = DisruptionWindow(days=(Weekday.SAT, Weekday.SUN), start=time(22), end=time(6))
+    assert weekend.describe() == "Sat, Sun 22:00-06:00 UTC"

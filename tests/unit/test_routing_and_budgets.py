@@ -43,6 +43,7 @@ def test_the_functions_budgets() -> None:
     assert budgets.guarded_action_seconds(budgets.SUSPECT_EVENT_PUT) == 12.0 + 10.0
     assert budgets.ecs_call(5.0).worst_case_seconds == 3 * 6.0 + 3 + 6
     assert budgets.ecs_call(0.5).connect_timeout_seconds == 0.5
+    assert (budgets.ecs_call(5.0).service, budgets.ecs_call(5.0).adaptive) == ("ecs", True)
     assert budgets.reaper_room_seconds(5.0) == 15.0 + 6.0
     # The action events: two PutEvents of one 1.5 s attempt under one once-only record.
     assert budgets.ANNOUNCE_SECONDS == 2 * 1.5 + 10
