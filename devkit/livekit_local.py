@@ -6,8 +6,10 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -32,6 +34,18 @@ def find_binary() -> Path:
     )
 
 
+# Starts of the server when a free port it was given was taken before it bound it.
+BIND_ATTEMPTS = 3
+
+
+def _tail(path: Path, size: int = 600) -> str:
+    """The last characters the server wrote (the reason it stopped, if it did)."""
+    try:
+        return path.read_bytes()[-size:].decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -47,6 +61,8 @@ class LocalLiveKit:
     process: subprocess.Popen[bytes] | None = None
     # Appended to the generated config, e.g. "redis:\n  address: 127.0.0.1:6379\n".
     extra_config: str = ""
+    # Where the server writes when the caller named no log: removed when it stops.
+    _own_log: Path | None = field(default=None, repr=False)
 
     @property
     def http_url(self) -> str:
@@ -60,8 +76,28 @@ class LocalLiveKit:
     api_secret = DEV_API_SECRET
 
     def start(self, timeout: float = 20.0) -> LocalLiveKit:
-        if not self.port:
-            self.port = free_port()
+        """Start the server and wait until it listens. A port chosen free and taken by another process
+        before the server bound it is a race of the shared machine, not a fault: the server is started
+        again on fresh ports (at most ``BIND_ATTEMPTS`` times; never for a port the caller chose)."""
+        chosen = self.port
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            self.port = chosen or free_port()
+            output = self._launch()
+            if self._listening(timeout):
+                return self
+            said = _tail(output)
+            if self.process is not None and self.process.poll() is not None:
+                if not chosen and attempt < BIND_ATTEMPTS and "address already in use" in said:
+                    continue
+                raise RuntimeError(
+                    f"livekit-server exited with {self.process.returncode} (log: {self.log_path}): {said}"
+                )
+            self.stop()
+            raise TimeoutError(f"livekit-server did not listen on {self.port} within {timeout}s: {said}")
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _launch(self) -> Path:
+        """Start the process on ``self.port`` and fresh RTC ports; returns the file it writes to."""
         rtc_tcp = free_port()
         udp_start = 40000 + (self.port % 200) * 100
         config = (
@@ -70,34 +106,44 @@ class LocalLiveKit:
             f"  port_range_end: {udp_start + 99}\n  use_external_ip: false\n"
             "room:\n  empty_timeout: 86400\n  departure_timeout: 20\n" + self.extra_config
         )
-        log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [
-                str(find_binary()),
-                "--dev",
-                "--bind",
-                "127.0.0.1",
-                "--node-ip",
-                "127.0.0.1",
-                "--config-body",
-                config,
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        if self.log_path is None and self._own_log is None:
+            handle, name = tempfile.mkstemp(prefix="livekit-server-", suffix=".log")
+            os.close(handle)
+            self._own_log = Path(name)
+        output = self.log_path or self._own_log
+        assert output is not None
+        with output.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    str(find_binary()),
+                    "--dev",
+                    "--bind",
+                    "127.0.0.1",
+                    "--node-ip",
+                    "127.0.0.1",
+                    "--config-body",
+                    config,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return output
+
+    def _listening(self, timeout: float) -> bool:
+        """True once the server answers on its port (its health check's "OK": a socket that only
+        accepts may be another process's); False if it exits or the time passes."""
+        assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"livekit-server exited with {self.process.returncode} (log: {self.log_path})"
-                )
+                return False
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
+                with urllib.request.urlopen(f"{self.http_url}/", timeout=0.5) as answer:
+                    if answer.status == 200:
+                        return self.process.poll() is None
             except OSError:
                 time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"livekit-server did not listen on {self.port} within {timeout}s")
+        return False
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -107,6 +153,9 @@ class LocalLiveKit:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self._own_log is not None:
+            self._own_log.unlink(missing_ok=True)
+            self._own_log = None
 
     def __enter__(self) -> LocalLiveKit:
         return self.start()
