@@ -224,7 +224,7 @@ setup: setup-deploy $(LIVEKIT_SERVER) lambda-runtime chromium wheelhouse ## Inst
 demo: setup ## The story: reaper on livekit-server, replay of the incident, drainer with a real agents worker
 	@$(PY) -m tools.demo
 
-drill: setup ## The seed's failures on a real local fleet (8 agents workers on livekit-server): timelines, sessions lost with and without remediation (DRILL_ARGS="--fault tts-silence --json"); about 12 min on 2 cores
+drill: setup ## The seed's failures on a real local fleet (8 agents workers on livekit-server): each fault with the functions off and with them acting on the fleet: timelines, sessions lost in each (DRILL_ARGS="--fault tts-silence --json"); about 19 min on 2 cores
 	@$(PY) -m tools.drill $(DRILL_ARGS)
 
 lint: setup ## ruff (lint, format, complexity), mypy (strict on the runtime code), import layers, dead code, sizes

@@ -167,6 +167,21 @@ class Callers:
         await _speak(source, seconds)
         await caller.disconnect()
 
+    def delete_room(self, room: str) -> bool:
+        """DeleteRoom on the server, as the functions' LiveKit client sends it: the room's jobs end.
+        False: the room was gone already."""
+        return self.loop.run(self._delete(room))
+
+    async def _delete(self, room: str) -> bool:
+        async with api.LiveKitAPI(self.server.http_url, self.server.api_key, self.server.api_secret) as lk:
+            try:
+                await lk.room.delete_room(api.DeleteRoomRequest(room=room))
+            except api.TwirpError as exc:
+                if exc.code != api.TwirpErrorCode.NOT_FOUND:
+                    raise
+                return False
+        return True
+
     def close(self) -> None:
         self.loop.close()
 

@@ -61,6 +61,8 @@ class LocalLiveKit:
     process: subprocess.Popen[bytes] | None = None
     # Appended to the generated config, e.g. "redis:\n  address: 127.0.0.1:6379\n".
     extra_config: str = ""
+    # Seconds a room stays open after its last caller left (agents do not hold it): the server's 20.
+    departure_timeout_seconds: int = 20
     # Where the server writes when the caller named no log: removed when it stops.
     _own_log: Path | None = field(default=None, repr=False)
 
@@ -104,7 +106,8 @@ class LocalLiveKit:
             f"port: {self.port}\n"
             f"rtc:\n  tcp_port: {rtc_tcp}\n  port_range_start: {udp_start}\n"
             f"  port_range_end: {udp_start + 99}\n  use_external_ip: false\n"
-            "room:\n  empty_timeout: 86400\n  departure_timeout: 20\n" + self.extra_config
+            f"room:\n  empty_timeout: 86400\n  departure_timeout: {self.departure_timeout_seconds}\n"
+            + self.extra_config
         )
         if self.log_path is None and self._own_log is None:
             handle, name = tempfile.mkstemp(prefix="livekit-server-", suffix=".log")

@@ -7,12 +7,13 @@ publishing audio; the faults, on the drilled worker's processes (the drill hook'
 abandoned session and the silent TTS, a real CPU limit for starvation). After each run the drilled
 worker is stopped and a replacement process started, and its first call timed.
 
-Then, for each run, the workers' own JSON lines (the CloudWatch Logs stand-in, on the drill's clock:
-``tools.drill_run.SCALE`` simulated seconds per real second) go through the replay
-(``livekit_fleet_remediation.offline.replay``): the detection alarms evaluated as the stack defines
-them under the AWS service-behaviour delay profile, the stack's EventBridge rules routing to the
-functions' own service entry points, in process (not the Lambda emulator). The recorded run is the
-fleet without remediation (no function acted on it); the replay's counterfactual is the fleet with it.
+Each fault runs twice: with the functions off, and with them acting on the live fleet
+(``tools.drill_live``): every minute of the drill's clock (``tools.drill_run.SCALE`` simulated seconds
+per real second) the workers' own JSON lines so far (the CloudWatch Logs stand-in) go through the
+replay (``livekit_fleet_remediation.offline.replay``: the detection alarms evaluated as the stack
+defines them under the AWS service-behaviour delay profile, the stack's EventBridge rules routing to
+the functions' own service entry points, in process, not the Lambda emulator), and each step the
+functions took is done to the real fleet. The sessions lost are counted in each run's own lines.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.contract.drills import DrillFault
 from livekit_fleet_remediation.cli.replay import replay
 from livekit_fleet_remediation.offline.replay_model import ReplayResult
-from tools.drill_report import FaultFigures, figures, render
+from tools.drill_live import LiveRemediation
+from tools.drill_report import ArmRun, FaultFigures, figures, render
 from tools.drill_run import SCALE, Fleet, RunRecord, Step
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +43,11 @@ DRILL_ENV = "drill"
 # an abandoned room passes it 40 real seconds after it opened, and goes at the reaper's next run.
 DRILL_MAX_AGE_MINUTES = 8
 DRILL_GRACE_MINUTES = 0
+# The reaper looks every replayed minute: at the example's 5 an abandoned room could outlive a run.
+DRILL_REAPER_SCHEDULE_MINUTES = 1
+# livekit-server closes a room 20 s after its last caller left, agents or not (its departure_timeout):
+# 100 replayed minutes here, so an abandoned session stays in its room, as the seed's did, until reaped.
+DEPARTURE_TIMEOUT_SECONDS = 500
 # Real seconds of calls before the fault (default): the workers have sessions in progress when it comes.
 FAULT_AT = 15.0
 ZOMBIE, STARVED, SILENT = (
@@ -73,21 +80,31 @@ def drill_config(output: Path, workers: int) -> Path:
         max_age_minutes=DRILL_MAX_AGE_MINUTES,
         live_room_grace_minutes=DRILL_GRACE_MINUTES,
     )
-    env["reaper"] = dict(env["reaper"], policy=policy)
+    env["reaper"] = dict(env["reaper"], policy=policy, schedule_minutes=DRILL_REAPER_SCHEDULE_MINUTES)
     path = output / "environments.json"
     path.write_text(json.dumps({"environments": {DRILL_ENV: env}}, indent=2))
     return path
 
 
-def drill(fleet: Fleet, name: str, args: argparse.Namespace, config: Path) -> FaultFigures:
-    record = fleet.run(name, plan(name, args.fault_at), args.seconds)
-    output = args.output
-    log = output / f"{name}.jsonl"
+def _arm(
+    fleet: Fleet, name: str, args: argparse.Namespace, config: Path, live: LiveRemediation | None
+) -> ArmRun:
+    record = fleet.run(name, plan(name, args.fault_at), args.seconds, live)
+    arm = "with" if live is not None else "without"
+    log = args.output / f"{name}-{arm}.jsonl"
     fleet.export(record, log)
     result: ReplayResult = replay(log, DRILL_ENV, config, profile="aws")
-    (output / f"{name}-replay.json").write_text(json.dumps(result.document(), indent=2))
-    registered, took = fleet.replace_drilled()
-    return figures(record, result, registered, took)
+    (args.output / f"{name}-{arm}-replay.json").write_text(json.dumps(result.document(), indent=2))
+    return ArmRun(record, result, live, fleet.replace_drilled(record.task_id))
+
+
+def drill(fleet: Fleet, name: str, args: argparse.Namespace, config: Path) -> FaultFigures:
+    """The fault run with the functions off, then with them acting on the live fleet (``--arm``)."""
+    without = _arm(fleet, name, args, config, None) if args.arm in ("both", "without") else None
+    with_ = None
+    if args.arm in ("both", "with"):
+        with_ = _arm(fleet, name, args, config, LiveRemediation(DRILL_ENV, config, args.output))
+    return figures(name, without, with_)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -98,6 +115,12 @@ def parser() -> argparse.ArgumentParser:
         "--fault-at", type=float, default=FAULT_AT, help="real seconds of calls before the fault"
     )
     found.add_argument("--fault", action="append", choices=list(PLANS), help="runs to make (default: all)")
+    found.add_argument(
+        "--arm",
+        choices=("both", "with", "without"),
+        default="both",
+        help="run each fault with the functions off, with them acting on the fleet, or both (default)",
+    )
     found.add_argument("--output", type=Path, default=Path(".drill"))
     found.add_argument("--json", action="store_true", help="one document instead of the text")
     return found
@@ -111,7 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[FaultFigures] = []
     # livekit-server's dev mode logs every packet event; at warn it leaves the two cores to the fleet.
     quiet = "logging:\n  level: warn\n"
-    with LocalLiveKit(log_path=args.output / "livekit-server.log", extra_config=quiet) as server:
+    with LocalLiveKit(
+        log_path=args.output / "livekit-server.log",
+        extra_config=quiet,
+        departure_timeout_seconds=DEPARTURE_TIMEOUT_SECONDS,
+    ) as server:
         fleet = Fleet(server, args.workers, {})
         try:
             if not fleet.ready():

@@ -10,10 +10,23 @@ from typing import Any
 
 from fleet_remediation.contract.naming import task_id_from_log_stream
 from livekit_fleet_remediation.offline.replay_model import DELETE_ROOM, NOTIFY, TIMELINE_ACTIONS, ReplayResult
+from tools.drill_live import LiveRemediation
 from tools.drill_run import SCALE, RunRecord
 
 # Every action of the timeline but the messages: cordons, stops, reaps, undos.
 ACTIONS = tuple(action for action in TIMELINE_ACTIONS if action != NOTIFY)
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One run of a fault: the recorded run, the replay over its lines, what the live remediation did
+    on the fleet (None: the functions were off), and the replacement's timing after the run (None:
+    the remediation had replaced the drilled task already)."""
+
+    record: RunRecord
+    result: ReplayResult
+    live: LiveRemediation | None
+    after_run: tuple[float, float | None] | None
 
 
 @dataclass
@@ -23,14 +36,18 @@ class FaultFigures:
     calls: int
     starvation: str
     events: list[tuple[float, str]] = field(default_factory=list)  # (real seconds after the fault, what)
-    failed_without: int = 0
-    failed_on_drilled: int = 0
-    failed_with: int = 0
+    # Sessions failed in each arm's own run (None: that arm was not run), and of them on the drilled task.
+    failed_without: int | None = None
+    failed_with: int | None = None
+    failed_on_drilled_without: int | None = None
+    failed_on_drilled_with: int | None = None
     # Rooms the functions deleted, and drainer steps they took, on the drilled task and on the others.
     reaped: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
     steps: dict[bool, list[str]] = field(default_factory=lambda: {True: [], False: []})
     replacement_registered: float = 0.0
     replacement_first_call: float | None = None
+    # True: the remediation did not take the drilled task out; the replacement came after the run.
+    replacement_after_run: bool = True
 
     def document(self) -> dict[str, Any]:
         return {
@@ -44,14 +61,15 @@ class FaultFigures:
             ],
             "sessions_failed_without_remediation": self.failed_without,
             "sessions_failed_with_remediation": self.failed_with,
-            "sessions_failed_on_drilled_task": self.failed_on_drilled,
-            "sessions_failed_elsewhere": self.failed_without - self.failed_on_drilled,
+            "sessions_failed_on_drilled_task_without_remediation": self.failed_on_drilled_without,
+            "sessions_failed_on_drilled_task_with_remediation": self.failed_on_drilled_with,
             "drilled_task_rooms_reaped": self.reaped[True],
             "other_rooms_reaped": self.reaped[False],
             "drilled_task_steps": self.steps[True],
             "other_tasks_steps": self.steps[False],
             "replacement_registered_real_seconds": round(self.replacement_registered, 1),
             "replacement_first_call_real_seconds": _rounded(self.replacement_first_call),
+            "replacement_after_the_run": self.replacement_after_run,
         }
 
 
@@ -64,10 +82,23 @@ def _seconds(origin: datetime, at: datetime) -> float:
     return (at - origin).total_seconds() / SCALE
 
 
-def figures(record: RunRecord, result: ReplayResult, registered: float, took: float | None) -> FaultFigures:
+def _failed(run: ArmRun) -> tuple[int, int]:
+    """Sessions failed in the run's own log, and of them on the drilled task."""
+    assert run.result.lessons is not None
+    failed = run.result.lessons.failed
+    mine = [x for x in failed if task_id_from_log_stream(x.stream) == run.record.task_id]
+    return len(failed), len(mine)
+
+
+def figures(name: str, without: ArmRun | None, with_: ArmRun | None) -> FaultFigures:
+    """The fault's figures: the timeline of the run with remediation (else of the run without it, with
+    what the functions would have done), and the sessions failed in each run."""
+    shown = with_ or without
+    assert shown is not None
+    record, result = shown.record, shown.result
     assert result.lessons is not None
     origin = record.simulated(min(record.faults.values()))
-    found = FaultFigures(record.name, record.task_id, record.calls, record.starvation)
+    found = FaultFigures(name, record.task_id, record.calls, record.starvation)
     for fault, real in sorted(record.faults.items(), key=lambda item: item[1]):
         found.events.append((_seconds(origin, record.simulated(real)), f"fault: {fault}"))
     mine = [
@@ -83,7 +114,10 @@ def figures(record: RunRecord, result: ReplayResult, registered: float, took: fl
         )
     for page in (a for a in result.alarms if a.state == "ALARM" and a.at >= origin):
         found.events.append((_seconds(origin, page.at), f"page: {page.alarm} ALARM"))
-    for action in (a for a in result.actions if a.action in ACTIONS):
+    verb = "" if shown.live is not None else "would have: "
+    # The replay's last invocations run past the lines: what they decide, the run did not see.
+    ended = record.simulated(record.ended)
+    for action in (a for a in result.actions if a.action in ACTIONS and a.at <= ended):
         if action.action == DELETE_ROOM:
             drilled = action.target in record.rooms
             found.reaped[drilled] += 1
@@ -92,13 +126,21 @@ def figures(record: RunRecord, result: ReplayResult, registered: float, took: fl
             drilled = record.task_id in action.target
             found.steps[drilled].append(action.action)
             whose = "the drilled task" if drilled else "another task"
-        text = f"{action.action} {action.target[:40]} ({action.function}; {whose})"
+        text = f"{verb}{action.action} {action.target[:40]} ({action.function}; {whose})"
         found.events.append((_seconds(origin, action.at), text))
+    fault_real = min(record.faults.values())
+    if shown.live is not None:
+        found.events += [(at - fault_real, what) for at, what in shown.live.events]
+        if shown.live.replacement is not None:
+            found.replacement_registered, found.replacement_first_call = shown.live.replacement
+            found.replacement_after_run = False
+    if shown.after_run is not None:
+        found.replacement_registered, found.replacement_first_call = shown.after_run
     found.events.sort()
-    found.failed_without = len(result.lessons.failed)
-    found.failed_with = result.lessons.failed_after_remediation
-    found.failed_on_drilled = len(mine)
-    found.replacement_registered, found.replacement_first_call = registered, took
+    if without is not None:
+        found.failed_without, found.failed_on_drilled_without = _failed(without)
+    if with_ is not None:
+        found.failed_with, found.failed_on_drilled_with = _failed(with_)
     return found
 
 
@@ -113,11 +155,17 @@ def _run_text(run: FaultFigures) -> list[str]:
         if run.replacement_first_call is None
         else f"first call after {run.replacement_first_call:.1f} s"
     )
-    lines.append(f"   replacement (real): registered after {run.replacement_registered:.1f} s, {first}")
-    lines.append(
-        f"   sessions failed: without remediation {run.failed_without} "
-        f"({run.failed_on_drilled} on the drilled task), with it {run.failed_with}"
+    when = (
+        "after the run (the functions did not take the task out)"
+        if run.replacement_after_run
+        else "started by the cordon"
     )
+    lines.append(
+        f"   replacement (real, {when}): registered after {run.replacement_registered:.1f} s, {first}"
+    )
+    without = _count(run.failed_without, run.failed_on_drilled_without)
+    with_ = _count(run.failed_with, run.failed_on_drilled_with)
+    lines.append(f"   sessions failed: without remediation {without}, with it {with_}")
     lines.append(
         f"   drainer steps: on the drilled task {', '.join(run.steps[True]) or 'none'}; "
         f"on other tasks {', '.join(run.steps[False]) or 'none'}; rooms deleted: "
@@ -126,12 +174,17 @@ def _run_text(run: FaultFigures) -> list[str]:
     return lines
 
 
+def _count(failed: int | None, on_drilled: int | None) -> str:
+    return "not run" if failed is None else f"{failed} ({on_drilled} on the drilled task)"
+
+
 def render(runs: list[FaultFigures], workers: int, cost: tuple[float, float], cpus: int) -> str:
     wall, cpu = cost
     head = [
         f"make drill: {workers} livekit-agents workers on livekit-server; the replay's clock runs {SCALE}x "
-        f"({60 / SCALE:g} real seconds = 1 replayed minute); functions in process through the replay "
-        "(AWS delay profile), not the Lambda emulator; timelines from the first fault",
+        f"({60 / SCALE:g} real seconds = 1 replayed minute); each fault run twice, with the functions off "
+        "and with them acting on the live fleet (in process through the replay every replayed minute, AWS "
+        "delay profile; not the Lambda emulator); timelines from the first fault, of the run with them",
     ]
     body = [line for run in runs for line in _run_text(run)]
     tail = [f"\ncost: {wall:.0f} s wall, {cpu:.0f} s CPU on {cpus} cores"]

@@ -3,8 +3,10 @@ publishing audio, a tts-silence drill on one worker through the drill hook, the 
 through the replay; and the CPU limit, on a real process.
 
 The short form runs three workers (the drill's environment lets one of three drain) with the fault
-8 s into a 38 s run: the drilled worker's sessions fail after the fault, the drainer cordons the
-drilled task and no other, and a replacement worker registers and takes a call. (Sessions on the other
+8 s into a 38 s run, with the functions acting on the live fleet (``--arm with``; ``make drill`` also
+runs each fault with them off): the drilled worker's sessions fail after the fault, the drainer
+cordons the drilled task and no other, the cordon takes that worker out of the call rotation on the
+real fleet and starts a replacement worker, which registers and takes a call. (Sessions on the other
 workers fail too when the machine is loaded: their count is not compared.)"""
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def test_a_tts_silence_drill_on_real_workers_takes_that_worker_out_and_a_replace
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--workers", "3", "--fault", "tts-silence", "--fault-at", "8", "--seconds", "38", "--json"]
-    argv += ["--output", str(tmp_path)]
+    argv += ["--arm", "with", "--output", str(tmp_path)]
     assert main(argv) == 0
     (run,) = json.loads(capsys.readouterr().out)
     timeline = {entry["what"]: entry["real_seconds"] for entry in run["timeline"]}
@@ -37,7 +39,14 @@ def test_a_tts_silence_drill_on_real_workers_takes_that_worker_out_and_a_replace
     assert timeline[first_failed] >= 0
     assert "cordon" in run["drilled_task_steps"], run["timeline"]
     assert "cordon" not in run["other_tasks_steps"], run["timeline"]
+    done = "done: cordon of the drilled task: out of the call rotation, replacement started"
+    assert timeline[done] >= timeline[first_failed], run["timeline"]
+    assert timeline["replacement took its first call"] > timeline[done]
+    assert run["replacement_after_the_run"] is False
     assert run["replacement_first_call_real_seconds"] is not None
+    on_drilled = run["sessions_failed_on_drilled_task_with_remediation"]
+    assert run["sessions_failed_with_remediation"] >= on_drilled > 0
+    assert run["sessions_failed_without_remediation"] is None
 
 
 def _stat(pid: int) -> list[str]:
