@@ -82,7 +82,8 @@ class LocalLiveKit:
         before the server bound it is a race of the shared machine, not a fault: the server is started
         again on fresh ports (at most ``BIND_ATTEMPTS`` times; never for a port the caller chose)."""
         chosen = self.port
-        for attempt in range(1, BIND_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             self.port = chosen or free_port()
             output = self._launch()
             if self._listening(timeout):
@@ -90,13 +91,13 @@ class LocalLiveKit:
             said = _tail(output)
             if self.process is not None and self.process.poll() is not None:
                 if not chosen and attempt < BIND_ATTEMPTS and "address already in use" in said:
+                    attempt += 1
                     continue
                 raise RuntimeError(
                     f"livekit-server exited with {self.process.returncode} (log: {self.log_path}): {said}"
                 )
             self.stop()
             raise TimeoutError(f"livekit-server did not listen on {self.port} within {timeout}s: {said}")
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _launch(self) -> Path:
         """Start the process on ``self.port`` and fresh RTC ports; returns the file it writes to."""
