@@ -3,18 +3,25 @@ Lambda timeout, the Logs Insights polling loop inside its deadline, and the stri
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import ValidationError
 
 from fleet_remediation.adapters.aws_clients import client_config, secrets_provider, ssm_provider
 from fleet_remediation.contract import budgets
+from fleet_remediation.contract.events import EventAges
 from fleet_remediation.contract.models import MAX_ECHO_CHARS, MAX_LISTED_PROBLEMS, excerpt
 from fleet_remediation.contract.policies import DrainerPolicy
 from fleet_remediation.contract.sections import DrainerSection, ReaperSection, TtsReachSection
+from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import InvalidEventError
 from fleet_remediation.core.routing import (
     MANUAL_STRING_MAX_CHARS,
     ManualEvent,
+    ManualRoute,
+    Router,
+    ScheduleRoute,
     parse_manual,
 )
 
@@ -166,3 +173,36 @@ def test_an_error_lists_a_bounded_number_of_problems() -> None:
         parse_manual(event, Manual)
     assert raised.value.message.count("unknown_") == MAX_LISTED_PROBLEMS
     assert raised.value.message.endswith("and 5 more problems")
+
+
+# --- the router, in the unit that owns it ----------------------------------------------------------
+
+ROUTER_DOOR = Door(
+    "aws", "123456789012", "eu-west-1", datetime(2026, 12, 4, 7, 30, tzinfo=UTC), EventAges(360)
+)
+
+
+def test_an_event_with_a_source_but_no_detail_type_is_a_manual_event_and_refused_as_one() -> None:
+    router: Router[ManualEvent] = Router("the reaper", [ScheduleRoute(), ManualRoute(ManualEvent)])
+    with pytest.raises(InvalidEventError, match=r"invalid manual event: .*source"):
+        router.route({"source": "aws.events"}, ROUTER_DOOR)
+
+
+def test_an_event_with_a_detail_type_but_no_source_is_a_manual_event_and_refused_as_one() -> None:
+    router: Router[ManualEvent] = Router("the reaper", [ScheduleRoute(), ManualRoute(ManualEvent)])
+    with pytest.raises(InvalidEventError, match=r"invalid manual event: .*detail-type"):
+        router.route({"detail-type": "Scheduled Event"}, ROUTER_DOOR)
+
+
+def test_an_event_no_route_handles_is_refused_naming_the_function_and_its_detail_type() -> None:
+    router: Router[ManualEvent] = Router("the reaper", [ScheduleRoute()])
+    event = {"source": "aws.events", "detail-type": "Object Created"}
+    with pytest.raises(InvalidEventError, match=r"^the reaper does not handle 'Object Created' events$"):
+        router.route(event, ROUTER_DOOR)
+
+
+@pytest.mark.parametrize("event", [["Scheduled Event"], "Scheduled Event", None])
+def test_a_router_without_a_manual_route_refuses_a_non_object_event_with_a_typed_error(event: object) -> None:
+    router: Router[ManualEvent] = Router("the responder", [ScheduleRoute()])
+    with pytest.raises(InvalidEventError, match=r"^the responder does not handle 'None' events$"):
+        router.route(event, ROUTER_DOOR)
