@@ -16,27 +16,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
-import socket
 import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from moto.server import ThreadedMotoServer
-
-from devkit.aws_standins import AwsStandIns
-from devkit.lambda_artifact import EXAMPLE_CONFIG, FunctionArtifact, synthesize
-from devkit.lambda_emulator import (
-    LOCAL_DEPS_LAYER,
-    EmulatedFunction,
-    FunctionLayout,
-    extract_layers,
-    lambda_environment,
-    runtime_python,
-)
+from devkit.aws_standins import AwsStandIns, loopback_aws
+from devkit.lambda_artifact import EXAMPLE_CONFIG, synthesize
+from devkit.lambda_emulator import emulated_from_template
 from devkit.livekit_local import LocalLiveKit
 
 ENV_NAME = "staging"
@@ -47,13 +38,6 @@ MANUAL_DRY_RUNS: dict[str, dict[str, Any]] = {
 }
 LIVEKIT_FUNCTIONS = frozenset({"zombie_reaper", "worker_drainer"})
 INVOKE_TIMEOUT_SECONDS = 60.0
-
-
-def _dependency_layer_id(function: FunctionArtifact) -> str:
-    (layer_id,) = [
-        layer.logical_id for layer in function.layers if any((layer.path / "python").glob("*.dist-info"))
-    ]
-    return layer_id
 
 
 def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
@@ -67,13 +51,8 @@ def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> 
         assembly = synthesize(ENV_NAME, workdir / "cdk.out")
         functions = {function.package: function for function in assembly.functions()}
         livekit = stack.enter_context(LocalLiveKit(log_path=workdir / "livekit.log"))
-        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        moto.start()
-        stack.callback(moto.stop)
-        xray = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
-        xray.bind(("127.0.0.1", 0))
-        host, port = moto.get_host_and_port()
-        standins = AwsStandIns(endpoint_url=f"http://{host}:{port}", region=cdk_env["region"])
+        endpoint, xray_address = stack.enter_context(loopback_aws())
+        standins = AwsStandIns(endpoint_url=endpoint, region=cdk_env["region"])
         standins.create_referenced(assembly, list(functions.values()))
         standins.create_parameters(assembly)
         drainer_env = functions["worker_drainer"].environment
@@ -85,25 +64,20 @@ def measure(repeat: int, progress: bool, only: frozenset[str] = frozenset()) -> 
         for name, function in sorted(functions.items()):
             if only and name not in only:
                 continue
-            deps_id = _dependency_layer_id(function)
-            layers = [LOCAL_DEPS_LAYER if lay.logical_id == deps_id else lay.path for lay in function.layers]
-            layout = FunctionLayout(
-                task_root=function.code_dir,
-                opt=extract_layers(layers, workdir / "opt" / name),
-                python=runtime_python(),
-            )
             endpoints = {"LIVEKIT_URL": livekit.http_url} if name in LIVEKIT_FUNCTIONS else {}
-            environment = lambda_environment(
+            laid_out = emulated_from_template(
                 function,
                 standins.resolve(function, endpoints),
-                layout,
+                workdir,
+                name,
                 region=cdk_env["region"],
-                xray_daemon_address=f"127.0.0.1:{xray.getsockname()[1]}",
-                aws_endpoint_url=standins.endpoint_url,
+                xray_daemon_address=xray_address,
+                aws_endpoint_url=endpoint,
             )
             init_ms, first_invoke_s, statuses = [], [], set()
             for attempt in range(repeat):
-                with EmulatedFunction(function, layout, environment, workdir / f"{name}-{attempt}.log") as fn:
+                log = workdir / f"{name}-{attempt}.log"
+                with dataclasses.replace(laid_out, log_path=log) as fn:
                     invocation = fn.invoke(MANUAL_DRY_RUNS[name], timeout=INVOKE_TIMEOUT_SECONDS)
                 if invocation.init_ms is None:
                     raise SystemExit(f"{name}: no INIT REPORT from the emulator: {fn.log_tail()}")

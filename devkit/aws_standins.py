@@ -11,17 +11,35 @@ template gives. Any other CloudFormation intrinsic is an error: extend this modu
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from moto.server import ThreadedMotoServer
 
 from devkit.lambda_artifact import CloudAssembly, FunctionArtifact
 
 
 class UnresolvableValueError(Exception):
     """An environment value that has no local stand-in."""
+
+
+@contextmanager
+def loopback_aws() -> Iterator[tuple[str, str]]:
+    """moto in server mode on 127.0.0.1, and a UDP port standing for the X-Ray daemon that Lambda
+    gives the SDK (bound here, so nothing else gets what it sends): ``(endpoint_url, xray_address)``."""
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as xray:
+            xray.bind(("127.0.0.1", 0))
+            host, port = moto.get_host_and_port()
+            yield f"http://{host}:{port}", f"127.0.0.1:{xray.getsockname()[1]}"
+    finally:
+        moto.stop()
 
 
 @dataclass

@@ -204,6 +204,46 @@ def lambda_environment(
     return environment
 
 
+def dependency_layer_id(function: FunctionArtifact) -> str:
+    """The layer pip built (it holds *.dist-info folders): the one rebuilt for this machine's Python."""
+    ids = [layer.logical_id for layer in function.layers if any((layer.path / "python").glob("*.dist-info"))]
+    if len(ids) != 1:
+        raise EmulatorError(f"{function.function_name}: expected one dependency layer, found {ids}")
+    return ids[0]
+
+
+def emulated_from_template(
+    function: FunctionArtifact,
+    variables: Mapping[str, str],
+    workdir: Path,
+    name: str,
+    *,
+    region: str,
+    xray_daemon_address: str,
+    aws_endpoint_url: str,
+    python_options: tuple[str, ...] = (),
+) -> EmulatedFunction:
+    """The synthesized function as Lambda lays it out, not yet started: its code asset as the task
+    root, its layers merged in the template's order (the dependency layer rebuilt for this machine's
+    Python, ``LOCAL_DEPS_LAYER``), its resolved ``variables`` and what Lambda sets."""
+    deps_id = dependency_layer_id(function)
+    layers = [LOCAL_DEPS_LAYER if layer.logical_id == deps_id else layer.path for layer in function.layers]
+    layout = FunctionLayout(
+        task_root=function.code_dir,
+        opt=extract_layers(layers, workdir / "opt" / name),
+        python=runtime_python(),
+    )
+    environment = lambda_environment(
+        function,
+        variables,
+        layout,
+        region=region,
+        xray_daemon_address=xray_daemon_address,
+        aws_endpoint_url=aws_endpoint_url,
+    )
+    return EmulatedFunction(function, layout, environment, workdir / f"{name}.log", python_options)
+
+
 @dataclass
 class Invocation:
     request_id: str

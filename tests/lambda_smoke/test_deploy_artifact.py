@@ -32,7 +32,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +41,8 @@ from typing import Any
 
 import pytest
 from livekit import api
-from moto.server import ThreadedMotoServer
 
-from devkit.aws_standins import AwsStandIns
+from devkit.aws_standins import AwsStandIns, loopback_aws
 from devkit.installed import InstalledEnvironment
 from devkit.lambda_artifact import EXAMPLE_CONFIG, CloudAssembly, FunctionArtifact, synthesize
 from devkit.lambda_emulator import (
@@ -53,10 +51,9 @@ from devkit.lambda_emulator import (
     RIE_FUNCTION_REGION,
     EmulatedFunction,
     EmulatorError,
-    FunctionLayout,
     Invocation,
-    extract_layers,
-    lambda_environment,
+    dependency_layer_id,
+    emulated_from_template,
     python_version,
     runtime_python,
 )
@@ -155,13 +152,6 @@ def cdk_environment() -> dict[str, Any]:
     return environment
 
 
-def dependency_layer_id(function: FunctionArtifact) -> str:
-    """The layer pip built (it holds *.dist-info folders): the one rebuilt for this machine's Python."""
-    ids = [layer.logical_id for layer in function.layers if any((layer.path / "python").glob("*.dist-info"))]
-    assert len(ids) == 1, f"{function.function_name}: expected one dependency layer, found {ids}"
-    return ids[0]
-
-
 def events_for(
     assembly: CloudAssembly, function: FunctionArtifact, account: str, region: str
 ) -> dict[str, Any]:
@@ -241,17 +231,9 @@ def smoke(
     deps_layer = next(layer.path for layer in reaper.layers if layer.logical_id == deps_id)
 
     rooms = [f"lesson-smoke-{uuid.uuid4().hex[:8]}", f"test-smoke-{uuid.uuid4().hex[:8]}"]
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    # Lambda gives the X-Ray SDK a daemon address; here a UDP port this test owns, so nothing else gets
-    # what the SDK might send.
-    xray = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     with contextlib.ExitStack() as stack:
-        moto.start()
-        stack.callback(moto.stop)
-        stack.callback(xray.close)
-        xray.bind(("127.0.0.1", 0))
-        host, port = moto.get_host_and_port()
-        standins = AwsStandIns(endpoint_url=f"http://{host}:{port}", region=region)
+        endpoint, xray_address = stack.enter_context(loopback_aws())
+        standins = AwsStandIns(endpoint_url=endpoint, region=region)
         standins.create_referenced(assembly, list(functions.values()))
         standins.create_parameters(assembly)
         drainer_env = functions["worker_drainer"].environment
@@ -266,27 +248,18 @@ def smoke(
         stack.callback(lambda: asyncio.run(delete_rooms(livekit_server, rooms)))
 
         def emulate(name: str, function: FunctionArtifact) -> EmulatedFunction:
-            layers = [
-                LOCAL_DEPS_LAYER if layer.logical_id == deps_id else layer.path for layer in function.layers
-            ]
-            layout = FunctionLayout(
-                task_root=function.code_dir,
-                opt=extract_layers(layers, workdir / "opt" / name),
-                python=runtime_python(),
-            )
             endpoints = (
                 {"LIVEKIT_URL": livekit_server.http_url} if function.package in LIVEKIT_FUNCTIONS else {}
             )
-            environment = lambda_environment(
+            emulated = emulated_from_template(
                 function,
                 standins.resolve(function, endpoints),
-                layout,
+                workdir,
+                name,
                 region=region,
-                xray_daemon_address=f"127.0.0.1:{xray.getsockname()[1]}",
+                xray_daemon_address=xray_address,
                 aws_endpoint_url=standins.endpoint_url,
-            )
-            emulated = EmulatedFunction(
-                function, layout, environment, workdir / f"{name}.log", PYTHON_OPTIONS
+                python_options=PYTHON_OPTIONS,
             )
             stack.callback(emulated.stop)
             return emulated.start(RIE_START_TIMEOUT_SECONDS)
