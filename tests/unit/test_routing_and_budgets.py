@@ -206,3 +206,38 @@ def test_a_router_without_a_manual_route_refuses_a_non_object_event_with_a_typed
     router: Router[ManualEvent] = Router("the responder", [ScheduleRoute()])
     with pytest.raises(InvalidEventError, match=r"^the responder does not handle 'None' events$"):
         router.route(event, ROUTER_DOOR)
+
+
+def test_a_schedule_events_trigger_names_its_rule_without_the_arn_and_its_time() -> None:
+    rule_arn = "arn:aws:events:eu-west-1:123456789012:rule/lkfr-staging-reaper-schedule"
+    at = datetime(2026, 12, 4, 7, 29, tzinfo=UTC)
+    event = {
+        "version": "0",
+        "id": "tick",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": "2026-12-04T07:29:00Z",
+        "region": "eu-west-1",
+        "resources": [rule_arn],
+        "detail": {},
+    }
+    trigger = ScheduleRoute().parse(event, ROUTER_DOOR).trigger
+    assert trigger.kind == "schedule"
+    assert trigger.source == "lkfr-staging-reaper-schedule"
+    assert trigger.detail == {"time": at.isoformat()}
+
+
+def test_a_scheduled_drills_budget_is_its_calls_its_minutes_of_watch_and_its_last_poll() -> None:
+    # The docs' figure: 12 minutes of watch need 848 s, under Lambda's 900.
+    assert budgets.scheduled_drill_seconds_needed(12) == 848
+    assert budgets.scheduled_drill_seconds_needed(12) < budgets.LAMBDA_MAX_TIMEOUT_SECONDS
+    # A minute more of watch is 60 s more; the rest does not depend on the minutes.
+    assert budgets.scheduled_drill_seconds_needed(2) - budgets.scheduled_drill_seconds_needed(1) == 60
+    assert budgets.scheduled_drill_seconds_needed(1) == 188
+
+
+def test_a_look_at_a_query_needs_the_floor_the_query_and_one_poll_interval() -> None:
+    floor, poll = budgets.LOGS_INSIGHTS_QUERY_FLOOR_SECONDS, budgets.LOGS_INSIGHTS_POLL_INTERVAL_SECONDS
+    assert budgets.insights_look_seconds(3.0) == floor + 3.0 + poll
+    assert budgets.insights_look_seconds(0.0) == floor + poll
