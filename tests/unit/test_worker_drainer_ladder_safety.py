@@ -310,3 +310,54 @@ def test_the_guardrails_allow_a_cordon_up_to_exactly_each_limit() -> None:
     keep_two = DrainerPolicy(max_draining_tasks=5, max_draining_fraction=0.75, min_healthy_tasks=2)
     assert Guardrails(_fleet(1), keep_two).refusal() is None
     assert Guardrails(_fleet(2), keep_two).refusal() == "guardrail: 1 healthy tasks left < minimum 2"
+
+
+# --- A reaped task: the grace after the reap, at its edge and one second either side ---------------
+
+GRACE = timedelta(minutes=POLICY.reap_grace_minutes)
+
+
+def reaped(cause: Cause, at: datetime) -> EcsTask:
+    return task("t0", **{STATE_TAG: "reaped", CAUSE_TAG: cause.value, SINCE_TAG: epoch(at)})
+
+
+def test_a_reaped_tts_suspect_still_failing_is_cordoned_from_exactly_the_end_of_the_grace() -> None:
+    failing = {"t0": TtsEvidence(jobs=4, failed=2)}
+    at_edge = plan_for(reaped(Cause.TTS_SUSPECT, NOW - GRACE), tts_evidence=failing)["t0"]
+    assert (at_edge.step, at_edge.cause) == (Step.CORDON, Cause.TTS_SUSPECT)
+    assert at_edge.reason == "2 job(s) still without first audio after the reap (TTS evidence)"
+    just_before = plan_for(
+        reaped(Cause.TTS_SUSPECT, NOW - GRACE + timedelta(seconds=1)), tts_evidence=failing
+    )
+    assert just_before["t0"].step is Step.WAIT
+    assert just_before["t0"].reason == "reaped: waiting for TTS evidence of recovery or failure"
+    after = plan_for(reaped(Cause.TTS_SUSPECT, NOW - GRACE - timedelta(seconds=1)), tts_evidence=failing)
+    assert after["t0"].step is Step.CORDON
+
+
+def test_a_reaped_tts_suspect_that_recovered_is_undone_saying_after_the_reap() -> None:
+    good = {"t0": TtsEvidence(jobs=POLICY.tts_recovery_min_jobs, failed=0)}
+    undone = plan_for(reaped(Cause.TTS_SUSPECT, LONG_AGO), tts_evidence=good)["t0"]
+    assert undone.step is Step.UNDO
+    assert undone.reason == (
+        f"recovered: {POLICY.tts_recovery_min_jobs} job(s) since the cordon all reached first audio "
+        "(TTS evidence) after the reap"
+    )
+
+
+def test_a_reaped_vad_task_is_cordoned_only_on_a_warning_after_the_grace() -> None:
+    # Reaped 5 min ago: the grace ended 2 min ago, the recovery window (10 min) is not over yet.
+    reaped_at = NOW - GRACE - timedelta(minutes=2)
+    grace_end = reaped_at + GRACE
+    at_edge = plan_for(reaped(Cause.VAD, reaped_at), [slow("t0", last_seen=grace_end)])["t0"]
+    assert at_edge.step is Step.WAIT
+    assert at_edge.reason == "reaped: waiting for the grace period to judge recovery"
+    later = plan_for(reaped(Cause.VAD, reaped_at), [slow("t0", last_seen=grace_end + timedelta(seconds=1))])
+    assert (later["t0"].step, later["t0"].cause) == (Step.CORDON, Cause.VAD)
+    assert later["t0"].reason.startswith(f"still slow {POLICY.reap_grace_minutes} min after the reap: ")
+
+
+def test_a_reaped_task_without_the_fleets_assessment_waits() -> None:
+    tasks = [reaped(Cause.VAD, NOW - GRACE - timedelta(minutes=2))] + [task(f"t{i}") for i in range(1, 5)]
+    (step,) = plan_ladder(Snapshot(now=NOW, tasks=tasks, fleet=None), POLICY).steps
+    assert (step.task_id, step.step) == ("t0", Step.WAIT)
