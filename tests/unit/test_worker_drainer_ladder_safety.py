@@ -7,11 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fleet_remediation.contract.policies import DrainerPolicy
+from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy, RoomRule
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
-from worker_drainer.adapters.worker_logs import SlowVadStats
+from worker_drainer.adapters.worker_logs import JobSighting, SlowVadStats
 from worker_drainer.decide.attribution import Pattern, WorkerAssessment, assess_fleet
 from worker_drainer.decide.guardrails import Guardrails
 from worker_drainer.decide.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
@@ -28,6 +29,7 @@ from worker_drainer.decide.task_tags import (
     TaskMarks,
     marks_of,
 )
+from worker_drainer.read.job_evidence import JOB_LINE_INDEXING_MARGIN, RoomsSeen
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)
@@ -361,3 +363,71 @@ def test_a_reaped_task_without_the_fleets_assessment_waits() -> None:
     tasks = [reaped(Cause.VAD, NOW - GRACE - timedelta(minutes=2))] + [task(f"t{i}") for i in range(1, 5)]
     (step,) = plan_ladder(Snapshot(now=NOW, tasks=tasks, fleet=None), POLICY).steps
     assert (step.task_id, step.step) == ("t0", Step.WAIT)
+
+
+# --- The job evidence a stop decides on: unknown is never zero (read.job_evidence) ----------------
+
+
+def sighting(task_id: str, room: str, room_id: str = "", job: str = "J1") -> JobSighting:
+    return JobSighting(f"agent/agent-svc/{task_id}", job, room, room_id, NOW)
+
+
+def seen(live: list[LiveRoom] | None, **sightings: list[JobSighting]) -> RoomsSeen:
+    return RoomsSeen(None if live is None else {r.name: r for r in live}, sightings, NOW, "lesson-.*")
+
+
+OLD_ROOM = LiveRoom("lesson-old", "RM_old", NOW - timedelta(hours=2), 1)
+
+
+def test_a_tasks_rooms_are_those_its_jobs_joined_with_the_same_room_sid() -> None:
+    recreated = LiveRoom("lesson-b", "RM_new", NOW - timedelta(hours=1), 1)
+    rooms = seen(
+        [OLD_ROOM, recreated],
+        t0=[
+            sighting("t0", "lesson-old"),
+            sighting("t0", "lesson-old", "RM_old", "J2"),
+            sighting("t0", "gone"),
+        ],
+        t1=[sighting("t1", "lesson-b", "RM_before")],
+    )
+    assert [r.name for r in rooms.rooms_of("t0") or []] == ["lesson-old"]  # two jobs, one room
+    assert rooms.active_jobs("t0") == 1
+    assert rooms.rooms_of("t1") == []  # its job was in the room of that name before it was recreated
+    assert rooms.active_jobs("t1") == 0
+    assert rooms.rooms_of("t9") == []
+
+
+def test_without_livekit_or_without_the_job_lines_every_count_is_unknown() -> None:
+    without_livekit = RoomsSeen(None, {"t0": [sighting("t0", "lesson-old")]}, NOW)
+    without_logs = RoomsSeen({"lesson-old": OLD_ROOM}, None, NOW)
+    for rooms in (without_livekit, without_logs):
+        assert rooms.rooms_of("t0") is None
+        assert rooms.active_jobs("t0") is None
+        assert rooms.protected_rooms("t0", ReaperPolicy()) is None
+        assert rooms.unaccounted_recent_rooms() == []
+
+
+def test_a_young_managed_room_no_job_line_accounts_for_makes_every_count_unknown() -> None:
+    margin = JOB_LINE_INDEXING_MARGIN
+    at_margin = LiveRoom("lesson-young", "RM_y", NOW - margin, 0)
+    rooms = seen([OLD_ROOM, at_margin], t0=[sighting("t0", "lesson-old")])
+    assert rooms.unaccounted_recent_rooms() == ["lesson-young"]
+    assert rooms.active_jobs("t0") is None
+    undated = seen([OLD_ROOM, LiveRoom("lesson-undated", "RM_u", None, 0)], t0=[sighting("t0", "lesson-old")])
+    assert undated.unaccounted_recent_rooms() == ["lesson-undated"]
+    older = LiveRoom("lesson-older", "RM_o", NOW - margin - timedelta(seconds=1), 0)
+    assert seen([OLD_ROOM, older], t0=[sighting("t0", "lesson-old")]).active_jobs("t0") == 1
+    unmanaged = LiveRoom("support-call", "RM_s", NOW, 0)
+    assert seen([OLD_ROOM, unmanaged], t0=[sighting("t0", "lesson-old")]).active_jobs("t0") == 1
+    accounted = seen(
+        [OLD_ROOM, at_margin], t0=[sighting("t0", "lesson-old")], t1=[sighting("t1", "lesson-young")]
+    )
+    assert accounted.active_jobs("t0") == 1
+
+
+def test_the_protected_rooms_of_a_task_are_named_in_order() -> None:
+    policy = ReaperPolicy(rules=[RoomRule(name_pattern="lesson-demo-.*", protected=True)])
+    demo = [LiveRoom(f"lesson-demo-{n}", f"RM_{n}", NOW - timedelta(hours=2), 1) for n in (2, 1)]
+    rooms = seen([*demo, OLD_ROOM], t0=[sighting("t0", r.name, job=r.name) for r in [*demo, OLD_ROOM]])
+    assert rooms.protected_rooms("t0", policy) == ("lesson-demo-1", "lesson-demo-2")
+    assert rooms.protected_rooms("t1", policy) == ()
