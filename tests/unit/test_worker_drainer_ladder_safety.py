@@ -4,11 +4,18 @@ an interrupted cordon or capacity change finished on the next tick."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
+from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy, RoomRule
+from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError, RemediationError
+from fleet_remediation.core.notes import Noted
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask
@@ -29,7 +36,15 @@ from worker_drainer.decide.task_tags import (
     TaskMarks,
     marks_of,
 )
-from worker_drainer.read.job_evidence import JOB_LINE_INDEXING_MARGIN, RoomsSeen
+from worker_drainer.dependencies import DrainerDependencies
+from worker_drainer.read.job_evidence import (
+    JOB_LINE_INDEXING_MARGIN,
+    JOB_LINE_READ_SLACK,
+    JOB_LOOKBACK,
+    RoomsSeen,
+    read_rooms,
+    read_tts_evidence,
+)
 
 NOW = datetime(2026, 9, 15, 17, 45, tzinfo=UTC)
 POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=2)
@@ -431,3 +446,172 @@ def test_the_protected_rooms_of_a_task_are_named_in_order() -> None:
     rooms = seen([*demo, OLD_ROOM], t0=[sighting("t0", r.name, job=r.name) for r in [*demo, OLD_ROOM]])
     assert rooms.protected_rooms("t0", policy) == ("lesson-demo-1", "lesson-demo-2")
     assert rooms.protected_rooms("t1", policy) == ()
+
+
+class JobLines:
+    """The worker logs' two reads the evidence makes, answered from a fixed list (or refused)."""
+
+    def __init__(self, *lines: JobSighting, error: RemediationError | None = None) -> None:
+        self.lines, self.error = lines, error
+        self.reads: list[tuple[list[str], datetime]] = []
+        self.deadlines: list[float] = []
+
+    def job_sightings(
+        self, log_streams: Sequence[str], start: datetime, end: datetime, deadline: float
+    ) -> list[JobSighting]:
+        self.reads.append((sorted(log_streams), start))
+        self.deadlines.append(deadline)
+        if self.error is not None:
+            raise self.error
+        return [line for line in self.lines if line.log_stream in log_streams]
+
+    def tts_outcomes(
+        self, log_stream: str, start: datetime, end: datetime, deadline: float
+    ) -> list[JobOutcome]:
+        self.reads.append(([log_stream], start))
+        self.deadlines.append(deadline)
+        if self.error is not None:
+            raise self.error
+        return [
+            JobOutcome("J1", log_stream, 1, 1),
+            JobOutcome("J2", log_stream, 1, 0),
+            JobOutcome("J3", log_stream, 0, 0),
+        ]
+
+
+class ListedRooms:
+    def __init__(self, *live: LiveRoom, error: RemediationError | None = None) -> None:
+        self.live, self.error, self.calls, self.closed = live, error, 0, False
+
+    async def list_rooms(self) -> list[LiveRoom]:
+        self.calls += 3  # as a client that paged through three requests
+        if self.error is not None:
+            raise self.error
+        return list(self.live)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def stream_of(task_id: str) -> str:
+    return f"agent/agent-svc/{task_id}"
+
+
+# What the evidence reads of the settings: each task's log stream, the Insights timeout, the rooms we manage.
+EVIDENCE_SETTINGS = SimpleNamespace(
+    log_stream_for=stream_of,
+    drainer=SimpleNamespace(insights_timeout_seconds=22.0),
+    reaper=SimpleNamespace(policy=ReaperPolicy()),
+)
+RECENT_READ = NOW - JOB_LINE_INDEXING_MARGIN - JOB_LINE_READ_SLACK
+LOGS_DOWN = AwsApiError("Logs Insights query failed: timed out", aws_code="ReadTimeout")
+
+
+def started(task_id: str, at: datetime | None) -> EcsTask:
+    return replace(task(task_id), started_at=at)
+
+
+def evidence(
+    tasks: list[EcsTask],
+    of_interest: list[EcsTask] | None,
+    logs: JobLines,
+    rooms: ListedRooms,
+    deadline: float = 1e12,
+) -> tuple[RoomsSeen, int, Noted]:
+    deps = SimpleNamespace(settings=EVIDENCE_SETTINGS, worker_logs=logs, room_service_factory=lambda: rooms)
+    noted = Noted()
+    seen_rooms, calls = read_rooms(tasks, cast(DrainerDependencies, deps), noted, NOW, deadline, of_interest)
+    return seen_rooms, calls, noted
+
+
+def test_the_tasks_of_interest_are_read_since_the_oldest_started_and_the_fleet_over_the_margin() -> None:
+    tasks = [
+        started("t0", NOW - timedelta(hours=2)),
+        started("t1", NOW - timedelta(hours=1)),
+        started("t2", None),
+    ]
+    logs = JobLines()
+    evidence(tasks, tasks[:2], logs, ListedRooms())
+    assert logs.reads == [
+        ([stream_of("t0"), stream_of("t1")], NOW - timedelta(hours=2)),
+        (sorted(stream_of(t.task_id) for t in tasks), RECENT_READ),
+    ]
+
+
+def test_a_task_of_interest_without_a_start_time_is_read_over_the_lookback() -> None:
+    tasks = [started("t0", NOW - timedelta(hours=1)), started("t1", None)]
+    logs = JobLines()
+    evidence(tasks, None, logs, ListedRooms())
+    assert logs.reads == [([stream_of("t0"), stream_of("t1")], NOW - JOB_LOOKBACK)]  # the fleet, in one read
+
+
+def test_the_fleet_is_read_over_the_margin_when_its_tasks_of_interest_started_after_it() -> None:
+    tasks = [started("t0", RECENT_READ + timedelta(seconds=1))]
+    logs = JobLines()
+    evidence(tasks, None, logs, ListedRooms())
+    assert logs.reads == [
+        ([stream_of("t0")], RECENT_READ + timedelta(seconds=1)),
+        ([stream_of("t0")], RECENT_READ),
+    ]
+    at_the_read = JobLines()
+    evidence([started("t0", RECENT_READ)], None, at_the_read, ListedRooms())
+    assert at_the_read.reads == [([stream_of("t0")], RECENT_READ)]
+
+
+def test_no_task_of_interest_reads_only_the_fleet_over_the_margin() -> None:
+    logs = JobLines()
+    evidence([started("t0", None)], [], logs, ListedRooms())
+    assert logs.reads == [([stream_of("t0")], RECENT_READ)]
+
+
+def test_job_lines_are_kept_per_task_once_per_job_and_room() -> None:
+    line = JobSighting(stream_of("t0"), "J1", "lesson-old", "RM_old", NOW)
+    other_job = replace(line, job_id="J2")
+    elsewhere = JobSighting("agent/other/t9", "J3", "lesson-old", "", NOW)
+    rooms, calls, noted = evidence(
+        [started("t0", None)], None, JobLines(line, line, other_job, elsewhere), ListedRooms(OLD_ROOM)
+    )
+    assert rooms.sightings == {"t0": [line, other_job]}
+    assert rooms.active_jobs("t0") == 1
+    assert (calls, noted.pending) == (3, [])
+
+
+def test_unreadable_job_lines_make_the_counts_unknown_and_are_noted() -> None:
+    rooms, _, noted = evidence([started("t0", None)], None, JobLines(error=LOGS_DOWN), ListedRooms(OLD_ROOM))
+    assert rooms.sightings is None
+    assert rooms.active_jobs("t0") is None
+    assert noted.pending == [LOGS_DOWN]
+
+
+def test_unreachable_livekit_makes_the_rooms_unknown_is_noted_and_its_requests_counted() -> None:
+    down = LiveKitUnavailableError("LiveKit unreachable", resource="livekit")
+    client = ListedRooms(error=down)
+    rooms, calls, noted = evidence([started("t0", None)], None, JobLines(), client)
+    assert (rooms.live, rooms.active_jobs("t0"), calls) == (None, None, 3)
+    assert noted.pending == [down]
+    assert client.closed
+
+
+def test_each_logs_read_ends_by_the_insights_timeout_or_a_step_before_the_deadline() -> None:
+    timeout = EVIDENCE_SETTINGS.drainer.insights_timeout_seconds
+    far = JobLines()
+    before = time.monotonic()
+    evidence([started("t0", None)], None, far, ListedRooms())
+    assert all(before + timeout <= d <= time.monotonic() + timeout for d in far.deadlines)
+    near = JobLines()
+    deadline = time.monotonic() + DRAINER_STEP_BUDGET_SECONDS + 1
+    evidence([started("t0", None)], None, near, ListedRooms(), deadline)
+    assert near.deadlines == [deadline - DRAINER_STEP_BUDGET_SECONDS]
+
+
+def test_tts_evidence_is_read_from_the_tasks_stream_since_its_cordon() -> None:
+    deps = cast(DrainerDependencies, SimpleNamespace(settings=EVIDENCE_SETTINGS, worker_logs=JobLines()))
+    noted = Noted()
+    assert read_tts_evidence(task("t0"), LONG_AGO, deps, noted, NOW, 1e12) == TtsEvidence(jobs=2, failed=1)
+    assert deps.worker_logs.reads == [([stream_of("t0")], LONG_AGO)]  # type: ignore[attr-defined]
+    refused = cast(
+        DrainerDependencies,
+        SimpleNamespace(settings=EVIDENCE_SETTINGS, worker_logs=JobLines(error=LOGS_DOWN)),
+    )
+    assert read_tts_evidence(task("t0"), LONG_AGO, refused, noted, NOW, 1e12) is None
+    assert noted.pending == [LOGS_DOWN]
