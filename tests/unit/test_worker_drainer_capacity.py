@@ -13,20 +13,28 @@ import pytest
 from fleet_remediation.adapters.livekit_rooms import LiveRoom, RoomService
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.sections import TaskActionScope
+from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.core.report import ReportBuilder
-from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reaping import RoomDecision, Verdict
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.replay_stores import SimulatedLedger
+from worker_drainer.act.capacity_keeper import CapacityKeeper
+from worker_drainer.act.cordon_saga import PROTECTION_READ_SETTLES, STOP_REASON_LIMIT, CordonSaga
 from worker_drainer.act.ladder_executor import DrainerExecutor
+from worker_drainer.act.step_outcomes import CapacityAmbiguousError
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection, task_id_of
 from worker_drainer.decide.capacity_settlement import Move, replacement_refusal, settle
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
+    COOLDOWN_TAG,
     CORDON_TAG,
+    SINCE_TAG,
     STATE_TAG,
+    STATE_TAGS,
+    STOP_REASON_PREFIX,
     Cause,
     State,
     TaskMarks,
@@ -306,3 +314,314 @@ def test_capacity_owed_for_a_stopped_task_still_tagged_draining_is_given_back() 
     built.ledger.put_capacity_debt(CapacityDebt("t0", holder.arn, 0), expected=None)
     assert run(built, revert(holder))[0][2:] == ("done", "capacity given back: desired count 3 -> 2")
     assert ecs.desired == 2
+
+
+# --- The cordon saga and the capacity keeper over the ECS and the ledger in memory ------------------
+
+REFUSED = AwsApiError("ECS call failed: AccessDenied", aws_code="AccessDeniedException", resource=ARN)
+# A reply lost after the service acted, and one lost before it did.
+LOST = AwsApiError("ECS call failed: reply lost", aws_code="Transport", resource=ARN, unknown=True)
+LOST_UNAPPLIED = AwsApiError("ECS call failed: no reply", aws_code="Transport", resource=ARN, unknown=True)
+
+
+class FailingEcs(MemoryEcs):
+    """``failures`` maps an operation to the errors its next calls raise (after acting, for a lost reply)."""
+
+    def __init__(self, *tasks: EcsTask, failures: dict[str, list[AwsApiError | None]], **kwargs: Any) -> None:
+        super().__init__(*tasks, **kwargs)
+        self.failures = failures
+
+    def _fail(self, operation: str) -> None:
+        queued = self.failures.get(operation, [])
+        error = queued.pop(0) if queued else None  # None: this call answers
+        if error is not None:
+            raise error
+
+    def set_protection(self, task_arn: str, enabled: bool, expires_in_minutes: int | None = None) -> None:
+        if self.failures.get("set_protection") and self.failures["set_protection"][0] is LOST:
+            super().set_protection(task_arn, enabled, expires_in_minutes)
+        self._fail("set_protection")
+        super().set_protection(task_arn, enabled, expires_in_minutes)
+
+    def set_desired_count(self, count: int) -> None:
+        if self.failures.get("set_desired_count") and self.failures["set_desired_count"][0] is LOST:
+            super().set_desired_count(count)
+        self._fail("set_desired_count")
+        super().set_desired_count(count)
+
+    def untag_task(self, task_arn: str, keys: Sequence[str]) -> None:
+        self._fail("untag_task")
+        super().untag_task(task_arn, keys)
+
+    def capacity(self) -> ServiceCapacity:
+        self._fail("capacity")
+        return super().capacity()
+
+
+POLICY = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=0.5, min_healthy_tasks=1)
+
+
+def saga(ecs: MemoryEcs, ledger: SimulatedLedger | None = None, policy: DrainerPolicy = POLICY) -> CordonSaga:
+    keeper = CapacityKeeper(ecs, ledger or SimulatedLedger(), lambda: NOW)
+    return CordonSaga(ecs, keeper, policy, ReaperPolicy(), lambda: NOW)
+
+
+def cordon_step(task: EcsTask, cause: Cause | None = Cause.VAD) -> PlannedStep:
+    return PlannedStep(task.task_id, task.arn, Step.CORDON, "degraded: slow", State.HEALTHY, cause=cause)
+
+
+def fleet(size: int = 4) -> list[EcsTask]:
+    return [in_service(f"t{i}") for i in range(size)]
+
+
+def test_a_cordon_tags_then_unprotects_then_raises_capacity_then_completes() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks, protected=True)
+    ledger = SimulatedLedger()
+    result = saga(ecs, ledger).cordon(tasks[0], cordon_step(tasks[0], None), "incident-7")
+    assert (result.outcome, result.reason) == (
+        Outcome.DONE,
+        "cordoned (protection was on; replacement capacity: desired count 4 -> 5)",
+    )
+    marks = TaskMarks.read(ecs.tasks["t0"].tags)
+    assert (marks.state, marks.cause, marks.cordon_complete, marks.incident) == (
+        State.DRAINING,
+        Cause.VAD,
+        True,
+        "incident-7",
+    )
+    assert ecs.protection_writes == [("t0", False, None)]
+    assert ecs.desired == 5
+    assert ledger.capacity_debt("t0") == CapacityDebt("t0", tasks[0].arn, int(NOW.timestamp()), Phase.RAISED)
+
+
+def test_a_cordon_is_refused_again_by_the_guardrails_it_re_reads() -> None:
+    tasks = [in_service("t0", **{STATE_TAG: "draining"}), *fleet(4)[1:]]
+    ecs = MemoryEcs(*tasks)
+    result = saga(ecs, policy=DrainerPolicy(max_draining_tasks=1, min_healthy_tasks=0)).cordon(
+        tasks[1], cordon_step(tasks[1]), "incident-1"
+    )
+    assert (result.outcome, result.reason) == (
+        Outcome.SKIPPED,
+        "re-check: guardrail: 1 draining, at most 1 at once",
+    )
+    assert STATE_TAG not in ecs.tasks["t1"].tags
+
+
+def test_a_refused_protection_change_is_compensated_and_a_refused_compensation_left_for_the_next_tick() -> (
+    None
+):
+    tasks = fleet()
+    ecs = FailingEcs(*tasks, protected=True, failures={"set_protection": [REFUSED]})
+    result = saga(ecs).cordon(tasks[0], cordon_step(tasks[0]), "incident-1")
+    assert (result.outcome, result.reason) == (
+        Outcome.FAILED,
+        "cordon refused, compensated (marks removed): ECS call failed: AccessDenied",
+    )
+    assert not set(STATE_TAGS) & set(ecs.tasks["t0"].tags)
+    both = FailingEcs(*tasks, protected=True, failures={"set_protection": [REFUSED], "untag_task": [REFUSED]})
+    half = saga(both).cordon(tasks[0], cordon_step(tasks[0]), "incident-1")
+    assert (half.outcome, half.reason) == (
+        Outcome.FAILED,
+        "cordon half done, undo failed too (ECS call failed: AccessDenied); next tick finishes: "
+        "ECS call failed: AccessDenied",
+    )
+    assert TaskMarks.read(both.tasks["t0"].tags).state is State.DRAINING
+
+
+def test_a_lost_protection_reply_leaves_the_cordon_started_for_the_next_tick() -> None:
+    tasks = fleet()
+    ecs = FailingEcs(*tasks, protected=True, failures={"set_protection": [LOST]})
+    with pytest.raises(AwsApiError):
+        saga(ecs).cordon(tasks[0], cordon_step(tasks[0]), "incident-1")
+    marks = TaskMarks.read(ecs.tasks["t0"].tags)
+    assert (marks.state, marks.cordon_complete) == (State.DRAINING, False)
+
+
+def test_a_refused_raise_keeps_the_cordon_without_extra_capacity_and_owes_nothing() -> None:
+    tasks = fleet()
+    ledger = SimulatedLedger()
+    ecs = FailingEcs(*tasks, failures={"set_desired_count": [REFUSED]})
+    result = saga(ecs, ledger).cordon(tasks[0], cordon_step(tasks[0]), "incident-1")
+    assert (result.outcome, result.reason) == (
+        Outcome.FAILED,
+        "cordoned without extra capacity (the service replaces it on stop): ECS call failed: AccessDenied",
+    )
+    assert ecs.tasks["t0"].tags[CAPACITY_TAG] == "none"
+    assert TaskMarks.read(ecs.tasks["t0"].tags).cordon_complete
+    assert (ecs.desired, ledger.capacity_debt("t0")) == (4, None)
+
+
+def test_a_lost_raise_reply_that_took_effect_is_owed_and_one_that_did_not_is_left_raising() -> None:
+    tasks = fleet()
+    ledger = SimulatedLedger()
+    took = FailingEcs(*tasks, failures={"set_desired_count": [LOST]})
+    assert saga(took, ledger).cordon(tasks[0], cordon_step(tasks[0]), "incident-1").outcome is Outcome.DONE
+    assert (took.desired, ledger.capacity_debt("t0").phase) == (5, Phase.RAISED)  # type: ignore[union-attr]
+    for failures in (
+        {"set_desired_count": [LOST_UNAPPLIED]},
+        {"set_desired_count": [LOST], "capacity": [None, REFUSED]},
+    ):
+        unsure = SimulatedLedger()
+        ecs = FailingEcs(*tasks, failures=dict(failures))
+        keeper = CapacityKeeper(ecs, unsure, lambda: NOW)
+        with pytest.raises(AwsApiError):
+            keeper.settle("t0", tasks[0].arn, want_raised=True)
+        assert unsure.capacity_debt("t0").phase is Phase.RAISING  # type: ignore[union-attr]
+
+
+def test_completing_a_cordon_waits_while_protection_may_show_its_value_from_before() -> None:
+    settles = int((NOW - PROTECTION_READ_SETTLES).timestamp())
+    old = in_service("t0", **{STATE_TAG: "draining", SINCE_TAG: str(settles), CORDON_TAG: "started"})
+    ecs = MemoryEcs(old, protected=True)
+    done = saga(ecs).complete(old)
+    assert (done.outcome, done.reason) == (
+        Outcome.DONE,
+        "cordon completed (protection was on; the service replaces it when it stops)",
+    )
+    assert ecs.protection_writes == [("t0", False, None)]
+    assert TaskMarks.read(ecs.tasks["t0"].tags).cordon_complete
+    young = replace(old, tags={**old.tags, SINCE_TAG: str(settles + 1)})
+    ecs = MemoryEcs(young, protected=True)
+    wait = saga(ecs).complete(young)
+    assert wait.outcome is Outcome.SKIPPED
+    assert ecs.protection_writes == []
+    assert saga(MemoryEcs(young)).complete(young).outcome is Outcome.DONE
+
+
+def cordoned_in(
+    ecs: MemoryEcs, task_id: str, protection: TaskProtection, mode: str = "desired-count"
+) -> EcsTask:
+    """``task_id`` as a cordon left it (tags complete), its debt raised when ``mode`` is desired-count."""
+    tags = cordon_tags(NOW, "why", Cause.VAD, mode, protection, 3600, "incident-1") | {CORDON_TAG: "complete"}
+    ecs.tag_task(ecs.tasks[task_id].arn, tags)
+    return ecs.tasks[task_id]
+
+
+def test_undo_restores_protection_gives_capacity_back_unmarks_and_starts_the_cooldown() -> None:
+    ecs = MemoryEcs(*fleet(), desired=5)
+    ledger = SimulatedLedger()
+    task = cordoned_in(ecs, "t0", TaskProtection(True, NOW + timedelta(hours=1)))
+    ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0), expected=None)
+    until = NOW + timedelta(minutes=POLICY.cooldown_minutes)
+    result = saga(ecs, ledger).undo(task, by_operator=False)
+    assert (result.outcome, result.reason) == (
+        Outcome.DONE,
+        f"protection restored until {(NOW + timedelta(hours=1)).isoformat()}; capacity given back: desired "
+        f"count 5 -> 4; unmarked; cooldown until {until.isoformat(timespec='seconds')}",
+    )
+    assert ecs.protection_writes == [("t0", True, 60)]
+    assert (ecs.desired, ledger.capacity_debt("t0")) == (4, None)
+    assert ecs.tasks["t0"].tags == {COOLDOWN_TAG: str(int(until.timestamp()))}
+
+
+def test_an_operators_undo_says_its_undrain_holds_and_touches_no_capacity_it_did_not_raise() -> None:
+    ecs = MemoryEcs(*fleet(), desired=4)
+    task = cordoned_in(ecs, "t0", TaskProtection(False), mode="none")
+    result = saga(ecs).undo(task, by_operator=True)
+    until = (NOW + timedelta(minutes=POLICY.cooldown_minutes)).isoformat(timespec="seconds")
+    assert (
+        result.reason == f"it was not protected before; unmarked; the operator's undrain holds until {until}"
+    )
+    assert (ecs.protection_writes, ecs.desired) == ([], 4)
+
+
+def stop_step(task: EcsTask, reason: str = "drained: no active jobs") -> PlannedStep:
+    return PlannedStep(task.task_id, task.arn, Step.STOP, reason, State.DRAINING)
+
+
+def test_a_stop_re_checks_that_its_replacement_runs_then_gives_the_capacity_back() -> None:
+    ecs = MemoryEcs(*fleet(5), desired=5)
+    ledger = SimulatedLedger()
+    task = cordoned_in(ecs, "t0", TaskProtection(False))
+    ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0), expected=None)
+    ecs.desired = 6  # the replacement is asked for and not running yet
+    waiting = saga(ecs, ledger).stop(task, stop_step(task))
+    assert (waiting.outcome, waiting.reason) == (
+        Outcome.SKIPPED,
+        "re-check: replacement not running yet: 5 of desired 6 tasks running",
+    )
+    assert ecs.stops == []
+    ecs.desired = 5
+    done = saga(ecs, ledger).stop(task, stop_step(task))
+    assert (done.outcome, done.reason) == (Outcome.DONE, "stopped; capacity given back: desired count 5 -> 4")
+    assert ecs.stops == [("t0", "livekit-drainer: drained: no active jobs")]
+
+
+def test_a_stop_reason_is_cut_at_the_limit_stop_task_takes() -> None:
+    for length in (
+        STOP_REASON_LIMIT - len(STOP_REASON_PREFIX),
+        STOP_REASON_LIMIT - len(STOP_REASON_PREFIX) + 1,
+    ):
+        ecs = MemoryEcs(*fleet())
+        task = cordoned_in(ecs, "t0", TaskProtection(False), mode="none")
+        result = saga(ecs).stop(task, stop_step(task, "r" * length))
+        assert (result.outcome, result.reason) == (
+            Outcome.DONE,
+            "stopped; the service starts its replacement",
+        )
+        ((_, reason),) = ecs.stops
+        assert reason == (STOP_REASON_PREFIX + "r" * length)[:STOP_REASON_LIMIT]
+        assert len(reason) == STOP_REASON_LIMIT
+
+
+def test_a_stopped_task_whose_give_back_failed_is_told_and_left_owed() -> None:
+    ecs = FailingEcs(*fleet(5), desired=5, failures={"set_desired_count": [REFUSED]})
+    ledger = SimulatedLedger()
+    task = cordoned_in(ecs, "t0", TaskProtection(False))
+    ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0), expected=None)
+    result = saga(ecs, ledger).stop(task, stop_step(task))
+    assert (result.outcome, result.reason) == (
+        Outcome.FAILED,
+        "stopped; giving its capacity back did not complete: ECS call failed: AccessDenied",
+    )
+    assert ecs.stops != []
+    assert ledger.capacity_debt("t0").phase is Phase.LOWERING  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("owed", "desired", "want", "left", "count"),
+    [
+        (debt(Phase.RAISING, 4, 5), 5, True, Phase.RAISED, 5),  # confirmed
+        (debt(Phase.RAISING, 4, 5), 4, False, None, 4),  # forgotten: the raise never happened
+        (debt(Phase.LOWERING, 5, 4), 5, False, None, 4),  # lowered again, then forgotten
+        (debt(Phase.RAISED), 5, True, Phase.RAISED, 5),  # nothing to do
+    ],
+)
+def test_the_keeper_makes_the_one_move_the_debt_and_count_call_for(
+    owed: CapacityDebt, desired: int, want: bool, left: Phase | None, count: int
+) -> None:
+    ledger = SimulatedLedger()
+    ledger.put_capacity_debt(owed, expected=None)
+    ecs = MemoryEcs(*fleet(), desired=desired)
+    CapacityKeeper(ecs, ledger, lambda: NOW).settle("t0", ARN, want_raised=want)
+    held = ledger.capacity_debt("t0")
+    assert (held.phase if held else None, ecs.desired) == (left, count)
+
+
+def test_a_count_moved_by_someone_else_drops_the_debt_and_is_raised_as_ambiguous() -> None:
+    ledger = SimulatedLedger()
+    ledger.put_capacity_debt(debt(Phase.RAISING, 4, 5), expected=None)
+    ecs = MemoryEcs(*fleet(), desired=7)
+    with pytest.raises(CapacityAmbiguousError, match="neither 4 nor 5"):
+        CapacityKeeper(ecs, ledger, lambda: NOW).settle("t0", ARN, want_raised=True)
+    assert (ledger.capacity_debt("t0"), ecs.desired) == (None, 7)
+
+
+def test_a_give_back_whose_reply_was_lost_is_settled_from_the_count_read_back() -> None:
+    for failures, left in (
+        ({"set_desired_count": [LOST]}, None),  # it took effect: nothing owed
+        ({"set_desired_count": [LOST_UNAPPLIED]}, Phase.LOWERING),  # it did not: lowered again next tick
+        ({"set_desired_count": [REFUSED]}, Phase.LOWERING),
+    ):
+        ledger = SimulatedLedger()
+        ledger.put_capacity_debt(debt(Phase.RAISED), expected=None)
+        ecs = FailingEcs(*fleet(), desired=5, failures=dict(failures))
+        keeper = CapacityKeeper(ecs, ledger, lambda: NOW)
+        if left is None:
+            keeper.settle("t0", ARN, want_raised=False)
+        else:
+            with pytest.raises(AwsApiError):
+                keeper.settle("t0", ARN, want_raised=False)
+        held = ledger.capacity_debt("t0")
+        assert (held.phase if held else None) == left
