@@ -625,3 +625,41 @@ def test_a_give_back_whose_reply_was_lost_is_settled_from_the_count_read_back() 
                 keeper.settle("t0", ARN, want_raised=False)
         held = ledger.capacity_debt("t0")
         assert (held.phase if held else None) == left
+
+
+def settle_step(task: EcsTask) -> PlannedStep:
+    why = "capacity debt raising: settling it from the service's desired count"
+    return PlannedStep(task.task_id, task.arn, Step.SETTLE_CAPACITY, why, State.DRAINING)
+
+
+def holding(ecs: MemoryEcs) -> EcsTask:
+    return cordoned_in(ecs, "t0", TaskProtection(False))
+
+
+def test_a_settlement_keeps_the_capacity_a_running_draining_task_holds() -> None:
+    ecs = MemoryEcs(*fleet(), desired=5)
+    built = executor(ecs)
+    task = holding(ecs)
+    built.ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0, Phase.RAISING, 4, 5), expected=None)
+    assert run(built, settle_step(task))[0][2:] == ("done", "the raise to 5 took effect (its reply was lost)")
+    assert (ecs.desired, built.ledger.capacity_debt("t0").phase) == (5, Phase.RAISED)
+
+
+def test_a_settlement_raises_again_for_a_holder_whose_raise_never_happened() -> None:
+    ecs = MemoryEcs(*fleet(), desired=4)
+    built = executor(ecs)
+    task = holding(ecs)
+    built.ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0, Phase.RAISING, 4, 5), expected=None)
+    run(built, settle_step(task))
+    assert ecs.desired == 5
+    assert built.ledger.capacity_debt("t0") == CapacityDebt(
+        "t0", task.arn, int(NOW.timestamp()), Phase.RAISED
+    )
+
+
+def test_a_settlement_with_nothing_to_move_is_already_done() -> None:
+    ecs = MemoryEcs(*fleet(), desired=5)
+    built = executor(ecs)
+    task = holding(ecs)
+    built.ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0), expected=None)
+    assert run(built, settle_step(task))[0][2:] == ("already-done", "replacement capacity in place")

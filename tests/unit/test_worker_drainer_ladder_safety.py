@@ -455,6 +455,7 @@ class JobLines:
         self.lines, self.error = lines, error
         self.reads: list[tuple[list[str], datetime]] = []
         self.deadlines: list[float] = []
+        self.ends: list[datetime] = []
 
     def job_sightings(
         self, log_streams: Sequence[str], start: datetime, end: datetime, deadline: float
@@ -469,6 +470,7 @@ class JobLines:
         self, log_stream: str, start: datetime, end: datetime, deadline: float
     ) -> list[JobOutcome]:
         self.reads.append(([log_stream], start))
+        self.ends.append(end)
         self.deadlines.append(deadline)
         if self.error is not None:
             raise self.error
@@ -615,3 +617,32 @@ def test_tts_evidence_is_read_from_the_tasks_stream_since_its_cordon() -> None:
     )
     assert read_tts_evidence(task("t0"), LONG_AGO, refused, noted, NOW, 1e12) is None
     assert noted.pending == [LOGS_DOWN]
+
+
+def test_a_manual_request_says_what_it_does_for_each_state() -> None:
+    unmarked = plan_for(task("t0"), manual=ManualRequest("undrain", "t0"))["t0"]
+    assert (unmarked.step, unmarked.reason) == (Step.SKIP, "not marked: nothing to undo")
+    marked = plan_for(draining(Cause.VAD, LONG_AGO), manual=ManualRequest("undrain", "t0"))["t0"]
+    assert (marked.step, marked.reason) == (Step.UNDO, "manual undrain (the operator's cooldown follows)")
+    again = plan_for(draining(Cause.VAD, LONG_AGO), manual=ManualRequest("drain", "t0"))["t0"]
+    assert (again.step, again.reason) == (Step.SKIP, "already draining")
+    reaped_task = task("t0", **{STATE_TAG: "reaped", SINCE_TAG: epoch(LONG_AGO)})
+    drained = plan_for(reaped_task, manual=ManualRequest("drain", "t0"))["t0"]
+    assert (drained.step, drained.reason, drained.cause) == (Step.CORDON, "manual drain", Cause.MANUAL)
+
+
+def test_a_stop_held_for_protected_rooms_names_them_or_says_they_are_unknown() -> None:
+    due = draining(Cause.MANUAL, LONG_AGO, deadline=NOW - timedelta(seconds=1))
+    guarded = {"guards_protected_rooms": True, "active_jobs": {"t0": 2}}
+    two = plan_for(due, protected_rooms={"t0": ("lesson-demo-1", "lesson-demo-2")}, **guarded)["t0"]
+    assert two.reason == "not stopped: hosts protected live room(s) lesson-demo-1, lesson-demo-2"
+    unknown = plan_for(due, protected_rooms={"t0": None}, **guarded)["t0"]
+    assert unknown.reason == "not stopped: its rooms are unknown and the reaper policy protects some rooms"
+
+
+def test_tts_evidence_is_read_up_to_now_within_the_step_deadline() -> None:
+    logs = JobLines()
+    deps = cast(DrainerDependencies, SimpleNamespace(settings=EVIDENCE_SETTINGS, worker_logs=logs))
+    deadline = time.monotonic() + DRAINER_STEP_BUDGET_SECONDS + 1
+    read_tts_evidence(task("t0"), LONG_AGO, deps, Noted(), NOW, deadline)
+    assert (logs.ends, logs.deadlines) == ([NOW], [deadline - DRAINER_STEP_BUDGET_SECONDS])
