@@ -13,7 +13,7 @@ import pytest
 from fleet_remediation.adapters.livekit_rooms import LiveRoom, RoomService
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.sections import TaskActionScope
-from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError, KillSwitchError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reaping import RoomDecision, Verdict
@@ -21,16 +21,19 @@ from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.replay_stores import SimulatedLedger
 from worker_drainer.act.capacity_keeper import CapacityKeeper
 from worker_drainer.act.cordon_saga import PROTECTION_READ_SETTLES, STOP_REASON_LIMIT, CordonSaga
-from worker_drainer.act.ladder_executor import DrainerExecutor
+from worker_drainer.act.ladder_executor import LEASE_POLL_SECONDS, DrainerExecutor
 from worker_drainer.act.step_outcomes import CapacityAmbiguousError
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection, task_id_of
+from worker_drainer.adapters.journal_model import AuditKey, OpenIntent, TagWrite
+from worker_drainer.adapters.ledger import Lease
 from worker_drainer.decide.capacity_settlement import Move, replacement_refusal, settle
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
     COOLDOWN_TAG,
     CORDON_TAG,
+    INCIDENT_TAG,
     SINCE_TAG,
     STATE_TAG,
     STATE_TAGS,
@@ -222,7 +225,7 @@ def executor(
         "ledger": SimulatedLedger(),
         "mode_switch": FixedModeSwitch(Mode.ENFORCE),
         "room_service_factory": rooms,
-        "policy": DrainerPolicy(),
+        "policy": POLICY,
         "reaper_policy": ReaperPolicy(),
         "cluster": "c",
         "service": "svc",
@@ -663,3 +666,232 @@ def test_a_settlement_with_nothing_to_move_is_already_done() -> None:
     task = holding(ecs)
     built.ledger.put_capacity_debt(CapacityDebt("t0", task.arn, 0), expected=None)
     assert run(built, settle_step(task))[0][2:] == ("already-done", "replacement capacity in place")
+
+
+# --- The executor's re-checks right before each step, and its journal ------------------------------
+
+
+class JournalLedger(SimulatedLedger):
+    """The ledger in memory; ``entries`` lists every audit write (the intent, then the outcome), and
+    ``broken`` names the calls that fail."""
+
+    def __init__(self, *broken: str) -> None:
+        super().__init__()
+        self.entries: list[dict[str, str]] = []
+        self.broken = set(broken)
+        self.leases: list[str] = []
+
+    def _check(self, call: str) -> None:
+        if call in self.broken:
+            raise AwsApiError(f"DynamoDB ledger call failed: {call}", aws_code="InternalServerError")
+
+    def audit(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
+        self._check("audit" if entry["outcome"] == "intended" else "audit of the outcome")
+        self.entries.append(dict(entry))
+        super().audit(task_id, key, entry)
+
+    def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
+        self._check("open_intent")
+        super().open_intent(task_id, key, entry)
+
+    def open_intents(self) -> list[OpenIntent]:
+        self._check("open_intents")
+        return super().open_intents()
+
+    def close_intent(self, task_id: str, key: AuditKey) -> bool:
+        self._check("close_intent")
+        return super().close_intent(task_id, key)
+
+    def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
+        self._check("record_tag_write")
+        super().record_tag_write(key, write)
+
+    def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
+        self.leases.append(key)
+        return super().acquire(key, holder, now, ttl_seconds)
+
+
+class UnreadableSwitch:
+    def read(self) -> Mode:
+        raise KillSwitchError("cannot read kill switch /lkfr/it/mode: timed out", resource="/lkfr/it/mode")
+
+
+class UnmanagedEcs(MemoryEcs):
+    def ecs_managed_tags(self) -> bool:
+        return False
+
+
+def reported(built: DrainerExecutor, *steps: PlannedStep) -> ReportBuilder:
+    report = ReportBuilder("worker_drainer", "test")
+    built.run(LadderPlan(steps, healthy_running=0, draining=0), report)
+    return report
+
+
+def test_each_step_re_reads_the_kill_switch_and_is_journaled_when_it_is_skipped() -> None:
+    tasks = fleet()
+    for switch, why in (
+        (FixedModeSwitch(Mode.DRY_RUN), "kill switch is now dry-run"),
+        (UnreadableSwitch(), "kill switch unreadable: cannot read kill switch /lkfr/it/mode: timed out"),
+    ):
+        ecs, ledger = MemoryEcs(*tasks), JournalLedger()
+        assert run(executor(ecs, ledger=ledger, mode_switch=switch), cordon_step(tasks[0])) == [
+            ("t0", "cordon", "skipped", why)
+        ]
+        assert STATE_TAG not in ecs.tasks["t0"].tags
+        assert [e["outcome"] for e in ledger.entries] == ["skipped"]
+
+
+def test_a_step_without_its_intent_on_record_is_not_taken() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks)
+    built = executor(ecs, ledger=JournalLedger("open_intent"))
+    assert run(built, cordon_step(tasks[0])) == [
+        ("t0", "cordon", "skipped", "intent not recorded: DynamoDB ledger call failed: open_intent")
+    ]
+    assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+def test_the_journal_holds_the_intent_then_the_outcome_of_each_step() -> None:
+    tasks = fleet()
+    ledger = JournalLedger()
+    run(executor(MemoryEcs(*tasks), ledger=ledger), cordon_step(tasks[0], Cause.TTS_SUSPECT))
+    planned = {
+        "action": "cordon",
+        "planned_because": "degraded: slow",
+        "task_arn": tasks[0].arn,
+        "incident": "incident-1",
+        "cause": "tts-suspect",
+    }
+    assert ledger.entries == [
+        planned | {"outcome": "intended"},
+        planned
+        | {
+            "outcome": "done",
+            "reason": "cordoned (protection was off; replacement capacity: desired count 4 -> 5)",
+        },
+    ]
+    assert ledger.open_intents() == []
+
+
+def test_an_unrecorded_outcome_or_tag_write_is_reported_and_the_step_stands() -> None:
+    for broken in ("audit of the outcome", "record_tag_write", "close_intent"):
+        tasks = fleet()
+        ecs = MemoryEcs(*tasks)
+        report = reported(executor(ecs, ledger=JournalLedger(broken)), cordon_step(tasks[0]))
+        assert [(a.action, a.outcome) for a in report.actions] == [("cordon", Outcome.DONE)], broken
+        assert [e.message for e in report.errors] == [f"DynamoDB ledger call failed: {broken}"]
+        assert TaskMarks.read(ecs.tasks["t0"].tags).state is State.DRAINING
+
+
+def test_a_step_acts_only_on_the_state_it_was_planned_for() -> None:
+    marked = in_service("t0", **{STATE_TAG: "draining", CORDON_TAG: "complete"})
+    ecs = MemoryEcs(marked, *fleet()[1:])
+    cases = [
+        (cordon_step(marked), "already-done", "task state changed from healthy to draining"),
+        (
+            PlannedStep("t0", marked.arn, Step.STOP, "idle", State.REAPED),
+            "skipped",
+            "task state changed from reaped to draining",
+        ),
+        (
+            PlannedStep("t0", marked.arn, Step.COMPLETE_CORDON, "x", State.DRAINING),
+            "already-done",
+            "cordon already complete",
+        ),
+    ]
+    for step, outcome, why in cases:
+        assert run(executor(ecs), step)[0][2:] == (outcome, why)
+    unmarked = fleet()[1]
+    undo = PlannedStep(unmarked.task_id, unmarked.arn, Step.UNDO, "recovered", State.DRAINING)
+    assert run(executor(ecs), undo)[0][2:] == ("already-done", "task state changed from draining to healthy")
+    assert ecs.stops == []
+
+
+def test_a_task_gone_before_its_step_is_stopped_already_or_skipped() -> None:
+    gone = in_service("t0")
+    ecs = MemoryEcs(gone, *fleet()[1:])
+    ecs.stop_task(gone.arn, "stopped by someone else")
+    ecs.stops.clear()
+    stop = PlannedStep("t0", gone.arn, Step.STOP, "idle", State.DRAINING)
+    assert run(executor(ecs), stop)[0][2:] == ("already-done", "task already stopped")
+    assert run(executor(ecs), cordon_step(gone))[0][2:] == ("skipped", "task is no longer RUNNING")
+    unknown = in_service("t9")
+    assert run(executor(ecs), cordon_step(unknown))[0][2:] == ("skipped", "task is no longer RUNNING")
+    assert ecs.stops == []
+
+
+def test_a_task_excluded_since_the_plan_is_not_touched() -> None:
+    excluded = in_service("t0", **{"livekit-drainer:exclude": "true"})
+    ecs = MemoryEcs(excluded, *fleet()[1:])
+    assert run(executor(ecs), cordon_step(excluded))[0][2:] == (
+        "skipped",
+        "re-check: the task is now excluded from the drainer",
+    )
+    assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+def test_a_ladder_keeps_the_incident_that_started_it() -> None:
+    reaped_task = in_service("t0", **{STATE_TAG: "reaped", INCIDENT_TAG: "incident-0"})
+    ecs = MemoryEcs(reaped_task, *fleet()[1:])
+    step = PlannedStep("t0", reaped_task.arn, Step.CORDON, "still slow", State.REAPED, cause=Cause.VAD)
+    run(executor(ecs, incident_id="incident-2"), step)
+    assert TaskMarks.read(ecs.tasks["t0"].tags).incident == "incident-0"
+    run(executor(ecs, incident_id="incident-2"), cordon_step(ecs.tasks["t1"]))
+    assert TaskMarks.read(ecs.tasks["t1"].tags).incident == "incident-2"
+
+
+def test_task_changes_a_service_without_managed_tags_would_be_denied_are_refused_once() -> None:
+    tasks = fleet()
+    ecs = UnmanagedEcs(*tasks)
+    built = executor(ecs)
+    built.ledger.put_capacity_debt(
+        CapacityDebt("gone", "arn:aws:ecs:eu-west-1:1:task/c/gone", 0), expected=None
+    )
+    report = reported(built, cordon_step(tasks[0]), cordon_step(tasks[1]), revert(in_service("gone")))
+    assert [(a.resource, a.outcome, a.reason) for a in report.actions] == [
+        ("t0", Outcome.SKIPPED, "task changes refused (EcsManagedTagsOff)"),
+        ("t1", Outcome.SKIPPED, "task changes refused (EcsManagedTagsOff)"),
+        ("gone", Outcome.DONE, "capacity given back: desired count 4 -> 3"),
+    ]
+    assert [e.code for e in report.errors] == ["EcsManagedTagsOff"]
+    cluster_wide = executor(UnmanagedEcs(*tasks), task_scope=TaskActionScope.CLUSTER)
+    assert run(cluster_wide, cordon_step(tasks[0]))[0][2] == "done"
+
+
+def test_a_step_the_service_refuses_fails_with_its_error() -> None:
+    tasks = fleet()
+    ecs = FailingEcs(*tasks, protected=True, failures={"set_protection": [LOST]})
+    assert run(executor(ecs), cordon_step(tasks[0])) == [
+        ("t0", "cordon", "unknown", "ECS call failed: reply lost; the next tick re-reads it")
+    ]
+
+
+def test_a_run_with_nothing_to_do_takes_no_lease_and_reports_an_unreadable_journal() -> None:
+    ledger = JournalLedger()
+    run(executor(MemoryEcs(*fleet()), ledger=ledger))
+    assert ledger.leases == []
+    broken = JournalLedger("open_intents")
+    report = reported(executor(MemoryEcs(*fleet()), ledger=broken))
+    assert [e.message for e in report.errors] == ["DynamoDB ledger call failed: open_intents"]
+    assert broken.leases == []
+
+
+def test_a_lease_held_by_another_run_is_waited_for_then_refused() -> None:
+    tasks = fleet()
+    ledger = JournalLedger()
+    ledger.acquire("service#svc", "another-run", NOW, 220)
+    ecs = MemoryEcs(*tasks)
+    started = time.monotonic()
+    with pytest.raises(ConcurrentActionError):
+        run(executor(ecs, ledger=ledger, policy=DrainerPolicy(lease_wait_seconds=0.3)), cordon_step(tasks[0]))
+    assert LEASE_POLL_SECONDS <= time.monotonic() - started < 5  # polled once, then refused
+    assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+def test_a_step_whose_intent_cannot_be_journaled_is_not_taken() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks)
+    assert run(executor(ecs, ledger=JournalLedger("audit")), cordon_step(tasks[0])) == [
+        ("t0", "cordon", "skipped", "intent not recorded: DynamoDB ledger call failed: audit")
+    ]
+    assert STATE_TAG not in ecs.tasks["t0"].tags
