@@ -126,11 +126,10 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_worker_drainer_reporting.py",
             "tests/unit/test_worker_drainer_stats.py",
             "tests/unit/test_worker_drainer_validation.py",
-            # One run end to end through the handler (a real worker, LiveKit and moto). Not here: the
-            # rest of the drainer's integration and fault tests (minutes a mutant on a shared machine);
-            # the unit tests pin the ladder, the saga, the capacity keeper and the evidence over an
-            # ECS and a ledger in memory.
-            "tests/integration/test_worker_drainer.py::test_reap_then_cordon_then_drain_then_stop_on_a_real_worker",
+            # Not here: the drainer's integration and fault tests (a real worker, LiveKit and moto:
+            # minutes a mutant on a shared machine, and a LiveKit timeout under its load fails the
+            # clean run); the unit tests pin the ladder, the executor, the saga, the capacity keeper
+            # and the evidence over an ECS, a ledger and LiveKit rooms in memory.
         ),
     ),
     Module(
