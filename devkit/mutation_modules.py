@@ -139,12 +139,11 @@ MODULES: tuple[Module, ...] = (
             f"{_WD}/adapters/{name}.py" for name in ("ecs_tasks", "ledger", "capacity_debts", "worker_probe")
         ),
         (
+            "tests/unit/test_worker_drainer_adapters.py",
             "tests/unit/test_worker_drainer_capacity.py",
-            "tests/integration/test_worker_drainer.py",
-            "tests/integration/test_worker_drainer_safety.py",
-            "tests/integration/test_worker_drainer_step_calls.py",
-            "tests/faults/test_drainer_saga_faults.py",
-            "tests/faults/test_side_effect_outcomes.py",
+            # Not here: the drainer's integration and fault tests (a real worker, LiveKit and moto:
+            # minutes a mutant on a shared machine); the unit tests pin each ECS request and answer
+            # on a stubbed client, each ledger condition on moto's DynamoDB, the debt's item, the probe.
         ),
     ),
     Module(

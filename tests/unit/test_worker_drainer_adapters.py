@@ -1,0 +1,469 @@
+"""The drainer's adapters in the units that own them: ECS over a stubbed boto3 client (each request's
+exact parameters, each answer read back), the ledger over moto's DynamoDB (each condition at its
+edge), the capacity debt's item, and the worker's ``/worker`` probe over a file and a closed port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
+from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
+from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection
+from worker_drainer.adapters.ecs_tasks import DESCRIBE_BATCH, BotoEcsTasks, TaskGoneError
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey
+from worker_drainer.adapters.ledger import DynamoLedger
+from worker_drainer.adapters.worker_probe import HttpWorkerProbe
+
+NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
+PREFIX = "arn:aws:ecs:eu-west-1:123456789012:task/agents/"
+ARN = f"{PREFIX}t0"
+
+
+# --- ECS: each request's parameters and what is read from each answer ------------------------------
+
+
+@pytest.fixture(scope="module")
+def ecs_client() -> Any:
+    # One client for the module: building one costs seconds on a loaded machine; each test stubs it anew.
+    return boto3.client("ecs", region_name="eu-west-1", aws_access_key_id="a", aws_secret_access_key="s")
+
+
+@pytest.fixture
+def ecs(ecs_client: Any) -> Iterator[tuple[BotoEcsTasks, Stubber]]:
+    with Stubber(ecs_client) as stub:
+        yield BotoEcsTasks("agents", "agent-svc", client=ecs_client), stub
+        stub.assert_no_pending_responses()
+
+
+def raw_task(task_id: str, status: str = "RUNNING", group: str = "service:agent-svc") -> dict[str, Any]:
+    return {
+        "taskArn": f"{PREFIX}{task_id}",
+        "lastStatus": status,
+        "desiredStatus": status,
+        "group": group,
+        "tags": [{"key": "livekit-drainer:state", "value": "draining"}],
+    }
+
+
+def test_running_tasks_are_listed_page_by_page_and_described_a_hundred_at_a_time(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    arns = [f"{PREFIX}t{n}" for n in range(DESCRIBE_BATCH + 1)]
+    listing = {"cluster": "agents", "serviceName": "agent-svc", "desiredStatus": "RUNNING"}
+    stub.add_response("list_tasks", {"taskArns": arns[:60], "nextToken": "page-2"}, listing)
+    stub.add_response("list_tasks", {"taskArns": arns[60:]}, listing | {"nextToken": "page-2"})
+    first = [raw_task("t0"), raw_task("t1", status="STOPPED"), raw_task("t2", group="service:other")]
+    stub.add_response(
+        "describe_tasks", {"tasks": first}, {"cluster": "agents", "tasks": arns[:100], "include": ["TAGS"]}
+    )
+    stub.add_response(
+        "describe_tasks",
+        {"tasks": [raw_task("t100")]},
+        {"cluster": "agents", "tasks": arns[100:], "include": ["TAGS"]},
+    )
+    running = tasks.running_tasks()
+    assert [t.task_id for t in running] == ["t0", "t100"]
+    assert running[0].tags == {"livekit-drainer:state": "draining"}
+    assert tasks.calls == 4
+
+
+def test_a_task_described_alone_is_none_once_ecs_no_longer_knows_it(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    params = {"cluster": "agents", "tasks": [ARN], "include": ["TAGS"]}
+    stub.add_response("describe_tasks", {"tasks": [raw_task("t0")]}, params)
+    stub.add_response(
+        "describe_tasks", {"tasks": [], "failures": [{"arn": ARN, "reason": "MISSING"}]}, params
+    )
+    assert tasks.describe_task(ARN) == EcsTask(
+        ARN, "RUNNING", "RUNNING", "service:agent-svc", {"livekit-drainer:state": "draining"}
+    )
+    assert tasks.describe_task(ARN) is None
+
+
+def test_tags_are_written_and_removed_by_key(ecs: tuple[BotoEcsTasks, Stubber]) -> None:
+    tasks, stub = ecs
+    written = [
+        {"key": "livekit-drainer:state", "value": "draining"},
+        {"key": "livekit-drainer:cause", "value": "vad"},
+    ]
+    stub.add_response("tag_resource", {}, {"resourceArn": ARN, "tags": written})
+    stub.add_response(
+        "untag_resource",
+        {},
+        {"resourceArn": ARN, "tagKeys": ["livekit-drainer:state", "livekit-drainer:cause"]},
+    )
+    tasks.tag_task(ARN, {"livekit-drainer:state": "draining", "livekit-drainer:cause": "vad"})
+    tasks.untag_task(ARN, ("livekit-drainer:state", "livekit-drainer:cause"))
+    assert tasks.calls == 2
+
+
+def test_protection_is_read_with_its_expiry_and_off_when_no_task_shows_it(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    params = {"cluster": "agents", "tasks": [ARN]}
+    until = NOW + timedelta(hours=2)
+    stub.add_response(
+        "get_task_protection",
+        {
+            "protectedTasks": [
+                {"taskArn": ARN, "protectionEnabled": False},
+                {"taskArn": ARN, "protectionEnabled": True, "expirationDate": until},
+            ]
+        },
+        params,
+    )
+    stub.add_response(
+        "get_task_protection", {"protectedTasks": [{"taskArn": ARN, "protectionEnabled": False}]}, params
+    )
+    stub.add_response("get_task_protection", {"protectedTasks": [{"taskArn": ARN}]}, params)
+    stub.add_response("get_task_protection", {}, params)
+    assert tasks.protection(ARN) == TaskProtection(True, until)
+    assert tasks.protection(ARN) == TaskProtection(False)
+    assert tasks.protection(ARN) == TaskProtection(False)  # an answer without the flag: off
+    assert tasks.protection(ARN) == TaskProtection(False)
+
+
+@pytest.mark.parametrize(
+    ("reason", "detail", "error", "message"),
+    [
+        ("MISSING", None, TaskGoneError, "ECS GetTaskProtection failed for t0: MISSING"),
+        (
+            "TASK_NOT_VALID",
+            "not in a service",
+            TaskGoneError,
+            "ECS GetTaskProtection failed for t0: TASK_NOT_VALID not in a service",
+        ),
+        ("ACCESS_DENIED", "no", AwsApiError, "ECS GetTaskProtection failed for t0: ACCESS_DENIED no"),
+        (None, None, AwsApiError, "ECS GetTaskProtection failed for t0: UNKNOWN"),
+    ],
+)
+def test_a_protection_failure_names_the_task_and_a_gone_task_is_its_own_error(
+    ecs: tuple[BotoEcsTasks, Stubber],
+    reason: str | None,
+    detail: str | None,
+    error: type[AwsApiError],
+    message: str,
+) -> None:
+    tasks, stub = ecs
+    failure: dict[str, str] = {"arn": ARN}
+    if reason is not None:
+        failure["reason"] = reason
+    if detail is not None:
+        failure["detail"] = detail
+    stub.add_response("get_task_protection", {"failures": [failure]}, {"cluster": "agents", "tasks": [ARN]})
+    with pytest.raises(AwsApiError) as raised:
+        tasks.protection(ARN)
+    assert type(raised.value) is error
+    assert (raised.value.message, raised.value.aws_code, raised.value.resource) == (
+        message,
+        reason or "UNKNOWN",
+        ARN,
+    )
+
+
+def test_protection_is_set_with_an_expiry_only_when_enabling_with_one(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    base = {"cluster": "agents", "tasks": [ARN]}
+    stub.add_response(
+        "update_task_protection", {}, base | {"protectionEnabled": True, "expiresInMinutes": 90}
+    )
+    stub.add_response("update_task_protection", {}, base | {"protectionEnabled": True})
+    stub.add_response("update_task_protection", {}, base | {"protectionEnabled": False})
+    stub.add_response(
+        "update_task_protection",
+        {"failures": [{"arn": ARN, "reason": "MISSING"}]},
+        base | {"protectionEnabled": False},
+    )
+    tasks.set_protection(ARN, True, 90)
+    tasks.set_protection(ARN, True)
+    tasks.set_protection(ARN, False, 90)
+    with pytest.raises(TaskGoneError, match="ECS UpdateTaskProtection failed for t0: MISSING"):
+        tasks.set_protection(ARN, False)
+
+
+def test_a_stop_and_a_desired_count_name_the_cluster_and_service(ecs: tuple[BotoEcsTasks, Stubber]) -> None:
+    tasks, stub = ecs
+    stub.add_response(
+        "stop_task", {}, {"cluster": "agents", "task": ARN, "reason": "livekit-drainer: drained"}
+    )
+    stub.add_response("update_service", {}, {"cluster": "agents", "service": "agent-svc", "desiredCount": 6})
+    tasks.stop_task(ARN, "livekit-drainer: drained")
+    tasks.set_desired_count(6)
+    assert tasks.calls == 2
+
+
+def service(status: str = "ACTIVE", **fields: Any) -> dict[str, Any]:
+    return {"serviceName": "agent-svc", "status": status, "desiredCount": 5, **fields}
+
+
+def test_the_capacity_and_the_managed_tags_are_read_from_the_active_service(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    params = {"cluster": "agents", "services": ["agent-svc"]}
+    stub.add_response(
+        "describe_services",
+        {"services": [service("DRAINING", desiredCount=9), service(runningCount=4)]},
+        params,
+    )
+    stub.add_response("describe_services", {"services": [service()]}, params)
+    stub.add_response("describe_services", {"services": [service()]}, params)
+    stub.add_response("describe_services", {"services": [service(enableECSManagedTags=True)]}, params)
+    stub.add_response("describe_services", {"services": [service("INACTIVE")]}, params)
+    assert tasks.capacity() == ServiceCapacity(5, 4)
+    assert tasks.capacity() == ServiceCapacity(5, 0)  # no running count in the answer: none running
+    assert tasks.ecs_managed_tags() is False  # left out: ECS's default, off
+    assert tasks.ecs_managed_tags() is True
+    with pytest.raises(AwsApiError) as missing:
+        tasks.capacity()
+    assert (missing.value.message, missing.value.aws_code, missing.value.resource) == (
+        "ECS service agent-svc not found or not active in cluster agents",
+        "ServiceNotFoundException",
+        "agent-svc",
+    )
+
+
+def test_a_refused_ecs_call_is_a_typed_error_naming_its_operation_and_resource(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    stub.add_client_error("stop_task", "AccessDeniedException", "not allowed", http_status_code=400)
+    with pytest.raises(AwsApiError) as refused:
+        tasks.stop_task(ARN, "why")
+    assert (refused.value.message, refused.value.resource, refused.value.unknown) == (
+        "ECS StopTask failed: AccessDeniedException: not allowed",
+        ARN,
+        False,
+    )
+    assert tasks.calls == 1
+
+
+# --- The ledger on DynamoDB (moto): each condition at its edge ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def dynamodb() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name="eu-west-1")
+
+
+@pytest.fixture
+def ledger(dynamodb: Any, request: pytest.FixtureRequest) -> tuple[DynamoLedger, Any]:
+    """A table of its own for each test, in the module's one moto DynamoDB."""
+    table = f"ledger-{request.node.name[:180]}"
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return DynamoLedger(table, "agent-svc", client=dynamodb), dynamodb
+
+
+def test_a_lease_is_refused_while_another_holds_it_until_the_second_after_it_expires(
+    ledger: tuple[DynamoLedger, Any],
+) -> None:
+    store, _ = ledger
+    lease = store.acquire("service#agent-svc", "run-1", NOW, 60)
+    assert (lease.key, lease.holder, lease.expires_at) == (
+        "service#agent-svc",
+        "run-1",
+        int(NOW.timestamp()) + 60,
+    )
+    assert store.acquire("service#agent-svc", "run-1", NOW, 60) == lease  # its own holder takes it again
+    expiry = NOW + timedelta(seconds=60)
+    with pytest.raises(
+        ConcurrentActionError, match="service#agent-svc is being handled by another invocation"
+    ):
+        store.acquire("service#agent-svc", "run-2", expiry, 60)
+    assert store.acquire("service#agent-svc", "run-2", expiry + timedelta(seconds=1), 60).holder == "run-2"
+
+
+def test_a_lease_is_released_only_by_its_holder(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, _ = ledger
+    mine = store.acquire("service#agent-svc", "run-1", NOW, 60)
+    theirs = store.acquire("service#agent-svc", "run-2", NOW + timedelta(minutes=2), 60)
+    store.release(mine)  # expired and taken by another since: theirs stays
+    with pytest.raises(ConcurrentActionError):
+        store.acquire("service#agent-svc", "run-3", NOW + timedelta(minutes=2), 60)
+    store.release(theirs)
+    assert store.acquire("service#agent-svc", "run-3", NOW + timedelta(minutes=2), 60).holder == "run-3"
+
+
+def test_capacity_debts_are_written_only_from_the_phase_expected(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, _ = ledger
+    raising = CapacityDebt("t0", ARN, 100, Phase.RAISING, 4, 5)
+    store.put_capacity_debt(raising, expected=None)
+    with pytest.raises(ConcurrentActionError, match="capacity debt of t0 is not absent"):
+        store.put_capacity_debt(raising, expected=None)
+    with pytest.raises(ConcurrentActionError, match="capacity debt of t0 is not raised"):
+        store.put_capacity_debt(raising.moved(Phase.LOWERING, 5, 4), expected=Phase.RAISED)
+    store.put_capacity_debt(raising.moved(Phase.RAISED), expected=Phase.RAISING)
+    store.put_capacity_debt(CapacityDebt("t1", f"{PREFIX}t1", 200), expected=None)
+    assert store.capacity_debt("t0") == CapacityDebt("t0", ARN, 100, Phase.RAISED)
+    assert sorted(d.task_id for d in store.capacity_debts()) == ["t0", "t1"]
+    assert store.capacity_debt("t9") is None
+    with pytest.raises(ConcurrentActionError, match="capacity debt of t0 is not lowering"):
+        store.forget_capacity_debt("t0", expected=Phase.LOWERING)
+    store.forget_capacity_debt("t0", expected=Phase.RAISED)
+    assert [d.task_id for d in store.capacity_debts()] == ["t1"]
+
+
+def test_every_page_of_capacity_debts_is_read(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    pages = [
+        {
+            "Items": [{"sk": {"S": "t0"}, "task_arn": {"S": ARN}, "raised_at": {"N": "1"}}],
+            "LastEvaluatedKey": {"pk": {"S": "x"}, "sk": {"S": "t0"}},
+        },
+        {"Items": [{"sk": {"S": "t1"}, "task_arn": {"S": ARN}, "raised_at": {"N": "2"}}]},
+    ]
+    with Stubber(client) as stub:
+        base = {
+            "TableName": store.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": "capacity#agent-svc"}},
+            "ConsistentRead": True,
+        }
+        stub.add_response("query", pages[0], base)
+        stub.add_response(
+            "query", pages[1], base | {"ExclusiveStartKey": {"pk": {"S": "x"}, "sk": {"S": "t0"}}}
+        )
+        assert [(d.task_id, d.raised_at) for d in store.capacity_debts()] == [("t0", 1), ("t1", 2)]
+
+
+def test_an_audit_entry_is_kept_ninety_days_under_its_task(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    key = AuditKey("run-1", NOW, 3)
+    store.audit("t0", key, {"action": "cordon", "outcome": "intended"})
+    item = client.get_item(
+        TableName=store.table_name, Key={"pk": {"S": "task#t0"}, "sk": {"S": key.sort_key}}
+    )["Item"]
+    assert item == {
+        "pk": {"S": "task#t0"},
+        "sk": {"S": key.sort_key},
+        "action": {"S": "cordon"},
+        "outcome": {"S": "intended"},
+        "expires_at": {"N": str(int(NOW.timestamp()) + AUDIT_RETENTION_SECONDS)},
+    }
+
+
+def test_a_notice_is_first_once_per_key_until_the_second_after_it_expires(
+    ledger: tuple[DynamoLedger, Any],
+) -> None:
+    store, _ = ledger
+    assert store.first_notice("guardrail#t0", NOW, 600)
+    assert store.first_notice("guardrail#t1", NOW, 600)  # another key is told too
+    assert not store.first_notice("guardrail#t0", NOW + timedelta(seconds=600), 600)
+    assert store.first_notice("guardrail#t0", NOW + timedelta(seconds=601), 600)
+
+
+def test_a_ledger_call_that_fails_is_a_typed_error(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    with Stubber(client) as stub:
+        stub.add_client_error("put_item", "InternalServerError", "boom", http_status_code=500)
+        with pytest.raises(AwsApiError) as failed:
+            store.audit("t0", AuditKey("run-1", NOW, 0), {"outcome": "intended"})
+        stub.add_client_error("put_item", "ConditionalCheckFailedException", "no", http_status_code=400)
+        with pytest.raises(AwsApiError) as unconditional:
+            store.audit("t0", AuditKey("run-1", NOW, 0), {"outcome": "intended"})
+    assert (failed.value.aws_code, failed.value.unknown, failed.value.resource) == (
+        "InternalServerError",
+        True,
+        "t0",
+    )
+    assert failed.value.message == "DynamoDB ledger call failed: InternalServerError: boom"
+    assert unconditional.value.aws_code == "ConditionalCheckFailedException"  # not a lost race there
+    assert store.calls == 2
+
+
+# --- A capacity debt's item ---------------------------------------------------------------------
+
+
+def test_a_debt_round_trips_through_its_item_with_its_counts_only_when_known() -> None:
+    moving = CapacityDebt("t0", ARN, 1700000000, Phase.LOWERING, 5, 4)
+    assert debt_attributes(moving) == {
+        "task_arn": {"S": ARN},
+        "raised_at": {"N": "1700000000"},
+        "phase": {"S": "lowering"},
+        "before": {"N": "5"},
+        "after": {"N": "4"},
+    }
+    assert debt_from({"sk": {"S": "t0"}} | debt_attributes(moving)) == moving
+    raised = CapacityDebt("t0", ARN, 1700000000)
+    assert set(debt_attributes(raised)) == {"task_arn", "raised_at", "phase"}
+    zero = CapacityDebt("t0", ARN, 0, Phase.LOWERING, 1, 0)
+    assert debt_from({"sk": {"S": "t0"}} | debt_attributes(zero)) == zero
+
+
+def test_a_debt_written_before_phases_existed_reads_as_raised() -> None:
+    item = {"sk": {"S": "t0"}, "task_arn": {"S": ARN}, "raised_at": {"N": "12"}}
+    assert debt_from(item) == CapacityDebt("t0", ARN, 12, Phase.RAISED, None, None)
+
+
+def test_a_debt_moved_to_another_phase_keeps_its_task_and_takes_the_new_counts() -> None:
+    debt = CapacityDebt("t0", ARN, 12, Phase.RAISING, 4, 5)
+    assert debt.moved(Phase.LOWERING, 5, 4) == CapacityDebt("t0", ARN, 12, Phase.LOWERING, 5, 4)
+    assert debt.moved(Phase.RAISED) == CapacityDebt("t0", ARN, 12, Phase.RAISED, None, None)
+
+
+# --- The worker's /worker endpoint ----------------------------------------------------------------
+
+
+def probe_answering(tmp_path: Path, body: str) -> tuple[HttpWorkerProbe, EcsTask]:
+    (tmp_path / "worker").write_text(body)
+    task = EcsTask(ARN, "RUNNING", "RUNNING", "service:agent-svc")
+    return HttpWorkerProbe(8081, 1.0, endpoint_for=lambda _: f"{tmp_path.as_uri()}/"), task
+
+
+@pytest.mark.parametrize(
+    ("body", "jobs"),
+    [
+        ('{"active_jobs": 2, "worker_load": 0.5}', 2),
+        ('{"active_jobs": 1.0}', 1),
+        ('{"active_jobs": "3"}', 3),
+        ('{"worker_load": 0.0}', 0),  # proto3 JSON leaves a zero out
+        ('{"active_jobs": null}', None),
+        ('{"active_jobs": "many"}', None),
+        ("[1, 2]", None),
+        ("not json", None),
+    ],
+)
+def test_the_worker_endpoint_answers_its_active_jobs_or_unknown(
+    tmp_path: Path, body: str, jobs: int | None
+) -> None:
+    probe, task = probe_answering(tmp_path, body)
+    assert probe.active_jobs(task) == jobs
+    assert probe.calls == 1
+
+
+def test_a_worker_without_an_address_or_out_of_reach_is_unknown() -> None:
+    probe = HttpWorkerProbe(1, 0.5)
+    assert probe.active_jobs(EcsTask(ARN, "RUNNING", "RUNNING", "g")) is None
+    assert probe.calls == 0  # no address: nothing asked
+    reachable = EcsTask(ARN, "RUNNING", "RUNNING", "g", private_ip="127.0.0.1")
+    assert probe.active_jobs(reachable) is None  # port 1: refused
+    assert probe.calls == 1
+
+
+def test_the_worker_endpoint_is_asked_on_the_tasks_private_address_and_port() -> None:
+    probe = HttpWorkerProbe(8081, 1.0)
+    task = EcsTask(ARN, "RUNNING", "RUNNING", "g", private_ip="10.0.0.7")
+    assert probe._endpoint_for(task) == "http://10.0.0.7:8081"
