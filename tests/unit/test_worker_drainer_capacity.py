@@ -27,7 +27,7 @@ from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
 from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection, task_id_of
 from worker_drainer.adapters.journal_model import AuditKey, OpenIntent, TagWrite
 from worker_drainer.adapters.ledger import Lease
-from worker_drainer.decide.capacity_settlement import Move, replacement_refusal, settle
+from worker_drainer.decide.capacity_settlement import Move, debt_for, replacement_refusal, settle
 from worker_drainer.decide.plan_model import LadderPlan, PlannedStep, Step
 from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
@@ -487,7 +487,10 @@ def test_completing_a_cordon_waits_while_protection_may_show_its_value_from_befo
     young = replace(old, tags={**old.tags, SINCE_TAG: str(settles + 1)})
     ecs = MemoryEcs(young, protected=True)
     wait = saga(ecs).complete(young)
-    assert wait.outcome is Outcome.SKIPPED
+    assert (wait.outcome, wait.reason) == (
+        Outcome.SKIPPED,
+        "protection shows on, possibly from before this cordon; re-read next tick",
+    )
     assert ecs.protection_writes == []
     assert saga(MemoryEcs(young)).complete(young).outcome is Outcome.DONE
 
@@ -895,3 +898,42 @@ def test_a_step_whose_intent_cannot_be_journaled_is_not_taken() -> None:
         ("t0", "cordon", "skipped", "intent not recorded: DynamoDB ledger call failed: audit")
     ]
     assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+@pytest.mark.parametrize(
+    ("owed", "desired", "want", "reason"),
+    [
+        (None, 4, True, "replacement capacity: desired count 4 -> 5"),
+        (None, 4, False, "none owed"),
+        (debt(Phase.RAISED), 5, True, "replacement capacity in place"),
+        (debt(Phase.RAISED), 5, False, "capacity given back: desired count 5 -> 4"),
+        (debt(Phase.RAISING, 4, 5), 5, True, "the raise to 5 took effect (its reply was lost)"),
+        (debt(Phase.RAISING, 4, 5), 5, False, "the raise took effect, giving it back: desired count 5 -> 4"),
+        (debt(Phase.RAISING, 4, 5), 4, True, "the raise never happened, raising now: desired count 4 -> 5"),
+        (debt(Phase.RAISING, 4, 5), 4, False, "the raise never happened (desired count 4)"),
+        (debt(Phase.LOWERING, 5, 4), 4, False, "capacity already given back (desired count 4)"),
+        (
+            debt(Phase.LOWERING, 5, 4),
+            5,
+            False,
+            "giving back the capacity again (the last attempt did not take effect): desired count 5 -> 4",
+        ),
+        (
+            debt(Phase.LOWERING, 5, 4),
+            3,
+            False,
+            "desired count is 3, neither 5 nor 4 as the interrupted lowering expected: someone else "
+            "changed it too; left as is, check the service",
+        ),
+    ],
+)
+def test_each_settlement_says_what_it_read_and_what_it_does(
+    owed: CapacityDebt | None, desired: int, want: bool, reason: str
+) -> None:
+    assert settle(owed, desired, want).reason == reason
+
+
+def test_a_debt_is_found_by_its_task_among_several() -> None:
+    debts = [CapacityDebt("t1", ARN, 1), CapacityDebt("t0", ARN, 2), CapacityDebt("t0", ARN, 3)]
+    assert debt_for(debts, "t0") == CapacityDebt("t0", ARN, 2)
+    assert debt_for(debts, "t9") is None

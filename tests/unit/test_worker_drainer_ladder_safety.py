@@ -23,7 +23,7 @@ from worker_drainer.adapters.worker_logs import JobSighting, SlowVadStats
 from worker_drainer.decide.attribution import Pattern, WorkerAssessment, assess_fleet
 from worker_drainer.decide.guardrails import Guardrails
 from worker_drainer.decide.ladder import ManualRequest, PlannedStep, Snapshot, Step, plan_ladder
-from worker_drainer.decide.recovery_evidence import TtsEvidence, tts_recovery, vad_recovery
+from worker_drainer.decide.recovery_evidence import Recovery, TtsEvidence, tts_recovery, vad_recovery
 from worker_drainer.decide.task_tags import (
     CAPACITY_TAG,
     CAUSE_TAG,
@@ -646,3 +646,26 @@ def test_tts_evidence_is_read_up_to_now_within_the_step_deadline() -> None:
     deadline = time.monotonic() + DRAINER_STEP_BUDGET_SECONDS + 1
     read_tts_evidence(task("t0"), LONG_AGO, deps, Noted(), NOW, deadline)
     assert (logs.ends, logs.deadlines) == ([NOW], [deadline - DRAINER_STEP_BUDGET_SECONDS])
+
+
+def test_the_guardrails_allow_exactly_k_draining_tasks() -> None:
+    two = DrainerPolicy(max_draining_tasks=2, max_draining_fraction=1.0, min_healthy_tasks=1)
+    assert Guardrails(_fleet(1, size=6), two).refusal() is None
+    assert Guardrails(_fleet(2, size=6), two).refusal() == "guardrail: 2 draining, at most 2 at once"
+
+
+def test_vad_recovery_needs_the_fleets_assessment_and_counts_a_silent_worker_as_quiet() -> None:
+    assert vad_recovery(None, False, LONG_AGO, NOW, POLICY) == Recovery(False, "")
+    quiet = Recovery(True, f"recovered: no slow inference for {POLICY.recovery_minutes} min")
+    assert vad_recovery(None, True, LONG_AGO, NOW, POLICY) == quiet
+    no_stats = WorkerAssessment("t0", "agent/c/t0", Pattern.QUIET, 0.0, False, "quiet", None)
+    assert vad_recovery(no_stats, True, None, NOW, POLICY) == quiet  # no mark time: the window is open
+
+
+def test_tts_recovery_without_evidence_or_with_a_failure_is_not_yet() -> None:
+    enough = POLICY.tts_recovery_min_jobs
+    assert tts_recovery(None, LONG_AGO, NOW, POLICY) == Recovery(False, "")
+    assert not tts_recovery(TtsEvidence(jobs=enough + 5, failed=1), LONG_AGO, NOW, POLICY).recovered
+    assert tts_recovery(TtsEvidence(jobs=enough, failed=0), None, NOW, POLICY) == Recovery(
+        True, f"recovered: {enough} job(s) since the cordon all reached first audio (TTS evidence)"
+    )
