@@ -17,8 +17,8 @@ from moto import mock_aws
 from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_attributes, debt_from
 from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection
-from worker_drainer.adapters.ecs_tasks import DESCRIBE_BATCH, BotoEcsTasks, TaskGoneError
-from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey
+from worker_drainer.adapters.ecs_tasks import DESCRIBE_BATCH, BotoEcsTasks, TaskGoneError, ecs_client_config
+from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, TagWrite
 from worker_drainer.adapters.ledger import DynamoLedger
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe
 
@@ -467,3 +467,82 @@ def test_the_worker_endpoint_is_asked_on_the_tasks_private_address_and_port() ->
     probe = HttpWorkerProbe(8081, 1.0)
     task = EcsTask(ARN, "RUNNING", "RUNNING", "g", private_ip="10.0.0.7")
     assert probe._endpoint_for(task) == "http://10.0.0.7:8081"
+
+
+ECS_CALLS = {
+    "ListTasks": ("list_tasks", "agent-svc", lambda t: t.running_tasks()),
+    "DescribeTasks": ("describe_tasks", ARN, lambda t: t.describe_task(ARN)),
+    "TagResource": ("tag_resource", ARN, lambda t: t.tag_task(ARN, {"k": "v"})),
+    "UntagResource": ("untag_resource", ARN, lambda t: t.untag_task(ARN, ["k"])),
+    "GetTaskProtection": ("get_task_protection", ARN, lambda t: t.protection(ARN)),
+    "UpdateTaskProtection": ("update_task_protection", ARN, lambda t: t.set_protection(ARN, False)),
+    "StopTask": ("stop_task", ARN, lambda t: t.stop_task(ARN, "why")),
+    "DescribeServices": ("describe_services", "agent-svc", lambda t: t.capacity()),
+    "UpdateService": ("update_service", "agent-svc", lambda t: t.set_desired_count(3)),
+}
+
+
+@pytest.mark.parametrize("operation", list(ECS_CALLS))
+def test_each_ecs_call_that_fails_names_its_operation_and_resource(
+    ecs: tuple[BotoEcsTasks, Stubber], operation: str
+) -> None:
+    tasks, stub = ecs
+    method, resource, call = ECS_CALLS[operation]
+    stub.add_client_error(method, "ServerException", "boom", http_status_code=500)
+    with pytest.raises(AwsApiError) as failed:
+        call(tasks)
+    assert (failed.value.message, failed.value.resource, failed.value.unknown) == (
+        f"ECS {operation} failed: ServerException: boom",
+        resource,
+        True,
+    )
+
+
+def test_a_rolling_deployment_of_the_service_is_read_from_its_deployments(
+    ecs: tuple[BotoEcsTasks, Stubber],
+) -> None:
+    tasks, stub = ecs
+    params = {"cluster": "agents", "services": ["agent-svc"]}
+    rolling = [{"id": "ecs-svc/2", "status": "PRIMARY"}, {"id": "ecs-svc/1", "status": "ACTIVE"}]
+    stub.add_response("describe_services", {"services": [service(deployments=rolling)]}, params)
+    stub.add_response("describe_services", {"services": [service(deployments=rolling[:1])]}, params)
+    assert tasks.deployment_in_progress() == "a deployment of agent-svc is in progress (ecs-svc/2)"
+    assert tasks.deployment_in_progress() is None
+
+
+def test_the_ecs_client_gives_up_within_its_request_timeout_with_adaptive_retries() -> None:
+    config = ecs_client_config(4.0)
+    assert (config.connect_timeout, config.read_timeout) == (1.0, 4.0)
+    assert config.retries == {"mode": "adaptive", "total_max_attempts": 3}
+
+
+def test_an_intent_is_open_until_closed_once_and_its_outcome_read_from_the_audit(
+    ledger: tuple[DynamoLedger, Any],
+) -> None:
+    store, _ = ledger
+    key = AuditKey("run-1", NOW, 0)
+    entry = {"action": "cordon", "task_arn": ARN, "outcome": "intended"}
+    store.open_intent("t0", key, entry)
+    (found,) = store.open_intents()
+    assert (found.task_id, found.key, found.action, found.task_arn) == ("t0", key, "cordon", ARN)
+    assert store.recorded_outcome(found) is None  # no audit item yet
+    store.audit("t0", key, entry | {"outcome": "done"})
+    assert store.recorded_outcome(found) == "done"
+    assert store.close_intent("t0", key) is True
+    assert store.close_intent("t0", key) is False  # another run closed it first
+    assert store.open_intents() == []
+
+
+def test_a_group_event_holds_until_it_expires_and_tag_writes_are_read_since_a_moment(
+    ledger: tuple[DynamoLedger, Any],
+) -> None:
+    store, _ = ledger
+    store.hold_group_event("3 tasks of one revision failing", NOW, 600)
+    assert store.group_event(NOW + timedelta(seconds=599)) == "3 tasks of one revision failing"
+    assert store.group_event(NOW + timedelta(seconds=601)) is None
+    early = TagWrite("t0", NOW, {"livekit-drainer:state": "draining"})
+    late = TagWrite("t1", NOW + timedelta(seconds=10), {}, ("livekit-drainer:state",))
+    store.record_tag_write(AuditKey("run-1", NOW, 0), early)
+    store.record_tag_write(AuditKey("run-1", NOW + timedelta(seconds=10), 1), late)
+    assert [w.task_id for w in store.tag_writes_since(NOW + timedelta(seconds=5))] == ["t1"]
+    assert [w.task_id for w in store.tag_writes_since(NOW)] == ["t0", "t1"]
