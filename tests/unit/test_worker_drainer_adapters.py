@@ -4,8 +4,12 @@ edge), the capacity debt's item, and the worker's ``/worker`` probe over a file 
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -546,3 +550,85 @@ def test_a_group_event_holds_until_it_expires_and_tag_writes_are_read_since_a_mo
     store.record_tag_write(AuditKey("run-1", NOW + timedelta(seconds=10), 1), late)
     assert [w.task_id for w in store.tag_writes_since(NOW + timedelta(seconds=5))] == ["t1"]
     assert [w.task_id for w in store.tag_writes_since(NOW)] == ["t0", "t1"]
+
+
+def test_ecs_answers_without_their_lists_are_empty(ecs: tuple[BotoEcsTasks, Stubber]) -> None:
+    tasks, stub = ecs
+    stub.add_response(
+        "list_tasks", {}, {"cluster": "agents", "serviceName": "agent-svc", "desiredStatus": "RUNNING"}
+    )
+    stub.add_response("describe_tasks", {}, {"cluster": "agents", "tasks": [ARN], "include": ["TAGS"]})
+    stub.add_response("describe_services", {}, {"cluster": "agents", "services": ["agent-svc"]})
+    assert tasks.running_tasks() == []
+    assert tasks.describe_task(ARN) is None
+    with pytest.raises(AwsApiError, match="not found or not active"):
+        tasks.capacity()
+
+
+def test_a_failed_describe_of_several_tasks_names_the_service(ecs: tuple[BotoEcsTasks, Stubber]) -> None:
+    tasks, stub = ecs
+    stub.add_response("list_tasks", {"taskArns": [ARN, f"{PREFIX}t1"]})
+    stub.add_client_error("describe_tasks", "ServerException", "boom", http_status_code=500)
+    with pytest.raises(AwsApiError) as failed:
+        tasks.running_tasks()
+    assert (failed.value.message, failed.value.resource) == (
+        "ECS DescribeTasks failed: ServerException: boom",
+        "agent-svc",
+    )
+
+
+def test_a_notice_marker_is_kept_under_its_key_and_a_failed_one_names_it(
+    ledger: tuple[DynamoLedger, Any],
+) -> None:
+    store, client = ledger
+    store.first_notice("guardrail#t0", NOW, 600)
+    item = client.get_item(
+        TableName=store.table_name, Key={"pk": {"S": "notice#guardrail#t0"}, "sk": {"S": "notice"}}
+    )
+    assert item["Item"]["expires_at"] == {"N": str(int(NOW.timestamp()) + 600)}
+    with Stubber(client) as stub:
+        stub.add_client_error("put_item", "InternalServerError", "boom", http_status_code=500)
+        with pytest.raises(AwsApiError) as failed:
+            store.first_notice("guardrail#t1", NOW, 600)
+    assert failed.value.resource == "guardrail#t1"
+
+
+class WorkerEndpoint(BaseHTTPRequestHandler):
+    """``GET /worker`` answers the body the test set; any other path is not found."""
+
+    body = b'{"active_jobs": 2}'
+
+    def do_GET(self) -> None:
+        found = self.path == "/worker"
+        self.send_response(200 if found else 404)
+        self.end_headers()
+        self.wfile.write(self.body if found else b"")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def worker_endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), WorkerEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_the_worker_endpoint_is_asked_at_slash_worker_each_time(worker_endpoint: str) -> None:
+    probe = HttpWorkerProbe(8081, 2.0, endpoint_for=lambda _: f"{worker_endpoint}/")
+    task = EcsTask(ARN, "RUNNING", "RUNNING", "g")
+    assert [probe.active_jobs(task), probe.active_jobs(task)] == [2, 2]
+    assert probe.calls == 2
+
+
+def test_a_worker_that_never_answers_is_unknown_within_the_probes_timeout() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections are taken, never answered
+        probe = HttpWorkerProbe(silent.getsockname()[1], 0.2)
+        started = time.monotonic()
+        assert probe.active_jobs(EcsTask(ARN, "RUNNING", "RUNNING", "g", private_ip="127.0.0.1")) is None
+        assert time.monotonic() - started < 5
