@@ -13,7 +13,7 @@ import pytest
 from fleet_remediation.adapters.livekit_rooms import LiveRoom, RoomService
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.sections import TaskActionScope
-from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError, KillSwitchError
+from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError, KillSwitchError, LiveKitApiError
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_model import Mode, Outcome
 from fleet_remediation.domain.reaping import RoomDecision, Verdict
@@ -937,3 +937,116 @@ def test_a_debt_is_found_by_its_task_among_several() -> None:
     debts = [CapacityDebt("t1", ARN, 1), CapacityDebt("t0", ARN, 2), CapacityDebt("t0", ARN, 3)]
     assert debt_for(debts, "t0") == CapacityDebt("t0", ARN, 2)
     assert debt_for(debts, "t9") is None
+
+
+def test_a_step_without_the_time_it_needs_is_skipped_naming_its_task() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks)
+    report = reported(executor(ecs, deadline=time.monotonic() + 5), cordon_step(tasks[0]))
+    ((action),) = report.actions
+    assert (action.outcome, action.reason) == (Outcome.SKIPPED, "not enough time left for this step")
+    assert action.error is not None
+    assert (action.error.code, action.error.resource) == ("DeadlineExceeded", "t0")
+    assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+def test_each_ladder_step_is_applied_by_its_own_saga_step() -> None:
+    ecs = MemoryEcs(*fleet(), desired=4)
+    started = in_service("t0", **{STATE_TAG: "draining", CORDON_TAG: "started", CAPACITY_TAG: "none"})
+    ecs.tasks["t0"] = started
+    complete = PlannedStep("t0", started.arn, Step.COMPLETE_CORDON, "interrupted", State.DRAINING)
+    assert run(executor(ecs), complete)[0][2:] == (
+        "done",
+        "cordon completed (protection was off; the service replaces it when it stops)",
+    )
+    stop = PlannedStep("t0", started.arn, Step.STOP, "drained", State.DRAINING)
+    assert run(executor(ecs), stop)[0][2:] == ("done", "stopped; the service starts its replacement")
+    assert ecs.stops == [("t0", "livekit-drainer: drained")]
+    until = (NOW + timedelta(minutes=POLICY.cooldown_minutes)).isoformat(timespec="seconds")
+    for cause, holds in ((Cause.MANUAL, "the operator's undrain holds"), (Cause.VAD, "cooldown")):
+        marked = cordoned_in(ecs, "t1", TaskProtection(False), mode="none")
+        undo = PlannedStep("t1", marked.arn, Step.UNDO, "recovered", State.DRAINING, cause=cause)
+        assert run(executor(ecs), undo)[0][2:] == (
+            "done",
+            f"it was not protected before; unmarked; {holds} until {until}",
+        )
+
+
+def test_a_planned_stop_of_a_task_undone_since_is_skipped() -> None:
+    task = in_service("t0")
+    stop = PlannedStep("t0", task.arn, Step.STOP, "drained", State.DRAINING)
+    ecs = MemoryEcs(task, *fleet()[1:])
+    assert run(executor(ecs), stop)[0][2:] == ("skipped", "task state changed from draining to healthy")
+    assert ecs.stops == []
+
+
+class RefusingRooms(CountedRooms):
+    """LiveKit refuses the deletes of the rooms named in ``refused`` (a 4xx: nothing was done)."""
+
+    def __init__(self, *live: LiveRoom, refused: Sequence[str]) -> None:
+        super().__init__(*live)
+        self.refused = list(refused)
+
+    async def delete_room(self, name: str) -> None:
+        if name in self.refused:
+            self.calls += 1
+            raise LiveKitApiError(
+                f"delete of {name} refused", twirp_code="permission_denied", http_status=403
+            )
+        await super().delete_room(name)
+
+
+def test_a_reap_whose_every_delete_is_refused_fails_with_the_first_refusal() -> None:
+    (task,) = tasks = [in_service("t0")]
+    ecs = MemoryEcs(*tasks)
+    rooms = lambda: RefusingRooms(live("a"), live("b"), refused=["a", "b"])  # noqa: E731
+    step = reap_step(task, Cause.VAD, over_age("a"), over_age("b"))
+    assert run(executor(ecs, rooms), step)[0][2:] == ("failed", "delete of a refused")
+    assert STATE_TAG not in ecs.tasks["t0"].tags  # not marked reaped: the next tick tries again
+
+
+def test_a_reap_with_some_rooms_deleted_marks_the_task_and_names_every_room() -> None:
+    (task,) = tasks = [in_service("t0")]
+    ecs = MemoryEcs(*tasks)
+    rooms = lambda: RefusingRooms(live("a"), live("b"), refused=["b"])  # noqa: E731
+    step = reap_step(task, Cause.VAD, over_age("a"), over_age("b"))
+    assert run(executor(ecs, rooms), step)[0][2:] == ("done", "reaped 1 room(s) (a, b); cordon if still bad")
+    assert TaskMarks.read(ecs.tasks["t0"].tags).state is State.REAPED
+
+
+def test_a_lost_raise_reply_whose_count_cannot_be_read_leaves_the_cordon_to_the_next_tick() -> None:
+    tasks = fleet()
+    ecs = FailingEcs(*tasks, failures={"set_desired_count": [LOST_UNAPPLIED]})
+    with pytest.raises(AwsApiError):
+        saga(ecs).cordon(tasks[0], cordon_step(tasks[0]), "incident-1")
+    marks = TaskMarks.read(ecs.tasks["t0"].tags)
+    assert (marks.cordon_complete, ecs.tasks["t0"].tags[CAPACITY_TAG]) == (False, "desired-count")
+
+
+def test_a_change_in_flight_records_the_counts_it_expects() -> None:
+    tasks = fleet()
+    ledger = SimulatedLedger()
+    ecs = FailingEcs(*tasks, failures={"set_desired_count": [LOST_UNAPPLIED]})
+    with pytest.raises(AwsApiError):
+        CapacityKeeper(ecs, ledger, lambda: NOW).settle("t0", ARN, want_raised=True)
+    assert ledger.capacity_debt("t0") == CapacityDebt("t0", ARN, int(NOW.timestamp()), Phase.RAISING, 4, 5)
+    lowering = SimulatedLedger()
+    lowering.put_capacity_debt(CapacityDebt("t0", ARN, 7), expected=None)
+    refusing = FailingEcs(*tasks, desired=5, failures={"set_desired_count": [REFUSED]})
+    with pytest.raises(AwsApiError):
+        CapacityKeeper(refusing, lowering, lambda: NOW).settle("t0", ARN, want_raised=False)
+    assert lowering.capacity_debt("t0") == CapacityDebt("t0", ARN, 7, Phase.LOWERING, 5, 4)
+
+
+def test_an_ambiguous_count_names_the_task_it_was_owed_for() -> None:
+    ledger = SimulatedLedger()
+    ledger.put_capacity_debt(debt(Phase.LOWERING, 5, 4), expected=None)
+    with pytest.raises(CapacityAmbiguousError) as ambiguous:
+        CapacityKeeper(MemoryEcs(*fleet(), desired=9), ledger, lambda: NOW).settle(
+            "t0", ARN, want_raised=False
+        )
+    assert ambiguous.value.resource == "t0"
+
+
+def test_an_unknown_desired_count_refuses_a_stop_saying_so() -> None:
+    assert replacement_refusal(debt(Phase.RAISED), 5, None) == "the service's desired count is unknown"

@@ -14,7 +14,7 @@ from typing import Any, cast
 from fleet_remediation.adapters.livekit_rooms import LiveRoom
 from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy, RoomRule
-from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError, RemediationError
+from fleet_remediation.core.errors import AwsApiError, LiveKitUnavailableError, RemediationError, SecretError
 from fleet_remediation.core.notes import Noted
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase
@@ -461,6 +461,7 @@ class JobLines:
         self, log_streams: Sequence[str], start: datetime, end: datetime, deadline: float
     ) -> list[JobSighting]:
         self.reads.append((sorted(log_streams), start))
+        self.ends.append(end)
         self.deadlines.append(deadline)
         if self.error is not None:
             raise self.error
@@ -669,3 +670,52 @@ def test_tts_recovery_without_evidence_or_with_a_failure_is_not_yet() -> None:
     assert tts_recovery(TtsEvidence(jobs=enough, failed=0), None, NOW, POLICY) == Recovery(
         True, f"recovered: {enough} job(s) since the cordon all reached first audio (TTS evidence)"
     )
+
+
+def test_the_evidence_counts_only_the_rooms_the_reaper_manages() -> None:
+    young_support_call = LiveRoom("support-call", "RM_s", NOW, 0)
+    settings = SimpleNamespace(
+        log_stream_for=stream_of,
+        drainer=SimpleNamespace(insights_timeout_seconds=22.0),
+        reaper=SimpleNamespace(policy=ReaperPolicy(managed_room_pattern="lesson-.*")),
+    )
+    deps = SimpleNamespace(
+        settings=settings,
+        worker_logs=JobLines(),
+        room_service_factory=lambda: ListedRooms(young_support_call),
+    )
+    rooms, _ = read_rooms([started("t0", None)], cast(DrainerDependencies, deps), Noted(), NOW, 1e12)
+    assert rooms.active_jobs("t0") == 0
+
+
+def test_the_job_lines_are_read_up_to_now() -> None:
+    logs = JobLines()
+    evidence(
+        [started("t0", NOW - timedelta(hours=1)), started("t1", None)],
+        [started("t0", NOW - timedelta(hours=1))],
+        logs,
+        ListedRooms(),
+    )
+    assert logs.ends == [NOW, NOW]
+
+
+class UncountedListing:
+    async def list_rooms(self) -> list[LiveRoom]:
+        return [OLD_ROOM]
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_room_service_without_a_counter_or_not_built_counts_no_livekit_request() -> None:
+    _, calls, _ = evidence([started("t0", None)], None, JobLines(), UncountedListing())  # type: ignore[arg-type]
+    assert calls == 0
+    secret_down = SecretError("LiveKit credentials unreadable", resource="livekit")
+
+    def no_client() -> Any:
+        raise secret_down
+
+    deps = SimpleNamespace(settings=EVIDENCE_SETTINGS, worker_logs=JobLines(), room_service_factory=no_client)
+    noted = Noted()
+    rooms, calls = read_rooms([started("t0", None)], cast(DrainerDependencies, deps), noted, NOW, 1e12)
+    assert (rooms.live, calls, noted.pending) == (None, 0, [secret_down])
