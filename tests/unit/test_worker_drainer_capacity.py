@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fleet_remediation.adapters.livekit_rooms import LiveRoom, RoomService
+from fleet_remediation.contract.budgets import DRAINER_STEP_BUDGET_SECONDS
 from fleet_remediation.contract.policies import DrainerPolicy, ReaperPolicy
 from fleet_remediation.contract.sections import TaskActionScope
 from fleet_remediation.core.errors import AwsApiError, ConcurrentActionError, KillSwitchError, LiveKitApiError
@@ -683,6 +684,8 @@ class JournalLedger(SimulatedLedger):
         self.entries: list[dict[str, str]] = []
         self.broken = set(broken)
         self.leases: list[str] = []
+        self.audited: list[tuple[str, AuditKey]] = []
+        self.tag_write_keys: list[AuditKey] = []
 
     def _check(self, call: str) -> None:
         if call in self.broken:
@@ -691,11 +694,16 @@ class JournalLedger(SimulatedLedger):
     def audit(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
         self._check("audit" if entry["outcome"] == "intended" else "audit of the outcome")
         self.entries.append(dict(entry))
+        self.audited.append((task_id, key))
         super().audit(task_id, key, entry)
 
     def open_intent(self, task_id: str, key: AuditKey, entry: Mapping[str, str]) -> None:
         self._check("open_intent")
         super().open_intent(task_id, key, entry)
+
+    def tag_writes_since(self, moment: datetime) -> list[TagWrite]:
+        self._check("tag_writes_since")
+        return super().tag_writes_since(moment)
 
     def open_intents(self) -> list[OpenIntent]:
         self._check("open_intents")
@@ -707,6 +715,7 @@ class JournalLedger(SimulatedLedger):
 
     def record_tag_write(self, key: AuditKey, write: TagWrite) -> None:
         self._check("record_tag_write")
+        self.tag_write_keys.append(key)
         super().record_tag_write(key, write)
 
     def acquire(self, key: str, holder: str, now: datetime, ttl_seconds: int) -> Lease:
@@ -1050,3 +1059,123 @@ def test_an_ambiguous_count_names_the_task_it_was_owed_for() -> None:
 
 def test_an_unknown_desired_count_refuses_a_stop_saying_so() -> None:
     assert replacement_refusal(debt(Phase.RAISED), 5, None) == "the service's desired count is unknown"
+
+
+def test_a_run_takes_again_the_lease_its_own_invocation_holds() -> None:
+    tasks = fleet()
+    ledger = JournalLedger()
+    ledger.acquire("service#svc", "invocation-1", NOW, 220)
+    ecs = MemoryEcs(*tasks)
+    assert run(executor(ecs, ledger=ledger), cordon_step(tasks[0]))[0][2] == "done"
+
+
+def test_a_held_lease_is_waited_for_no_later_than_a_step_before_the_deadline() -> None:
+    ledger = JournalLedger()
+    ledger.acquire("service#svc", "another-run", NOW, 220)
+    built = executor(
+        MemoryEcs(*fleet()), ledger=ledger, deadline=time.monotonic() + DRAINER_STEP_BUDGET_SECONDS + 0.5
+    )
+    started = time.monotonic()
+    with pytest.raises(ConcurrentActionError):
+        run(built, cordon_step(fleet()[0]))
+    assert time.monotonic() - started < 3  # not the policy's 20 s of waiting
+
+
+def test_each_journal_item_is_the_steps_own_under_its_task() -> None:
+    tasks = fleet()
+    ledger = JournalLedger()
+    run(executor(ecs := MemoryEcs(*tasks), ledger=ledger), cordon_step(tasks[1]))
+    key = AuditKey("invocation-1", NOW, 0)
+    assert ledger.audited == [("t1", key), ("t1", key)]
+    assert ledger.tag_write_keys == [key]
+    assert TaskMarks.read(ecs.tasks["t1"].tags).state is State.DRAINING
+
+
+def test_a_step_is_skipped_while_the_drainers_own_recent_tag_writes_are_unreadable() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks)
+    report = reported(executor(ecs, ledger=JournalLedger("tag_writes_since")), cordon_step(tasks[0]))
+    ((action),) = report.actions
+    assert (action.outcome, action.reason) == (
+        Outcome.SKIPPED,
+        "own recent tag writes unreadable: DynamoDB ledger call failed: tag_writes_since",
+    )
+    assert (action.error.code if action.error else None) == "AwsApiError"
+    assert STATE_TAG not in ecs.tasks["t0"].tags
+
+
+def test_each_refused_or_failed_step_carries_its_error_in_the_report() -> None:
+    tasks = fleet()
+    cases = [
+        (executor(MemoryEcs(*tasks), mode_switch=UnreadableSwitch()), "KillSwitchError"),
+        (executor(UnmanagedEcs(*tasks)), "EcsManagedTagsOff"),
+        (executor(MemoryEcs(*tasks), ledger=JournalLedger("open_intent")), "AwsApiError"),
+        (executor(FailingEcs(*tasks, protected=True, failures={"set_protection": [REFUSED]})), "AwsApiError"),
+    ]
+    for built, code in cases:
+        ((action),) = reported(built, cordon_step(tasks[0])).actions
+        assert (action.error.code if action.error else None) == code, action
+
+
+def test_a_skipped_step_whose_journal_write_fails_is_reported() -> None:
+    tasks = fleet()
+    ledger = JournalLedger("audit of the outcome")
+    report = reported(
+        executor(MemoryEcs(*tasks), ledger=ledger, mode_switch=FixedModeSwitch(Mode.DRY_RUN)),
+        cordon_step(tasks[0]),
+    )
+    assert [e.message for e in report.errors] == ["DynamoDB ledger call failed: audit of the outcome"]
+
+
+def test_the_intent_is_journaled_with_the_reason_the_step_was_planned_for(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tasks = fleet()
+    with caplog.at_level("INFO"):
+        run(executor(MemoryEcs(*tasks)), cordon_step(tasks[0]))
+    (intent,) = [r for r in caplog.records if r.getMessage() == "journal: intent"]
+    assert intent.journal["reason"] == "degraded: slow"  # type: ignore[attr-defined]
+
+
+def test_a_plan_of_task_steps_alone_is_refused_without_managed_tags_naming_the_fix() -> None:
+    tasks = fleet()
+    report = reported(executor(UnmanagedEcs(*tasks)), cordon_step(tasks[0]))
+    assert [a.outcome for a in report.actions] == [Outcome.SKIPPED]
+    (error,) = report.errors
+    assert "ECS service svc has ECS managed tags off" in error.message
+    assert "aws ecs update-service --cluster c --service svc --enable-ecs-managed-tags" in error.message
+
+
+def test_too_late_for_any_step_the_service_setting_is_not_read() -> None:
+    tasks = fleet()
+    report = reported(executor(UnmanagedEcs(*tasks), deadline=time.monotonic() + 5), cordon_step(tasks[0]))
+    assert report.errors == []
+    assert [a.reason for a in report.actions] == ["not enough time left for this step"]
+
+
+def test_a_step_a_killed_run_left_open_is_read_back_told_and_closed() -> None:
+    marked = in_service("t0", **{STATE_TAG: "draining", CORDON_TAG: "complete"})
+    ecs = MemoryEcs(marked, *fleet()[1:])
+    ledger = JournalLedger()
+    left = AuditKey("killed-run", NOW - timedelta(minutes=2), 0)
+    ledger.open_intent("t0", left, {"action": "cordon", "task_arn": marked.arn, "outcome": "intended"})
+    report = reported(executor(ecs, ledger=ledger))
+    assert [(a.resource, a.action, a.outcome, a.reason) for a in report.actions] == [
+        (
+            "t0",
+            "cordon",
+            Outcome.DONE,
+            "begun by run killed-run, which ended before recording it; read back: cordoned (the task is "
+            "marked draining; cordon complete)",
+        )
+    ]
+    assert ledger.open_intents() == []
+    assert ledger.entries[-1]["outcome"] == "done"
+
+
+def test_an_unreadable_journal_under_the_lease_is_reported_and_the_steps_still_run() -> None:
+    tasks = fleet()
+    ecs = MemoryEcs(*tasks)
+    report = reported(executor(ecs, ledger=JournalLedger("open_intents")), cordon_step(tasks[0]))
+    assert [e.message for e in report.errors] == ["DynamoDB ledger call failed: open_intents"]
+    assert [a.outcome for a in report.actions] == [Outcome.DONE]

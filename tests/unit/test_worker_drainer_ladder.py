@@ -301,3 +301,52 @@ def test_a_debt_mid_change_of_a_task_that_acts_this_tick_is_left_to_its_step() -
         (Step.WAIT, f"draining: 1 active job(s), deadline {NOW + timedelta(minutes=30)}"),
         (Step.SETTLE_CAPACITY, "capacity debt raised: settling it from the service's desired count"),
     ]
+
+
+def test_capacity_steps_name_the_task_its_arn_and_the_state_seen() -> None:
+    holder = draining("t1", NOW + timedelta(minutes=30), **{CORDON_TAG: "complete", CAPACITY_TAG: "none"})
+    tasks = [task("t0"), holder, task("t2")]
+    gone_arn = "arn:aws:ecs:eu-west-1:1:task/c/gone"
+    debts = [CapacityDebt("gone", gone_arn, 0), CapacityDebt("t1", holder.arn, 0)]  # the gone task's first
+    steps = plan_ladder(
+        snapshot(tasks, [slow("t1")], capacity_debts=debts, active_jobs={"t1": 1}), POLICY
+    ).steps
+    capacity = [
+        (s.task_id, s.task_arn, s.step, s.reason, s.seen_state) for s in steps if s.step is not Step.WAIT
+    ]
+    assert capacity == [
+        ("gone", gone_arn, Step.REVERT_CAPACITY, "task stopped", State.HEALTHY),
+        (
+            "t1",
+            holder.arn,
+            Step.SETTLE_CAPACITY,
+            "capacity debt raised: settling it from the service's desired count",
+            State.DRAINING,
+        ),
+    ]
+
+
+def test_a_planned_step_carries_its_tasks_arn_and_the_state_it_was_seen_in() -> None:
+    tasks = [draining("t0", NOW + timedelta(minutes=30), **{CORDON_TAG: "complete"})] + [
+        task(f"t{i}") for i in range(1, 5)
+    ]
+    (step,) = plan_ladder(snapshot(tasks, [slow("t0")], active_jobs={"t0": 0}), POLICY).steps
+    assert (step.task_arn, step.seen_state) == (tasks[0].arn, State.DRAINING)
+
+
+def test_an_idle_excluded_task_is_skipped_saying_it_is_never_touched() -> None:
+    tasks = [task("t0", **{"livekit-drainer:exclude": "true"})] + [task(f"t{i}") for i in range(1, 5)]
+    (step,) = plan_ladder(snapshot(tasks, []), POLICY).steps
+    assert step.reason == "excluded by the tag livekit-drainer:exclude=true: never touched"
+
+
+def test_a_failure_a_group_event_explains_undoes_the_cordon_with_its_reason() -> None:
+    tasks = [draining("t0", NOW + timedelta(minutes=30), **{CORDON_TAG: "complete"})] + [
+        task(f"t{i}") for i in range(1, 5)
+    ]
+    shared = {"t0": "the failure is the revision's, shared by 3 tasks: undone"}
+    snap = snapshot(tasks, [slow("t0")], active_jobs={"t0": 1}, shared_failures=shared)
+    (step,) = plan_ladder(snap, POLICY).steps
+    assert (step.step, step.reason) == (Step.UNDO, "the failure is the revision's, shared by 3 tasks: undone")
+    others = snapshot(tasks, [slow("t0")], active_jobs={"t0": 1}, shared_failures={"t9": "another task's"})
+    assert plan_ladder(others, POLICY).steps[0].step is Step.WAIT
