@@ -4,6 +4,7 @@ edge), the capacity debt's item, and the worker's ``/worker`` probe over a file 
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -599,7 +600,7 @@ class WorkerEndpoint(BaseHTTPRequestHandler):
     body = b'{"active_jobs": 2}'
 
     def do_GET(self) -> None:
-        found = self.path == "/worker"
+        found = self.requestline.split()[1] == "/worker"  # as sent: http.server folds a leading "//"
         self.send_response(200 if found else 404)
         self.end_headers()
         self.wfile.write(self.body if found else b"")
@@ -632,3 +633,166 @@ def test_a_worker_that_never_answers_is_unknown_within_the_probes_timeout() -> N
         started = time.monotonic()
         assert probe.active_jobs(EcsTask(ARN, "RUNNING", "RUNNING", "g", private_ip="127.0.0.1")) is None
         assert time.monotonic() - started < 5
+
+
+# --- The production clients (none injected) against a peer that answers 5xx or throttles ----------
+
+
+class RefusingPeer(BaseHTTPRequestHandler):
+    """An AWS JSON endpoint that answers every request with ``answer`` and counts them by target."""
+
+    answer: tuple[int, str] = (500, "InternalServerError")
+    targets: list[str] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).targets.append(str(self.headers.get("X-Amz-Target", "")).rsplit(".", 1)[-1])
+        status, code = type(self).answer
+        body = json.dumps({"__type": code, "message": "the peer refuses"}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def refusing_peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[RefusingPeer]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RefusingPeer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    RefusingPeer.targets, RefusingPeer.answer = [], (500, "InternalServerError")
+    for name, value in {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.server_address[1]}",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SECRET_ACCESS_KEY": "s",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_MAX_ATTEMPTS", raising=False)
+    yield RefusingPeer
+    server.shutdown()
+
+
+def test_the_production_ledger_sends_each_write_once_and_each_read_within_its_budget(
+    refusing_peer: type[RefusingPeer],
+) -> None:
+    store = DynamoLedger("ledger", "agent-svc")
+    calls = [
+        lambda: store.audit("t0", AuditKey("run-1", NOW, 0), {"outcome": "intended"}),
+        lambda: store.capacity_debts(),
+        lambda: store.tag_writes_since(NOW),
+        lambda: store.group_event(NOW),
+        lambda: store.tick_memory.earlier(NOW),
+        lambda: store.first_notice("guardrail#t0", NOW, 600),
+    ]
+    for call in calls:
+        with pytest.raises(AwsApiError):
+            call()
+    # A write that may have landed is never sent again; the debts' read has two attempts, the
+    # tag writes' read and the group records one each (contract/budgets.py).
+    assert refusing_peer.targets == ["PutItem", "Query", "Query", "Query", "Query", "Query", "PutItem"]
+
+
+def test_the_production_notice_marker_is_one_attempt_even_when_throttled(
+    refusing_peer: type[RefusingPeer],
+) -> None:
+    refusing_peer.answer = (400, "ThrottlingException")
+    with pytest.raises(AwsApiError):
+        DynamoLedger("ledger", "agent-svc").first_notice("guardrail#t0", NOW, 600)
+    assert refusing_peer.targets == ["PutItem"]
+
+
+def test_the_production_ecs_client_sends_a_stop_once_within_its_request_timeout(
+    refusing_peer: type[RefusingPeer],
+) -> None:
+    tasks = BotoEcsTasks("agents", "agent-svc")
+    with pytest.raises(AwsApiError):
+        tasks.stop_task(ARN, "why")
+    assert refusing_peer.targets == ["StopTask"]
+    config = tasks._client.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (1.0, 5.0)
+    assert (
+        BotoEcsTasks("agents", "agent-svc", request_timeout_seconds=2.0)._client.meta.config.read_timeout
+        == 2.0
+    )
+
+
+def test_two_services_on_one_table_keep_their_records_apart(ledger: tuple[DynamoLedger, Any]) -> None:
+    ours, client = ledger
+    theirs = DynamoLedger(ours.table_name, "other-svc", client=client)
+    key = AuditKey("run-1", NOW, 0)
+    ours.open_intent("t0", key, {"action": "cordon", "task_arn": ARN, "outcome": "intended"})
+    ours.hold_group_event("a revision failing", NOW, 600)
+    ours.tick_memory.remember(["agent/agent/t0"], NOW, 150)
+    ours.record_tag_write(key, TagWrite("t0", NOW, {"livekit-drainer:state": "draining"}))
+    assert (theirs.open_intents(), theirs.group_event(NOW), theirs.tick_memory.earlier(NOW)) == ([], None, [])
+    assert theirs.tag_writes_since(NOW) == []
+    assert [i.task_id for i in ours.open_intents()] == ["t0"]
+    assert ours.tick_memory.earlier(NOW) == ["agent/agent/t0"]
+    assert [w.task_id for w in ours.tag_writes_since(NOW)] == ["t0"]
+
+
+def test_an_injected_client_serves_every_read_of_the_ledger(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    held = {
+        "Items": [
+            {
+                "pk": {"S": "group-event#agent-svc"},
+                "sk": {"S": "group-event"},
+                "description": {"S": "stubbed"},
+                "expires_at": {"N": str(int(NOW.timestamp()) + 60)},
+            }
+        ]
+    }
+    with Stubber(client) as stub:
+        stub.add_response("query", held)
+        stub.add_response("query", {})
+        assert store.group_event(NOW) == "stubbed"
+        assert store.tag_writes_since(NOW) == []
+        stub.assert_no_pending_responses()
+
+
+def test_each_failed_ledger_call_names_what_it_was_for(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    lease = store.acquire("service#agent-svc", "run-1", NOW, 60)
+    calls = [
+        ("put_item", lambda: store.put_capacity_debt(CapacityDebt("t0", ARN, 1), expected=None), "t0"),
+        ("delete_item", lambda: store.forget_capacity_debt("t0", expected=Phase.RAISED), "t0"),
+        ("put_item", lambda: store.acquire("service#agent-svc", "run-2", NOW, 60), "service#agent-svc"),
+        ("delete_item", lambda: store.release(lease), "service#agent-svc"),
+        ("delete_item", lambda: store.close_intent("t0", AuditKey("run-1", NOW, 0)), "t0"),
+        ("query", lambda: store.capacity_debts(), "agent-svc"),
+    ]
+    with Stubber(client) as stub:
+        for method, call, resource in calls:
+            stub.add_client_error(method, "InternalServerError", "boom", http_status_code=500)
+            with pytest.raises(AwsApiError) as failed:
+                call()
+            assert failed.value.resource == resource, method
+
+
+def test_a_lost_race_names_the_record_it_lost(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, _ = ledger
+    store.acquire("service#agent-svc", "run-1", NOW, 60)
+    with pytest.raises(ConcurrentActionError) as taken:
+        store.acquire("service#agent-svc", "run-2", NOW, 60)
+    store.put_capacity_debt(CapacityDebt("t0", ARN, 1), expected=None)
+    with pytest.raises(ConcurrentActionError) as raced:
+        store.put_capacity_debt(CapacityDebt("t0", ARN, 1), expected=None)
+    with pytest.raises(ConcurrentActionError) as moved:
+        store.forget_capacity_debt("t0", expected=Phase.LOWERING)
+    assert (taken.value.resource, raced.value.resource, moved.value.resource) == (
+        "service#agent-svc",
+        "t0",
+        "t0",
+    )
+
+
+def test_a_debt_query_answered_without_items_is_no_debt(ledger: tuple[DynamoLedger, Any]) -> None:
+    store, client = ledger
+    with Stubber(client) as stub:
+        stub.add_response("query", {})
+        assert store.capacity_debts() == []
