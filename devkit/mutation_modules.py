@@ -422,4 +422,46 @@ EQUIVALENT: dict[str, str] = {
     "fleet_remediation.domain.task_reach.x_binomial_tail__mutmut_56": (
         "the cap at 1.0 of an upper tail above the mean, which is under 1 (the sum never reaches it)"
     ),
+    "worker_drainer.act.capacity_keeper.xǁCapacityKeeperǁsettle__mutmut_11": (
+        "the match's `case Move.NONE: pass` arm removed: with no arm matching, it falls through to the "
+        "same `return plan`"
+    ),
+    "worker_drainer.act.cordon_saga.xǁCordonSagaǁundo__mutmut_19": (
+        "the task ARN passed to a give-back (want_raised=False): settle reads the ARN only to raise, "
+        "which a give-back never does"
+    ),
+    "worker_drainer.act.cordon_saga.xǁCordonSagaǁstop__mutmut_31": (
+        "the task ARN passed to a give-back (want_raised=False): settle reads the ARN only to raise, "
+        "which a give-back never does"
+    ),
+    "worker_drainer.act.cordon_saga.xǁCordonSagaǁundo__mutmut_20": (
+        "want_raised None instead of False: settle reads it by its truth only, and None is falsy"
+    ),
+    "worker_drainer.act.cordon_saga.xǁCordonSagaǁstop__mutmut_32": (
+        "want_raised None instead of False: settle reads it by its truth only, and None is falsy"
+    ),
+    "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_acquire_lease__mutmut_17": (
+        "the lease wait stops one poll later (0.4 s): the wait still ends at least 7.8 s before the "
+        "deadline, so a step still fits and the run ends the same"
+    ),
+    "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_acquire_lease__mutmut_18": (
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
+        "instant"
+    ),
+    "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_gate__mutmut_2": (
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
+        "instant"
+    ),
+    "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_task_scope_refusal__mutmut_5": (
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
+        "instant"
+    ),
+    "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_apply__mutmut_65": (
+        "the message of an AssertionError that cannot be raised: run applies only acting steps, the "
+        "capacity steps return before the match and the match covers every other one"
+    ),
+    "worker_drainer.read.target_checks.xǁServiceIdentityǁof__mutmut_4": (
+        "a missing function ARN is matched as 'XXXX' instead of '': neither is a Lambda ARN, so the "
+        "identity is the cluster's alone either way"
+    ),
 }

@@ -1179,3 +1179,10 @@ def test_an_unreadable_journal_under_the_lease_is_reported_and_the_steps_still_r
     report = reported(executor(ecs, ledger=JournalLedger("open_intents")), cordon_step(tasks[0]))
     assert [e.message for e in report.errors] == ["DynamoDB ledger call failed: open_intents"]
     assert [a.outcome for a in report.actions] == [Outcome.DONE]
+
+
+def test_an_interrupted_raise_under_a_count_moved_by_someone_else_says_what_it_read() -> None:
+    assert settle(debt(Phase.RAISING, 4, 5), 7, want_raised=False).reason == (
+        "desired count is 7, neither 4 nor 5 as the interrupted raising expected: someone else "
+        "changed it too; left as is, check the service"
+    )
