@@ -445,16 +445,13 @@ EQUIVALENT: dict[str, str] = {
         "deadline, so a step still fits and the run ends the same"
     ),
     "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_acquire_lease__mutmut_18": (
-        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
-        "instant"
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float instant"
     ),
     "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_gate__mutmut_2": (
-        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
-        "instant"
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float instant"
     ),
     "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_task_scope_refusal__mutmut_5": (
-        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float "
-        "instant"
+        ">= instead of > between time.monotonic() and a deadline: they differ only at one exact float instant"
     ),
     "worker_drainer.act.ladder_executor.xǁDrainerExecutorǁ_apply__mutmut_65": (
         "the message of an AssertionError that cannot be raised: run applies only acting steps, the "
