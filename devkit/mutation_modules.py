@@ -461,4 +461,32 @@ EQUIVALENT: dict[str, str] = {
         "a missing function ARN is matched as 'XXXX' instead of '': neither is a Lambda ARN, so the "
         "identity is the cluster's alone either way"
     ),
+    "worker_drainer.adapters.ecs_tasks.xǁBotoEcsTasksǁ_list_task_arns__mutmut_1": (
+        "the first page's token '' instead of None: it is read by its truth only, and both are false"
+    ),
+    "worker_drainer.adapters.ledger.xǁDynamoLedgerǁ_query_debts__mutmut_16": (
+        "the first page's start key '' instead of None: it is read by its truth only, and both are false"
+    ),
+    "worker_drainer.adapters.ecs_tasks.xǁBotoEcsTasksǁecs_managed_tags__mutmut_3": (
+        "a missing enableECSManagedTags read as None instead of False: bool() of either is False"
+    ),
+    "worker_drainer.adapters.ecs_tasks.xǁBotoEcsTasksǁecs_managed_tags__mutmut_5": (
+        "a missing enableECSManagedTags read as None (no default) instead of False: bool() of either is False"
+    ),
+    "worker_drainer.adapters.ecs_tasks.xǁBotoEcsTasksǁprotection__mutmut_39": (
+        "a missing protectionEnabled read as None instead of False: read by its truth, both are false"
+    ),
+    "worker_drainer.adapters.ecs_tasks.xǁBotoEcsTasksǁprotection__mutmut_41": (
+        "a missing protectionEnabled read as None (no default) instead of False: both are false"
+    ),
+    "worker_drainer.adapters.ledger.xǁDynamoLedgerǁ_call__mutmut_15": (
+        "the default of a ClientError's Error mapping: botocore's parsers give every error response one"
+    ),
+    "worker_drainer.adapters.ledger.xǁDynamoLedgerǁ_call__mutmut_17": (
+        "the default of a ClientError's Error mapping: botocore's parsers give every error response one"
+    ),
+    "worker_drainer.adapters.worker_probe.xǁHttpWorkerProbeǁactive_jobs__mutmut_13": (
+        "rstrip('XX/XX') strips a trailing 'X' besides '/': the endpoint is http://<ip>:<port>, which "
+        "never ends in 'X'"
+    ),
 }
