@@ -612,7 +612,7 @@ class WorkerEndpoint(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def worker_endpoint() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), WorkerEndpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -662,7 +662,7 @@ class RefusingPeer(BaseHTTPRequestHandler):
 @pytest.fixture
 def refusing_peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[RefusingPeer]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), RefusingPeer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     RefusingPeer.targets, RefusingPeer.answer = [], (500, "InternalServerError")
     for name, value in {
         "AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.server_address[1]}",
