@@ -350,3 +350,9 @@ def test_a_failure_a_group_event_explains_undoes_the_cordon_with_its_reason() ->
     assert (step.step, step.reason) == (Step.UNDO, "the failure is the revision's, shared by 3 tasks: undone")
     others = snapshot(tasks, [slow("t0")], active_jobs={"t0": 1}, shared_failures={"t9": "another task's"})
     assert plan_ladder(others, POLICY).steps[0].step is Step.WAIT
+
+
+def test_a_cordon_with_rooms_unknown_says_livekit_was_unavailable() -> None:
+    tasks = [task(f"t{i}") for i in range(5)]
+    plan = plan_ladder(snapshot(tasks, [slow("t0")], start_new=True, rooms_to_reap={"t0": None}), POLICY)
+    assert plan.steps[0].reason.startswith("degraded (its rooms are unknown: LiveKit unavailable): ")
