@@ -24,7 +24,7 @@ from worker_drainer.adapters.capacity_debts import CapacityDebt, Phase, debt_att
 from worker_drainer.adapters.ecs_model import EcsTask, ServiceCapacity, TaskProtection
 from worker_drainer.adapters.ecs_tasks import DESCRIBE_BATCH, BotoEcsTasks, TaskGoneError, ecs_client_config
 from worker_drainer.adapters.journal_model import AUDIT_RETENTION_SECONDS, AuditKey, TagWrite
-from worker_drainer.adapters.ledger import DynamoLedger
+from worker_drainer.adapters.ledger import DynamoLedger, Lease
 from worker_drainer.adapters.worker_probe import HttpWorkerProbe
 
 NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
@@ -796,3 +796,51 @@ def test_a_debt_query_answered_without_items_is_no_debt(ledger: tuple[DynamoLedg
     with Stubber(client) as stub:
         stub.add_response("query", {})
         assert store.capacity_debts() == []
+
+
+def test_every_ledger_write_of_the_production_client_is_sent_once_to_a_peer_answering_5xx(
+    refusing_peer: type[RefusingPeer],
+) -> None:
+    store = DynamoLedger("ledger", "agent-svc")
+    key = AuditKey("run-1", NOW, 0)
+    writes = {
+        "PutItem": [
+            lambda: store.acquire("service#agent-svc", "run-1", NOW, 60),
+            lambda: store.put_capacity_debt(CapacityDebt("t0", ARN, 1), expected=None),
+            lambda: store.audit("t0", key, {"outcome": "intended"}),
+            lambda: store.first_notice("guardrail#t0", NOW, 600),
+            lambda: store.open_intent("t0", key, {"action": "cordon", "outcome": "intended"}),
+            lambda: store.record_tag_write(key, TagWrite("t0", NOW, {"livekit-drainer:state": "draining"})),
+            lambda: store.hold_group_event("a revision failing", NOW, 600),
+            lambda: store.tick_memory.remember(["agent/agent/t0"], NOW, 150),
+        ],
+        "DeleteItem": [
+            lambda: store.release(Lease("service#agent-svc", "run-1", 0)),
+            lambda: store.forget_capacity_debt("t0", expected=Phase.RAISED),
+            lambda: store.close_intent("t0", key),
+        ],
+    }
+    for target, calls in writes.items():
+        for write in calls:
+            refusing_peer.targets.clear()
+            with pytest.raises(AwsApiError):
+                write()
+            assert refusing_peer.targets == [target]
+
+
+def test_every_ecs_change_of_the_production_client_is_sent_once_to_a_peer_answering_5xx(
+    refusing_peer: type[RefusingPeer],
+) -> None:
+    tasks = BotoEcsTasks("agents", "agent-svc")
+    changes = {
+        "TagResource": lambda: tasks.tag_task(ARN, {"livekit-drainer:state": "draining"}),
+        "UntagResource": lambda: tasks.untag_task(ARN, ["livekit-drainer:state"]),
+        "UpdateTaskProtection": lambda: tasks.set_protection(ARN, False),
+        "StopTask": lambda: tasks.stop_task(ARN, "why"),
+        "UpdateService": lambda: tasks.set_desired_count(4),
+    }
+    for target, change in changes.items():
+        refusing_peer.targets.clear()
+        with pytest.raises(AwsApiError):
+            change()
+        assert refusing_peer.targets == [target]
