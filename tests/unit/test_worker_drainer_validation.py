@@ -310,3 +310,20 @@ def test_our_account_and_region_come_from_the_functions_own_arn() -> None:
     foreign = parse_task_reference(ARN.replace("123456789012", "999999999999"))
     with pytest.raises(UntrustedEventError, match="account '999999999999' \\(ours: '123456789012'\\)"):
         check_manual_target(foreign, OURS, [])
+
+
+def test_a_long_reference_is_quoted_to_its_first_120_characters() -> None:
+    raw = "x/" + "y" * 200
+    with pytest.raises(ValueError, match="is neither an ECS task id nor an ECS task ARN") as refused:
+        parse_task_reference(raw)
+    assert str(refused.value) == f"{raw[:120]!r} is neither an ECS task id nor an ECS task ARN"
+
+
+def test_every_part_of_a_foreign_arn_that_differs_is_named() -> None:
+    foreign = ARN.replace("123456789012", "999999999999").replace("eu-west-1", "us-east-1")
+    with pytest.raises(UntrustedEventError) as refused:
+        check_manual_target(parse_task_reference(foreign), OURS, RUNNING)
+    assert refused.value.message == (
+        f"task {foreign} is not ours: account '999999999999' (ours: '123456789012'); "
+        "region 'us-east-1' (ours: 'eu-west-1')"
+    )
