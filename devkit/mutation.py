@@ -168,7 +168,11 @@ def run(module: Module, names: list[str], max_children: int) -> None:
 
 
 def survivors(module: Module) -> list[str]:
-    return sorted(name for name, status in results(staging(module)).items() if status == "survived")
+    """The survivors and the mutants no test reached: mutmut keeps a "no tests" verdict even after a
+    new test reaches the function, so both are tested again."""
+    return sorted(
+        name for name, status in results(staging(module)).items() if status in ("survived", "no tests")
+    )
 
 
 def _selected(args: argparse.Namespace) -> tuple[Module, ...]:
@@ -197,7 +201,9 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="list the modules, their files and tests")
     parser.add_argument("--report-only", action="store_true", help="print the last tally; run nothing")
     parser.add_argument(
-        "--survivors", action="store_true", help="re-test the mutants that survived (after adding tests)"
+        "--survivors",
+        action="store_true",
+        help="re-test the mutants that survived or that no test reached (after adding tests)",
     )
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's change")
     parser.add_argument(
