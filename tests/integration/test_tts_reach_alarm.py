@@ -5,11 +5,13 @@ moto has no Logs Insights query engine."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -20,23 +22,28 @@ from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
 from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
 from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.detection import DetectionConfig
-from fleet_remediation.contract.events import responder_event_ages
+from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow, responder_event_ages
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.core.pipeline import Run
+from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
-from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.report_model import Mode, Outcome
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.replay_stores import SimulatedAlarmStates
+from tts_reach_alarm import work
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.handler import lambda_handler
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
-from tts_reach_alarm.transition import parse_transition
+from tts_reach_alarm.transition import Transition, parse_transition
+from tts_reach_alarm.work import Look, ResponderStages
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod", "agents")
@@ -601,3 +608,109 @@ def test_a_manual_analysis_in_dry_run_previews_its_message_and_sends_nothing(
     assert report["summary"]["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
     assert aws.drain(aws.sns_queue) == []
     assert aws.drain(aws.events_queue) == []
+
+
+def test_a_recheck_without_the_time_to_send_its_event_still_tells_the_worker_it_names(aws: Aws) -> None:
+    """The hand-over skipped for time is still news in the incident: the worker is named in a message."""
+    _with_page(aws, "ALARM")
+    report = lambda_handler(recheck_event(), LocalLambdaContext(remaining_ms=40_000), dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "skipped")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+    assert aws.drain(aws.events_queue) == []
+
+
+def test_a_recheck_whose_event_the_bus_refuses_still_tells_the_worker_it_names(
+    aws: Aws, lambda_context: Any
+) -> None:
+    _with_page(aws, "ALARM")
+    aws.deps.events = EventBridgePublisher("no-such-bus", boto3.client("events", region_name=REGION))
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "failed")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+
+
+def test_a_recheck_that_names_no_worker_says_nothing(aws: Aws, lambda_context: Any) -> None:
+    _with_page(aws, "ALARM")
+    spread = [
+        insights_row(
+            {"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2, "first_frames": 0}
+        )
+        for i in range(20)
+    ]
+    aws.insights.responses[:] = [spread, []]
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"]["verdict"] == "fleet-wide"
+    assert report["summary"]["recheck"] == "nothing new in the open incident: no message"
+    assert report["actions"] == []
+    assert aws.drain(aws.sns_queue) == []
+
+
+def test_a_recheck_in_dry_run_tells_the_worker_it_would_hand_over(lambda_context: Any) -> None:
+    with mock_aws():
+        aws = make_aws(Mode.DRY_RUN)
+        _with_page(aws, "ALARM")
+        report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+        assert report["status"] == "ok", report["errors"]
+        assert report["summary"]["would_emit"]["log_stream"] == BAD
+        assert "recheck" not in report["summary"]
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"].startswith("[prod/agents] DRY RUN - would have sent worker b9238a5f")
+        assert aws.drain(aws.events_queue) == []
+
+
+def test_the_hand_over_is_journaled_with_its_p_value_before_it_is_sent(
+    aws: Aws, lambda_context: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    journal = [r.journal for r in caplog.records if hasattr(r, "journal")]
+    # p = 1 / C(19, 4), to three significant digits.
+    assert journal[0] == {"step": 0, "resource": BAD, "action": "emit-suspect-worker", "reason": "p=0.000258"}
+    assert journal[1]["outcome"] == "done"
+
+
+class RecordingBus:
+    def __init__(self) -> None:
+        self.puts: list[SuspectWorkerDetail] = []
+
+    def put_suspect_worker(self, detail: SuspectWorkerDetail) -> str:
+        self.puts.append(detail)
+        return f"event-{len(self.puts)}"
+
+
+@pytest.mark.parametrize(
+    ("step", "sent"),
+    [(-1, False), (0, True), (1, True)],
+    ids=["a-step-short", "exactly-enough", "a-step-more"],
+)
+def test_the_suspect_event_is_sent_with_exactly_the_time_it_needs_left(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, step: int, sent: bool
+) -> None:
+    now = 1000.0
+    monkeypatch.setattr(work, "time", SimpleNamespace(monotonic=lambda: now))
+    needed = now + guarded_action_seconds(SUSPECT_EVENT_PUT)
+    deadline = needed if step == 0 else math.nextafter(needed, math.inf if step > 0 else -math.inf)
+    bus = RecordingBus()
+    aws.deps.events = bus
+    window = TimeWindow(start=ALARM_AT - timedelta(minutes=32), end=ALARM_AT)
+    suspect = SuspectWorkerDetail(
+        environment="prod",
+        agent_service="agents",
+        log_stream=BAD,
+        task_id=BAD.rsplit("/", 1)[1],
+        alarm_name=ALARM,
+        p_value=0.001,
+        window=window,
+    )
+    run = Run(
+        aws.deps, Transition("ALARM", window, None), Mode.ENFORCE, ReportBuilder("tts", "edge"), deadline
+    )
+    handed = ResponderStages().act(run, Look(None), suspect)
+    assert bus.puts == ([suspect] if sent else [])
+    assert handed.event_id == ("event-1" if sent else None)
+    assert [a.outcome for a in run.report.actions] == [Outcome.DONE if sent else Outcome.SKIPPED]
