@@ -342,6 +342,25 @@ EQUIVALENT: dict[str, str] = {
         "the cap at 2.0 instead of 1.0 of the exponential of a log tail that is at most 0 (one minus a "
         "sum, or a pmf times a sum the tail bounds): it never reaches either cap"
     ),
+    "tts_reach_alarm.work.xǁResponderStagesǁact__mutmut_2": (
+        "no suspect's hand-over marked new as None instead of False: ``news`` reads it only with a plan, "
+        "and the responder holds nothing back, so act sees no suspect only when there is no plan"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁact__mutmut_5": (
+        "no suspect's hand-over marked new: ``news`` reads it only with a plan, and the responder holds "
+        "nothing back, so act sees no suspect only when there is no plan"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁdecide__mutmut_5": (
+        "a concentration without a top worker or without a family-wise p-value: a concentrated verdict "
+        "always has both (only an inconclusive one lacks either), so the and reads as the or"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁdecide__mutmut_8": (
+        "no findings and no concentration: findings always hold a concentration, so one is None exactly "
+        "when the other is"
+    ),
+    "tts_reach_alarm.analysis.x__bounded__mutmut_43": (
+        "an unsettled bracket's family-wise p-value passed as None or left to its default, None"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

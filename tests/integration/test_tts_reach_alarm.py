@@ -4,6 +4,7 @@ moto has no Logs Insights query engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -33,17 +34,22 @@ from fleet_remediation.core.pipeline import Run
 from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
 from fleet_remediation.core.report_model import Mode, Outcome
+from fleet_remediation.domain.group_verdict import GroupEvent
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.replay_stores import SimulatedAlarmStates
 from tts_reach_alarm import work
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
+from tts_reach_alarm.adapters.task_facts import FactsRead
+from tts_reach_alarm.analysis import Verdict, assess_concentration
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.handler import lambda_handler
+from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
 from tts_reach_alarm.transition import Transition, parse_transition
-from tts_reach_alarm.work import Look, ResponderStages
+from tts_reach_alarm.work import Look, ResponderStages, findings_summary
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod", "agents")
@@ -714,3 +720,57 @@ def test_the_suspect_event_is_sent_with_exactly_the_time_it_needs_left(
     assert bus.puts == ([suspect] if sent else [])
     assert handed.event_id == ("event-1" if sent else None)
     assert [a.outcome for a in run.report.actions] == [Outcome.DONE if sent else Outcome.SKIPPED]
+
+
+def test_a_recheck_whose_event_may_have_landed_still_tells_the_worker_it_names(
+    aws: Aws, lambda_context: Any
+) -> None:
+    _with_page(aws, "ALARM")
+    aws.deps.events = MayHaveLanded()
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "unknown")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+
+
+WINDOW = TimeWindow(start=ALARM_AT - timedelta(minutes=32), end=ALARM_AT)
+WINDOW_JSON = {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
+
+
+def _findings(**changes: Any) -> Findings:
+    jobs = [JobOutcome(f"AJ_f{i}", BAD, 3, 0) for i in range(4)]
+    jobs += [JobOutcome(f"AJ_h{i}", f"agent/c/{i:032x}", 3, 3) for i in range(15)]
+    failing = [job for job in jobs if job.failed]
+    concentration = assess_concentration(jobs, alpha=0.05, min_failed_jobs=2)
+    return dataclasses.replace(Findings(jobs, failing, {}, concentration), **changes)
+
+
+def test_the_summary_is_json_and_names_no_group_facts_or_cut_it_does_not_have() -> None:
+    summary = findings_summary(_findings(), Transition("ALARM", WINDOW, None))
+    assert summary["window"] == WINDOW_JSON
+    assert json.loads(json.dumps(summary)) == summary
+    assert {"group_event", "task_facts", "jobs_truncated"}.isdisjoint(summary)
+
+
+def test_the_summary_names_the_group_event_and_what_ecs_said_of_the_tasks() -> None:
+    group = GroupEvent("zone", "eu-west-1a", (BAD,), 3, 1, 16, 0.01)
+    plain = _findings()
+    grouped = dataclasses.replace(plain.concentration, verdict=Verdict.GROUP, group=group)
+    facts = FactsRead(unknown=(BAD,))
+    summary = findings_summary(
+        _findings(concentration=grouped, facts=facts), Transition("ALARM", WINDOW, None)
+    )
+    assert summary["group_event"] == group.describe()
+    assert (
+        summary["task_facts"]
+        == "ECS facts of 0 running task(s); unknown for 1 task(s) (ECS does not know them)"
+    )
+
+
+def test_the_summary_of_a_window_cut_at_the_query_limit_says_how_many_jobs_the_test_covers() -> None:
+    summary = findings_summary(_findings(truncated=True), Transition("ALARM", WINDOW, None))
+    assert summary["jobs_truncated"] == (
+        "the window holds more than MAX_JOBS=5000 jobs (Logs Insights returns at most 10,000 rows); "
+        "the test covers the 19 the query returned"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -15,6 +16,7 @@ from devkit.fakes.logs_insights import insights_row
 from fleet_remediation.adapters.logs_insights import rows_from_results
 from fleet_remediation.contract.signals import SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.group_verdict import GroupEvent
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import (
     MAX_JOBS,
@@ -294,3 +296,22 @@ def test_the_evidence_of_a_verdict_carries_every_figure_of_the_test() -> None:
     assert verdict.p_value is not None
     assert verdict.p_value_family is not None
     assert 0 < verdict.p_value <= verdict.p_value_family < 0.05
+
+
+def test_the_evidence_of_a_verdict_without_a_top_worker_names_none() -> None:
+    evidence = assess_concentration(jobs({}, {"w1": 3, "w2": 2}), alpha=0.05, min_failed_jobs=2).evidence()
+    assert (evidence["jobs_on_worker"], evidence["failed_jobs_on_worker"]) == (None, None)
+    assert "group" not in evidence
+
+
+def test_the_evidence_of_a_group_verdict_carries_the_groups_figures() -> None:
+    group = GroupEvent("zone", "eu-west-1a", ("w1", "w2"), 3, 2, 9, 0.01)
+    verdict = assess_concentration(jobs({"w1": 1, "w2": 1}, {"w3": 3}), alpha=0.05, min_failed_jobs=2)
+    evidence = dataclasses.replace(verdict, verdict=Verdict.GROUP, group=group).evidence()
+    assert {key: evidence[key] for key in group.evidence()} == {
+        "group": "zone=eu-west-1a",
+        "failing_in_group": 2,
+        "tasks_in_group": 3,
+        "failing_in_fleet": 2,
+        "p_value_group": 0.01,
+    }
