@@ -9,7 +9,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -19,10 +19,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fakes.logs_insights import FakeInsightsClient, FakeLogsInsights, insights_row
 from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.adapters.scan_budget import BudgetedInsights, ScanBudget
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow, responder_event_ages
@@ -663,6 +665,9 @@ def test_a_recheck_in_dry_run_tells_the_worker_it_would_hand_over(lambda_context
         report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
         assert report["status"] == "ok", report["errors"]
         assert report["summary"]["would_emit"]["log_stream"] == BAD
+        # The re-check tests at its own, smaller level, not the configured alpha.
+        (candidate,) = report["candidates"]
+        assert candidate["facts"]["alpha"] == report["summary"]["recheck_alpha"] < 0.05
         assert "recheck" not in report["summary"]
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"].startswith("[prod/agents] DRY RUN - would have sent worker b9238a5f")
@@ -774,3 +779,139 @@ def test_the_summary_of_a_window_cut_at_the_query_limit_says_how_many_jobs_the_t
         "the window holds more than MAX_JOBS=5000 jobs (Logs Insights returns at most 10,000 rows); "
         "the test covers the 19 the query returned"
     )
+
+
+# --- under the scan budget: the look a new ALARM triggers, a re-check, a flapping alarm ---------------
+GB = 1e9
+
+
+class MemoryTally:
+    def __init__(self, spent: float, *, add_fails: bool = False) -> None:
+        self.bytes, self.add_fails = spent, add_fails
+
+    def spent(self, hour: str) -> float:
+        return self.bytes
+
+    def add(self, hour: str, scanned: float) -> None:
+        if self.add_fails:
+            raise AwsApiError("DynamoDB UpdateItem (scan tally) failed: Throttled", aws_code="Throttled")
+        self.bytes += scanned
+
+
+class FixedIncoming:
+    def __init__(self, estimate: float) -> None:
+        self.bytes = estimate
+
+    def estimate(self, log_group: str, start: datetime, end: datetime) -> float | None:
+        return self.bytes
+
+
+class MemoryGate:
+    def __init__(self) -> None:
+        self.ran: dict[str, datetime] = {}
+
+    def claim(self, key: str, now: datetime, interval: timedelta) -> datetime | None:
+        if key in self.ran and now < self.ran[key] + interval:
+            return self.ran[key]
+        self.ran[key] = now
+        return None
+
+
+def _incident_answers(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+    if "room_id" in query:
+        return [{"job_id": f"AJ_fail{i}", "room": f"room-{i}", "room_id": f"RM_{i}"} for i in range(4)]
+    failed = [
+        {"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "first_frames": 0} for i in range(4)
+    ]
+    healthy = [
+        {"job_id": f"AJ_ok{i}", "@logStream": f"agent/c/{i:032x}", "responses": 5, "first_frames": 5}
+        for i in range(15)
+    ]
+    return [*failed, *healthy]
+
+
+def _under_budget(aws: Aws, tally: MemoryTally, estimate: float) -> FakeInsightsClient:
+    """10 GB an hour, ``tally`` spent, the window estimated at ``estimate``, one alarm look per 10 min."""
+    client = FakeInsightsClient(_incident_answers, running_polls=0)
+    budget = ScanBudget(
+        10 * GB, tally, FixedIncoming(estimate), MemoryGate(), timedelta(minutes=10), clock=lambda: T0
+    )
+    inner = CloudWatchLogsInsights(client, poll_interval_seconds=0.001)  # type: ignore[arg-type]
+    aws.deps.insights = BudgetedInsights(inner, budget)
+    return client
+
+
+def _budget_skips(report: dict[str, Any]) -> list[str]:
+    return [c["reason"] for c in report["candidates"] if c["reason"].startswith("scan budget")]
+
+
+@pytest.mark.parametrize("recheck", [False, True], ids=["new-alarm", "recheck"])
+def test_under_the_scan_budget_only_a_new_alarm_looks_past_its_estimate(
+    aws: Aws, lambda_context: Any, recheck: bool
+) -> None:
+    _with_page(aws, "ALARM")
+    client = _under_budget(aws, MemoryTally(8 * GB), estimate=5 * GB)
+    report = lambda_handler(
+        recheck_event() if recheck else alarm_event(), lambda_context, dependencies=aws.deps
+    )
+    assert report["status"] == "ok", report["errors"]
+    if recheck:
+        (skip,) = _budget_skips(report)
+        assert "5.00 GB would pass the 2.00 GB left this hour of 10 GB" in skip
+        assert client.started == []
+    else:
+        assert _budget_skips(report) == []
+        assert report["summary"]["verdict"] == "concentrated"
+        assert len(client.started) == 2
+
+
+def test_under_the_scan_budget_a_flapping_alarm_gets_one_look_per_interval(
+    aws: Aws, lambda_context: Any
+) -> None:
+    client = _under_budget(aws, MemoryTally(0.0), estimate=0.1 * GB)
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    again = alarm_event(timestamp="2026-09-15T17:43:00.000+0000")
+    again["id"] = "0d6f4f2e-9c1b-4d3e-8a7b-1f2e3d4c5b6a"
+    second = lambda_handler(again, lambda_context, dependencies=aws.deps)
+    assert first["summary"]["verdict"] == "concentrated"
+    assert len(client.started) == 2, "the second ALARM of the interval starts no query"
+    (skip,) = _budget_skips(second)
+    assert "flaps; its last look ran at 17:45 UTC and it gets one look per 10 min" in skip
+
+
+def test_a_scan_tally_that_takes_no_count_is_an_error_in_the_report(aws: Aws, lambda_context: Any) -> None:
+    _under_budget(aws, MemoryTally(0.0, add_fails=True), estimate=0.1 * GB)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["summary"]["verdict"] == "concentrated"
+    messages = [e["message"] for e in report["errors"]]
+    assert messages == ["DynamoDB UpdateItem (scan tally) failed: Throttled"] * 2
+
+
+class UnknownTaskFacts:
+    """ECS that could not say: every task's facts unknown, with the error that kept them."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def read(self, streams: Sequence[str], deadline: float) -> FactsRead:
+        self.asked.append(list(streams))
+        denied = AwsApiError("ECS DescribeTasks failed: AccessDenied", aws_code="AccessDeniedException")
+        return FactsRead(unknown=tuple(streams), errors=(denied,))
+
+
+def test_the_alarm_asks_ecs_of_the_tasks_and_reports_what_it_could_not_learn(
+    aws: Aws, lambda_context: Any
+) -> None:
+    ecs = UnknownTaskFacts()
+    aws.deps.task_facts = ecs
+    # ECS is asked when a task's first frames timed out (the facts can change the verdict).
+    timed_out = [
+        insights_row({"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "timeouts": 3})
+        for i in range(4)
+    ]
+    aws.insights.responses[:] = [timed_out + incident_rows()[4:], rooms_rows()]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    (asked,) = ecs.asked
+    assert BAD in asked
+    assert report["summary"]["task_facts"].endswith("(ECS DescribeTasks failed: AccessDenied)")
+    assert [e["message"] for e in report["errors"]] == ["ECS DescribeTasks failed: AccessDenied"]
