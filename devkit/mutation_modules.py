@@ -358,6 +358,14 @@ EQUIVALENT: dict[str, str] = {
         "no findings and no concentration: findings always hold a concentration, so one is None exactly "
         "when the other is"
     ),
+    "tts_reach_alarm.work.xǁResponderStagesǁread__mutmut_40": (
+        "the level of a look the scan budget skipped, None instead of the re-check's: a look without "
+        "findings records nothing (record stops there), so its level is never read"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁread__mutmut_42": (
+        "the level of a look the scan budget skipped, left to its default None: a look without findings "
+        "records nothing (record stops there), so its level is never read"
+    ),
     "tts_reach_alarm.analysis.x__bounded__mutmut_43": (
         "an unsettled bracket's family-wise p-value passed as None or left to its default, None"
     ),

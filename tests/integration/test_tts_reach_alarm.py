@@ -668,6 +668,7 @@ def test_a_recheck_in_dry_run_tells_the_worker_it_would_hand_over(lambda_context
         # The re-check tests at its own, smaller level, not the configured alpha.
         (candidate,) = report["candidates"]
         assert candidate["facts"]["alpha"] == report["summary"]["recheck_alpha"] < 0.05
+        assert report["trigger"]["detail"]["tts_alarm"] == "ALARM since 2026-09-15T17:41:00+00:00"
         assert "recheck" not in report["summary"]
         (note,) = aws.drain(aws.sns_queue)
         assert note["Subject"].startswith("[prod/agents] DRY RUN - would have sent worker b9238a5f")
