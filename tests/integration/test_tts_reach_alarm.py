@@ -28,6 +28,7 @@ from fleet_remediation.adapters.scan_budget import BudgetedInsights, ScanBudget
 from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.detection import DetectionConfig
 from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow, responder_event_ages
+from fleet_remediation.contract.metrics import MetricDefinition
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
@@ -916,3 +917,33 @@ def test_the_alarm_asks_ecs_of_the_tasks_and_reports_what_it_could_not_learn(
     assert BAD in asked
     assert report["summary"]["task_facts"].endswith("(ECS DescribeTasks failed: AccessDenied)")
     assert [e["message"] for e in report["errors"]] == ["ECS DescribeTasks failed: AccessDenied"]
+
+
+@pytest.mark.parametrize("concentrated", [True, False], ids=["one-worker", "fleet-wide"])
+def test_the_alarm_emits_its_failing_jobs_and_whether_one_worker_holds_them(
+    aws: Aws, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, concentrated: bool
+) -> None:
+    emitted: dict[str, float] = {}
+
+    def capture(metric: MetricDefinition, value: float) -> None:
+        emitted[metric.name] = value
+
+    monkeypatch.setattr(work, "emit", capture)
+    if not concentrated:
+        aws.insights.responses[:] = [
+            [
+                insights_row({"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2})
+                for i in range(20)
+            ],
+            [],
+        ]
+    lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    expected = (
+        {"TtsReachFailingJobs": 4, "TtsReachSuspectWorkers": 1}
+        if concentrated
+        else {
+            "TtsReachFailingJobs": 20,
+            "TtsReachSuspectWorkers": 0,
+        }
+    )
+    assert emitted == expected
