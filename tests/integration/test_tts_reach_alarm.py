@@ -947,3 +947,10 @@ def test_the_alarm_emits_its_failing_jobs_and_whether_one_worker_holds_them(
         }
     )
     assert emitted == expected
+
+
+def test_an_ok_reports_its_state_and_its_window_and_reads_nothing(aws: Aws, lambda_context: Any) -> None:
+    report = lambda_handler(alarm_event("OK"), lambda_context, dependencies=aws.deps)
+    assert report["summary"] == {"state": "OK", "window": WINDOW_JSON}
+    assert report["candidates"] == []
+    assert aws.insights.calls == []

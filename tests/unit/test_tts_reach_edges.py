@@ -1,7 +1,8 @@
 """The responder's concentration test (``tts_reach_alarm.analysis``) at each of its edges and one
 step either side, on the unit that owns it: the family-wise p-value against alpha (``p < alpha``:
 at alpha is fleet-wide), the Bonferroni bound past the analysis deadline against alpha, the minimum
-failed jobs in all and on the top worker, and the two workers it takes to compare."""
+failed jobs in all and on the top worker, and the two workers it takes to compare; and the tail
+p-value (``hypergeometric``) at the bounds of its counts and of its support."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import time
 
 import pytest
 
+from devkit import exact_concentration as exact
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import Verdict, assess_concentration
+from tts_reach_alarm.hypergeometric import hypergeometric_tail
 
 HEALTHY = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
 
@@ -131,3 +134,35 @@ def test_past_the_deadline_the_bound_is_at_most_one() -> None:
     found = assess_concentration(window, alpha=0.05, min_failed_jobs=1, deadline=time.monotonic() - 1)
     assert found.verdict is Verdict.INCONCLUSIVE
     assert found.reason.endswith("and 1; analysis deadline)")
+
+
+BOUNDS = {
+    "marked-under": (-1, 3, False),
+    "marked-none": (0, 3, True),
+    "marked-all": (10, 3, True),
+    "marked-over": (11, 3, False),
+    "draws-under": (4, -1, False),
+    "draws-none": (4, 0, True),
+    "draws-all": (4, 10, True),
+    "draws-over": (4, 11, False),
+}
+
+
+@pytest.mark.parametrize(("marked", "draws", "valid"), BOUNDS.values(), ids=BOUNDS.keys())
+def test_the_tail_takes_marked_and_draws_from_none_to_all(marked: int, draws: int, valid: bool) -> None:
+    if valid:
+        assert hypergeometric_tail(10, marked, draws, 0) == 1.0
+    else:
+        with pytest.raises(ValueError, match="within the population"):
+            hypergeometric_tail(10, marked, draws, 0)
+
+
+@pytest.mark.parametrize(
+    "observed", [2, 3, 4, 5, 6], ids=["under-low", "low", "over-low", "high", "over-high"]
+)
+def test_the_tail_at_each_end_of_its_support(observed: int) -> None:
+    # 8 of 10 marked, 5 drawn: at least 3 and at most 5 of the draws are marked.
+    tail = hypergeometric_tail(10, 8, 5, observed)
+    assert tail == pytest.approx(float(exact.hypergeometric_tail(10, 8, 5, observed)), rel=1e-12)
+    assert (tail == 1.0) is (observed <= 3)
+    assert (tail == 0.0) is (observed > 5)
