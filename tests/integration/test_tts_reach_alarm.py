@@ -52,7 +52,7 @@ from tts_reach_alarm.handler import lambda_handler
 from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
 from tts_reach_alarm.transition import Transition, parse_transition
-from tts_reach_alarm.work import Look, ResponderStages, findings_summary
+from tts_reach_alarm.work import Look, ResponderStages, ResponderWork, findings_summary
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod", "agents")
@@ -954,3 +954,10 @@ def test_an_ok_reports_its_state_and_its_window_and_reads_nothing(aws: Aws, lamb
     assert report["summary"] == {"state": "OK", "window": WINDOW_JSON}
     assert report["candidates"] == []
     assert aws.insights.calls == []
+
+
+def test_an_ok_records_its_summary_as_json(aws: Aws) -> None:
+    run = Run(aws.deps, Transition("OK", WINDOW, None), Mode.ENFORCE, ReportBuilder("tts", "ok"), 0.0)
+    ResponderStages().record(run, ResponderWork())
+    assert run.report.summary == {"state": "OK", "window": WINDOW_JSON}
+    assert json.loads(json.dumps(run.report.summary)) == run.report.summary
