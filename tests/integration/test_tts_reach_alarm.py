@@ -961,3 +961,22 @@ def test_an_ok_records_its_summary_as_json(aws: Aws) -> None:
     ResponderStages().record(run, ResponderWork())
     assert run.report.summary == {"state": "OK", "window": WINDOW_JSON}
     assert json.loads(json.dumps(run.report.summary)) == run.report.summary
+
+
+def test_insufficient_data_reads_nothing_and_says_nothing(aws: Aws, lambda_context: Any) -> None:
+    report = lambda_handler(alarm_event("INSUFFICIENT_DATA"), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"] == {"skipped": "state INSUFFICIENT_DATA is neither ALARM nor OK: nothing to say"}
+    assert aws.insights.calls == []
+    assert aws.drain(aws.sns_queue) == []
+
+
+def test_a_dry_run_that_names_no_worker_would_send_nothing(lambda_context: Any) -> None:
+    with mock_aws():
+        aws = make_aws(Mode.DRY_RUN)
+        aws.insights.responses[:] = [[], []]
+        report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+        assert report["status"] == "ok", report["errors"]
+        assert report["summary"]["verdict"] == "inconclusive"
+        assert "would_emit" not in report["summary"]
+        assert aws.drain(aws.events_queue) == []
