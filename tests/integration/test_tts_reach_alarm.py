@@ -980,3 +980,22 @@ def test_a_dry_run_that_names_no_worker_would_send_nothing(lambda_context: Any) 
         assert report["summary"]["verdict"] == "inconclusive"
         assert "would_emit" not in report["summary"]
         assert aws.drain(aws.events_queue) == []
+
+
+def test_a_retry_of_the_alarm_that_names_no_worker_sends_no_second_message(
+    aws: Aws, lambda_context: Any
+) -> None:
+    """One message per transition, whatever its retry reads: the first run named the worker, the
+    retry (later logs) finds the failures spread; the delivery's once-key is the transition's."""
+    spread = [
+        insights_row(
+            {"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2, "first_frames": 0}
+        )
+        for i in range(20)
+    ]
+    aws.insights.responses += [spread, []]
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    retry = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert (first["summary"]["verdict"], retry["summary"]["verdict"]) == ("concentrated", "fleet-wide")
+    assert len(aws.drain(aws.sns_queue)) == 1
+    assert retry["notifications"] == first["notifications"]
