@@ -999,3 +999,21 @@ def test_a_retry_of_the_alarm_that_names_no_worker_sends_no_second_message(
     assert (first["summary"]["verdict"], retry["summary"]["verdict"]) == ("concentrated", "fleet-wide")
     assert len(aws.drain(aws.sns_queue)) == 1
     assert retry["notifications"] == first["notifications"]
+
+
+def test_a_dry_run_records_the_event_it_would_send_as_json(aws: Aws) -> None:
+    suspect = SuspectWorkerDetail(
+        environment="prod",
+        agent_service="agents",
+        log_stream=BAD,
+        task_id=BAD.rsplit("/", 1)[1],
+        alarm_name=ALARM,
+        p_value=0.001,
+        window=WINDOW,
+    )
+    report = ReportBuilder("tts", "dry")
+    report.mode = Mode.DRY_RUN
+    run = Run(aws.deps, Transition("ALARM", WINDOW, None), Mode.DRY_RUN, report, 0.0)
+    ResponderStages().record(run, ResponderWork(Look(_findings()), suspect))
+    assert report.summary["would_emit"]["window"] == WINDOW_JSON
+    assert report.summary["would_emit"]["log_stream"] == BAD
