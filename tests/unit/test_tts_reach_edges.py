@@ -2,19 +2,22 @@
 step either side, on the unit that owns it: the family-wise p-value against alpha (``p < alpha``:
 at alpha is fleet-wide), the Bonferroni bound past the analysis deadline against alpha, the minimum
 failed jobs in all and on the top worker, and the two workers it takes to compare; and the tail
-p-value (``hypergeometric``) at the bounds of its counts and of its support."""
+p-value (``hypergeometric``) at the bounds of its counts and of its support, and the family-wise
+p-value at its deadline."""
 
 from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from devkit import exact_concentration as exact
 from fleet_remediation.domain.job_outcomes import JobOutcome
+from tts_reach_alarm import hypergeometric
 from tts_reach_alarm.analysis import Verdict, assess_concentration
-from tts_reach_alarm.hypergeometric import hypergeometric_tail
+from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
 
 HEALTHY = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
 
@@ -166,3 +169,20 @@ def test_the_tail_at_each_end_of_its_support(observed: int) -> None:
     assert tail == pytest.approx(float(exact.hypergeometric_tail(10, 8, 5, observed)), rel=1e-12)
     assert (tail == 1.0) is (observed <= 3)
     assert (tail == 0.0) is (observed > 5)
+
+
+@pytest.mark.parametrize(
+    ("step", "stops"), [(-1, True), (0, False), (1, False)], ids=["deadline-passed", "at-deadline", "before"]
+)
+def test_the_family_wise_p_value_stops_only_once_its_deadline_has_passed(
+    monkeypatch: pytest.MonkeyPatch, step: int, stops: bool
+) -> None:
+    now = 1000.0
+    monkeypatch.setattr(hypergeometric, "time", SimpleNamespace(monotonic=lambda: now))
+    deadline = now if step == 0 else math.nextafter(now, math.inf if step > 0 else -math.inf)
+    # Two 2-job workers, two failures: either could hold both (2 of the 6 ways).
+    if stops:
+        with pytest.raises(AnalysisDeadline):
+            family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline)
+    else:
+        assert family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline) == pytest.approx(2 / 6)
