@@ -417,6 +417,18 @@ EQUIVALENT: dict[str, str] = {
     "tts_reach_alarm.hypergeometric.x__place__mutmut_68": (
         "a term exactly at the cutoff ends the walk down instead of being added: below the result's precision"
     ),
+    "tts_reach_alarm.hypergeometric.x__reach__mutmut_54": (
+        "a tail exactly at the threshold (the observed p-value's log plus REACH_TOLERANCE) counted as "
+        "past it: a sum of logs never lands on that float; the tolerance is what settles the ties"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reach__mutmut_61": (
+        "the log tail of a worker that reaches the threshold at every count, 1.0 instead of 0.0: it is "
+        "only compared with 0 (at or above: it reaches whatever happens), so both read the same"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_52": (
+        "the rows carried to the next worker cut one row later: that row is below epsilon (or past the "
+        "end), and the next worker skips every row below epsilon"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

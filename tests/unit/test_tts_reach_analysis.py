@@ -315,3 +315,12 @@ def test_the_evidence_of_a_group_verdict_carries_the_groups_figures() -> None:
         "failing_in_fleet": 2,
         "p_value_group": 0.01,
     }
+
+
+def test_a_p_value_below_negligible_is_reported_as_its_bonferroni_bound_not_as_exact() -> None:
+    # 420 of 840 jobs fail, all on the worker that ran them: p = 1 / C(840, 420), about 5e-252.
+    verdict = assess_concentration(jobs({"bad": 420}, {"w1": 420}), alpha=0.05, min_failed_jobs=2)
+    assert verdict.concentrated
+    assert verdict.p_value == pytest.approx(1 / math.comb(840, 420))
+    assert verdict.p_value_family == pytest.approx(2 / math.comb(840, 420))
+    assert verdict.p_value_family_exact is False
