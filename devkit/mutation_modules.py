@@ -429,6 +429,34 @@ EQUIVALENT: dict[str, str] = {
         "the rows carried to the next worker cut one row later: that row is below epsilon (or past the "
         "end), and the next worker skips every row below epsilon"
     ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_18": (
+        "no worker reaching the threshold marked not exact: that needs a threshold of 0 (log -inf), since "
+        "the top worker reaches its own p-value; only family_wise_p_value passes one, and it drops the flag"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_26": (
+        "the Bonferroni sum's log capped at 1.0 instead of 0.0: it is only compared with log(NEGLIGIBLE_P) "
+        "and returned below it, where neither cap applies"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_32": (
+        "the Bonferroni sum exactly at NEGLIGIBLE_P taken as negligible: a sum of tails never lands on "
+        "that float"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_42": (
+        "a smaller epsilon (failed + 2 for failed + 1): less mass dropped, the p-value moves below "
+        "RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_44": (
+        "a smaller epsilon (one more worker in the divisor): less mass dropped, the p-value moves below "
+        "RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_6": (
+        "the reaching workers placed smallest first: the probability is the same in any order; measured "
+        "over 600 random windows the p-value moves by at most 1e-11 of itself, below RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_7": (
+        "the reaching workers placed smallest first (reverse=False): the probability is the same in any "
+        "order; the p-value moves below RELATIVE_PRECISION"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

@@ -26,7 +26,12 @@ from tts_reach_alarm.analysis import (
     job_rooms_query,
     parse_job_outcomes,
 )
-from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
+from tts_reach_alarm.hypergeometric import (
+    RELATIVE_PRECISION,
+    AnalysisDeadline,
+    family_wise_p_value,
+    hypergeometric_tail,
+)
 from tts_reach_alarm.investigation import recheck_alpha
 
 
@@ -321,6 +326,39 @@ def test_a_p_value_below_negligible_is_reported_as_its_bonferroni_bound_not_as_e
     # 420 of 840 jobs fail, all on the worker that ran them: p = 1 / C(840, 420), about 5e-252.
     verdict = assess_concentration(jobs({"bad": 420}, {"w1": 420}), alpha=0.05, min_failed_jobs=2)
     assert verdict.concentrated
-    assert verdict.p_value == pytest.approx(1 / math.comb(840, 420))
-    assert verdict.p_value_family == pytest.approx(2 / math.comb(840, 420))
+    # approx's default absolute tolerance (1e-12) would take any p-value this small.
+    assert verdict.p_value == pytest.approx(1 / math.comb(840, 420), rel=1e-9, abs=0)
+    assert verdict.p_value_family == pytest.approx(2 / math.comb(840, 420), rel=1e-9, abs=0)
     assert verdict.p_value_family_exact is False
+
+
+NEAR_ONE = (
+    [14, 18, 12, 23, 9, 25, 14, 25, 13, 1, 1, 17, 6, 12, 1, 16, 10, 9, 13, 16, 22, 39],
+    [4, 6, 0, 7, 0, 3, 1, 6, 2, 0, 0, 5, 1, 2, 0, 1, 2, 2, 4, 1, 1, 7],
+)
+# A window whose placed probabilities sum to one plus a rounding: the result is capped at one.
+# fmt: off
+SUMS_PAST_ONE = (
+    [39, 17, 20, 25, 7, 2, 37, 9, 20, 33, 15, 18, 16, 21, 12, 28, 7, 7, 39, 21, 22, 15, 29, 11, 6, 22,
+     14, 37, 29],
+    [4, 1, 6, 1, 0, 0, 5, 1, 6, 4, 2, 6, 5, 1, 4, 5, 2, 0, 6, 4, 4, 3, 5, 3, 1, 6, 4, 6, 0],
+)
+# fmt: on
+
+
+def test_the_family_wise_p_value_holds_its_stated_relative_precision() -> None:
+    counts, failed = NEAR_ONE
+    _, expected = exact.top_worker_p_values(counts, failed)
+    verdict = assess_concentration(_outcomes(counts, failed), alpha=0.05, min_failed_jobs=1)
+    assert verdict.p_value_family == pytest.approx(float(expected), rel=RELATIVE_PRECISION)
+
+
+def test_the_family_wise_p_value_is_never_above_one() -> None:
+    verdict = assess_concentration(_outcomes(*SUMS_PAST_ONE), alpha=0.05, min_failed_jobs=1)
+    assert verdict.p_value_family == 1.0
+
+
+def test_a_p_value_every_worker_reaches_is_one_and_exact() -> None:
+    # Every job fails: whichever worker holds the failures, its p-value is 1.
+    verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
+    assert (verdict.p_value_family, verdict.p_value_family_exact) == (1.0, True)
