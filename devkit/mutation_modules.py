@@ -457,6 +457,60 @@ EQUIVALENT: dict[str, str] = {
         "the reaching workers placed smallest first (reverse=False): the probability is the same in any "
         "order; the p-value moves below RELATIVE_PRECISION"
     ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_24": (
+        "the mode estimate one off (marked - 1): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 6e-12 of "
+        "itself and the family-wise p-value by at most 3e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_25": (
+        "the mode estimate one off (marked + 2): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 4e-12 of "
+        "itself and the family-wise p-value by at most 2e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_26": (
+        "the mode estimate one off (draws - 1): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 6e-12 of "
+        "itself and the family-wise p-value by at most 1.5e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_27": (
+        "the mode estimate one off (draws + 2): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 3e-12 of "
+        "itself and the family-wise p-value by at most 1e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_29": (
+        "the mode estimate one off (population + 3): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 1.5e-12 of "
+        "itself and the family-wise p-value by at most 1.5e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_24": (
+        "a count at the mode summed upward instead of as one minus the side below: both sums are the same "
+        "tail (the terms fall from the mode either way); at most 6e-12 of itself over 500 random windows"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_28": (
+        "one more upward step, at the highest count: its factor (marked - k)(draws - k) is 0, so it adds 0"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_44": (
+        "an upward term exactly 1e-17 of the sum ends the sum instead of being added: below float precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_63": (
+        "one more downward step, at the lowest count: its factor is 0 (k or the unmarked left over), so it "
+        "adds 0"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_79": (
+        "a downward term exactly 1e-17 of the sum ends the sum instead of being added: below float precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_97": (
+        "the guard below < 1.0 made always true: in that branch the count is at most the mode, so the tail "
+        "is at least P(X = mode) and below stays under 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_20": (
+        "a worker whose tail is 1 at its lowest count (it reaches whatever happens) kept in the sum "
+        "instead of returning at once: its share is 1, the result is 1 (log 0) and exact either way"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_21": (
+        "a worker whose tail is 1 at its lowest count kept in the sum (log tail 0 is not >= 1.0): its "
+        "share is 1, the result is 1 (log 0) and exact either way"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

@@ -362,3 +362,8 @@ def test_a_p_value_every_worker_reaches_is_one_and_exact() -> None:
     # Every job fails: whichever worker holds the failures, its p-value is 1.
     verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
     assert (verdict.p_value_family, verdict.p_value_family_exact) == (1.0, True)
+
+
+def test_a_worker_all_of_whose_jobs_fail_with_the_fleet_has_a_p_value_of_one() -> None:
+    verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
+    assert verdict.p_value == 1.0

@@ -17,7 +17,12 @@ from devkit import exact_concentration as exact
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm import hypergeometric
 from tts_reach_alarm.analysis import Verdict, assess_concentration
-from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
+from tts_reach_alarm.hypergeometric import (
+    AnalysisDeadline,
+    family_wise_p_value,
+    hypergeometric_tail,
+    log_hypergeometric_tail,
+)
 
 HEALTHY = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
 
@@ -186,3 +191,14 @@ def test_the_family_wise_p_value_stops_only_once_its_deadline_has_passed(
             family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline)
     else:
         assert family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline) == pytest.approx(2 / 6)
+
+
+@pytest.mark.parametrize("observed", [2, 3], ids=["under-lowest", "lowest"])
+def test_the_log_tail_is_zero_at_and_under_the_lowest_count(observed: int) -> None:
+    assert log_hypergeometric_tail(10, 8, 5, observed) == 0.0
+
+
+def test_a_tail_at_the_mode_sums_the_side_below_until_its_terms_are_negligible() -> None:
+    # 250 of 500 draws from a half-marked 1,000: the terms below fall under 1e-17 of the sum long before 0.
+    expected = float(exact.hypergeometric_tail(1000, 500, 500, 250))
+    assert hypergeometric_tail(1000, 500, 500, 250) == pytest.approx(expected, rel=1e-9)
