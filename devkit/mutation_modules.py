@@ -511,6 +511,18 @@ EQUIVALENT: dict[str, str] = {
         "a worker whose tail is 1 at its lowest count kept in the sum (log tail 0 is not >= 1.0): its "
         "share is 1, the result is 1 (log 0) and exact either way"
     ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_100": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: never exactly 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_101": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: never at or past 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_102": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: the else (now +inf) is never taken"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

@@ -14,11 +14,12 @@ import pytest
 from devkit import exact_concentration as exact
 from devkit.fakes.logs_insights import insights_row
 from fleet_remediation.adapters.logs_insights import rows_from_results
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
 from fleet_remediation.domain.group_verdict import GroupEvent
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import (
+    FAILING_FILTER,
     MAX_JOBS,
     Verdict,
     assess_concentration,
@@ -367,3 +368,22 @@ def test_a_p_value_every_worker_reaches_is_one_and_exact() -> None:
 def test_a_worker_all_of_whose_jobs_fail_with_the_fleet_has_a_p_value_of_one() -> None:
     verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
     assert verdict.p_value == 1.0
+
+
+def test_the_outcomes_query_reads_every_job_unless_asked_for_the_failing_ones() -> None:
+    catalog = SignalCatalog.default()
+    every = job_outcomes_query(catalog).split("\n| ")
+    failing = job_outcomes_query(catalog, failing_only=True).split("\n| ")
+    assert [line.split(" ", 1)[0] for line in every] == ["filter", "stats", "limit"]
+    assert every[1].endswith(f"latest({TTS_ENDPOINT_FIELD}) as {TTS_ENDPOINT_FIELD} by job_id, @logStream")
+    assert every[2] == f"limit {MAX_JOBS}"
+    assert failing == [*every[:2], FAILING_FILTER, every[2]]
+
+
+def test_a_lone_workers_verdict_names_it_and_nothing_is_bounded() -> None:
+    lone = assess_concentration(jobs({"bad": 3}, {"bad": 2}), alpha=0.05, min_failed_jobs=1)
+    assert lone.top is not None
+    assert (lone.top.log_stream, lone.top.jobs, lone.top.failed_jobs) == ("bad", 5, 3)
+    assert (lone.p_value, lone.p_value_family, lone.p_value_family_exact) == (None, None, True)
+    quiet = assess_concentration(jobs({}, {"w1": 3, "w2": 2}), alpha=0.05, min_failed_jobs=1)
+    assert (quiet.top, quiet.p_value_family_exact) == (None, True)
