@@ -879,6 +879,8 @@ def test_under_the_scan_budget_a_flapping_alarm_gets_one_look_per_interval(
     assert len(client.started) == 2, "the second ALARM of the interval starts no query"
     (skip,) = _budget_skips(second)
     assert "flaps; its last look ran at 17:45 UTC and it gets one look per 10 min" in skip
+    # A look skipped is told in the report's skips: no message, no error.
+    assert (second["status"], second["notifications"]) == ("ok", [])
 
 
 def test_a_scan_tally_that_takes_no_count_is_an_error_in_the_report(aws: Aws, lambda_context: Any) -> None:
