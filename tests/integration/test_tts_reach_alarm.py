@@ -1019,3 +1019,15 @@ def test_a_dry_run_records_the_event_it_would_send_as_json(aws: Aws) -> None:
     ResponderStages().record(run, ResponderWork(Look(_findings()), suspect))
     assert report.summary["would_emit"]["window"] == WINDOW_JSON
     assert report.summary["would_emit"]["log_stream"] == BAD
+
+
+def test_two_rechecks_that_name_two_new_workers_both_tell(aws: Aws, lambda_context: Any) -> None:
+    """The re-check's message once-key names the worker: a second new worker in the same incident is
+    told too, after the first."""
+    _with_page(aws, "ALARM")
+    aws.insights.responses[:] = [incident_rows(), rooms_rows(), incident_rows(OTHER), rooms_rows()]
+    reports = [lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps) for _ in range(2)]
+    assert [[a["resource"] for a in r["actions"]] for r in reports] == [[BAD], [OTHER]]
+    subjects = [note["Subject"] for note in aws.drain(aws.sns_queue)]
+    assert len(subjects) == 2
+    assert ("b9238a5f" in subjects[0], "c0ffee00" in subjects[1]) == (True, True)
