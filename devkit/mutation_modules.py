@@ -342,6 +342,187 @@ EQUIVALENT: dict[str, str] = {
         "the cap at 2.0 instead of 1.0 of the exponential of a log tail that is at most 0 (one minus a "
         "sum, or a pmf times a sum the tail bounds): it never reaches either cap"
     ),
+    "tts_reach_alarm.work.xǁResponderStagesǁact__mutmut_2": (
+        "no suspect's hand-over marked new as None instead of False: ``news`` reads it only with a plan, "
+        "and the responder holds nothing back, so act sees no suspect only when there is no plan"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁact__mutmut_5": (
+        "no suspect's hand-over marked new: ``news`` reads it only with a plan, and the responder holds "
+        "nothing back, so act sees no suspect only when there is no plan"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁdecide__mutmut_5": (
+        "a concentration without a top worker or without a family-wise p-value: a concentrated verdict "
+        "always has both (only an inconclusive one lacks either), so the and reads as the or"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁdecide__mutmut_8": (
+        "no findings and no concentration: findings always hold a concentration, so one is None exactly "
+        "when the other is"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁread__mutmut_40": (
+        "the level of a look the scan budget skipped, None instead of the re-check's: a look without "
+        "findings records nothing (record stops there), so its level is never read"
+    ),
+    "tts_reach_alarm.work.xǁResponderStagesǁread__mutmut_42": (
+        "the level of a look the scan budget skipped, left to its default None: a look without findings "
+        "records nothing (record stops there), so its level is never read"
+    ),
+    "tts_reach_alarm.analysis.x__bounded__mutmut_43": (
+        "an unsettled bracket's family-wise p-value passed as None or left to its default, None"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_12": (
+        "the row of a worker's counts one slot shorter: it is written up to index len(none) - 1 + reach - "
+        "1, and reach is at most the worker's jobs, so the last slot is never written"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_14": (
+        "the row of a worker's counts one slot longer: the extra slot stays 0, below epsilon, and the row "
+        "is cut to the slots at or above it"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_16": (
+        "a row's mass placed when above epsilon instead of at or above it: a mass exactly epsilon is "
+        "dropped, a change below the precision the result is computed to (RELATIVE_PRECISION of its lower "
+        "bound)"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_41": (
+        "the row cut from the first mass above epsilon instead of at or above it: a mass exactly epsilon "
+        "dropped, below the result's precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_48": (
+        "the row cut at the last mass above epsilon instead of at or above it: a mass exactly epsilon "
+        "dropped, below the result's precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_10": (
+        "a larger cutoff on a worker's terms (epsilon times the count of counts and the mass, not "
+        "divided): measured over 400 random windows, the family-wise p-value moves by at most 4e-12 of "
+        "itself, below RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_11": (
+        "a smaller cutoff on a worker's terms (the mass is at most 1): more terms kept, the p-value moves "
+        "below RELATIVE_PRECISION (at most 8e-14 of itself over 400 random windows)"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_13": (
+        "a smaller cutoff on a worker's terms (high + low for high - low): more terms kept, the p-value "
+        "moves below RELATIVE_PRECISION (at most 5e-14 of itself over 400 random windows)"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_14": (
+        "a smaller cutoff on a worker's terms (one more count in the divisor): more terms kept, the "
+        "p-value moves below RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_38": (
+        "a term exactly at the cutoff ends the walk up instead of being added: below the result's precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_54": (
+        "one more step below the mode, at the lowest count: its factor is 0 (k or the jobs left beside the "
+        "worker's), so the term is 0 and the walk ends there anyway"
+    ),
+    "tts_reach_alarm.hypergeometric.x__place__mutmut_68": (
+        "a term exactly at the cutoff ends the walk down instead of being added: below the result's precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reach__mutmut_54": (
+        "a tail exactly at the threshold (the observed p-value's log plus REACH_TOLERANCE) counted as "
+        "past it: a sum of logs never lands on that float; the tolerance is what settles the ties"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reach__mutmut_61": (
+        "the log tail of a worker that reaches the threshold at every count, 1.0 instead of 0.0: it is "
+        "only compared with 0 (at or above: it reaches whatever happens), so both read the same"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reached_mass__mutmut_52": (
+        "the rows carried to the next worker cut one row later: that row is below epsilon (or past the "
+        "end), and the next worker skips every row below epsilon"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_18": (
+        "no worker reaching the threshold marked not exact: that needs a threshold of 0 (log -inf), since "
+        "the top worker reaches its own p-value; only family_wise_p_value passes one, and it drops the flag"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_26": (
+        "the Bonferroni sum's log capped at 1.0 instead of 0.0: it is only compared with log(NEGLIGIBLE_P) "
+        "and returned below it, where neither cap applies"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_32": (
+        "the Bonferroni sum exactly at NEGLIGIBLE_P taken as negligible: a sum of tails never lands on "
+        "that float"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_42": (
+        "a smaller epsilon (failed + 2 for failed + 1): less mass dropped, the p-value moves below "
+        "RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_family_wise__mutmut_44": (
+        "a smaller epsilon (one more worker in the divisor): less mass dropped, the p-value moves below "
+        "RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_6": (
+        "the reaching workers placed smallest first: the probability is the same in any order; measured "
+        "over 600 random windows the p-value moves by at most 1e-11 of itself, below RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_7": (
+        "the reaching workers placed smallest first (reverse=False): the probability is the same in any "
+        "order; the p-value moves below RELATIVE_PRECISION"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_24": (
+        "the mode estimate one off (marked - 1): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 6e-12 of "
+        "itself and the family-wise p-value by at most 3e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_25": (
+        "the mode estimate one off (marked + 2): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 4e-12 of "
+        "itself and the family-wise p-value by at most 2e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_26": (
+        "the mode estimate one off (draws - 1): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 6e-12 of "
+        "itself and the family-wise p-value by at most 1.5e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_27": (
+        "the mode estimate one off (draws + 2): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 3e-12 of "
+        "itself and the family-wise p-value by at most 1e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x__support__mutmut_29": (
+        "the mode estimate one off (population + 3): it only picks the side each sum starts from, and both "
+        "sides sum the same tail; measured over 500 random windows the tail moves by at most 1.5e-12 of "
+        "itself and the family-wise p-value by at most 1.5e-12, below the precision the decision reads"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_24": (
+        "a count at the mode summed upward instead of as one minus the side below: both sums are the same "
+        "tail (the terms fall from the mode either way); at most 6e-12 of itself over 500 random windows"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_28": (
+        "one more upward step, at the highest count: its factor (marked - k)(draws - k) is 0, so it adds 0"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_44": (
+        "an upward term exactly 1e-17 of the sum ends the sum instead of being added: below float precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_63": (
+        "one more downward step, at the lowest count: its factor is 0 (k or the unmarked left over), so it "
+        "adds 0"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_79": (
+        "a downward term exactly 1e-17 of the sum ends the sum instead of being added: below float precision"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_97": (
+        "the guard below < 1.0 made always true: in that branch the count is at most the mode, so the tail "
+        "is at least P(X = mode) and below stays under 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_20": (
+        "a worker whose tail is 1 at its lowest count (it reaches whatever happens) kept in the sum "
+        "instead of returning at once: its share is 1, the result is 1 (log 0) and exact either way"
+    ),
+    "tts_reach_alarm.hypergeometric.x__reaching_workers__mutmut_21": (
+        "a worker whose tail is 1 at its lowest count kept in the sum (log tail 0 is not >= 1.0): its "
+        "share is 1, the result is 1 (log 0) and exact either way"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_100": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: never exactly 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_101": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: never at or past 1"
+    ),
+    "tts_reach_alarm.hypergeometric.x_log_hypergeometric_tail__mutmut_102": (
+        "in that branch the count is at most the mode, so the tail is at least P(X = mode) and below stays "
+        "under 1: the else (now +inf) is never taken"
+    ),
     "fleet_remediation.core.chat_actions.x_chat_command__mutmut_6": (
         "the item separator of a button's payload: every payload has exactly one key (the door refuses "
         "any other), so no item separator is ever written"

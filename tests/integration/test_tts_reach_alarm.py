@@ -4,39 +4,55 @@ moto has no Logs Insights query engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from devkit.fakes.logs_insights import FakeLogsInsights, insights_row
+from devkit.fakes.logs_insights import FakeInsightsClient, FakeLogsInsights, insights_row
 from fleet_remediation.adapters.alarm_state import AlarmReading
 from fleet_remediation.adapters.idempotency import DynamoDBOnceGuard
+from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
 from fleet_remediation.adapters.notifier import SnsNotifier
+from fleet_remediation.adapters.scan_budget import BudgetedInsights, ScanBudget
+from fleet_remediation.contract.budgets import SUSPECT_EVENT_PUT, guarded_action_seconds
 from fleet_remediation.contract.detection import DetectionConfig
-from fleet_remediation.contract.events import responder_event_ages
+from fleet_remediation.contract.events import SuspectWorkerDetail, TimeWindow, responder_event_ages
+from fleet_remediation.contract.metrics import MetricDefinition
 from fleet_remediation.contract.naming import EVENT_SOURCE, SUSPECT_WORKER_DETAIL_TYPE, tts_reach_alarm_name
 from fleet_remediation.contract.settings import TtsReachSettings
 from fleet_remediation.core.door import Door
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.core.pipeline import Run
+from fleet_remediation.core.report import ReportBuilder
 from fleet_remediation.core.report_bounds import MAX_STRING_CHARS
-from fleet_remediation.core.report_model import Mode
+from fleet_remediation.core.report_model import Mode, Outcome
+from fleet_remediation.domain.group_verdict import GroupEvent
+from fleet_remediation.domain.job_outcomes import JobOutcome
 from livekit_fleet_remediation.offline.eventbridge_events import schedule_event
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LocalLambdaContext
 from livekit_fleet_remediation.offline.replay_stores import SimulatedAlarmStates
+from tts_reach_alarm import work
 from tts_reach_alarm.adapters.event_bus import EventBridgePublisher
+from tts_reach_alarm.adapters.task_facts import FactsRead
+from tts_reach_alarm.analysis import Verdict, assess_concentration
 from tts_reach_alarm.dependencies import TtsReachDependencies
 from tts_reach_alarm.handler import lambda_handler
+from tts_reach_alarm.investigation import Findings
 from tts_reach_alarm.messages import ALARM_REASON_LIMIT, incident_id
-from tts_reach_alarm.transition import parse_transition
+from tts_reach_alarm.transition import Transition, parse_transition
+from tts_reach_alarm.work import Look, ResponderStages, ResponderWork, findings_summary
 
 REGION = "eu-west-1"
 ALARM = tts_reach_alarm_name("prod", "agents")
@@ -601,3 +617,417 @@ def test_a_manual_analysis_in_dry_run_previews_its_message_and_sends_nothing(
     assert report["summary"]["window"] == {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
     assert aws.drain(aws.sns_queue) == []
     assert aws.drain(aws.events_queue) == []
+
+
+def test_a_recheck_without_the_time_to_send_its_event_still_tells_the_worker_it_names(aws: Aws) -> None:
+    """The hand-over skipped for time is still news in the incident: the worker is named in a message."""
+    _with_page(aws, "ALARM")
+    report = lambda_handler(recheck_event(), LocalLambdaContext(remaining_ms=40_000), dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "skipped")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+    assert aws.drain(aws.events_queue) == []
+
+
+def test_a_recheck_whose_event_the_bus_refuses_still_tells_the_worker_it_names(
+    aws: Aws, lambda_context: Any
+) -> None:
+    _with_page(aws, "ALARM")
+    aws.deps.events = EventBridgePublisher("no-such-bus", boto3.client("events", region_name=REGION))
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "failed")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+
+
+def test_a_recheck_that_names_no_worker_says_nothing(aws: Aws, lambda_context: Any) -> None:
+    _with_page(aws, "ALARM")
+    spread = [
+        insights_row(
+            {"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2, "first_frames": 0}
+        )
+        for i in range(20)
+    ]
+    aws.insights.responses[:] = [spread, []]
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"]["verdict"] == "fleet-wide"
+    assert report["summary"]["recheck"] == "nothing new in the open incident: no message"
+    assert report["actions"] == []
+    assert aws.drain(aws.sns_queue) == []
+
+
+def test_a_recheck_in_dry_run_tells_the_worker_it_would_hand_over(lambda_context: Any) -> None:
+    with mock_aws():
+        aws = make_aws(Mode.DRY_RUN)
+        _with_page(aws, "ALARM")
+        report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+        assert report["status"] == "ok", report["errors"]
+        assert report["summary"]["would_emit"]["log_stream"] == BAD
+        # The re-check tests at its own, smaller level, not the configured alpha.
+        (candidate,) = report["candidates"]
+        assert candidate["facts"]["alpha"] == report["summary"]["recheck_alpha"] < 0.05
+        assert report["trigger"]["detail"]["tts_alarm"] == "ALARM since 2026-09-15T17:41:00+00:00"
+        assert "recheck" not in report["summary"]
+        (note,) = aws.drain(aws.sns_queue)
+        assert note["Subject"].startswith("[prod/agents] DRY RUN - would have sent worker b9238a5f")
+        assert aws.drain(aws.events_queue) == []
+
+
+def test_the_hand_over_is_journaled_with_its_p_value_before_it_is_sent(
+    aws: Aws, lambda_context: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    journal = [r.journal for r in caplog.records if hasattr(r, "journal")]
+    # p = 1 / C(19, 4), to three significant digits.
+    assert journal[0] == {"step": 0, "resource": BAD, "action": "emit-suspect-worker", "reason": "p=0.000258"}
+    assert journal[1]["outcome"] == "done"
+
+
+class RecordingBus:
+    def __init__(self) -> None:
+        self.puts: list[SuspectWorkerDetail] = []
+
+    def put_suspect_worker(self, detail: SuspectWorkerDetail) -> str:
+        self.puts.append(detail)
+        return f"event-{len(self.puts)}"
+
+
+@pytest.mark.parametrize(
+    ("step", "sent"),
+    [(-1, False), (0, True), (1, True)],
+    ids=["a-step-short", "exactly-enough", "a-step-more"],
+)
+def test_the_suspect_event_is_sent_with_exactly_the_time_it_needs_left(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, step: int, sent: bool
+) -> None:
+    now = 1000.0
+    monkeypatch.setattr(work, "time", SimpleNamespace(monotonic=lambda: now))
+    needed = now + guarded_action_seconds(SUSPECT_EVENT_PUT)
+    deadline = needed if step == 0 else math.nextafter(needed, math.inf if step > 0 else -math.inf)
+    bus = RecordingBus()
+    aws.deps.events = bus
+    window = TimeWindow(start=ALARM_AT - timedelta(minutes=32), end=ALARM_AT)
+    suspect = SuspectWorkerDetail(
+        environment="prod",
+        agent_service="agents",
+        log_stream=BAD,
+        task_id=BAD.rsplit("/", 1)[1],
+        alarm_name=ALARM,
+        p_value=0.001,
+        window=window,
+    )
+    run = Run(
+        aws.deps, Transition("ALARM", window, None), Mode.ENFORCE, ReportBuilder("tts", "edge"), deadline
+    )
+    handed = ResponderStages().act(run, Look(None), suspect)
+    assert bus.puts == ([suspect] if sent else [])
+    assert handed.event_id == ("event-1" if sent else None)
+    assert [a.outcome for a in run.report.actions] == [Outcome.DONE if sent else Outcome.SKIPPED]
+
+
+def test_a_recheck_whose_event_may_have_landed_still_tells_the_worker_it_names(
+    aws: Aws, lambda_context: Any
+) -> None:
+    _with_page(aws, "ALARM")
+    aws.deps.events = MayHaveLanded()
+    report = lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps)
+    assert [(a["resource"], a["outcome"]) for a in report["actions"]] == [(BAD, "unknown")]
+    assert "recheck" not in report["summary"]
+    (named,) = aws.drain(aws.sns_queue)
+    assert "b9238a5f" in named["Subject"]
+
+
+WINDOW = TimeWindow(start=ALARM_AT - timedelta(minutes=32), end=ALARM_AT)
+WINDOW_JSON = {"start": "2026-09-15T17:09:00Z", "end": "2026-09-15T17:41:00Z"}
+
+
+def _findings(**changes: Any) -> Findings:
+    jobs = [JobOutcome(f"AJ_f{i}", BAD, 3, 0) for i in range(4)]
+    jobs += [JobOutcome(f"AJ_h{i}", f"agent/c/{i:032x}", 3, 3) for i in range(15)]
+    failing = [job for job in jobs if job.failed]
+    concentration = assess_concentration(jobs, alpha=0.05, min_failed_jobs=2)
+    return dataclasses.replace(Findings(jobs, failing, {}, concentration), **changes)
+
+
+def test_the_summary_is_json_and_names_no_group_facts_or_cut_it_does_not_have() -> None:
+    summary = findings_summary(_findings(), Transition("ALARM", WINDOW, None))
+    assert summary["window"] == WINDOW_JSON
+    assert json.loads(json.dumps(summary)) == summary
+    assert {"group_event", "task_facts", "jobs_truncated"}.isdisjoint(summary)
+
+
+def test_the_summary_names_the_group_event_and_what_ecs_said_of_the_tasks() -> None:
+    group = GroupEvent("zone", "eu-west-1a", (BAD,), 3, 1, 16, 0.01)
+    plain = _findings()
+    grouped = dataclasses.replace(plain.concentration, verdict=Verdict.GROUP, group=group)
+    facts = FactsRead(unknown=(BAD,))
+    summary = findings_summary(
+        _findings(concentration=grouped, facts=facts), Transition("ALARM", WINDOW, None)
+    )
+    assert summary["group_event"] == group.describe()
+    assert (
+        summary["task_facts"]
+        == "ECS facts of 0 running task(s); unknown for 1 task(s) (ECS does not know them)"
+    )
+
+
+def test_the_summary_of_a_window_cut_at_the_query_limit_says_how_many_jobs_the_test_covers() -> None:
+    summary = findings_summary(_findings(truncated=True), Transition("ALARM", WINDOW, None))
+    assert summary["jobs_truncated"] == (
+        "the window holds more than MAX_JOBS=5000 jobs (Logs Insights returns at most 10,000 rows); "
+        "the test covers the 19 the query returned"
+    )
+
+
+# --- under the scan budget: the look a new ALARM triggers, a re-check, a flapping alarm ---------------
+GB = 1e9
+
+
+class MemoryTally:
+    def __init__(self, spent: float, *, add_fails: bool = False) -> None:
+        self.bytes, self.add_fails = spent, add_fails
+
+    def spent(self, hour: str) -> float:
+        return self.bytes
+
+    def add(self, hour: str, scanned: float) -> None:
+        if self.add_fails:
+            raise AwsApiError("DynamoDB UpdateItem (scan tally) failed: Throttled", aws_code="Throttled")
+        self.bytes += scanned
+
+
+class FixedIncoming:
+    def __init__(self, estimate: float) -> None:
+        self.bytes = estimate
+
+    def estimate(self, log_group: str, start: datetime, end: datetime) -> float | None:
+        return self.bytes
+
+
+class MemoryGate:
+    def __init__(self) -> None:
+        self.ran: dict[str, datetime] = {}
+
+    def claim(self, key: str, now: datetime, interval: timedelta) -> datetime | None:
+        if key in self.ran and now < self.ran[key] + interval:
+            return self.ran[key]
+        self.ran[key] = now
+        return None
+
+
+def _incident_answers(query: str, start: datetime, end: datetime) -> list[dict[str, object]]:
+    if "room_id" in query:
+        return [{"job_id": f"AJ_fail{i}", "room": f"room-{i}", "room_id": f"RM_{i}"} for i in range(4)]
+    failed = [
+        {"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "first_frames": 0} for i in range(4)
+    ]
+    healthy = [
+        {"job_id": f"AJ_ok{i}", "@logStream": f"agent/c/{i:032x}", "responses": 5, "first_frames": 5}
+        for i in range(15)
+    ]
+    return [*failed, *healthy]
+
+
+def _under_budget(aws: Aws, tally: MemoryTally, estimate: float) -> FakeInsightsClient:
+    """10 GB an hour, ``tally`` spent, the window estimated at ``estimate``, one alarm look per 10 min."""
+    client = FakeInsightsClient(_incident_answers, running_polls=0)
+    budget = ScanBudget(
+        10 * GB, tally, FixedIncoming(estimate), MemoryGate(), timedelta(minutes=10), clock=lambda: T0
+    )
+    inner = CloudWatchLogsInsights(client, poll_interval_seconds=0.001)  # type: ignore[arg-type]
+    aws.deps.insights = BudgetedInsights(inner, budget)
+    return client
+
+
+def _budget_skips(report: dict[str, Any]) -> list[str]:
+    return [c["reason"] for c in report["candidates"] if c["reason"].startswith("scan budget")]
+
+
+@pytest.mark.parametrize("recheck", [False, True], ids=["new-alarm", "recheck"])
+def test_under_the_scan_budget_only_a_new_alarm_looks_past_its_estimate(
+    aws: Aws, lambda_context: Any, recheck: bool
+) -> None:
+    _with_page(aws, "ALARM")
+    client = _under_budget(aws, MemoryTally(8 * GB), estimate=5 * GB)
+    report = lambda_handler(
+        recheck_event() if recheck else alarm_event(), lambda_context, dependencies=aws.deps
+    )
+    assert report["status"] == "ok", report["errors"]
+    if recheck:
+        (skip,) = _budget_skips(report)
+        assert "5.00 GB would pass the 2.00 GB left this hour of 10 GB" in skip
+        assert client.started == []
+    else:
+        assert _budget_skips(report) == []
+        assert report["summary"]["verdict"] == "concentrated"
+        assert len(client.started) == 2
+
+
+def test_under_the_scan_budget_a_flapping_alarm_gets_one_look_per_interval(
+    aws: Aws, lambda_context: Any
+) -> None:
+    client = _under_budget(aws, MemoryTally(0.0), estimate=0.1 * GB)
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    again = alarm_event(timestamp="2026-09-15T17:43:00.000+0000")
+    again["id"] = "0d6f4f2e-9c1b-4d3e-8a7b-1f2e3d4c5b6a"
+    second = lambda_handler(again, lambda_context, dependencies=aws.deps)
+    assert first["summary"]["verdict"] == "concentrated"
+    assert len(client.started) == 2, "the second ALARM of the interval starts no query"
+    (skip,) = _budget_skips(second)
+    assert "flaps; its last look ran at 17:45 UTC and it gets one look per 10 min" in skip
+    # A look skipped is told in the report's skips: no message, no error.
+    assert (second["status"], second["notifications"]) == ("ok", [])
+
+
+def test_a_scan_tally_that_takes_no_count_is_an_error_in_the_report(aws: Aws, lambda_context: Any) -> None:
+    _under_budget(aws, MemoryTally(0.0, add_fails=True), estimate=0.1 * GB)
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert report["summary"]["verdict"] == "concentrated"
+    messages = [e["message"] for e in report["errors"]]
+    assert messages == ["DynamoDB UpdateItem (scan tally) failed: Throttled"] * 2
+
+
+class UnknownTaskFacts:
+    """ECS that could not say: every task's facts unknown, with the error that kept them."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def read(self, streams: Sequence[str], deadline: float) -> FactsRead:
+        self.asked.append(list(streams))
+        denied = AwsApiError("ECS DescribeTasks failed: AccessDenied", aws_code="AccessDeniedException")
+        return FactsRead(unknown=tuple(streams), errors=(denied,))
+
+
+def test_the_alarm_asks_ecs_of_the_tasks_and_reports_what_it_could_not_learn(
+    aws: Aws, lambda_context: Any
+) -> None:
+    ecs = UnknownTaskFacts()
+    aws.deps.task_facts = ecs
+    # ECS is asked when a task's first frames timed out (the facts can change the verdict).
+    timed_out = [
+        insights_row({"job_id": f"AJ_fail{i}", "@logStream": BAD, "responses": 3, "timeouts": 3})
+        for i in range(4)
+    ]
+    aws.insights.responses[:] = [timed_out + incident_rows()[4:], rooms_rows()]
+    report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    (asked,) = ecs.asked
+    assert BAD in asked
+    assert report["summary"]["task_facts"].endswith("(ECS DescribeTasks failed: AccessDenied)")
+    assert [e["message"] for e in report["errors"]] == ["ECS DescribeTasks failed: AccessDenied"]
+
+
+@pytest.mark.parametrize("concentrated", [True, False], ids=["one-worker", "fleet-wide"])
+def test_the_alarm_emits_its_failing_jobs_and_whether_one_worker_holds_them(
+    aws: Aws, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, concentrated: bool
+) -> None:
+    emitted: dict[str, float] = {}
+
+    def capture(metric: MetricDefinition, value: float) -> None:
+        emitted[metric.name] = value
+
+    monkeypatch.setattr(work, "emit", capture)
+    if not concentrated:
+        aws.insights.responses[:] = [
+            [
+                insights_row({"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2})
+                for i in range(20)
+            ],
+            [],
+        ]
+    lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    expected = (
+        {"TtsReachFailingJobs": 4, "TtsReachSuspectWorkers": 1}
+        if concentrated
+        else {
+            "TtsReachFailingJobs": 20,
+            "TtsReachSuspectWorkers": 0,
+        }
+    )
+    assert emitted == expected
+
+
+def test_an_ok_reports_its_state_and_its_window_and_reads_nothing(aws: Aws, lambda_context: Any) -> None:
+    report = lambda_handler(alarm_event("OK"), lambda_context, dependencies=aws.deps)
+    assert report["summary"] == {"state": "OK", "window": WINDOW_JSON}
+    assert report["candidates"] == []
+    assert aws.insights.calls == []
+
+
+def test_an_ok_records_its_summary_as_json(aws: Aws) -> None:
+    run = Run(aws.deps, Transition("OK", WINDOW, None), Mode.ENFORCE, ReportBuilder("tts", "ok"), 0.0)
+    ResponderStages().record(run, ResponderWork())
+    assert run.report.summary == {"state": "OK", "window": WINDOW_JSON}
+    assert json.loads(json.dumps(run.report.summary)) == run.report.summary
+
+
+def test_insufficient_data_reads_nothing_and_says_nothing(aws: Aws, lambda_context: Any) -> None:
+    report = lambda_handler(alarm_event("INSUFFICIENT_DATA"), lambda_context, dependencies=aws.deps)
+    assert report["status"] == "ok", report["errors"]
+    assert report["summary"] == {"skipped": "state INSUFFICIENT_DATA is neither ALARM nor OK: nothing to say"}
+    assert aws.insights.calls == []
+    assert aws.drain(aws.sns_queue) == []
+
+
+def test_a_dry_run_that_names_no_worker_would_send_nothing(lambda_context: Any) -> None:
+    with mock_aws():
+        aws = make_aws(Mode.DRY_RUN)
+        aws.insights.responses[:] = [[], []]
+        report = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+        assert report["status"] == "ok", report["errors"]
+        assert report["summary"]["verdict"] == "inconclusive"
+        assert "would_emit" not in report["summary"]
+        assert aws.drain(aws.events_queue) == []
+
+
+def test_a_retry_of_the_alarm_that_names_no_worker_sends_no_second_message(
+    aws: Aws, lambda_context: Any
+) -> None:
+    """One message per transition, whatever its retry reads: the first run named the worker, the
+    retry (later logs) finds the failures spread; the delivery's once-key is the transition's."""
+    spread = [
+        insights_row(
+            {"job_id": f"AJ_{i}", "@logStream": f"agent/c/{i % 10:032x}", "responses": 2, "first_frames": 0}
+        )
+        for i in range(20)
+    ]
+    aws.insights.responses += [spread, []]
+    first = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    retry = lambda_handler(alarm_event(), lambda_context, dependencies=aws.deps)
+    assert (first["summary"]["verdict"], retry["summary"]["verdict"]) == ("concentrated", "fleet-wide")
+    assert len(aws.drain(aws.sns_queue)) == 1
+    assert retry["notifications"] == first["notifications"]
+
+
+def test_a_dry_run_records_the_event_it_would_send_as_json(aws: Aws) -> None:
+    suspect = SuspectWorkerDetail(
+        environment="prod",
+        agent_service="agents",
+        log_stream=BAD,
+        task_id=BAD.rsplit("/", 1)[1],
+        alarm_name=ALARM,
+        p_value=0.001,
+        window=WINDOW,
+    )
+    report = ReportBuilder("tts", "dry")
+    report.mode = Mode.DRY_RUN
+    run = Run(aws.deps, Transition("ALARM", WINDOW, None), Mode.DRY_RUN, report, 0.0)
+    ResponderStages().record(run, ResponderWork(Look(_findings()), suspect))
+    assert report.summary["would_emit"]["window"] == WINDOW_JSON
+    assert report.summary["would_emit"]["log_stream"] == BAD
+
+
+def test_two_rechecks_that_name_two_new_workers_both_tell(aws: Aws, lambda_context: Any) -> None:
+    """The re-check's message once-key names the worker: a second new worker in the same incident is
+    told too, after the first."""
+    _with_page(aws, "ALARM")
+    aws.insights.responses[:] = [incident_rows(), rooms_rows(), incident_rows(OTHER), rooms_rows()]
+    reports = [lambda_handler(recheck_event(), lambda_context, dependencies=aws.deps) for _ in range(2)]
+    assert [[a["resource"] for a in r["actions"]] for r in reports] == [[BAD], [OTHER]]
+    subjects = [note["Subject"] for note in aws.drain(aws.sns_queue)]
+    assert len(subjects) == 2
+    assert ("b9238a5f" in subjects[0], "c0ffee00" in subjects[1]) == (True, True)

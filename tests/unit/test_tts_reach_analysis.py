@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -13,10 +14,12 @@ import pytest
 from devkit import exact_concentration as exact
 from devkit.fakes.logs_insights import insights_row
 from fleet_remediation.adapters.logs_insights import rows_from_results
-from fleet_remediation.contract.signals import SignalCatalog
+from fleet_remediation.contract.signals import TTS_ENDPOINT_FIELD, SignalCatalog
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.domain.group_verdict import GroupEvent
 from fleet_remediation.domain.job_outcomes import JobOutcome
 from tts_reach_alarm.analysis import (
+    FAILING_FILTER,
     MAX_JOBS,
     Verdict,
     assess_concentration,
@@ -24,7 +27,12 @@ from tts_reach_alarm.analysis import (
     job_rooms_query,
     parse_job_outcomes,
 )
-from tts_reach_alarm.hypergeometric import AnalysisDeadline, family_wise_p_value, hypergeometric_tail
+from tts_reach_alarm.hypergeometric import (
+    RELATIVE_PRECISION,
+    AnalysisDeadline,
+    family_wise_p_value,
+    hypergeometric_tail,
+)
 from tts_reach_alarm.investigation import recheck_alpha
 
 
@@ -294,3 +302,88 @@ def test_the_evidence_of_a_verdict_carries_every_figure_of_the_test() -> None:
     assert verdict.p_value is not None
     assert verdict.p_value_family is not None
     assert 0 < verdict.p_value <= verdict.p_value_family < 0.05
+
+
+def test_the_evidence_of_a_verdict_without_a_top_worker_names_none() -> None:
+    evidence = assess_concentration(jobs({}, {"w1": 3, "w2": 2}), alpha=0.05, min_failed_jobs=2).evidence()
+    assert (evidence["jobs_on_worker"], evidence["failed_jobs_on_worker"]) == (None, None)
+    assert "group" not in evidence
+
+
+def test_the_evidence_of_a_group_verdict_carries_the_groups_figures() -> None:
+    group = GroupEvent("zone", "eu-west-1a", ("w1", "w2"), 3, 2, 9, 0.01)
+    verdict = assess_concentration(jobs({"w1": 1, "w2": 1}, {"w3": 3}), alpha=0.05, min_failed_jobs=2)
+    evidence = dataclasses.replace(verdict, verdict=Verdict.GROUP, group=group).evidence()
+    assert {key: evidence[key] for key in group.evidence()} == {
+        "group": "zone=eu-west-1a",
+        "failing_in_group": 2,
+        "tasks_in_group": 3,
+        "failing_in_fleet": 2,
+        "p_value_group": 0.01,
+    }
+
+
+def test_a_p_value_below_negligible_is_reported_as_its_bonferroni_bound_not_as_exact() -> None:
+    # 420 of 840 jobs fail, all on the worker that ran them: p = 1 / C(840, 420), about 5e-252.
+    verdict = assess_concentration(jobs({"bad": 420}, {"w1": 420}), alpha=0.05, min_failed_jobs=2)
+    assert verdict.concentrated
+    # approx's default absolute tolerance (1e-12) would take any p-value this small.
+    assert verdict.p_value == pytest.approx(1 / math.comb(840, 420), rel=1e-9, abs=0)
+    assert verdict.p_value_family == pytest.approx(2 / math.comb(840, 420), rel=1e-9, abs=0)
+    assert verdict.p_value_family_exact is False
+
+
+NEAR_ONE = (
+    [14, 18, 12, 23, 9, 25, 14, 25, 13, 1, 1, 17, 6, 12, 1, 16, 10, 9, 13, 16, 22, 39],
+    [4, 6, 0, 7, 0, 3, 1, 6, 2, 0, 0, 5, 1, 2, 0, 1, 2, 2, 4, 1, 1, 7],
+)
+# A window whose placed probabilities sum to one plus a rounding: the result is capped at one.
+# fmt: off
+SUMS_PAST_ONE = (
+    [39, 17, 20, 25, 7, 2, 37, 9, 20, 33, 15, 18, 16, 21, 12, 28, 7, 7, 39, 21, 22, 15, 29, 11, 6, 22,
+     14, 37, 29],
+    [4, 1, 6, 1, 0, 0, 5, 1, 6, 4, 2, 6, 5, 1, 4, 5, 2, 0, 6, 4, 4, 3, 5, 3, 1, 6, 4, 6, 0],
+)
+# fmt: on
+
+
+def test_the_family_wise_p_value_holds_its_stated_relative_precision() -> None:
+    counts, failed = NEAR_ONE
+    _, expected = exact.top_worker_p_values(counts, failed)
+    verdict = assess_concentration(_outcomes(counts, failed), alpha=0.05, min_failed_jobs=1)
+    assert verdict.p_value_family == pytest.approx(float(expected), rel=RELATIVE_PRECISION)
+
+
+def test_the_family_wise_p_value_is_never_above_one() -> None:
+    verdict = assess_concentration(_outcomes(*SUMS_PAST_ONE), alpha=0.05, min_failed_jobs=1)
+    assert verdict.p_value_family == 1.0
+
+
+def test_a_p_value_every_worker_reaches_is_one_and_exact() -> None:
+    # Every job fails: whichever worker holds the failures, its p-value is 1.
+    verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
+    assert (verdict.p_value_family, verdict.p_value_family_exact) == (1.0, True)
+
+
+def test_a_worker_all_of_whose_jobs_fail_with_the_fleet_has_a_p_value_of_one() -> None:
+    verdict = assess_concentration(jobs({f"w{i}": 2 for i in range(10)}, {}), alpha=0.05, min_failed_jobs=2)
+    assert verdict.p_value == 1.0
+
+
+def test_the_outcomes_query_reads_every_job_unless_asked_for_the_failing_ones() -> None:
+    catalog = SignalCatalog.default()
+    every = job_outcomes_query(catalog).split("\n| ")
+    failing = job_outcomes_query(catalog, failing_only=True).split("\n| ")
+    assert [line.split(" ", 1)[0] for line in every] == ["filter", "stats", "limit"]
+    assert every[1].endswith(f"latest({TTS_ENDPOINT_FIELD}) as {TTS_ENDPOINT_FIELD} by job_id, @logStream")
+    assert every[2] == f"limit {MAX_JOBS}"
+    assert failing == [*every[:2], FAILING_FILTER, every[2]]
+
+
+def test_a_lone_workers_verdict_names_it_and_nothing_is_bounded() -> None:
+    lone = assess_concentration(jobs({"bad": 3}, {"bad": 2}), alpha=0.05, min_failed_jobs=1)
+    assert lone.top is not None
+    assert (lone.top.log_stream, lone.top.jobs, lone.top.failed_jobs) == ("bad", 5, 3)
+    assert (lone.p_value, lone.p_value_family, lone.p_value_family_exact) == (None, None, True)
+    quiet = assess_concentration(jobs({}, {"w1": 3, "w2": 2}), alpha=0.05, min_failed_jobs=1)
+    assert (quiet.top, quiet.p_value_family_exact) == (None, True)

@@ -1,17 +1,28 @@
 """The responder's concentration test (``tts_reach_alarm.analysis``) at each of its edges and one
 step either side, on the unit that owns it: the family-wise p-value against alpha (``p < alpha``:
 at alpha is fleet-wide), the Bonferroni bound past the analysis deadline against alpha, the minimum
-failed jobs in all and on the top worker, and the two workers it takes to compare."""
+failed jobs in all and on the top worker, and the two workers it takes to compare; and the tail
+p-value (``hypergeometric``) at the bounds of its counts and of its support, and the family-wise
+p-value at its deadline."""
 
 from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from devkit import exact_concentration as exact
 from fleet_remediation.domain.job_outcomes import JobOutcome
+from tts_reach_alarm import hypergeometric
 from tts_reach_alarm.analysis import Verdict, assess_concentration
+from tts_reach_alarm.hypergeometric import (
+    AnalysisDeadline,
+    family_wise_p_value,
+    hypergeometric_tail,
+    log_hypergeometric_tail,
+)
 
 HEALTHY = {f"w{i}": n for i, n in enumerate([2, 2, 2, 2, 2, 2, 1, 1, 1])}
 
@@ -131,3 +142,63 @@ def test_past_the_deadline_the_bound_is_at_most_one() -> None:
     found = assess_concentration(window, alpha=0.05, min_failed_jobs=1, deadline=time.monotonic() - 1)
     assert found.verdict is Verdict.INCONCLUSIVE
     assert found.reason.endswith("and 1; analysis deadline)")
+
+
+BOUNDS = {
+    "marked-under": (-1, 3, False),
+    "marked-none": (0, 3, True),
+    "marked-all": (10, 3, True),
+    "marked-over": (11, 3, False),
+    "draws-under": (4, -1, False),
+    "draws-none": (4, 0, True),
+    "draws-all": (4, 10, True),
+    "draws-over": (4, 11, False),
+}
+
+
+@pytest.mark.parametrize(("marked", "draws", "valid"), BOUNDS.values(), ids=BOUNDS.keys())
+def test_the_tail_takes_marked_and_draws_from_none_to_all(marked: int, draws: int, valid: bool) -> None:
+    if valid:
+        assert hypergeometric_tail(10, marked, draws, 0) == 1.0
+    else:
+        with pytest.raises(ValueError, match="within the population"):
+            hypergeometric_tail(10, marked, draws, 0)
+
+
+@pytest.mark.parametrize(
+    "observed", [2, 3, 4, 5, 6], ids=["under-low", "low", "over-low", "high", "over-high"]
+)
+def test_the_tail_at_each_end_of_its_support(observed: int) -> None:
+    # 8 of 10 marked, 5 drawn: at least 3 and at most 5 of the draws are marked.
+    tail = hypergeometric_tail(10, 8, 5, observed)
+    assert tail == pytest.approx(float(exact.hypergeometric_tail(10, 8, 5, observed)), rel=1e-12)
+    assert (tail == 1.0) is (observed <= 3)
+    assert (tail == 0.0) is (observed > 5)
+
+
+@pytest.mark.parametrize(
+    ("step", "stops"), [(-1, True), (0, False), (1, False)], ids=["deadline-passed", "at-deadline", "before"]
+)
+def test_the_family_wise_p_value_stops_only_once_its_deadline_has_passed(
+    monkeypatch: pytest.MonkeyPatch, step: int, stops: bool
+) -> None:
+    now = 1000.0
+    monkeypatch.setattr(hypergeometric, "time", SimpleNamespace(monotonic=lambda: now))
+    deadline = now if step == 0 else math.nextafter(now, math.inf if step > 0 else -math.inf)
+    # Two 2-job workers, two failures: either could hold both (2 of the 6 ways).
+    if stops:
+        with pytest.raises(AnalysisDeadline):
+            family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline)
+    else:
+        assert family_wise_p_value([2, 2], 2, 1 / 6, deadline=deadline) == pytest.approx(2 / 6)
+
+
+@pytest.mark.parametrize("observed", [2, 3], ids=["under-lowest", "lowest"])
+def test_the_log_tail_is_zero_at_and_under_the_lowest_count(observed: int) -> None:
+    assert log_hypergeometric_tail(10, 8, 5, observed) == 0.0
+
+
+def test_a_tail_at_the_mode_sums_the_side_below_until_its_terms_are_negligible() -> None:
+    # 250 of 500 draws from a half-marked 1,000: the terms below fall under 1e-17 of the sum long before 0.
+    expected = float(exact.hypergeometric_tail(1000, 500, 500, 250))
+    assert hypergeometric_tail(1000, 500, 500, 250) == pytest.approx(expected, rel=1e-9)
