@@ -48,6 +48,8 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_reap_executor.py",
             "tests/unit/test_reaping_policy.py",
             "tests/unit/test_report_bounds.py",
+            # The kill switch's re-read before each reap step (SwitchReads), threaded or cached.
+            "tests/unit/test_reap_switch_reads.py",
             "tests/faults/test_reaper_livekit_faults.py",
         ),
     ),
@@ -77,7 +79,6 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_aws_clients.py",
-            "tests/unit/test_clients_from_the_budgeted_factory.py",
             "tests/unit/test_routing_and_budgets.py",
             "tests/unit/test_logs_insights_deadlines.py",
             "tests/unit/test_worker_drainer_insights.py",
@@ -89,6 +90,8 @@ MODULES: tuple[Module, ...] = (
             "tests/integration/test_alarm_states.py",
             "tests/integration/test_tts_reach_alarm.py",
         ),
+        # Not here: tests/unit/test_clients_from_the_budgeted_factory.py reads the checkout's source
+        # (layers/, which the staging folder does not have) and runs none of the adapters.
     ),
     Module(
         "tts_reach",
@@ -262,6 +265,35 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_cli.py::test_the_replay_runs_with_only_the_packages_on_the_path",
         ),
         ("examples", "cdk.json"),
+    ),
+    Module(
+        "scheduled_drill",
+        "the scheduled drill's stages, record and messages, and the drill's steps, marker and timeline",
+        (
+            "scheduled_drill/work.py",
+            "scheduled_drill/record.py",
+            "scheduled_drill/messages.py",
+            f"{_FR}/domain/drill_steps.py",
+            f"{_FR}/adapters/drill_marker.py",
+            f"{_FR}/core/audit_timeline.py",
+            f"{_FR}/contract/drill_schedule.py",
+        ),
+        (
+            "tests/unit/test_drill_steps.py",
+            "tests/unit/test_audit_timeline.py",
+            "tests/unit/test_step_vocabulary.py",
+            "tests/integration/test_scheduled_drill.py",
+            "tests/integration/test_drill.py",
+            "tests/integration/test_audit.py",
+        ),
+        # A stack synthesis (30 s a mutant under load); the marker's policies are the construct's, and
+        # the opt-in it carries back to lkfr is read by the console, neither of them mutated here.
+        (
+            "tests/integration/test_drill.py::"
+            "test_a_stack_named_for_drills_carries_the_opt_in_back_to_lkfr_and_the_marker_policies",
+        ),
+        # The step vocabulary's test reads the standalone example's configuration.
+        ("examples",),
     ),
     Module(
         "construct",

@@ -225,3 +225,29 @@ def test_one_token_signs_every_call_until_it_is_due_for_renewal(livekit_server: 
             await rooms.aclose()
 
     assert asyncio.run(go()) == (1, 2, 1)
+
+
+def test_room_admin_calls_reach_the_one_room_with_its_own_grant(livekit_server: LocalLiveKit) -> None:
+    name = a_room(livekit_server)
+
+    async def go() -> tuple[list[str], BaseException | None, BaseException | None, int]:
+        rooms = client(livekit_server.http_url, livekit_server)
+        try:
+            await rooms.update_room_metadata(name, '{"warned": true}')
+            await rooms.send_data(name, b"closing soon", "lkfr-warning")
+            listed = [room.metadata for room in await rooms.list_rooms([name])]
+            _, metadata_error = await timed(rooms.update_room_metadata("adapter-fault-missing", "{}"))
+            _, data_error = await timed(rooms.send_data("adapter-fault-missing", b"x", "lkfr-warning"))
+            return listed, metadata_error, data_error, rooms.calls
+        finally:
+            await rooms.aclose()
+
+    listed, metadata_error, data_error, calls = asyncio.run(go())
+    assert listed == ['{"warned": true}']
+    assert calls == 5
+    assert isinstance(metadata_error, LiveKitApiError)
+    assert metadata_error.twirp_code == "not_found"
+    # The server holds a data packet for a room that is not there until the deadline.
+    for error in (metadata_error, data_error):
+        assert isinstance(error, LiveKitApiError | LiveKitTimeoutError), error
+        assert error.resource == "adapter-fault-missing"
