@@ -281,6 +281,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_drill_steps.py",
             "tests/unit/test_audit_timeline.py",
+            "tests/unit/test_scheduled_drill_units.py",
             "tests/unit/test_step_vocabulary.py",
             "tests/integration/test_scheduled_drill.py",
             "tests/integration/test_drill.py",

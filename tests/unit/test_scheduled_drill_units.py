@@ -1,0 +1,187 @@
+"""The scheduled drill's own units: where it reads the answer (``scheduled_drill.record``: the
+answering function's reports since the drill began, at most ``DRILL_RECORD_PAGES_PER_POLL`` pages a
+poll, and for the drainer the drilled task's ledger items) and what it tells (``scheduled_drill
+.messages``: the verdict, a refusal, a failure, the dry run's words)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from fleet_remediation.contract.budgets import DRILL_RECORD_PAGES_PER_POLL
+from fleet_remediation.contract.drills import DrillFault
+from fleet_remediation.contract.naming import FunctionName, function_log_group_name
+from fleet_remediation.core.audit_timeline import REPORT_MESSAGE
+from fleet_remediation.core.errors import AwsApiError
+from scheduled_drill.record import DrillRecord
+
+SINCE = datetime(2026, 9, 15, 10, 0, tzinfo=UTC)
+TASK = "arn:aws:ecs:eu-west-1:123456789012:task/agents/t1"
+DRAINER_GROUP = function_log_group_name("staging", FunctionName.WORKER_DRAINER, "agents")
+REAPER_GROUP = function_log_group_name("staging", FunctionName.ZOMBIE_REAPER)
+
+
+def report_line(invocation: str, action: str = "cordon", function: str = "worker_drainer") -> str:
+    return json.dumps(
+        {
+            "message": REPORT_MESSAGE,
+            "report": {
+                "function": function,
+                "invocation_id": invocation,
+                "started_at": "2026-09-15T10:01:00Z",
+                "finished_at": "2026-09-15T10:01:01Z",
+                "mode": "enforce",
+                "status": "ok",
+                "actions": [{"action": action, "resource": TASK, "outcome": "done"}],
+                "candidates": [],
+                "errors": [],
+            },
+        }
+    )
+
+
+class StubLogs:
+    def __init__(self, pages: list[list[str]], error: Exception | None = None) -> None:
+        self.pages = pages
+        self.error = error
+        self.requests: list[dict[str, Any]] = []
+
+    def filter_log_events(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(dict(request))
+        if self.error is not None:
+            raise self.error
+        index = len(self.requests) - 1
+        answer: dict[str, Any] = {"events": [{"message": m} for m in self.pages[index]]}
+        if index + 1 < len(self.pages):
+            answer["nextToken"] = f"page-{index + 1}"
+        return answer
+
+
+class StubLedger:
+    def __init__(self, items: list[dict[str, Any]], error: Exception | None = None) -> None:
+        self.items = items
+        self.error = error
+        self.requests: list[dict[str, Any]] = []
+
+    def query(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        if self.error is not None:
+            raise self.error
+        return {"Items": self.items}
+
+
+def record(logs: StubLogs, ledger: StubLedger) -> DrillRecord:
+    return DrillRecord(logs, ledger, "staging", "agents", "staging-drainer-ledger")
+
+
+@pytest.mark.parametrize("fault", [DrillFault.TTS_SILENCE, DrillFault.CPU_STARVED])
+def test_a_task_fault_reads_the_services_drainers_reports_and_the_tasks_ledger(fault: DrillFault) -> None:
+    logs, ledger = StubLogs([[report_line("inv-1")]]), StubLedger([])
+    (entry,) = record(logs, ledger).read(fault, "t1", SINCE)
+    assert (entry.function, entry.action, entry.target, entry.invocation) == (
+        "worker_drainer",
+        "cordon",
+        TASK,
+        "inv-1",
+    )
+    assert logs.requests == [
+        {
+            "logGroupName": DRAINER_GROUP,
+            "startTime": int(SINCE.timestamp() * 1000),
+            "filterPattern": f'"{REPORT_MESSAGE}"',
+        }
+    ]
+    assert ledger.requests == [
+        {
+            "TableName": "staging-drainer-ledger",
+            "KeyConditionExpression": "pk = :task AND sk >= :since",
+            "ExpressionAttributeValues": {
+                ":task": {"S": "task#t1"},
+                ":since": {"S": "audit#2026-09-15T10:00:00+00:00"},
+            },
+        }
+    ]
+
+
+def test_an_abandoned_session_reads_the_reapers_reports_and_no_ledger() -> None:
+    logs, ledger = StubLogs([[report_line("inv-1", "delete-room", "zombie_reaper")]]), StubLedger([])
+    (entry,) = record(logs, ledger).read(DrillFault.ABANDONED_SESSION, "t1", SINCE)
+    assert (entry.function, entry.action) == ("zombie_reaper", "delete-room")
+    assert [r["logGroupName"] for r in logs.requests] == [REAPER_GROUP]
+    assert ledger.requests == []
+
+
+def test_a_ledger_item_is_read_from_its_typed_attributes() -> None:
+    item = {
+        "pk": {"S": "task#t1"},
+        "sk": {"S": "audit#2026-09-15T10:00:30+00:00#inv-9#0"},
+        "action": {"S": "stop"},
+        "outcome": {"S": "done"},
+        "attempt": {"N": "2"},
+    }
+    (entry,) = record(StubLogs([[]]), StubLedger([item])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert (entry.action, entry.target, entry.invocation, entry.source) == ("stop", "t1", "inv-9", "ledger")
+
+
+def test_lines_that_are_no_report_are_left_out() -> None:
+    lines = ["not json", json.dumps({"message": "remediation report detail"}), report_line("inv-1")]
+    entries = record(StubLogs([lines]), StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert [e.invocation for e in entries] == ["inv-1"]
+
+
+def test_an_event_without_a_message_is_no_report() -> None:
+    logs = StubLogs([[]])
+    logs.filter_log_events = lambda **request: {"events": [{}]}  # type: ignore[method-assign]
+    assert record(logs, StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE) == []
+
+
+def test_a_poll_follows_the_pages_up_to_its_cap_and_no_further() -> None:
+    pages = [[report_line(f"inv-{i}")] for i in range(DRILL_RECORD_PAGES_PER_POLL + 1)]
+    logs = StubLogs(pages)
+    entries = record(logs, StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert sorted(e.invocation for e in entries) == [f"inv-{i}" for i in range(DRILL_RECORD_PAGES_PER_POLL)]
+    assert [r.get("nextToken") for r in logs.requests] == [
+        None,
+        *(f"page-{i}" for i in range(1, DRILL_RECORD_PAGES_PER_POLL)),
+    ]
+
+
+def test_a_poll_at_its_cap_reads_every_page() -> None:
+    pages = [[report_line(f"inv-{i}")] for i in range(DRILL_RECORD_PAGES_PER_POLL)]
+    logs = StubLogs(pages)
+    entries = record(logs, StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert len(entries) == DRILL_RECORD_PAGES_PER_POLL
+    assert len(logs.requests) == DRILL_RECORD_PAGES_PER_POLL
+
+
+def test_the_last_page_ends_the_poll() -> None:
+    logs = StubLogs([[report_line("inv-1")]])
+    record(logs, StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert len(logs.requests) == 1
+
+
+def denied(operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, operation)
+
+
+def test_a_failed_read_of_the_reports_is_an_aws_error_naming_the_log_group() -> None:
+    logs = StubLogs([], denied("FilterLogEvents"))
+    with pytest.raises(AwsApiError) as failed:
+        record(logs, StubLedger([])).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert (failed.value.message, failed.value.resource) == (
+        "CloudWatch Logs FilterLogEvents failed: AccessDeniedException: no",
+        DRAINER_GROUP,
+    )
+
+
+def test_a_failed_read_of_the_ledger_is_an_aws_error_naming_the_table() -> None:
+    with pytest.raises(AwsApiError) as failed:
+        record(StubLogs([[]]), StubLedger([], denied("Query"))).read(DrillFault.TTS_SILENCE, "t1", SINCE)
+    assert (failed.value.message, failed.value.resource) == (
+        "DynamoDB Query failed: AccessDeniedException: no",
+        "staging-drainer-ledger",
+    )
