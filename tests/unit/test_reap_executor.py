@@ -252,6 +252,17 @@ def test_a_failed_re_check_fails_the_batch_with_its_error() -> None:
     assert [entry[0] for entry in journal.entries] == ["action", "action"]
 
 
+def test_a_failed_re_check_is_journaled_with_its_error_for_each_room() -> None:
+    service = InMemoryRoomService([OLD, LIVE])
+    error = LiveKitTimeoutError("no answer")
+    service.list_errors = [error]
+    _, journal = execute(service, [decide(OLD), decide(LIVE)])
+    assert journal.entries == [
+        ("action", "lesson-old", DELETE, Outcome.FAILED, "re-check failed: no answer", error),
+        ("action", "lesson-live", WARN, Outcome.FAILED, "re-check failed: no answer", error),
+    ]
+
+
 def test_gone_or_recreated_rooms_at_the_re_check() -> None:
     service = InMemoryRoomService([room("lesson-old", ago(HOUR), sid="RM_new")])
     gone_live = decide(LIVE)
