@@ -251,3 +251,39 @@ def test_room_admin_calls_reach_the_one_room_with_its_own_grant(livekit_server: 
     for error in (metadata_error, data_error):
         assert isinstance(error, LiveKitApiError | LiveKitTimeoutError), error
         assert error.resource == "adapter-fault-missing"
+
+
+def test_a_listing_by_name_lists_only_those_rooms(livekit_server: LocalLiveKit) -> None:
+    wanted, other = a_room(livekit_server), a_room(livekit_server)
+
+    async def go() -> tuple[list[str], list[str]]:
+        rooms = client(livekit_server.http_url, livekit_server)
+        try:
+            named = [room.name for room in await rooms.list_rooms([wanted])]
+            every = [room.name for room in await rooms.list_rooms()]
+            return named, every
+        finally:
+            await rooms.aclose()
+
+    named, every = asyncio.run(go())
+    assert named == [wanted]
+    assert {wanted, other} <= set(every)
+
+
+@pytest.mark.parametrize(("method", "args"), [("list_rooms", ()), ("delete_room", ("adapter-fault-x",))])
+def test_a_refused_key_names_the_livekit_call_it_refused(
+    livekit_server: LocalLiveKit, method: str, args: tuple[str, ...]
+) -> None:
+    credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")
+
+    async def go() -> BaseException | None:
+        rooms = LiveKitRoomService(livekit_server.http_url, credentials, TIMEOUT)
+        try:
+            return (await timed(getattr(rooms, method)(*args)))[1]
+        finally:
+            await rooms.aclose()
+
+    error = asyncio.run(go())
+    assert isinstance(error, LiveKitApiError)
+    call = {"list_rooms": "ListRooms", "delete_room": "DeleteRoom"}[method]
+    assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")

@@ -12,12 +12,14 @@ from types import SimpleNamespace
 import aiohttp
 import boto3
 import pytest
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from botocore.exceptions import ClientError
 from google.protobuf.message import DecodeError
 from livekit import api
 from moto import mock_aws
 
 from fleet_remediation.adapters.livekit_rooms import _created_at, _typed_error, read_credentials
-from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED
+from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED, NOT_ALLOWED, SECRET_NOT_FOUND
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -136,3 +138,63 @@ def test_the_credentials_are_the_secrets_two_fields() -> None:
         credentials = read_credentials("it/livekit")
     assert credentials.api_key.get_secret_value() == "key"
     assert credentials.api_secret.get_secret_value() == "secret"
+
+
+class StubSecrets:
+    """A secrets provider: its answer or its error, and the region of its client."""
+
+    def __init__(self, answer: object, region: str | None = "eu-west-1") -> None:
+        self.answer = answer
+        self.client = SimpleNamespace(meta=SimpleNamespace(region_name=region)) if region else None
+        self.asked: list[tuple[str, dict[str, object]]] = []
+
+    def get(self, name: str, **options: object) -> object:
+        self.asked.append((name, options))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def _unreadable(code: str) -> GetParameterError:
+    try:
+        try:
+            raise ClientError({"Error": {"Code": code, "Message": "no"}}, "GetSecretValue")
+        except ClientError as exc:
+            raise GetParameterError(str(exc)) from exc
+    except GetParameterError as wrapped:
+        return wrapped
+
+
+def test_the_secret_is_read_as_json_and_kept_five_minutes() -> None:
+    secrets = StubSecrets({"api_key": "key", "api_secret": "secret"})
+    read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert secrets.asked == [("it/livekit", {"transform": "json", "max_age": 300})]
+
+
+@pytest.mark.parametrize(("region", "said"), [("eu-west-1", "eu-west-1"), (None, "this region")])
+def test_a_secret_that_does_not_exist_says_so_with_the_providers_region(
+    region: str | None, said: str
+) -> None:
+    secrets = StubSecrets(_unreadable("ResourceNotFoundException"), region)
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert (
+        refused.value.message
+        == "cannot read LiveKit credentials from it/livekit: "
+        + SECRET_NOT_FOUND.format(resource="it/livekit", region=said)
+    )
+
+
+def test_a_secret_read_refused_for_its_permissions_names_the_call_and_the_secret() -> None:
+    secrets = StubSecrets(_unreadable("AccessDeniedException"))
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    hint = NOT_ALLOWED.format(action="GetSecretValue", resource="it/livekit", code="AccessDeniedException")
+    assert refused.value.message == f"cannot read LiveKit credentials from it/livekit: {hint}"
+
+
+def test_a_secret_read_that_fails_for_another_reason_names_the_errors_kind() -> None:
+    secrets = StubSecrets(_unreadable("InternalServiceError"))
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert refused.value.message == "cannot read LiveKit credentials from it/livekit: GetParameterError"
