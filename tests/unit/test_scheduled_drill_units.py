@@ -6,18 +6,29 @@ poll, and for the drainer the drilled task's ledger items) and what it tells (``
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from fleet_remediation.contract.budgets import DRILL_RECORD_PAGES_PER_POLL
-from fleet_remediation.contract.drills import DrillFault
-from fleet_remediation.contract.naming import FunctionName, function_log_group_name
-from fleet_remediation.core.audit_timeline import REPORT_MESSAGE
+from fleet_remediation.contract.drills import DrillFault, DrillMarker
+from fleet_remediation.contract.naming import (
+    DrillFunctionName,
+    FunctionName,
+    function_log_group_name,
+    function_mode_parameter_name,
+    mode_parameter_name,
+)
+from fleet_remediation.contract.settings import ScheduledDrillSettings
+from fleet_remediation.core.audit_timeline import ACTED, REPORT_MESSAGE, WOULD_ACT, Entry
 from fleet_remediation.core.errors import AwsApiError
+from fleet_remediation.core.messages import Severity
+from fleet_remediation.domain.drill_steps import DrillRefusedError, DrillRun, DrillTarget
+from scheduled_drill.messages import Said, _said, _stop_drills
 from scheduled_drill.record import DrillRecord
+from scheduled_drill.work import DrillOutcome, DrillPlan, DrillWork
 
 SINCE = datetime(2026, 9, 15, 10, 0, tzinfo=UTC)
 TASK = "arn:aws:ecs:eu-west-1:123456789012:task/agents/t1"
@@ -185,3 +196,118 @@ def test_a_failed_read_of_the_ledger_is_an_aws_error_naming_the_table() -> None:
         "DynamoDB Query failed: AccessDeniedException: no",
         "staging-drainer-ledger",
     )
+
+
+# What it tells.
+
+
+def drill_settings(**fields: Any) -> ScheduledDrillSettings:
+    return ScheduledDrillSettings.model_validate(
+        {
+            "environment_name": "staging",
+            "mode_parameter_name": mode_parameter_name("staging"),
+            "notification_topic_arn": "arn:aws:sns:eu-west-1:123456789012:notify",
+            "runbook_base_url": "https://docs.example.com",
+            "drill": {"fault": "tts-silence", "minutes": 3},
+            "drills_enabled": True,
+            "drilled_service": "agents",
+            "ecs_cluster": "agents",
+            "ecs_service": "agents-svc",
+            "ledger_table_name": "staging-drainer-ledger",
+            **fields,
+        }
+    )
+
+
+def a_run(mode: str = "enforce") -> DrillRun:
+    marker = DrillMarker(DrillFault.TTS_SILENCE, int(SINCE.timestamp()) + 180, "drill-1789466400")
+    return DrillRun(DrillFault.TTS_SILENCE, DrillTarget("agents", TASK), marker, SINCE, mode)
+
+
+def seen(seconds: float, action: str = "cordon", kind: str = ACTED) -> Entry:
+    return Entry(SINCE + timedelta(seconds=seconds), "worker_drainer", kind, action, TASK, "why")
+
+
+def said_of(work: DrillWork, **fields: Any) -> Said:
+    return _said(work, drill_settings(**fields))
+
+
+def test_a_drill_answered_passes_naming_who_answered_and_after_how_long() -> None:
+    run = a_run()
+    run.look([seen(42)])
+    run.marker_removed = True
+    said = said_of(DrillWork(done=DrillOutcome(run)))
+    assert (
+        said.acted
+        == said.would
+        == ("scheduled drill passed: tts-silence on task t1 answered by worker_drainer cordon after 42 s")
+    )
+    assert (said.severity, said.resources) == (Severity.INFO, [TASK])
+    assert said.why == [
+        "2026-09-15T10:00:00+00:00 fault in effect (drill drill-1789466400)",
+        f"2026-09-15T10:00:42+00:00 worker_drainer acted cordon {TASK}",
+        "marker removed",
+    ]
+
+
+def test_a_drill_nobody_answered_fails_naming_the_answerer_and_the_minutes_as_a_warning() -> None:
+    said = said_of(DrillWork(done=DrillOutcome(a_run(), missed_polls=2)))
+    assert (
+        said.acted == "scheduled drill FAILED: tts-silence on task t1, no answer from worker_drainer in 3 min"
+    )
+    assert said.severity is Severity.WARNING
+    assert said.why[-2:] == ["marker NOT removed: it ends by itself", "2 read(s) of the record failed"]
+
+
+def test_a_verdict_in_a_dry_run_service_says_it_was_judged_on_what_it_would_have_done() -> None:
+    run = a_run("dry-run")
+    run.look([seen(10, kind=WOULD_ACT)])
+    said = said_of(DrillWork(done=DrillOutcome(run)))
+    assert said.why[0] == "agents is in dry-run: judged on what it would have done"
+    assert said.acted.startswith("scheduled drill passed:")
+
+
+def test_a_verdict_shows_the_first_ten_steps_seen() -> None:
+    run = a_run()
+    run.look([seen(i, "undo") for i in range(12)])
+    steps = [line for line in said_of(DrillWork(done=DrillOutcome(run))).why if "worker_drainer" in line]
+    assert len(steps) == 10
+    assert steps[-1].startswith("2026-09-15T10:00:09+00:00 ")
+
+
+def test_a_refusal_is_a_warning_that_says_its_code_and_why() -> None:
+    refused = DrillRefusedError("DrillHeld", "outside the disruption window")
+    said = said_of(DrillWork(error=refused))
+    assert (said.acted, said.would) == (
+        "scheduled drill refused: DrillHeld",
+        "drilled, but the drill refused: DrillHeld",
+    )
+    assert (said.why, said.severity) == (["DrillHeld: outside the disruption window"], Severity.WARNING)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [DrillRefusedError("DrillNotStarted", "could not mark task t1"), AwsApiError("ECS down", aws_code="X")],
+    ids=["marker-not-written", "aws-error"],
+)
+def test_a_drill_that_could_not_start_or_run_failed_it_was_not_refused(error: Exception) -> None:
+    said = said_of(DrillWork(error=error))  # type: ignore[arg-type]
+    assert said.acted == f"scheduled drill failed: {error.code}"  # type: ignore[attr-defined]
+
+
+def test_a_dry_run_of_the_drill_says_which_task_for_how_long() -> None:
+    plan = DrillPlan(DrillFault.TTS_SILENCE, DrillTarget("agents", TASK), 0, "drill-1")
+    said = said_of(DrillWork(plan=plan), drill={"fault": "cpu-starved", "minutes": 4})
+    assert said.acted == said.would == "drilled task t1 (cpu-starved, 4 min)"
+    assert said.resources == [TASK]
+    unplanned = said_of(DrillWork())
+    assert (unplanned.acted, unplanned.resources) == ("drilled task ? (tts-silence, 3 min)", [])
+
+
+@pytest.mark.parametrize(
+    ("region", "option"), [("eu-west-1", " --region eu-west-1"), (None, "")], ids=["region", "no-region"]
+)
+def test_the_undo_is_the_drills_own_switch_turned_off(region: str | None, option: str) -> None:
+    undo = _stop_drills("staging", region)
+    name = function_mode_parameter_name("staging", DrillFunctionName.SCHEDULED_DRILL)
+    assert undo.command == f"aws ssm put-parameter --overwrite --name {name} --value off{option}"
