@@ -76,7 +76,8 @@ filterwarnings = [
 
 [tool.mutmut]
 source_paths = [
-    "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "livekit_fleet_remediation"
+    "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "scheduled_drill",
+    "livekit_fleet_remediation"
 ]
 only_mutate = {mutated}
 also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]

@@ -287,11 +287,14 @@ MODULES: tuple[Module, ...] = (
             "tests/integration/test_drill.py",
             "tests/integration/test_audit.py",
         ),
-        # A stack synthesis (30 s a mutant under load); the marker's policies are the construct's, and
-        # the opt-in it carries back to lkfr is read by the console, neither of them mutated here.
+        # A stack synthesis (30 s a mutant under load; the marker's policies are the construct's, and
+        # the opt-in it carries back to lkfr is read by the console, neither of them mutated here),
+        # and a comparison of two checkout files (layers/ and agent/, which the staging folder lacks).
         (
             "tests/integration/test_drill.py::"
             "test_a_stack_named_for_drills_carries_the_opt_in_back_to_lkfr_and_the_marker_policies",
+            "tests/integration/test_drill.py::"
+            "test_the_agent_package_reads_the_same_marker_as_the_command_writes",
         ),
         # The step vocabulary's test reads the standalone example's configuration.
         ("examples",),

@@ -294,6 +294,20 @@ def test_a_delete_without_time_for_its_re_read_is_not_started() -> None:
     assert journal.entries == [("action", "lesson-old", DELETE, Outcome.SKIPPED, DEADLINE_REASON, None)]
 
 
+def test_a_delete_with_time_for_itself_and_its_re_read_is_started() -> None:
+    service = InMemoryRoomService([OLD])
+    reap = decide(OLD)
+    original = service.list_rooms
+
+    async def slow_re_check(names: Any = None) -> Any:
+        await asyncio.sleep(0.5)  # leaves more than two requests, less than three
+        return await original(names)
+
+    service.list_rooms = slow_re_check  # type: ignore[method-assign]
+    results, _ = execute(service, [reap], seconds=3.05)
+    assert results == [ReapResult(reap, Outcome.DONE, "")]
+
+
 def test_deletes_resolved_done_gone_or_failed() -> None:
     gone, denied, fine = (room(f"lesson-{n}", ago(2 * HOUR)) for n in ("gone", "denied", "fine"))
     service = InMemoryRoomService([gone, denied, fine])
