@@ -1,6 +1,6 @@
 """What the mutation check (``make mutation``) mutates, module by module, and the tests that cover
-each module: every runtime module of the shared layer, the three functions, the console commands
-and the construct.
+each module: every runtime module of the shared layer, the four functions, the console commands and
+the construct.
 
 A module here is a named group of source files with the test files that exercise them. Each module
 is staged and run apart (build/mutation/<module>), so one module's run maps and re-runs only its
