@@ -5,6 +5,7 @@ themselves run against a real livekit-server in tests/integration/test_livekit_r
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -18,7 +19,13 @@ from google.protobuf.message import DecodeError
 from livekit import api
 from moto import mock_aws
 
-from fleet_remediation.adapters.livekit_rooms import _created_at, _typed_error, read_credentials
+from fleet_remediation.adapters.livekit_rooms import (
+    LiveKitCredentials,
+    LiveKitRoomService,
+    _created_at,
+    _typed_error,
+    read_credentials,
+)
 from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED, NOT_ALLOWED, SECRET_NOT_FOUND
 from fleet_remediation.core.errors import (
     LiveKitApiError,
@@ -198,3 +205,24 @@ def test_a_secret_read_that_fails_for_another_reason_names_the_errors_kind() -> 
     with pytest.raises(SecretError) as refused:
         read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
     assert refused.value.message == "cannot read LiveKit credentials from it/livekit: GetParameterError"
+
+
+@pytest.mark.parametrize("admin", [False, True], ids=["room-calls", "room-admin-calls"])
+def test_a_livekit_cloud_request_is_one_attempt_on_the_clients_own_session(admin: bool) -> None:
+    """livekit-api replays a request that failed with a 5xx or no reply against other regions of a
+    LiveKit Cloud project: a delete or a warning that may have acted would be sent again."""
+    from livekit.api._failover import failover_attempts
+
+    async def made() -> tuple[int, bool]:
+        rooms = LiveKitRoomService(
+            "https://project.livekit.cloud", LiveKitCredentials(api_key="key", api_secret="s" * 32), 30.0
+        )
+        try:
+            twirp = (rooms._room_admin() if admin else rooms._rooms())._client
+            return failover_attempts(twirp._failover, "project.livekit.cloud", timeout=30.0), (
+                twirp._session is rooms._session
+            )
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(made()) == (1, True)
