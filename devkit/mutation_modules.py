@@ -334,6 +334,56 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_4": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_5": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_6": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_7": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_31": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_32": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_33": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_146": (
+        "a failed run's entry is added only when there is no other: added to an empty list or made it, "
+        "the same"
+    ),
+    "fleet_remediation.core.audit_timeline.x__at__mutmut_6": (
+        "Python 3.11's fromisoformat reads a trailing Z itself: replaced or not, the same instant"
+    ),
+    "fleet_remediation.core.audit_timeline.x__at__mutmut_7": (
+        "Python 3.11's fromisoformat reads a trailing Z itself: replaced or not, the same instant"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_10": (
+        "an item without a sort key read as 'XXXX' instead of '': neither starts with audit#, no step "
+        "either way"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_20": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_21": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_29": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
     "fleet_remediation.domain.reap_executor.xǁSwitchReadsǁ_start__mutmut_9": (
         "the running read's task kept as None: while it waits, its thread's future holds it (the "
         "task's wake-up is that future's callback), so it is never collected before it answers"

@@ -18,6 +18,12 @@ from botocore.exceptions import ClientError
 
 from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.budgets import (
+    ANNOUNCE_SECONDS,
+    DRILL_POLL_SECONDS,
+    NOTIFICATION_BUDGET_SECONDS,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 from fleet_remediation.contract.naming import (
     DrillFunctionName,
@@ -32,6 +38,7 @@ from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from scheduled_drill.dependencies import DrillClients, DrillDependencies
 from scheduled_drill.handler import lambda_handler
+from scheduled_drill.work import AFTER_WATCH_SECONDS
 from tests.drilled_fleet import CLUSTER, SERVICE, SimulatedClock, drainer_answers, running_fleet
 
 ENV = "staging"
@@ -358,3 +365,47 @@ def test_a_manual_invoke_is_a_dry_run_whose_message_stays_in_its_report(fleet: l
     )
     assert marked(fleet) == {}
     assert sent.messages == []
+
+
+class UnreadableRecord:
+    """The reports' log group, refusing every read."""
+
+    def filter_log_events(self, **_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "FilterLogEvents")
+
+
+def test_a_record_it_cannot_read_is_each_poll_missed_counted_and_its_error_noted_once(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.logs = UnreadableRecord()
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    polls = len(clock.slept) + 1
+    assert polls == 7, "every 30 s over the marker's three minutes"
+    assert report["summary"]["verdict"] == "fail"
+    assert report["summary"]["missed_polls"] == polls
+    assert [e["message"] for e in report["errors"]] == [
+        "CloudWatch Logs FilterLogEvents failed: AccessDeniedException: no"
+    ]
+    ((_subject, text),) = sent.messages
+    assert f"{polls} read(s) of the record failed" in text
+    assert marked(fleet) == {}
+    assert {e.agent_service for e in sent.events} == {DEFAULT_AGENT_SERVICE}
+
+
+def test_a_drill_whose_invocation_has_no_time_for_another_poll_reads_once_and_still_unmarks(
+    fleet: list[str],
+) -> None:
+    # Twelve seconds short of the report's reserve, the unmarking, the verdict and one more poll.
+    reserved = REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS + ANNOUNCE_SECONDS
+    remaining = reserved + AFTER_WATCH_SECONDS + DRILL_POLL_SECONDS - 12
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    report = lambda_handler(
+        schedule_event(clock.now), LocalLambdaContext(int(remaining * 1000)), dependencies=deps
+    )
+    assert clock.slept == []
+    assert (report["summary"]["verdict"], report["summary"]["marker_removed"]) == ("fail", True)
+    assert marked(fleet) == {}

@@ -334,3 +334,33 @@ def test_an_entrys_document_writes_its_time_in_utc_with_a_z() -> None:
     document = at("cordon").document()
     assert document["at"] == "2026-09-15T10:00:00Z"
     assert (document["action"], document["source"], document["undo"]) == ("cordon", "report", None)
+
+
+def test_a_report_without_actions_candidates_or_errors_has_no_entries() -> None:
+    bare = {"function": DRAINER, "started_at": "2026-09-15T10:00:00Z", "status": "failed"}
+    assert from_report(bare) == []
+
+
+def test_a_failed_runs_error_without_a_message_says_its_code_alone() -> None:
+    (entry,) = from_report(report(status="failed", errors=[{"code": "InternalError"}]))
+    assert entry.reason == "InternalError: "
+
+
+def test_a_ledger_item_without_a_sort_key_or_a_task_is_read_as_empty() -> None:
+    assert from_ledger({"action": "cordon"}) is None
+    entry = from_ledger(
+        {"sk": "audit#2026-09-15T10:00:03+00:00#inv-1#000", "action": "cordon", "outcome": "done"}
+    )
+    assert entry is not None
+    assert (entry.target, entry.reason) == ("", "")
+
+
+def test_a_ledger_outcome_never_seen_is_unknown() -> None:
+    entry = from_ledger(ledger_item("something-new"))
+    assert entry is not None
+    assert entry.kind == UNKNOWN
+
+
+def test_the_timelines_undo_names_the_region() -> None:
+    (entry,) = timeline([], [ledger_item()], "prod", "eu-west-1")
+    assert entry.undo == "lkfr undo --env prod --task t1 --region eu-west-1"
