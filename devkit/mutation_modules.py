@@ -334,6 +334,25 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "scheduled_drill.messages.x__verdict__mutmut_5": (
+        "a run is answered exactly when it has an answer's time (answered_after is None only without an "
+        "answer): and or or, the same"
+    ),
+    "scheduled_drill.record.xǁDrillRecordǁ_reports__mutmut_39": (
+        "an event without a message read as 'XXXX' instead of '': neither is JSON, no report either way"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_11": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_14": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_18": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_23": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
     "fleet_remediation.core.audit_timeline.x_from_report__mutmut_4": (
         "the run's own kind, action, target and reason are replaced in every entry made from it"
     ),

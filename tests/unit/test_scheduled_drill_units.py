@@ -311,3 +311,26 @@ def test_the_undo_is_the_drills_own_switch_turned_off(region: str | None, option
     undo = _stop_drills("staging", region)
     name = function_mode_parameter_name("staging", DrillFunctionName.SCHEDULED_DRILL)
     assert undo.command == f"aws ssm put-parameter --overwrite --name {name} --value off{option}"
+
+
+class BareAnswers:
+    """Logs and DynamoDB leave out what they have none of."""
+
+    def filter_log_events(self, **_: Any) -> dict[str, Any]:
+        return {}
+
+    def query(self, **_: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_poll_answered_without_events_or_items_reads_nothing() -> None:
+    bare = BareAnswers()
+    drill_record = DrillRecord(bare, bare, "staging", "agents", "staging-drainer-ledger")
+    assert drill_record.read(DrillFault.TTS_SILENCE, "t1", SINCE) == []
+
+
+def test_the_record_read_carries_each_steps_undo_in_the_drills_environment() -> None:
+    (entry,) = record(StubLogs([[report_line("inv-1")]]), StubLedger([])).read(
+        DrillFault.TTS_SILENCE, "t1", SINCE
+    )
+    assert entry.undo == f"lkfr undo --env staging --task {TASK}"
