@@ -409,3 +409,24 @@ def test_a_drill_whose_invocation_has_no_time_for_another_poll_reads_once_and_st
     assert clock.slept == []
     assert (report["summary"]["verdict"], report["summary"]["marker_removed"]) == ("fail", True)
     assert marked(fleet) == {}
+
+
+def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
+    fleet: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("tag_resource")
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    (intent,) = [
+        r.journal
+        for r in caplog.records
+        if getattr(r, "journal", {}).get("action") == "drill-mark" and "outcome" not in r.journal
+    ]
+    task_id = report["summary"]["task"].rsplit("/", 1)[1]
+    assert intent[
+        "reason"
+    ] == f"{report['summary']['drill_id']}: tts-silence on task {task_id} for 3 min".join(["drill ", ""])
+    (mark,) = [a for a in report["actions"] if a["action"] == "drill-mark"]
+    assert mark["error"]["code"] == "DrillNotStarted"
