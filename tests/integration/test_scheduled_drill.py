@@ -425,8 +425,7 @@ def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
         if getattr(r, "journal", {}).get("action") == "drill-mark" and "outcome" not in r.journal
     ]
     task_id = report["summary"]["task"].rsplit("/", 1)[1]
-    assert intent[
-        "reason"
-    ] == f"{report['summary']['drill_id']}: tts-silence on task {task_id} for 3 min".join(["drill ", ""])
+    drill_id = report["summary"]["drill_id"]
+    assert intent["reason"] == f"drill {drill_id}: tts-silence on task {task_id} for 3 min"
     (mark,) = [a for a in report["actions"] if a["action"] == "drill-mark"]
     assert mark["error"]["code"] == "DrillNotStarted"
