@@ -429,3 +429,11 @@ def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
     assert intent["reason"] == f"drill {drill_id}: tts-silence on task {task_id} for 3 min"
     (mark,) = [a for a in report["actions"] if a["action"] == "drill-mark"]
     assert mark["error"]["code"] == "DrillNotStarted"
+
+
+def test_the_watch_reads_once_more_at_the_markers_end_however_little_of_it_is_left(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    # The marker ends at the whole second a minute on: after one 59 s wait, less than a second is left.
+    clock.now = clock.now.replace(microsecond=500_000)
+    drill(clock, sent, drill={"fault": "tts-silence", "minutes": 1, "poll_seconds": 59})
+    assert clock.slept == [59.0, pytest.approx(0.5)]
