@@ -130,3 +130,45 @@ def test_every_time_runs_each_call_and_never_calls_it_a_replay() -> None:
         ({"n": 1}, False),
         ({"n": 2}, False),
     ]
+
+
+DESCRIBED = "alarm=tts-reach, transition=2026-12-02T09:00:00Z, action=suspect-event"
+
+
+def test_another_invocation_holding_the_record_is_a_concurrent_action_naming_the_key_and_table(
+    dynamodb: Any,
+) -> None:
+    TookEffect(dynamodb, "dynamodb.PutItem", Ambiguous.SERVER_ERROR)
+    with pytest.raises(OnceRecordUnknownError) as unknown:
+        _guard(dynamodb, remaining_ms=60_000).run_once(KEY, lambda: {"event_id": "e-1"})
+    assert unknown.value.resource == TABLE
+    assert f"the once-only record for {DESCRIBED} could not be written" in unknown.value.message
+    with pytest.raises(ConcurrentActionError) as concurrent:
+        _guard(aws_client(IDEMPOTENCY_WRITE), remaining_ms=60_000).run_once(KEY, lambda: {"event_id": "e-2"})
+    assert (concurrent.value.message, concurrent.value.resource) == (
+        f"another invocation is handling {DESCRIBED}",
+        TABLE,
+    )
+
+
+def test_an_action_whose_completion_record_is_lost_stands_as_run_once(dynamodb: Any) -> None:
+    acted: list[str] = []
+
+    def action() -> dict[str, Any]:
+        acted.append("acted")
+        return {"event_id": "e-1"}
+
+    failing = aws_client(IDEMPOTENCY_WRITE)
+
+    def refuse(request: Any, **_: Any) -> Any:
+        return answered(request, 500, {"__type": "InternalServerError", "message": "down"})
+
+    failing.meta.events.register_first("before-send.dynamodb.UpdateItem", refuse)
+    assert _guard(failing, remaining_ms=60_000).run_once(KEY, action) == ({"event_id": "e-1"}, False)
+    assert acted == ["acted"]
+
+
+def test_the_records_are_kept_under_the_functions_own_key_prefix(dynamodb: Any) -> None:
+    _guard(dynamodb, remaining_ms=60_000).run_once(KEY, lambda: {"event_id": "e-1"})
+    (item,) = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
+    assert item["id"]["S"].startswith("fleet-remediation-once#")
