@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -437,3 +437,30 @@ def test_the_watch_reads_once_more_at_the_markers_end_however_little_of_it_is_le
     clock.now = clock.now.replace(microsecond=500_000)
     drill(clock, sent, drill={"fault": "tts-silence", "minutes": 1, "poll_seconds": 59})
     assert clock.slept == [59.0, pytest.approx(0.5)]
+
+
+def test_the_unmarks_intent_names_the_drill_and_its_failure_says_when_the_marker_ends(
+    fleet: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("untag_resource")
+    started = clock.now
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    drill_id = report["summary"]["drill_id"]
+    (intent,) = [
+        r.journal
+        for r in caplog.records
+        if getattr(r, "journal", {}).get("action") == "drill-unmark" and "outcome" not in r.journal
+    ]
+    assert intent["reason"] == f"drill {drill_id} ends"
+    until = datetime.fromtimestamp(int(started.timestamp()) + 180, UTC).isoformat()
+    (unmark,) = [a for a in report["actions"] if a["action"] == "drill-unmark"]
+    assert f"it ends by itself at {until}, or: aws ecs untag-resource" in unmark["reason"]
+
+
+def test_a_marker_taken_off_is_an_unmark_event_without_a_reason(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    drill(clock, sent)
+    assert [e.reason for e in sent.events if e.action == "drill-unmark"] == [""]

@@ -518,3 +518,23 @@ def test_a_marker_that_cannot_come_off_says_when_it_ends_and_the_command_once() 
         f"aws ecs untag-resource --resource-arn {ARN}/t1 --tag-keys {DRILL_TAG}"
     )
     assert len(ecs.untagged) == 1
+
+
+def test_an_exclude_tag_without_a_value_leaves_the_task_drillable() -> None:
+    described = task("a")
+    described["tags"] = [{"key": EXCLUDE_TAG}]
+    assert choose_task([described], None, "agents") == f"{ARN}/a"
+
+
+class FailingDescribe(StubEcs):
+    def describe_tasks(self, **request: Any) -> dict[str, Any]:
+        raise client_error("AccessDeniedException", "DescribeTasks")
+
+
+def test_a_failed_description_is_an_aws_error_naming_the_call_and_the_service() -> None:
+    with pytest.raises(AwsApiError) as failed:
+        running_tasks(FailingDescribe([[f"{ARN}/a"]]), CLUSTER, "agents-svc")
+    assert (failed.value.message, failed.value.resource) == (
+        "ECS DescribeTasks failed: AccessDeniedException: no",
+        "agents-svc",
+    )
