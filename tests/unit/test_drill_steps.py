@@ -538,3 +538,14 @@ def test_a_failed_description_is_an_aws_error_naming_the_call_and_the_service() 
         "ECS DescribeTasks failed: AccessDeniedException: no",
         "agents-svc",
     )
+
+
+def test_the_earliest_started_task_is_drilled_whatever_its_arn() -> None:
+    tasks = [task("a", "2026-09-15T09:00:00Z"), task("z", "2026-09-15T07:00:00Z"), task("m")]
+    assert choose_task(tasks, None, "agents") == f"{ARN}/z"
+
+
+def test_a_task_described_without_tags_is_drillable() -> None:
+    described = task("a")
+    del described["tags"]
+    assert choose_task([described], None, "agents") == f"{ARN}/a"
