@@ -334,6 +334,18 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_43": (
+        "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
+        "task that reached RUNNING, the only ones listed"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_49": (
+        "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
+        "task that reached RUNNING, the only ones listed"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_60": (
+        "a task without the exclude tag read as 'XXXX' instead of '': neither is true, the task is "
+        "drillable either way"
+    ),
     "fleet_remediation.adapters.aws_clients.x__no_retry_after_ambiguous_attempt__mutmut_24": (
         "a reply without a status read as 201 instead of 200: both are under 500, the retry mode decides"
     ),

@@ -464,3 +464,20 @@ def test_a_marker_taken_off_is_an_unmark_event_without_a_reason(fleet: list[str]
     clock, sent = SimulatedClock(), Recorded()
     drill(clock, sent)
     assert [e.reason for e in sent.events if e.action == "drill-unmark"] == [""]
+
+
+def test_the_verdicts_message_carries_its_mode_counts_own_switch_runbook_and_invocation(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent)
+    ((_subject, text),) = sent.messages
+    switch_name = function_mode_parameter_name(ENV, DrillFunctionName.SCHEDULED_DRILL)
+    for said in (
+        "· mode enforce ·",
+        f"aws ssm put-parameter --overwrite --name {switch_name} --value off",
+        "done 2 · already done 0",
+        "Runbook: https://docs.example.com/operations/drill.html",
+        f"Invocation {report['invocation_id']} (scheduled_drill)",
+    ):
+        assert said in text

@@ -549,3 +549,12 @@ def test_a_task_described_without_tags_is_drillable() -> None:
     described = task("a")
     del described["tags"]
     assert choose_task([described], None, "agents") == f"{ARN}/a"
+
+
+def test_the_drilled_modes_refusals_name_the_environment_and_the_service() -> None:
+    off = refusal(
+        read_drilled_mode, StubSsm({ENV_SWITCH: "enforce", SERVICE_SWITCH: "off"}), "staging", "agents"
+    )
+    assert off.message == "remediation is off in staging/agents: nothing would answer"
+    unknown = refusal(read_drilled_mode, StubSsm({}), "staging", "agents")
+    assert unknown.message == f"no kill switch {ENV_SWITCH}: is environment staging deployed here?"
