@@ -334,6 +334,14 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.adapters.livekit_rooms.x_read_credentials__mutmut_49": (
+        "the fields of a refused secret joined by 'XX.XX' within a field's location: the credentials' two "
+        "fields are flat, each location has one part"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_rooms__mutmut_3": (
+        "the token renewed at its renewal instant or just after it: time.monotonic() is never that exact "
+        "float twice, no call can tell"
+    ),
     "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_43": (
         "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
         "task that reached RUNNING, the only ones listed"
