@@ -33,6 +33,7 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.settings import ScheduledDrillSettings
 from fleet_remediation.core.announce import Announced
+from fleet_remediation.core.incidents import run_incident_id
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
@@ -481,3 +482,56 @@ def test_the_verdicts_message_carries_its_mode_counts_own_switch_runbook_and_inv
         f"Invocation {report['invocation_id']} (scheduled_drill)",
     ):
         assert said in text
+
+
+def test_a_passed_drills_message_is_of_the_scheduled_incident_with_its_regions_links(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    scheduled = clock.now
+
+    def on_sleep(sleeps: int) -> None:
+        if sleeps == 1:
+            (task,) = marked(fleet)
+            drainer_answers(ENV, task, Mode.ENFORCE)
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent, aws_region="eu-west-1")
+    ((_subject, text),) = sent.messages
+    started = datetime.fromisoformat(report["started_at"].replace("Z", "+00:00")).replace(microsecond=0)
+    window_start = started - timedelta(minutes=15)
+    for said in (
+        "INFO · run completed",
+        # Named for the schedule's time, not the verdict's: a redelivered event is the same incident.
+        f"Incident {run_incident_id(ENV, DrillFunctionName.SCHEDULED_DRILL, scheduled)}",
+        "--value off --region eu-west-1",
+        "region=eu-west-1#dashboards/dashboard/livekit-staging-fleet",
+        "*2Faws*2Flambda*2Flkfr-staging-scheduled-drill",
+        f"{window_start:%Y-%m-%dT%H}*3A{window_start:%M}*3A{window_start:%S}.000Z",
+    ):
+        assert said in text
+    assert text.count(report["invocation_id"]) == 2, "in the report's link and the invocation line"
+
+
+class UnsureEvents(Recorded):
+    """Every put's reply was lost: may have landed, never re-sent."""
+
+    def put(self, events: list[ActionEvent]) -> Announced:
+        self.events += events
+        return Announced(unknown=len(events), problems=["no reply"])
+
+
+def test_a_passed_drill_whose_events_may_not_have_landed_is_a_warning_that_says_so(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), UnsureEvents()
+
+    def on_sleep(sleeps: int) -> None:
+        if sleeps == 1:
+            (task,) = marked(fleet)
+            drainer_answers(ENV, task, Mode.ENFORCE)
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent)
+    assert report["summary"]["verdict"] == "pass"
+    ((_subject, text),) = sent.messages
+    assert "WARNING · run completed" in text
+    assert "the drill-start action event was not surely delivered (no reply)" in text
