@@ -334,6 +334,14 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "scheduled_drill.work.xǁDrillStagesǁrecord__mutmut_2": (
+        "a snapshot without a plan read as recordable: decide is pure and always plans a read snapshot, "
+        "so both are set or neither is"
+    ),
+    "scheduled_drill.work.xǁDrillStagesǁread__mutmut_26": (
+        "the target's cluster left out: no call reads it, the marker's and the record's calls name the "
+        "task by its ARN and id"
+    ),
     "fleet_remediation.adapters.livekit_rooms.x_read_credentials__mutmut_49": (
         "the fields of a refused secret joined by 'XX.XX' within a field's location: the credentials' two "
         "fields are flat, each location has one part"

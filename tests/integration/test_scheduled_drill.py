@@ -535,3 +535,62 @@ def test_a_passed_drill_whose_events_may_not_have_landed_is_a_warning_that_says_
     ((_subject, text),) = sent.messages
     assert "WARNING · run completed" in text
     assert "the drill-start action event was not surely delivered (no reply)" in text
+
+
+class BusyRecord:
+    """The drainer's reports: one run that undid a task 21 times since the drill began (no answer)."""
+
+    def __init__(self, since: datetime) -> None:
+        self.since = since
+
+    def filter_log_events(self, **_: Any) -> dict[str, Any]:
+        at = (self.since + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+        actions = [{"action": "undo", "resource": f"task-{i}", "outcome": "done"} for i in range(21)]
+        report = {
+            "function": "worker_drainer",
+            "invocation_id": "inv-1",
+            "started_at": at,
+            "actions": actions,
+        }
+        return {"events": [{"message": json.dumps({"message": "remediation report", "report": report})}]}
+
+
+def test_the_report_summarises_the_drill_with_a_timeline_of_at_most_twenty_steps(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.logs = BusyRecord(clock.now)
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    summary = report["summary"]
+    task_id = summary["task"].rsplit("/", 1)[1]
+    assert summary["task"] in fleet
+    assert summary["drill_id"] == f"drill-{int(clock.now.timestamp()) - 180}"
+    assert (summary["fault"], summary["drilled_mode"], summary["running_tasks"]) == (
+        "tts-silence",
+        "enforce",
+        3,
+    )
+    assert (summary["verdict"], summary["answered_after_seconds"], summary["missed_polls"]) == (
+        "fail",
+        None,
+        0,
+    )
+    assert len(summary["timeline"]) == 20
+    assert [c["reason"] for c in report["candidates"]] == [
+        f"drill {summary['drill_id']}: tts-silence on task {task_id} for 3 min"
+    ]
+
+
+def test_a_refused_drill_names_the_environment_or_the_service_it_refused(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent, drills_enabled=False)
+    assert [e["message"] for e in report["errors"]] == [
+        "environment staging is not named for drills: set drills.enabled in its configuration"
+    ]
+    ecs = boto3.client("ecs")
+    for arn in fleet:
+        ecs.tag_resource(resourceArn=arn, tags=[{"key": "livekit-drainer:exclude", "value": "true"}])
+    report = drill(clock, sent)
+    assert [e["message"] for e in report["errors"]] == [
+        f"service {DEFAULT_AGENT_SERVICE} has no running task a drill may touch"
+    ]
