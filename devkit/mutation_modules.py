@@ -334,6 +334,36 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_room_admin__mutmut_7": (
+        "failover=None instead of False: livekit-api tests it for truth, None is no failover too"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_rooms__mutmut_24": (
+        "failover=None instead of False: livekit-api tests it for truth, None is no failover too"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ__init____mutmut_15": (
+        "the renewal instant starts as None instead of 0.0: the first call signs a token because there is "
+        "no client yet, before the instant is read"
+    ),
+    "fleet_remediation.adapters.aws_clients.x_guard_side_effects__mutmut_15": (
+        "the no-retry hook registered without its unique id: a second registration on one client adds the "
+        "same hook, which answers the same (no retry)"
+    ),
+    "fleet_remediation.adapters.aws_clients.x_guard_side_effects__mutmut_18": (
+        "the no-retry hook registered without its unique id: a second registration on one client adds the "
+        "same hook, which answers the same (no retry)"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_11": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_13": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_14": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
     "scheduled_drill.work.xǁDrillStagesǁrecord__mutmut_2": (
         "a snapshot without a plan read as recordable: decide is pure and always plans a read snapshot, "
         "so both are set or neither is"

@@ -172,3 +172,17 @@ def test_the_records_are_kept_under_the_functions_own_key_prefix(dynamodb: Any) 
     _guard(dynamodb, remaining_ms=60_000).run_once(KEY, lambda: {"event_id": "e-1"})
     (item,) = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
     assert item["id"]["S"].startswith("fleet-remediation-once#")
+
+
+def test_a_record_outlives_every_redelivery_of_its_event_for_a_day(dynamodb: Any) -> None:
+    before = time.time()
+    _guard(dynamodb, remaining_ms=60_000).run_once(KEY, lambda: {"event_id": "e-1"})
+    (item,) = boto3.client("dynamodb").scan(TableName=TABLE)["Items"]
+    assert before + 24 * 3600 - 1 <= int(item["expiration"]["N"]) <= time.time() + 24 * 3600 + 1
+
+
+def test_the_guards_own_client_writes_under_the_once_records_budget(dynamodb: Any) -> None:
+    guard = DynamoDBOnceGuard(TABLE)
+    config = guard._persistence.client.meta.config
+    assert config.retries["total_max_attempts"] == IDEMPOTENCY_WRITE.attempts
+    assert config.read_timeout == IDEMPOTENCY_WRITE.read_timeout_seconds

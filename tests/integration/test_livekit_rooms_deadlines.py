@@ -287,3 +287,27 @@ def test_a_refused_key_names_the_livekit_call_it_refused(
     assert isinstance(error, LiveKitApiError)
     call = {"list_rooms": "ListRooms", "delete_room": "DeleteRoom"}[method]
     assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "call"),
+    [
+        ("update_room_metadata", ("adapter-fault-x", "{}"), "UpdateRoomMetadata"),
+        ("send_data", ("adapter-fault-x", b"x", "lkfr-warning"), "SendData"),
+    ],
+)
+def test_a_refused_room_admin_call_names_the_call(
+    livekit_server: LocalLiveKit, method: str, args: tuple[Any, ...], call: str
+) -> None:
+    credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")
+
+    async def go() -> BaseException | None:
+        rooms = LiveKitRoomService(livekit_server.http_url, credentials, TIMEOUT)
+        try:
+            return (await timed(getattr(rooms, method)(*args)))[1]
+        finally:
+            await rooms.aclose()
+
+    error = asyncio.run(go())
+    assert isinstance(error, LiveKitApiError)
+    assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")

@@ -226,3 +226,45 @@ def test_a_livekit_cloud_request_is_one_attempt_on_the_clients_own_session(admin
             await rooms.aclose()
 
     assert asyncio.run(made()) == (1, True)
+
+
+def test_a_server_that_refuses_the_connection_is_unavailable_naming_its_url() -> None:
+    async def listed() -> BaseException | None:
+        rooms = LiveKitRoomService(
+            "http://127.0.0.1:9", LiveKitCredentials(api_key="k", api_secret="s" * 32), 2.0
+        )
+        try:
+            await rooms.list_rooms()
+        except LiveKitUnavailableError as exc:
+            return exc
+        finally:
+            await rooms.aclose()
+        return None
+
+    error = asyncio.run(listed())
+    assert error is not None
+    assert error.message.startswith("LiveKit ListRooms at http://127.0.0.1:9 did not answer: ")
+
+
+def test_a_client_made_without_a_deadline_waits_five_seconds_a_request() -> None:
+    async def made() -> float:
+        rooms = LiveKitRoomService("http://127.0.0.1:9", LiveKitCredentials(api_key="k", api_secret="s"))
+        await rooms.aclose()
+        return rooms.request_timeout_seconds
+
+    assert asyncio.run(made()) == 5.0
+
+
+class ClientlessSecrets:
+    """A secrets provider without a boto3 client of its own."""
+
+    def get(self, name: str, **options: object) -> object:
+        raise _unreadable("ResourceNotFoundException")
+
+
+def test_a_missing_secret_read_by_a_provider_without_a_client_says_this_region() -> None:
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", ClientlessSecrets())  # type: ignore[arg-type]
+    assert refused.value.message.endswith(
+        SECRET_NOT_FOUND.format(resource="it/livekit", region="this region")
+    )

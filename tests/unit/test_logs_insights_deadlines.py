@@ -379,3 +379,13 @@ def test_a_query_whose_every_poll_was_missed_says_so_at_the_deadline() -> None:
 def test_a_cell_without_a_value_is_the_empty_text_and_the_pointer_is_left_out() -> None:
     results = [[{"field": "@ptr", "value": "p"}, {"field": "a"}, {"field": "b", "value": "2"}]]
     assert rows_from_results(results) == [{"a": "", "b": "2"}]
+
+
+def test_a_look_whose_polls_report_no_scan_is_never_stopped_for_it() -> None:
+    client = FakeLogsClient(["Running", "Complete"])
+    client.bare = True
+    result = _insights(client, SimulatedClock()).run_query(
+        "/g", "q", END - timedelta(minutes=5), END, 60, max_bytes=0.5
+    )
+    assert result.query_id == "q-1"
+    assert "StopQuery" not in client.calls
