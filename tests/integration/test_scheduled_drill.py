@@ -595,3 +595,12 @@ def test_a_refused_drill_names_the_environment_or_the_service_it_refused(fleet: 
     assert [e["message"] for e in report["errors"]] == [
         f"service {DEFAULT_AGENT_SERVICE} has no running task a drill may touch"
     ]
+
+
+def test_the_chat_message_names_the_drilled_task_as_its_resource(fleet: list[str]) -> None:
+    clock, sent, chat = SimulatedClock(), Recorded(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.chat_notifier = chat
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+    ((_subject, payload),) = chat.messages
+    assert json.loads(payload)["metadata"]["relatedResources"] == [report["summary"]["task"]]

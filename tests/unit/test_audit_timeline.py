@@ -364,3 +364,8 @@ def test_a_ledger_outcome_never_seen_is_unknown() -> None:
 def test_the_timelines_undo_names_the_region() -> None:
     (entry,) = timeline([], [ledger_item()], "prod", "eu-west-1")
     assert entry.undo == "lkfr undo --env prod --task t1 --region eu-west-1"
+
+
+def test_an_item_that_is_no_step_before_the_steps_leaves_them_in_the_timeline() -> None:
+    entries = timeline([], [{"pk": "task#t1", "sk": "state"}, ledger_item()], "prod", None)
+    assert [(e.target, e.action) for e in entries] == [("t1", "cordon")]
