@@ -334,6 +334,12 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁsend_data__mutmut_5": (
+        "a data packet's kind None instead of RELIABLE: RELIABLE is the enum's 0, protobuf's default"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁsend_data__mutmut_9": (
+        "a data packet's kind left out instead of RELIABLE: RELIABLE is the enum's 0, protobuf's default"
+    ),
     "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_45": (
         "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
         "task that reached RUNNING, the only ones listed"

@@ -15,7 +15,13 @@ import pytest
 from livekit import api
 
 from devkit.fault_proxy import Fault, FaultProxy
-from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_clients import (
+    BackgroundLoop,
+    Participant,
+    create_rooms,
+    room_names,
+    wait_for_participants,
+)
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService
 from fleet_remediation.core.errors import (
@@ -311,3 +317,29 @@ def test_a_refused_room_admin_call_names_the_call(
     error = asyncio.run(go())
     assert isinstance(error, LiveKitApiError)
     assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")
+
+
+def test_a_data_message_reaches_a_participant_with_its_topic_and_payload(
+    livekit_server: LocalLiveKit,
+) -> None:
+    name = a_room(livekit_server)
+    loop = BackgroundLoop()
+    child = Participant(livekit_server, loop, name, "child").connect()
+    try:
+        asyncio.run(asyncio.wait_for(wait_for_participants(livekit_server, name, 1), 10))
+
+        async def send() -> None:
+            rooms = client(livekit_server.http_url, livekit_server)
+            try:
+                await rooms.send_data(name, b"closing in 5 minutes", "lkfr-warning")
+            finally:
+                await rooms.aclose()
+
+        asyncio.run(send())
+        deadline = time.monotonic() + 5
+        while not child.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.received == [("lkfr-warning", b"closing in 5 minutes")]
+    finally:
+        child.close()
+        loop.close()
