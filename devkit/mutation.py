@@ -47,6 +47,7 @@ PACKAGES = {
     "zombie_reaper": REPO / "functions/zombie_reaper",
     "tts_reach_alarm": REPO / "functions/tts_reach_alarm",
     "worker_drainer": REPO / "functions/worker_drainer",
+    "scheduled_drill": REPO / "functions/scheduled_drill",
     "livekit_fleet_remediation": REPO / "src" / "livekit_fleet_remediation",
     "livekit_fleet_agent": REPO / "agent" / "livekit_fleet_agent",
     "devkit": REPO / "devkit",
@@ -75,7 +76,8 @@ filterwarnings = [
 
 [tool.mutmut]
 source_paths = [
-    "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "livekit_fleet_remediation"
+    "fleet_remediation", "zombie_reaper", "tts_reach_alarm", "worker_drainer", "scheduled_drill",
+    "livekit_fleet_remediation"
 ]
 only_mutate = {mutated}
 also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]

@@ -1,6 +1,6 @@
 """What the mutation check (``make mutation``) mutates, module by module, and the tests that cover
-each module: every runtime module of the shared layer, the three functions, the console commands
-and the construct.
+each module: every runtime module of the shared layer, the four functions, the console commands and
+the construct.
 
 A module here is a named group of source files with the test files that exercise them. Each module
 is staged and run apart (build/mutation/<module>), so one module's run maps and re-runs only its
@@ -48,6 +48,8 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_reap_executor.py",
             "tests/unit/test_reaping_policy.py",
             "tests/unit/test_report_bounds.py",
+            # The kill switch's re-read before each reap step (SwitchReads), threaded or cached.
+            "tests/unit/test_reap_switch_reads.py",
             "tests/faults/test_reaper_livekit_faults.py",
         ),
     ),
@@ -77,7 +79,6 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_aws_clients.py",
-            "tests/unit/test_clients_from_the_budgeted_factory.py",
             "tests/unit/test_routing_and_budgets.py",
             "tests/unit/test_logs_insights_deadlines.py",
             "tests/unit/test_worker_drainer_insights.py",
@@ -89,6 +90,8 @@ MODULES: tuple[Module, ...] = (
             "tests/integration/test_alarm_states.py",
             "tests/integration/test_tts_reach_alarm.py",
         ),
+        # Not here: tests/unit/test_clients_from_the_budgeted_factory.py reads the checkout's source
+        # (layers/, which the staging folder does not have) and runs none of the adapters.
     ),
     Module(
         "tts_reach",
@@ -264,6 +267,31 @@ MODULES: tuple[Module, ...] = (
         ("examples", "cdk.json"),
     ),
     Module(
+        "scheduled_drill",
+        "the scheduled drill's stages, record and messages, and the drill's steps, marker and timeline",
+        (
+            "scheduled_drill/work.py",
+            "scheduled_drill/record.py",
+            "scheduled_drill/messages.py",
+            f"{_FR}/domain/drill_steps.py",
+            f"{_FR}/adapters/drill_marker.py",
+            f"{_FR}/core/audit_timeline.py",
+            f"{_FR}/contract/drill_schedule.py",
+        ),
+        (
+            "tests/unit/test_drill_steps.py",
+            "tests/unit/test_audit_timeline.py",
+            "tests/unit/test_scheduled_drill_units.py",
+            "tests/unit/test_step_vocabulary.py",
+            "tests/integration/test_scheduled_drill.py",
+        ),
+        # Not here: lkfr drill's and lkfr audit's end-to-end tests (tests/integration/test_drill.py,
+        # test_audit.py), which reach the same steps, marker and timeline through the console on moto;
+        # the unit tests above pin those rules where they live. The step vocabulary's test reads the
+        # standalone example's configuration.
+        reads=("examples",),
+    ),
+    Module(
         "construct",
         "the construct's IAM and template (synthesis; slow: minutes per mutant)",
         (
@@ -306,6 +334,150 @@ def shard(spec: str) -> tuple[Module, ...]:
 # Surviving mutants that change no behaviour a caller can see, each with the reason (read it before
 # adding one: a survivor that a test could kill belongs in a test, not here).
 EQUIVALENT: dict[str, str] = {
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁsend_data__mutmut_5": (
+        "a data packet's kind None instead of RELIABLE: RELIABLE is the enum's 0, protobuf's default"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁsend_data__mutmut_9": (
+        "a data packet's kind left out instead of RELIABLE: RELIABLE is the enum's 0, protobuf's default"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_45": (
+        "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
+        "task that reached RUNNING, the only ones listed"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_room_admin__mutmut_7": (
+        "failover=None instead of False: livekit-api tests it for truth, None is no failover too"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_rooms__mutmut_24": (
+        "failover=None instead of False: livekit-api tests it for truth, None is no failover too"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ__init____mutmut_15": (
+        "the renewal instant starts as None instead of 0.0: the first call signs a token because there is "
+        "no client yet, before the instant is read"
+    ),
+    "fleet_remediation.adapters.aws_clients.x_guard_side_effects__mutmut_15": (
+        "the no-retry hook registered without its unique id: a second registration on one client adds the "
+        "same hook, which answers the same (no retry)"
+    ),
+    "fleet_remediation.adapters.aws_clients.x_guard_side_effects__mutmut_18": (
+        "the no-retry hook registered without its unique id: a second registration on one client adds the "
+        "same hook, which answers the same (no retry)"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_11": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_13": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
+    "fleet_remediation.adapters.idempotency.xǁDynamoDBOnceGuardǁ__init____mutmut_14": (
+        "what Powertools does without an idempotency key: every call passes its once-key (a non-empty "
+        "dict), so it never is without one"
+    ),
+    "scheduled_drill.work.xǁDrillStagesǁrecord__mutmut_2": (
+        "a snapshot without a plan read as recordable: decide is pure and always plans a read snapshot, "
+        "so both are set or neither is"
+    ),
+    "scheduled_drill.work.xǁDrillStagesǁread__mutmut_26": (
+        "the target's cluster left out: no call reads it, the marker's and the record's calls name the "
+        "task by its ARN and id"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.x_read_credentials__mutmut_49": (
+        "the fields of a refused secret joined by 'XX.XX' within a field's location: the credentials' two "
+        "fields are flat, each location has one part"
+    ),
+    "fleet_remediation.adapters.livekit_rooms.xǁLiveKitRoomServiceǁ_rooms__mutmut_3": (
+        "the token renewed at its renewal instant or just after it: time.monotonic() is never that exact "
+        "float twice, no call can tell"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_43": (
+        "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
+        "task that reached RUNNING, the only ones listed"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_49": (
+        "a task without startedAt sorted last instead of first: DescribeTasks sets startedAt on every "
+        "task that reached RUNNING, the only ones listed"
+    ),
+    "fleet_remediation.domain.drill_steps.x_choose_task__mutmut_60": (
+        "a task without the exclude tag read as 'XXXX' instead of '': neither is true, the task is "
+        "drillable either way"
+    ),
+    "fleet_remediation.adapters.aws_clients.x__no_retry_after_ambiguous_attempt__mutmut_24": (
+        "a reply without a status read as 201 instead of 200: both are under 500, the retry mode decides"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_5": (
+        "a run is answered exactly when it has an answer's time (answered_after is None only without an "
+        "answer): and or or, the same"
+    ),
+    "scheduled_drill.record.xǁDrillRecordǁ_reports__mutmut_39": (
+        "an event without a message read as 'XXXX' instead of '': neither is JSON, no report either way"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_11": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_14": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_18": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "scheduled_drill.messages.x__verdict__mutmut_23": (
+        "the verdict's dry-run words are set to its words on the next line, whatever they were"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_4": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_5": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_6": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_7": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_31": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_32": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_33": (
+        "the run's own kind, action, target and reason are replaced in every entry made from it"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_report__mutmut_146": (
+        "a failed run's entry is added only when there is no other: added to an empty list or made it, "
+        "the same"
+    ),
+    "fleet_remediation.core.audit_timeline.x__at__mutmut_6": (
+        "Python 3.11's fromisoformat reads a trailing Z itself: replaced or not, the same instant"
+    ),
+    "fleet_remediation.core.audit_timeline.x__at__mutmut_7": (
+        "Python 3.11's fromisoformat reads a trailing Z itself: replaced or not, the same instant"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_10": (
+        "an item without a sort key read as 'XXXX' instead of '': neither starts with audit#, no step "
+        "either way"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_20": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_21": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
+    "fleet_remediation.core.audit_timeline.x_from_ledger__mutmut_29": (
+        "the sort key audit#<time>#<invocation>#<step> has three more #s (an ISO time, a request id and "
+        "a number have none): split from either end or with any limit of two or more, the same three "
+        "parts"
+    ),
+    "fleet_remediation.domain.reap_executor.xǁSwitchReadsǁ_start__mutmut_9": (
+        "the running read's task kept as None: while it waits, its thread's future holds it (the "
+        "task's wake-up is that future's callback), so it is never collected before it answers"
+    ),
     "livekit_fleet_remediation.cli.redrive.x_redrive__mutmut_5": (
         "a receive without Messages read as None instead of []: both are empty, the listing ends the same"
     ),

@@ -4,11 +4,13 @@ clean; absent (no function, rule, role or switch of it) unless the schedule is s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
 from aws_cdk import assertions
 
+from fleet_remediation.contract.budgets import scheduled_drill_seconds_needed
 from fleet_remediation.contract.drills import DRILL_TAG
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from tests.example_environments import staging_with_drills
@@ -118,3 +120,36 @@ def test_a_schedule_needs_an_environment_named_for_drills_and_a_service_of_ours(
         )
     with pytest.raises(ConfigError, match=r"minutes"):
         load_environment(staging_with_drills({"enabled": True, "schedule": {"minutes": 30}}), "staging")
+
+
+def test_the_schedule_rule_carries_the_configured_expression_to_a_drill_of_the_configured_minutes(
+    synth: Callable[..., Synthesized],
+) -> None:
+    expression, minutes = "cron(30 9 ? * WED *)", 4
+    template = synth(
+        "staging",
+        staging_with_drills(
+            {
+                "enabled": True,
+                "schedule": {"fault": "tts-silence", "expression": expression, "minutes": minutes},
+            }
+        ),
+    ).template.to_json()
+    resources = template["Resources"]
+    (function_id,) = [
+        k
+        for k, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("FunctionName") == "lkfr-staging-scheduled-drill"
+    ]
+    (rule,) = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Events::Rule"
+        and any(t["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for t in r["Properties"]["Targets"])
+    ]
+    assert rule["ScheduleExpression"] == expression
+    function = resources[function_id]["Properties"]
+    drill = json.loads(function["Environment"]["Variables"]["DRILL"])
+    assert (drill["expression"], drill["minutes"]) == (expression, minutes)
+    assert function["Timeout"] == int(scheduled_drill_seconds_needed(minutes)) + 1

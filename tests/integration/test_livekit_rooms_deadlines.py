@@ -15,7 +15,13 @@ import pytest
 from livekit import api
 
 from devkit.fault_proxy import Fault, FaultProxy
-from devkit.livekit_clients import create_rooms, room_names
+from devkit.livekit_clients import (
+    BackgroundLoop,
+    Participant,
+    create_rooms,
+    room_names,
+    wait_for_participants,
+)
 from devkit.livekit_local import LocalLiveKit
 from fleet_remediation.adapters.livekit_rooms import LiveKitCredentials, LiveKitRoomService
 from fleet_remediation.core.errors import (
@@ -225,3 +231,115 @@ def test_one_token_signs_every_call_until_it_is_due_for_renewal(livekit_server: 
             await rooms.aclose()
 
     assert asyncio.run(go()) == (1, 2, 1)
+
+
+def test_room_admin_calls_reach_the_one_room_with_its_own_grant(livekit_server: LocalLiveKit) -> None:
+    name = a_room(livekit_server)
+
+    async def go() -> tuple[list[str], BaseException | None, BaseException | None, int]:
+        rooms = client(livekit_server.http_url, livekit_server)
+        try:
+            await rooms.update_room_metadata(name, '{"warned": true}')
+            await rooms.send_data(name, b"closing soon", "lkfr-warning")
+            listed = [room.metadata for room in await rooms.list_rooms([name])]
+            _, metadata_error = await timed(rooms.update_room_metadata("adapter-fault-missing", "{}"))
+            _, data_error = await timed(rooms.send_data("adapter-fault-missing", b"x", "lkfr-warning"))
+            return listed, metadata_error, data_error, rooms.calls
+        finally:
+            await rooms.aclose()
+
+    listed, metadata_error, data_error, calls = asyncio.run(go())
+    assert listed == ['{"warned": true}']
+    assert calls == 5
+    assert isinstance(metadata_error, LiveKitApiError)
+    assert metadata_error.twirp_code == "not_found"
+    # The server holds a data packet for a room that is not there until the deadline.
+    for error in (metadata_error, data_error):
+        assert isinstance(error, LiveKitApiError | LiveKitTimeoutError), error
+        assert error.resource == "adapter-fault-missing"
+
+
+def test_a_listing_by_name_lists_only_those_rooms(livekit_server: LocalLiveKit) -> None:
+    wanted, other = a_room(livekit_server), a_room(livekit_server)
+
+    async def go() -> tuple[list[str], list[str]]:
+        rooms = client(livekit_server.http_url, livekit_server)
+        try:
+            named = [room.name for room in await rooms.list_rooms([wanted])]
+            every = [room.name for room in await rooms.list_rooms()]
+            return named, every
+        finally:
+            await rooms.aclose()
+
+    named, every = asyncio.run(go())
+    assert named == [wanted]
+    assert {wanted, other} <= set(every)
+
+
+@pytest.mark.parametrize(("method", "args"), [("list_rooms", ()), ("delete_room", ("adapter-fault-x",))])
+def test_a_refused_key_names_the_livekit_call_it_refused(
+    livekit_server: LocalLiveKit, method: str, args: tuple[str, ...]
+) -> None:
+    credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")
+
+    async def go() -> BaseException | None:
+        rooms = LiveKitRoomService(livekit_server.http_url, credentials, TIMEOUT)
+        try:
+            return (await timed(getattr(rooms, method)(*args)))[1]
+        finally:
+            await rooms.aclose()
+
+    error = asyncio.run(go())
+    assert isinstance(error, LiveKitApiError)
+    call = {"list_rooms": "ListRooms", "delete_room": "DeleteRoom"}[method]
+    assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "call"),
+    [
+        ("update_room_metadata", ("adapter-fault-x", "{}"), "UpdateRoomMetadata"),
+        ("send_data", ("adapter-fault-x", b"x", "lkfr-warning"), "SendData"),
+    ],
+)
+def test_a_refused_room_admin_call_names_the_call(
+    livekit_server: LocalLiveKit, method: str, args: tuple[Any, ...], call: str
+) -> None:
+    credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")
+
+    async def go() -> BaseException | None:
+        rooms = LiveKitRoomService(livekit_server.http_url, credentials, TIMEOUT)
+        try:
+            return (await timed(getattr(rooms, method)(*args)))[1]
+        finally:
+            await rooms.aclose()
+
+    error = asyncio.run(go())
+    assert isinstance(error, LiveKitApiError)
+    assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")
+
+
+def test_a_data_message_reaches_a_participant_with_its_topic_and_payload(
+    livekit_server: LocalLiveKit,
+) -> None:
+    name = a_room(livekit_server)
+    loop = BackgroundLoop()
+    child = Participant(livekit_server, loop, name, "child").connect()
+    try:
+        asyncio.run(asyncio.wait_for(wait_for_participants(livekit_server, name, 1), 10))
+
+        async def send() -> None:
+            rooms = client(livekit_server.http_url, livekit_server)
+            try:
+                await rooms.send_data(name, b"closing in 5 minutes", "lkfr-warning")
+            finally:
+                await rooms.aclose()
+
+        asyncio.run(send())
+        deadline = time.monotonic() + 5
+        while not child.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.received == [("lkfr-warning", b"closing in 5 minutes")]
+    finally:
+        child.close()
+        loop.close()

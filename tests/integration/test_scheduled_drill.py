@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -18,6 +18,12 @@ from botocore.exceptions import ClientError
 
 from fleet_remediation.contract.action_events import ActionEvent
 from fleet_remediation.contract.agent_services import DEFAULT_AGENT_SERVICE
+from fleet_remediation.contract.budgets import (
+    ANNOUNCE_SECONDS,
+    DRILL_POLL_SECONDS,
+    NOTIFICATION_BUDGET_SECONDS,
+    REPORT_MARGIN_SECONDS,
+)
 from fleet_remediation.contract.drills import DRILL_TAG, DrillFault, DrillMarker
 from fleet_remediation.contract.naming import (
     DrillFunctionName,
@@ -27,11 +33,13 @@ from fleet_remediation.contract.naming import (
 )
 from fleet_remediation.contract.settings import ScheduledDrillSettings
 from fleet_remediation.core.announce import Announced
+from fleet_remediation.core.incidents import run_incident_id
 from fleet_remediation.core.report_model import Mode
 from livekit_fleet_remediation.offline.fixed_mode import FixedModeSwitch
 from livekit_fleet_remediation.offline.lambda_context import LOCAL_ACCOUNT, LocalLambdaContext, local_region
 from scheduled_drill.dependencies import DrillClients, DrillDependencies
 from scheduled_drill.handler import lambda_handler
+from scheduled_drill.work import AFTER_WATCH_SECONDS
 from tests.drilled_fleet import CLUSTER, SERVICE, SimulatedClock, drainer_answers, running_fleet
 
 ENV = "staging"
@@ -358,3 +366,241 @@ def test_a_manual_invoke_is_a_dry_run_whose_message_stays_in_its_report(fleet: l
     )
     assert marked(fleet) == {}
     assert sent.messages == []
+
+
+class UnreadableRecord:
+    """The reports' log group, refusing every read."""
+
+    def filter_log_events(self, **_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "FilterLogEvents")
+
+
+def test_a_record_it_cannot_read_is_each_poll_missed_counted_and_its_error_noted_once(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.logs = UnreadableRecord()
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    polls = len(clock.slept) + 1
+    assert polls == 7, "every 30 s over the marker's three minutes"
+    assert report["summary"]["verdict"] == "fail"
+    assert report["summary"]["missed_polls"] == polls
+    assert [e["message"] for e in report["errors"]] == [
+        "CloudWatch Logs FilterLogEvents failed: AccessDeniedException: no"
+    ]
+    ((_subject, text),) = sent.messages
+    assert f"{polls} read(s) of the record failed" in text
+    assert marked(fleet) == {}
+    drill_events = [e for e in sent.events if e.action in ("drill-start", "drill-verdict")]
+    assert [e.agent_service for e in drill_events] == [DEFAULT_AGENT_SERVICE] * 2
+
+
+def test_a_drill_whose_invocation_has_no_time_for_another_poll_reads_once_and_still_unmarks(
+    fleet: list[str],
+) -> None:
+    # Twelve seconds short of the report's reserve, the unmarking, the verdict and one more poll.
+    reserved = REPORT_MARGIN_SECONDS + NOTIFICATION_BUDGET_SECONDS + ANNOUNCE_SECONDS
+    remaining = reserved + AFTER_WATCH_SECONDS + DRILL_POLL_SECONDS - 12
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    report = lambda_handler(
+        schedule_event(clock.now), LocalLambdaContext(int(remaining * 1000)), dependencies=deps
+    )
+    assert clock.slept == []
+    assert (report["summary"]["verdict"], report["summary"]["marker_removed"]) == ("fail", True)
+    assert marked(fleet) == {}
+
+
+def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
+    fleet: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("tag_resource")
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    (intent,) = [
+        r.journal
+        for r in caplog.records
+        if getattr(r, "journal", {}).get("action") == "drill-mark" and "outcome" not in r.journal
+    ]
+    task_id = report["summary"]["task"].rsplit("/", 1)[1]
+    drill_id = report["summary"]["drill_id"]
+    assert intent["reason"] == f"drill {drill_id}: tts-silence on task {task_id} for 3 min"
+    (mark,) = [a for a in report["actions"] if a["action"] == "drill-mark"]
+    assert mark["error"]["code"] == "DrillNotStarted"
+
+
+def test_the_watch_reads_once_more_at_the_markers_end_however_little_of_it_is_left(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    # The marker ends at the whole second a minute on: after one 59 s wait, less than a second is left.
+    clock.now = clock.now.replace(microsecond=500_000)
+    drill(clock, sent, drill={"fault": "tts-silence", "minutes": 1, "poll_seconds": 59})
+    assert clock.slept == [59.0, pytest.approx(0.5)]
+
+
+def test_the_unmarks_intent_names_the_drill_and_its_failure_says_when_the_marker_ends(
+    fleet: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.marker = FailingMarker("untag_resource")
+    started = clock.now
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    drill_id = report["summary"]["drill_id"]
+    (intent,) = [
+        r.journal
+        for r in caplog.records
+        if getattr(r, "journal", {}).get("action") == "drill-unmark" and "outcome" not in r.journal
+    ]
+    assert intent["reason"] == f"drill {drill_id} ends"
+    until = datetime.fromtimestamp(int(started.timestamp()) + 180, UTC).isoformat()
+    (unmark,) = [a for a in report["actions"] if a["action"] == "drill-unmark"]
+    assert f"it ends by itself at {until}, or: aws ecs untag-resource" in unmark["reason"]
+
+
+def test_a_marker_taken_off_is_an_unmark_event_without_a_reason(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    drill(clock, sent)
+    assert [e.reason for e in sent.events if e.action == "drill-unmark"] == [""]
+
+
+def test_the_verdicts_message_carries_its_mode_counts_own_switch_runbook_and_invocation(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent)
+    ((_subject, text),) = sent.messages
+    switch_name = function_mode_parameter_name(ENV, DrillFunctionName.SCHEDULED_DRILL)
+    for said in (
+        "· mode enforce ·",
+        f"aws ssm put-parameter --overwrite --name {switch_name} --value off",
+        "done 2 · already done 0",
+        "Runbook: https://docs.example.com/operations/drill.html",
+        f"Invocation {report['invocation_id']} (scheduled_drill)",
+    ):
+        assert said in text
+
+
+def test_a_passed_drills_message_is_of_the_scheduled_incident_with_its_regions_links(
+    fleet: list[str],
+) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    scheduled = clock.now
+
+    def on_sleep(sleeps: int) -> None:
+        if sleeps == 1:
+            (task,) = marked(fleet)
+            drainer_answers(ENV, task, Mode.ENFORCE)
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent, aws_region="eu-west-1")
+    ((_subject, text),) = sent.messages
+    started = datetime.fromisoformat(report["started_at"].replace("Z", "+00:00")).replace(microsecond=0)
+    window_start = started - timedelta(minutes=15)
+    for said in (
+        "INFO · run completed",
+        # Named for the schedule's time, not the verdict's: a redelivered event is the same incident.
+        f"Incident {run_incident_id(ENV, DrillFunctionName.SCHEDULED_DRILL, scheduled)}",
+        "--value off --region eu-west-1",
+        "region=eu-west-1#dashboards/dashboard/livekit-staging-fleet",
+        "*2Faws*2Flambda*2Flkfr-staging-scheduled-drill",
+        f"{window_start:%Y-%m-%dT%H}*3A{window_start:%M}*3A{window_start:%S}.000Z",
+    ):
+        assert said in text
+    assert text.count(report["invocation_id"]) == 2, "in the report's link and the invocation line"
+
+
+class UnsureEvents(Recorded):
+    """Every put's reply was lost: may have landed, never re-sent."""
+
+    def put(self, events: list[ActionEvent]) -> Announced:
+        self.events += events
+        return Announced(unknown=len(events), problems=["no reply"])
+
+
+def test_a_passed_drill_whose_events_may_not_have_landed_is_a_warning_that_says_so(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), UnsureEvents()
+
+    def on_sleep(sleeps: int) -> None:
+        if sleeps == 1:
+            (task,) = marked(fleet)
+            drainer_answers(ENV, task, Mode.ENFORCE)
+
+    clock.on_sleep = on_sleep
+    report = drill(clock, sent)
+    assert report["summary"]["verdict"] == "pass"
+    ((_subject, text),) = sent.messages
+    assert "WARNING · run completed" in text
+    assert "the drill-start action event was not surely delivered (no reply)" in text
+
+
+class BusyRecord:
+    """The drainer's reports: one run that undid a task 21 times since the drill began (no answer)."""
+
+    def __init__(self, since: datetime) -> None:
+        self.since = since
+
+    def filter_log_events(self, **_: Any) -> dict[str, Any]:
+        at = (self.since + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+        actions = [{"action": "undo", "resource": f"task-{i}", "outcome": "done"} for i in range(21)]
+        report = {
+            "function": "worker_drainer",
+            "invocation_id": "inv-1",
+            "started_at": at,
+            "actions": actions,
+        }
+        return {"events": [{"message": json.dumps({"message": "remediation report", "report": report})}]}
+
+
+def test_the_report_summarises_the_drill_with_a_timeline_of_at_most_twenty_steps(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.clients.logs = BusyRecord(clock.now)
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+
+    summary = report["summary"]
+    task_id = summary["task"].rsplit("/", 1)[1]
+    assert summary["task"] in fleet
+    assert summary["drill_id"] == f"drill-{int(clock.now.timestamp()) - 180}"
+    assert (summary["fault"], summary["drilled_mode"], summary["running_tasks"]) == (
+        "tts-silence",
+        "enforce",
+        3,
+    )
+    assert (summary["verdict"], summary["answered_after_seconds"], summary["missed_polls"]) == (
+        "fail",
+        None,
+        0,
+    )
+    assert len(summary["timeline"]) == 20
+    assert [c["reason"] for c in report["candidates"]] == [
+        f"drill {summary['drill_id']}: tts-silence on task {task_id} for 3 min"
+    ]
+
+
+def test_a_refused_drill_names_the_environment_or_the_service_it_refused(fleet: list[str]) -> None:
+    clock, sent = SimulatedClock(), Recorded()
+    report = drill(clock, sent, drills_enabled=False)
+    assert [e["message"] for e in report["errors"]] == [
+        "environment staging is not named for drills: set drills.enabled in its configuration"
+    ]
+    ecs = boto3.client("ecs")
+    for arn in fleet:
+        ecs.tag_resource(resourceArn=arn, tags=[{"key": "livekit-drainer:exclude", "value": "true"}])
+    report = drill(clock, sent)
+    assert [e["message"] for e in report["errors"]] == [
+        f"service {DEFAULT_AGENT_SERVICE} has no running task a drill may touch"
+    ]
+
+
+def test_the_chat_message_names_the_drilled_task_as_its_resource(fleet: list[str]) -> None:
+    clock, sent, chat = SimulatedClock(), Recorded(), Recorded()
+    deps = dependencies(clock, sent)
+    deps.chat_notifier = chat
+    report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
+    ((_subject, payload),) = chat.messages
+    assert json.loads(payload)["metadata"]["relatedResources"] == [report["summary"]["task"]]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
@@ -21,7 +22,7 @@ from fleet_remediation.adapters.aws_clients import (
     aws_client,
     guard_side_effects,
 )
-from fleet_remediation.contract.budgets import AwsCallBudget
+from fleet_remediation.contract.budgets import KILL_SWITCH_READ, AwsCallBudget
 
 # Two attempts: a read is sent twice, a side effect once.
 ATTEMPTS = 2
@@ -166,3 +167,12 @@ def test_the_guard_is_registered_once_however_often_a_client_is_guarded(failing_
     with pytest.raises(ClientError):
         client.stop_task(**CALLS["ecs.StopTask"])
     assert failing_peer["requests"] == 1
+
+
+def test_an_operator_tools_client_comes_from_its_session_in_its_region() -> None:
+    session = boto3.session.Session(
+        aws_access_key_id="x", aws_secret_access_key="y", region_name="ap-northeast-2", profile_name=None
+    )
+    client = aws_client(KILL_SWITCH_READ, session=session, region_name="us-east-2")
+    assert client.meta.region_name == "us-east-2"
+    assert aws_client(KILL_SWITCH_READ, session=session).meta.region_name == "ap-northeast-2"

@@ -5,6 +5,7 @@ themselves run against a real livekit-server in tests/integration/test_livekit_r
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -12,12 +13,20 @@ from types import SimpleNamespace
 import aiohttp
 import boto3
 import pytest
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from botocore.exceptions import ClientError
 from google.protobuf.message import DecodeError
 from livekit import api
 from moto import mock_aws
 
-from fleet_remediation.adapters.livekit_rooms import _created_at, _typed_error, read_credentials
-from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED
+from fleet_remediation.adapters.livekit_rooms import (
+    LiveKitCredentials,
+    LiveKitRoomService,
+    _created_at,
+    _typed_error,
+    read_credentials,
+)
+from fleet_remediation.core.error_hints import LIVEKIT_UNAUTHORIZED, NOT_ALLOWED, SECRET_NOT_FOUND
 from fleet_remediation.core.errors import (
     LiveKitApiError,
     LiveKitBadReplyError,
@@ -136,3 +145,126 @@ def test_the_credentials_are_the_secrets_two_fields() -> None:
         credentials = read_credentials("it/livekit")
     assert credentials.api_key.get_secret_value() == "key"
     assert credentials.api_secret.get_secret_value() == "secret"
+
+
+class StubSecrets:
+    """A secrets provider: its answer or its error, and the region of its client."""
+
+    def __init__(self, answer: object, region: str | None = "eu-west-1") -> None:
+        self.answer = answer
+        self.client = SimpleNamespace(meta=SimpleNamespace(region_name=region)) if region else None
+        self.asked: list[tuple[str, dict[str, object]]] = []
+
+    def get(self, name: str, **options: object) -> object:
+        self.asked.append((name, options))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def _unreadable(code: str) -> GetParameterError:
+    try:
+        try:
+            raise ClientError({"Error": {"Code": code, "Message": "no"}}, "GetSecretValue")
+        except ClientError as exc:
+            raise GetParameterError(str(exc)) from exc
+    except GetParameterError as wrapped:
+        return wrapped
+
+
+def test_the_secret_is_read_as_json_and_kept_five_minutes() -> None:
+    secrets = StubSecrets({"api_key": "key", "api_secret": "secret"})
+    read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert secrets.asked == [("it/livekit", {"transform": "json", "max_age": 300})]
+
+
+@pytest.mark.parametrize(("region", "said"), [("eu-west-1", "eu-west-1"), (None, "this region")])
+def test_a_secret_that_does_not_exist_says_so_with_the_providers_region(
+    region: str | None, said: str
+) -> None:
+    secrets = StubSecrets(_unreadable("ResourceNotFoundException"), region)
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert (
+        refused.value.message
+        == "cannot read LiveKit credentials from it/livekit: "
+        + SECRET_NOT_FOUND.format(resource="it/livekit", region=said)
+    )
+
+
+def test_a_secret_read_refused_for_its_permissions_names_the_call_and_the_secret() -> None:
+    secrets = StubSecrets(_unreadable("AccessDeniedException"))
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    hint = NOT_ALLOWED.format(action="GetSecretValue", resource="it/livekit", code="AccessDeniedException")
+    assert refused.value.message == f"cannot read LiveKit credentials from it/livekit: {hint}"
+
+
+def test_a_secret_read_that_fails_for_another_reason_names_the_errors_kind() -> None:
+    secrets = StubSecrets(_unreadable("InternalServiceError"))
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", secrets)  # type: ignore[arg-type]
+    assert refused.value.message == "cannot read LiveKit credentials from it/livekit: GetParameterError"
+
+
+@pytest.mark.parametrize("admin", [False, True], ids=["room-calls", "room-admin-calls"])
+def test_a_livekit_cloud_request_is_one_attempt_on_the_clients_own_session(admin: bool) -> None:
+    """livekit-api replays a request that failed with a 5xx or no reply against other regions of a
+    LiveKit Cloud project: a delete or a warning that may have acted would be sent again."""
+    from livekit.api._failover import failover_attempts
+
+    async def made() -> tuple[int, bool]:
+        rooms = LiveKitRoomService(
+            "https://project.livekit.cloud", LiveKitCredentials(api_key="key", api_secret="s" * 32), 30.0
+        )
+        try:
+            twirp = (rooms._room_admin() if admin else rooms._rooms())._client
+            return failover_attempts(twirp._failover, "project.livekit.cloud", timeout=30.0), (
+                twirp._session is rooms._session
+            )
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(made()) == (1, True)
+
+
+def test_a_server_that_refuses_the_connection_is_unavailable_naming_its_url() -> None:
+    async def listed() -> BaseException | None:
+        rooms = LiveKitRoomService(
+            "http://127.0.0.1:9", LiveKitCredentials(api_key="k", api_secret="s" * 32), 2.0
+        )
+        try:
+            await rooms.list_rooms()
+        except LiveKitUnavailableError as exc:
+            return exc
+        finally:
+            await rooms.aclose()
+        return None
+
+    error = asyncio.run(listed())
+    assert error is not None
+    assert error.message.startswith("LiveKit ListRooms at http://127.0.0.1:9 did not answer: ")
+
+
+def test_a_client_made_without_a_deadline_waits_five_seconds_a_request() -> None:
+    async def made() -> float:
+        rooms = LiveKitRoomService("http://127.0.0.1:9", LiveKitCredentials(api_key="k", api_secret="s"))
+        await rooms.aclose()
+        return rooms.request_timeout_seconds
+
+    assert asyncio.run(made()) == 5.0
+
+
+class ClientlessSecrets:
+    """A secrets provider without a boto3 client of its own."""
+
+    def get(self, name: str, **options: object) -> object:
+        raise _unreadable("ResourceNotFoundException")
+
+
+def test_a_missing_secret_read_by_a_provider_without_a_client_says_this_region() -> None:
+    with pytest.raises(SecretError) as refused:
+        read_credentials("it/livekit", ClientlessSecrets())  # type: ignore[arg-type]
+    assert refused.value.message.endswith(
+        SECRET_NOT_FOUND.format(resource="it/livekit", region="this region")
+    )

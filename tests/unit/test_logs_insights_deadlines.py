@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from fleet_remediation.adapters.logs_insights import CloudWatchLogsInsights
+from fleet_remediation.adapters.logs_insights import (
+    CloudWatchLogsInsights,
+    ScanStoppedError,
+    rows_from_results,
+)
 from fleet_remediation.contract import budgets
 from fleet_remediation.core.errors import AwsApiError, DeadlineExceededError
 from livekit_fleet_remediation.offline.service_profile import SimulatedClock
@@ -268,3 +272,120 @@ def test_every_error_names_the_log_group_and_the_call_that_failed() -> None:
         _query(client, SimulatedClock(), 60)
     assert refused.value.message == "Logs StartQuery failed: ThrottlingException: refused"
     assert refused.value.resource == "/g"
+
+
+class StopRecordingClient(FakeLogsClient):
+    """Records which query each StopQuery names."""
+
+    def __init__(self, statuses: list[str]) -> None:
+        super().__init__(statuses)
+        self.stopped: list[str] = []
+
+    def stop_query(self, queryId: str) -> dict[str, Any]:
+        self.stopped.append(queryId)
+        return super().stop_query(queryId)
+
+
+@pytest.mark.parametrize(
+    ("max_bytes", "polls"),
+    [(1e9 - 1, 2), (1e9, 3), (1e9 + 1, 3)],
+    ids=["one-under-the-second-polls-scan", "at-it", "one-over-it"],
+)
+def test_a_look_is_stopped_at_the_first_poll_whose_scan_passes_what_the_budget_left(
+    max_bytes: float, polls: int
+) -> None:
+    client = StopRecordingClient(["Running"] * 10)
+    client.bytes_per_poll = 5e8
+    insights = _insights(client, SimulatedClock())
+    with pytest.raises(ScanStoppedError) as stopped:
+        insights.run_query("/g", "q", END - timedelta(minutes=5), END, 60, max_bytes=max_bytes)
+    assert client.calls == ["StartQuery", *["GetQueryResults"] * polls, "StopQuery"]
+    assert client.stopped == ["q-1"]
+    assert (stopped.value.scanned, stopped.value.resource) == (polls * 5e8, "/g")
+    assert stopped.value.message == (
+        f"scan budget: Logs Insights query q-1 stopped at {polls * 0.5:.2f} GB scanned, "
+        f"the budget had {max_bytes / 1e9:.2f} GB left this hour"
+    )
+    assert insights.last_scanned == polls * 5e8
+
+
+def test_a_look_that_completes_on_the_poll_that_passes_the_budget_keeps_its_rows() -> None:
+    client = FakeLogsClient(["Running", "Complete"], [[{"field": "a", "value": "1"}]])
+    client.bytes_per_poll = 5e8
+    result = _insights(client, SimulatedClock()).run_query(
+        "/g", "q", END - timedelta(minutes=5), END, 60, max_bytes=7e8
+    )
+    assert result.rows == [{"a": "1"}]
+    assert "StopQuery" not in client.calls
+
+
+def test_a_look_without_a_budget_is_never_stopped_for_its_scan() -> None:
+    client = FakeLogsClient(["Running"] * 3 + ["Complete"])
+    client.bytes_per_poll = 1e12
+    assert _query(client, SimulatedClock(), 60).statistics["bytesScanned"] == 4e12
+
+
+def test_before_any_look_nothing_was_scanned() -> None:
+    assert _insights(FakeLogsClient([]), SimulatedClock()).last_scanned == 0.0
+
+
+class StatisticsLaterClient(FakeLogsClient):
+    """The first poll reports its scan, the last one's statistics leave it out."""
+
+    def get_query_results(self, queryId: str) -> dict[str, Any]:
+        answer = super().get_query_results(queryId)
+        if answer["status"] == "Complete":
+            answer["statistics"] = {"recordsMatched": 3}
+        return answer
+
+
+def test_a_poll_whose_statistics_leave_the_scan_out_keeps_the_last_one_seen() -> None:
+    client = StatisticsLaterClient(["Running", "Complete"])
+    client.bytes_per_poll = 5e6
+    insights = _insights(client, SimulatedClock())
+    insights.run_query("/g", "q", END - timedelta(minutes=5), END, 60)
+    assert insights.last_scanned == 5e6
+
+
+def test_a_lost_start_reply_keeps_its_code_and_names_the_log_group() -> None:
+    client = FakeLogsClient(["Complete"])
+    client.fail["StartQuery"] = [_server_error("StartQuery")]
+    with pytest.raises(AwsApiError) as raised:
+        _query(client, SimulatedClock(), 60)
+    assert (raised.value.aws_code, raised.value.resource, raised.value.unknown) == (
+        "InternalFailure",
+        "/g",
+        True,
+    )
+
+
+def test_a_poll_refused_for_good_names_the_call_and_the_log_group() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    client.fail["GetQueryResults"] = [_refusal("ResourceNotFoundException", "GetQueryResults")]
+    with pytest.raises(AwsApiError) as raised:
+        _query(client, SimulatedClock(), 60)
+    assert raised.value.message == "Logs GetQueryResults failed: ResourceNotFoundException: refused"
+    assert raised.value.resource == "/g"
+
+
+def test_a_query_whose_every_poll_was_missed_says_so_at_the_deadline() -> None:
+    client = FakeLogsClient(["Running"] * 10)
+    client.fail["GetQueryResults"] = [ReadTimeoutError(endpoint_url="https://logs")] * 10
+    with pytest.raises(DeadlineExceededError) as raised:
+        _query(client, SimulatedClock(), CALLS + 1.5)
+    assert raised.value.message == "Logs Insights query q-1 still unread (its polls failed) at the deadline"
+
+
+def test_a_cell_without_a_value_is_the_empty_text_and_the_pointer_is_left_out() -> None:
+    results = [[{"field": "@ptr", "value": "p"}, {"field": "a"}, {"field": "b", "value": "2"}]]
+    assert rows_from_results(results) == [{"a": "", "b": "2"}]
+
+
+def test_a_look_whose_polls_report_no_scan_is_never_stopped_for_it() -> None:
+    client = FakeLogsClient(["Running", "Complete"])
+    client.bare = True
+    result = _insights(client, SimulatedClock()).run_query(
+        "/g", "q", END - timedelta(minutes=5), END, 60, max_bytes=0.5
+    )
+    assert result.query_id == "q-1"
+    assert "StopQuery" not in client.calls

@@ -252,6 +252,17 @@ def test_a_failed_re_check_fails_the_batch_with_its_error() -> None:
     assert [entry[0] for entry in journal.entries] == ["action", "action"]
 
 
+def test_a_failed_re_check_is_journaled_with_its_error_for_each_room() -> None:
+    service = InMemoryRoomService([OLD, LIVE])
+    error = LiveKitTimeoutError("no answer")
+    service.list_errors = [error]
+    _, journal = execute(service, [decide(OLD), decide(LIVE)])
+    assert journal.entries == [
+        ("action", "lesson-old", DELETE, Outcome.FAILED, "re-check failed: no answer", error),
+        ("action", "lesson-live", WARN, Outcome.FAILED, "re-check failed: no answer", error),
+    ]
+
+
 def test_gone_or_recreated_rooms_at_the_re_check() -> None:
     service = InMemoryRoomService([room("lesson-old", ago(HOUR), sid="RM_new")])
     gone_live = decide(LIVE)
@@ -281,6 +292,20 @@ def test_a_delete_without_time_for_its_re_read_is_not_started() -> None:
     results, journal = execute(service, [reap], seconds=3.05)
     assert results == [ReapResult(reap, Outcome.SKIPPED, DEADLINE_REASON)]
     assert journal.entries == [("action", "lesson-old", DELETE, Outcome.SKIPPED, DEADLINE_REASON, None)]
+
+
+def test_a_delete_with_time_for_itself_and_its_re_read_is_started() -> None:
+    service = InMemoryRoomService([OLD])
+    reap = decide(OLD)
+    original = service.list_rooms
+
+    async def slow_re_check(names: Any = None) -> Any:
+        await asyncio.sleep(0.5)  # leaves more than two requests, less than three
+        return await original(names)
+
+    service.list_rooms = slow_re_check  # type: ignore[method-assign]
+    results, _ = execute(service, [reap], seconds=3.05)
+    assert results == [ReapResult(reap, Outcome.DONE, "")]
 
 
 def test_deletes_resolved_done_gone_or_failed() -> None:

@@ -142,3 +142,48 @@ def test_the_executor_stops_the_steps_after_the_switch_turns_off_mid_run() -> No
     assert [r.outcome for r in results] == [Outcome.DONE, Outcome.SKIPPED, Outcome.SKIPPED]
     assert results[1].reason == "kill switch is now off"
     assert sorted(service.rooms) == ["lesson-1", "lesson-2"]
+
+
+def test_each_wave_of_steps_counts_one_read() -> None:
+    switch = ThreadedSwitch([Mode.ENFORCE])
+
+    async def two_waves() -> int:
+        reads = SwitchReads(switch)
+        for _ in range(2):
+            await asyncio.gather(reads.still_enforcing(), reads.still_enforcing())
+        return reads.reads
+
+    assert asyncio.run(two_waves()) == 2
+
+
+class FailingSwitch:
+    def read(self) -> Mode:
+        raise RuntimeError("ssm unreachable")
+
+
+def test_a_read_that_fails_fails_every_step_that_asked_and_leaves_the_loop_clean() -> None:
+    async def wave() -> tuple[list[BaseException | tuple[bool, str]], list[dict[str, Any]]]:
+        loop_errors: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: loop_errors.append(context))
+        reads = SwitchReads(FailingSwitch())
+        steps = (reads.still_enforcing(), reads.still_enforcing())
+        answers = await asyncio.wait_for(asyncio.gather(*steps, return_exceptions=True), 2)
+        await asyncio.sleep(0)
+        return answers, loop_errors
+
+    answers, loop_errors = asyncio.run(wave())
+    assert [str(answer) for answer in answers] == ["ssm unreachable", "ssm unreachable"]
+    assert all(isinstance(answer, RuntimeError) for answer in answers)
+    assert loop_errors == []
+
+
+def test_a_finished_read_leaves_no_error_on_the_loop() -> None:
+    async def one_step() -> list[dict[str, Any]]:
+        loop_errors: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: loop_errors.append(context))
+        await SwitchReads(ThreadedSwitch([Mode.ENFORCE])).still_enforcing()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return loop_errors
+
+    assert asyncio.run(one_step()) == []

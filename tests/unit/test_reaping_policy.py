@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from devkit.fakes.livekit import room
 from fleet_remediation.contract.policies import ReaperPolicy, RoomRule
-from fleet_remediation.domain.reaping import Verdict, plan_reap
+from fleet_remediation.domain.reaping import Verdict, opted_out, plan_reap
 
 NOW = datetime(2026, 9, 15, 18, 12, 48, tzinfo=UTC)
 
@@ -140,3 +140,37 @@ def test_a_room_opted_out_by_its_metadata_is_never_reaped_even_with_a_manual_max
     # Only a JSON true opts out: anything else leaves the room to its rules.
     assert decisions["lesson-mentions"].verdict is Verdict.REAP
     assert decisions["lesson-text"].verdict is Verdict.REAP
+
+
+@pytest.mark.parametrize(
+    ("override", "limit", "rule"),
+    [
+        (299, 299, "rules[0] ^test-.*$ + manual max_age_seconds"),
+        (300, 300, "rules[0] ^test-.*$"),
+        (301, 300, "rules[0] ^test-.*$"),
+    ],
+)
+def test_a_manual_max_age_names_itself_only_where_it_is_stricter_than_the_rule(
+    override: float, limit: float, rule: str
+) -> None:
+    policy = ReaperPolicy(max_age_minutes=60, rules=(RoomRule(name_pattern=r"^test-.*$", max_age_minutes=5),))
+    (decision,) = plan_reap(
+        [room("test-a", ago(1))], policy, NOW, max_age_override_seconds=override
+    ).decisions
+    assert (decision.max_age_seconds, decision.rule) == (limit, rule)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "opted"),
+    [
+        ('{"lkfr_reaper_protected": true}', True),
+        ("", False),
+        ('{"tier": "vip"}', False),
+        ('{"lkfr_reaper_protected": true', False),
+        ('["lkfr_reaper_protected", true]', False),
+        ('{"lkfr_reaper_protected": 1}', False),
+    ],
+    ids=["json-true", "empty", "without-the-key", "not-json", "not-an-object", "not-true"],
+)
+def test_only_the_key_set_to_json_true_opts_a_room_out(metadata: str, opted: bool) -> None:
+    assert opted_out(metadata) is opted

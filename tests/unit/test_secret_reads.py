@@ -61,3 +61,16 @@ def test_every_client_of_a_container_shares_one_cached_read(reads: list[str]) ->
     for _ in range(4):
         _connect_and_close(create)
     assert reads == ["GetSecretValue"]
+
+
+def test_each_client_talks_to_the_configured_server_within_the_configured_deadline(reads: list[str]) -> None:
+    create = room_service_factory("ws://127.0.0.1:7880", SECRET_ID, 1.5)
+
+    async def made() -> tuple[str, float]:
+        rooms = create()
+        try:
+            return rooms.url, rooms.request_timeout_seconds  # type: ignore[attr-defined]
+        finally:
+            await rooms.aclose()
+
+    assert asyncio.run(made()) == ("ws://127.0.0.1:7880", 1.5)
