@@ -175,6 +175,7 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_group_verdict.py",
             "tests/unit/test_task_sighting.py",
             "tests/unit/test_task_scope_check.py",
+            "tests/unit/test_silent_task_tick.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_silent_task.py",
             "tests/integration/test_worker_drainer_task_scope.py",
