@@ -404,6 +404,10 @@ EQUIVALENT: dict[str, str] = {
     "fleet_remediation.domain.group_verdict.x__labels__mutmut_14": (
         "split at the last two slashes instead of the last: a task definition ARN has one slash"
     ),
+    "worker_drainer.read.silent_task_tick.x_during_silent_task__mutmut_93": (
+        "the tick's suspect keeps the trigger's group members or the default: a group seen now returns "
+        "before any suspect is named, so those members are always the empty default"
+    ),
     "fleet_remediation.domain.task_reach.x_assess_task_reach__mutmut_75": (
         "the tail at the healthy rate is computed again instead of reused: the same arguments, the same value"
     ),

@@ -5,6 +5,7 @@ result left as the trigger it was. Stand-ins for the ledger and the logs; no AWS
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -336,3 +337,15 @@ def test_every_task_failing_is_fleet_wide_and_names_no_suspect() -> None:
     found, _ = _run(_tick(), deps)
     assert found.suspect is None
     assert "silent_task" not in found.trigger.detail
+
+
+def test_a_young_task_is_judged_by_its_age_at_the_tick() -> None:
+    # Started two minutes before the tick, under the five-minute warm-up: a young task's partial
+    # failure names nobody, a young task silent the whole window is named.
+    young = [*RUNNING]
+    young[5] = dataclasses.replace(RUNNING[5], started_at=NOW - timedelta(minutes=2))
+    partial, _ = _run(_tick(), _deps(_rows({5}), earlier=[5]), young)
+    assert partial.suspect is None
+    silent, _ = _run(_tick(), _deps(_rows({5}, frames_before=0), earlier=[5]), young)
+    assert silent.suspect is not None
+    assert silent.suspect.task_id == TASK_IDS[5]
