@@ -25,7 +25,7 @@ from livekit_fleet_remediation.cli import common, undo
 from livekit_fleet_remediation.cli import main as lkfr
 from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, sdk_failure, target
 from livekit_fleet_remediation.cli.invoke import InvokeResult
-from livekit_fleet_remediation.cli.plan_livekit import credentials_source
+from livekit_fleet_remediation.cli.plan_livekit import PlanFailed, credentials_source, livekit_url
 from livekit_fleet_remediation.config import load_config_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,6 +250,49 @@ def test_the_livekit_key_comes_from_the_variables_only_when_both_are_set(
             f"the key and secret came from the secret {config.livekit_secret_name} "
             "(environments.json: environments.prod.livekit_secret_name)"
         )
+
+
+@pytest.mark.parametrize(
+    ("given", "api"),
+    [
+        ("wss://livekit.example.com", "https://livekit.example.com"),
+        ("WSS://livekit.example.com/", "https://livekit.example.com/"),
+        ("ws://livekit.internal:7880", "http://livekit.internal:7880"),
+        ("https://livekit.example.com", "https://livekit.example.com"),
+        ("http://livekit.internal:7880", "http://livekit.internal:7880"),
+    ],
+)
+def test_livekit_url_from_the_variable_is_the_api_url_of_its_scheme(
+    given: str, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVEKIT_URL", given)
+    assert livekit_url(load_config_file(CONFIG, "prod")) == api
+
+
+@pytest.mark.parametrize("unset", [None, ""])
+def test_livekit_url_unset_or_empty_is_the_configurations(
+    unset: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if unset is None:
+        monkeypatch.delenv("LIVEKIT_URL", raising=False)
+    else:
+        monkeypatch.setenv("LIVEKIT_URL", unset)
+    config = load_config_file(CONFIG, "prod")
+    assert livekit_url(config) == str(config.livekit_url)
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    ["livekit.example.com", "wss:/livekit.example.com", "ftp://livekit.example.com", "wss://", "https:///"],
+)
+def test_livekit_url_in_every_malformed_form_is_refused_by_name(
+    malformed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVEKIT_URL", malformed)
+    with pytest.raises(PlanFailed) as refused:
+        livekit_url(load_config_file(CONFIG, "prod"))
+    assert refused.value.code == "ConfigurationError"
+    assert refused.value.message.startswith(f"LIVEKIT_URL (environment variable) {malformed!r} is not a")
 
 
 def _namespace(**given: Any) -> argparse.Namespace:
