@@ -339,6 +339,9 @@ EQUIVALENT: dict[str, str] = {
     "livekit_fleet_remediation.cli.redrive.x_redrive_one__mutmut_11": (
         "a body that is not JSON read as the empty text instead of None: neither is an object, kept the same"
     ),
+    "livekit_fleet_remediation.cli.common.x_plain__mutmut_9": (
+        "the double quote's removal matches nothing: the next replace removes every backtick, paired or not"
+    ),
     "tts_reach_alarm.hypergeometric.x_hypergeometric_tail__mutmut_5": (
         "the cap at 2.0 instead of 1.0 of the exponential of a log tail that is at most 0 (one minus a "
         "sum, or a pmf times a sum the tail bounds): it never reaches either cap"

@@ -23,7 +23,16 @@ from fleet_remediation import __version__
 from fleet_remediation.core import messages
 from livekit_fleet_remediation.cli import common, undo
 from livekit_fleet_remediation.cli import main as lkfr
-from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, sdk_failure, target
+from livekit_fleet_remediation.cli.common import (
+    Configuration,
+    InvalidConfig,
+    Target,
+    UsageError,
+    load_config,
+    plain,
+    sdk_failure,
+    target,
+)
 from livekit_fleet_remediation.cli.invoke import InvokeResult
 from livekit_fleet_remediation.cli.plan_livekit import PlanFailed, credentials_source, livekit_url
 from livekit_fleet_remediation.config import load_config_file
@@ -293,6 +302,42 @@ def test_livekit_url_in_every_malformed_form_is_refused_by_name(
         livekit_url(load_config_file(CONFIG, "prod"))
     assert refused.value.code == "ConfigurationError"
     assert refused.value.message.startswith(f"LIVEKIT_URL (environment variable) {malformed!r} is not a")
+
+
+def test_load_config_reads_the_named_environment_and_names_each_wrong_one(tmp_path: Path) -> None:
+    assert load_config(CONFIG, "prod") == load_config_file(CONFIG, "prod")
+    with pytest.raises(UsageError, match="nowhere"):
+        load_config(CONFIG, "nowhere")
+    broken = json.loads(CONFIG.read_text())
+    broken["environments"]["prod"]["log_retention_days"] = "a fortnight"
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps(broken))
+    # prod exists but does not validate; staging, untouched, still loads from the same file.
+    with pytest.raises(InvalidConfig, match="log_retention_days"):
+        load_config(path, "prod")
+    assert load_config(path, "staging") == load_config_file(CONFIG, "staging")
+
+
+def test_the_plan_holds_each_notification_in_the_order_published() -> None:
+    from livekit_fleet_remediation.cli.plan import HeldNotifier
+
+    notifier = HeldNotifier()
+    assert notifier.publish("first subject", "first text") == "held-1"
+    assert notifier.publish("second subject", "second text", {"kind": "x"}) == "held-2"
+    assert notifier.held == [("first subject", "first text"), ("second subject", "second text")]
+
+
+def test_a_refused_key_names_the_file_that_names_its_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from livekit_fleet_remediation.cli.plan import failure_line
+
+    monkeypatch.delenv("LIVEKIT_API_KEY", raising=False)
+    config = load_config_file(CONFIG, "prod")
+    refused = {"errors": [{"code": "LiveKitApiError", "message": "LiveKit ListRooms failed: HTTP 401: no"}]}
+    line = failure_line(refused, "prod", config, "environments.json")
+    assert line.endswith(
+        f"(the key and secret came from the secret {config.livekit_secret_name} "
+        "(environments.json: environments.prod.livekit_secret_name))"
+    )
 
 
 def _namespace(**given: Any) -> argparse.Namespace:
