@@ -340,6 +340,24 @@ def test_a_refused_key_names_the_file_that_names_its_secret(monkeypatch: pytest.
     )
 
 
+def test_the_plan_shows_its_summary_without_the_preview_it_renders_apart() -> None:
+    from livekit_fleet_remediation.cli.plan import render
+
+    would = {"subject": "[staging] would drain", "text": "drain x"}
+    report = {
+        "function": "worker_drainer",
+        "status": "ok",
+        "candidates": [],
+        "actions": [],
+        "errors": [],
+        "summary": {"rooms": 3, "would_notify": would},
+    }
+    shown = render(report, []).splitlines()
+    assert "  summary: rooms=3" in shown
+    assert not [line for line in shown if "would_notify" in line]
+    assert shown[-3:] == ["notification it would send:", "Subject: [staging] would drain", "drain x"]
+
+
 def _namespace(**given: Any) -> argparse.Namespace:
     return argparse.Namespace(
         **{"config": None, "stack": None, "app": None, "env": None, "region": None, **given}
