@@ -269,6 +269,8 @@ def test_the_livekit_key_comes_from_the_variables_only_when_both_are_set(
         ("ws://livekit.internal:7880", "http://livekit.internal:7880"),
         ("https://livekit.example.com", "https://livekit.example.com"),
         ("http://livekit.internal:7880", "http://livekit.internal:7880"),
+        # The scheme is what comes before the first "://", whatever the rest holds.
+        ("wss://livekit.example.com/?next=https://x", "https://livekit.example.com/?next=https://x"),
     ],
 )
 def test_livekit_url_from_the_variable_is_the_api_url_of_its_scheme(
@@ -356,6 +358,24 @@ def test_the_plan_shows_its_summary_without_the_preview_it_renders_apart() -> No
     assert "  summary: rooms=3" in shown
     assert not [line for line in shown if "would_notify" in line]
     assert shown[-3:] == ["notification it would send:", "Subject: [staging] would drain", "drain x"]
+
+
+def test_a_plan_setting_that_does_not_validate_is_named_under_its_environment() -> None:
+    from fleet_remediation.contract.errors import ConfigurationError
+    from fleet_remediation.contract.settings import ReaperSettings
+    from livekit_fleet_remediation.cli.plan import settings
+
+    config = load_config_file(CONFIG, "prod")
+    with pytest.raises(ConfigurationError) as refused:
+        settings(
+            ReaperSettings,
+            "prod",
+            config,
+            reaper=config.reaper,
+            agent_services=config.service_identities,
+            runbook_base_url="not a url",
+        )
+    assert str(refused.value).startswith("environments.prod.runbook_base_url: ")
 
 
 def _namespace(**given: Any) -> argparse.Namespace:
