@@ -32,6 +32,7 @@ from livekit_fleet_remediation.cli.common import (
     plain,
     sdk_failure,
     target,
+    use_region,
 )
 from livekit_fleet_remediation.cli.invoke import InvokeResult
 from livekit_fleet_remediation.cli.plan_livekit import PlanFailed, credentials_source, livekit_url
@@ -376,6 +377,22 @@ def test_a_plan_setting_that_does_not_validate_is_named_under_its_environment() 
             runbook_base_url="not a url",
         )
     assert str(refused.value).startswith("environments.prod.runbook_base_url: ")
+
+
+def test_the_region_is_the_option_else_the_shells_default_else_the_environments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = load_config_file(CONFIG, "prod")
+    assert config.region != "eu-central-1"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    # --region outranks the shell's default and becomes boto3's default.
+    assert use_region("eu-central-1", config) == "eu-central-1"
+    assert os.environ["AWS_DEFAULT_REGION"] == "eu-central-1"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    assert use_region(None, config) == "us-west-2"
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert use_region(None, config) == config.region
+    assert os.environ["AWS_DEFAULT_REGION"] == config.region
 
 
 def _namespace(**given: Any) -> argparse.Namespace:
