@@ -272,6 +272,8 @@ def test_the_livekit_key_comes_from_the_variables_only_when_both_are_set(
         ("http://livekit.internal:7880", "http://livekit.internal:7880"),
         # The scheme is what comes before the first "://", whatever the rest holds.
         ("wss://livekit.example.com/?next=https://x", "https://livekit.example.com/?next=https://x"),
+        # A one-label host is a host, whatever its letters.
+        ("wss://X", "https://X"),
     ],
 )
 def test_livekit_url_from_the_variable_is_the_api_url_of_its_scheme(
@@ -393,6 +395,32 @@ def test_the_region_is_the_option_else_the_shells_default_else_the_environments(
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     assert use_region(None, config) == config.region
     assert os.environ["AWS_DEFAULT_REGION"] == config.region
+
+
+@pytest.mark.parametrize(
+    ("stack", "app", "where"),
+    [("lkfr-prod", None, "stack lkfr-prod"), (None, "python3 app.py", "your CDK app ('python3 app.py')")],
+)
+def test_a_named_stack_or_app_is_read_instead_of_the_file(
+    stack: str | None, app: str | None, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livekit_fleet_remediation.cli import deployed_config as deployed
+
+    read: list[tuple[object, ...]] = []
+    monkeypatch.setattr(deployed, "lambda_reader", lambda region: ("cloudformation", f"lambda {region}"))
+    monkeypatch.setattr(deployed, "from_stack", lambda name, *clients: read.append((name, *clients)) or [])
+    monkeypatch.setattr(deployed, "from_app", lambda command, cwd: read.append((command,)) or [])
+    monkeypatch.setattr(deployed, "environment_config", lambda functions, env, said: (env, {"where": said}))
+    args = argparse.Namespace(stack=stack, app=app, config=CONFIG, env="prod", region="eu-west-1")
+    found = common.configuration(args)
+    assert (found.where, found.environments, found.path) == (where, {"prod": {"where": where}}, None)
+    assert read == ([(stack, "cloudformation", "lambda eu-west-1")] if stack else [(app,)])
+
+
+def test_a_command_without_stack_or_app_options_reads_the_file() -> None:
+    found = common.configuration(argparse.Namespace(config=CONFIG))
+    assert (found.where, found.path) == (str(CONFIG), CONFIG)
+    assert "prod" in found.environments
 
 
 def _namespace(**given: Any) -> argparse.Namespace:
