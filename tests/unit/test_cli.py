@@ -407,14 +407,44 @@ def test_a_named_stack_or_app_is_read_instead_of_the_file(
     from livekit_fleet_remediation.cli import deployed_config as deployed
 
     read: list[tuple[object, ...]] = []
+    functions = ["the deployed functions"]
     monkeypatch.setattr(deployed, "lambda_reader", lambda region: ("cloudformation", f"lambda {region}"))
-    monkeypatch.setattr(deployed, "from_stack", lambda name, *clients: read.append((name, *clients)) or [])
-    monkeypatch.setattr(deployed, "from_app", lambda command, cwd: read.append((command,)) or [])
-    monkeypatch.setattr(deployed, "environment_config", lambda functions, env, said: (env, {"where": said}))
+    monkeypatch.setattr(
+        deployed, "from_stack", lambda name, *clients: read.append((name, *clients)) or functions
+    )
+    monkeypatch.setattr(deployed, "from_app", lambda command, cwd: read.append((command, cwd)) or functions)
+    monkeypatch.setattr(
+        deployed, "environment_config", lambda given, env, said: (env, {"where": said, "from": given})
+    )
     args = argparse.Namespace(stack=stack, app=app, config=CONFIG, env="prod", region="eu-west-1")
     found = common.configuration(args)
-    assert (found.where, found.environments, found.path) == (where, {"prod": {"where": where}}, None)
-    assert read == ([(stack, "cloudformation", "lambda eu-west-1")] if stack else [(app,)])
+    assert (found.where, found.path) == (where, None)
+    assert found.environments == {"prod": {"where": where, "from": functions}}
+    assert read == ([(stack, "cloudformation", "lambda eu-west-1")] if stack else [(app, Path.cwd())])
+
+
+def test_a_stack_that_cannot_be_read_is_a_usage_error_or_the_sdks_typed_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from livekit_fleet_remediation.cli import deployed_config as deployed
+
+    def unreadable(*_: object) -> Any:
+        raise deployed.DeployedConfigError("stack lkfr-prod has no remediation functions")
+
+    monkeypatch.setattr(deployed, "lambda_reader", lambda region: (None, None))
+    monkeypatch.setattr(deployed, "from_stack", unreadable)
+    args = argparse.Namespace(stack="lkfr-prod", app=None, config=None, env="prod", region=None)
+    with pytest.raises(UsageError) as unusable:
+        common.configuration(args)
+    assert str(unusable.value) == "stack lkfr-prod has no remediation functions"
+
+    def refused(*_: object) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+
+    monkeypatch.setattr(deployed, "from_stack", refused)
+    with pytest.raises(common.CommandFailed) as failed:
+        common.configuration(args)
+    assert (failed.value.code, failed.value.message) == ("AccessDenied", "reading stack lkfr-prod: no")
 
 
 def test_a_command_without_stack_or_app_options_reads_the_file() -> None:
