@@ -453,6 +453,20 @@ def test_a_command_without_stack_or_app_options_reads_the_file() -> None:
     assert "prod" in found.environments
 
 
+def test_lkfr_plan_takes_only_a_function_it_can_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    from livekit_fleet_remediation.cli import plan
+
+    command = plan.parser()
+    assert command.parse_args(["reaper", "--env", "prod"]).function == "reaper"
+    assert command.parse_args(["drainer", "--env", "prod"]).function == "drainer"
+    with pytest.raises(SystemExit) as refused:
+        command.parse_args(["janitor", "--env", "prod"])
+    assert refused.value.code == 2
+    assert "invalid choice: 'janitor'" in capsys.readouterr().err
+    # Its help opens with the module's first paragraph, and only that.
+    assert command.description == plan.__doc__.split("\n\n")[0]
+
+
 def _namespace(**given: Any) -> argparse.Namespace:
     return argparse.Namespace(
         **{"config": None, "stack": None, "app": None, "env": None, "region": None, **given}
