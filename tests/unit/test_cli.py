@@ -467,6 +467,21 @@ def test_lkfr_plan_takes_only_a_function_it_can_plan(capsys: pytest.CaptureFixtu
     assert command.description == plan.__doc__.split("\n\n")[0]
 
 
+def test_a_plan_environment_that_does_not_validate_is_a_configuration_error(tmp_path: Path) -> None:
+    from livekit_fleet_remediation.cli.plan import load_plan_config
+
+    broken = json.loads(CONFIG.read_text())
+    broken["environments"]["prod"]["log_retention_days"] = "a fortnight"
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(PlanFailed) as refused:
+        load_plan_config(argparse.Namespace(config=path, env="prod"))
+    assert refused.value.code == "ConfigurationError"
+    assert "log_retention_days" in refused.value.message
+    name, config, where = load_plan_config(argparse.Namespace(config=path, env="staging"))
+    assert (name, config, where) == ("staging", load_config_file(CONFIG, "staging"), str(path))
+
+
 def _namespace(**given: Any) -> argparse.Namespace:
     return argparse.Namespace(
         **{"config": None, "stack": None, "app": None, "env": None, "region": None, **given}
