@@ -178,6 +178,7 @@ MODULES: tuple[Module, ...] = (
             "tests/unit/test_group_verdict.py",
             "tests/unit/test_task_sighting.py",
             "tests/unit/test_task_scope_check.py",
+            "tests/unit/test_silent_task_tick.py",
             "tests/unit/test_worker_drainer_steps.py",
             "tests/integration/test_worker_drainer_silent_task.py",
             "tests/integration/test_worker_drainer_task_scope.py",
@@ -510,6 +511,9 @@ EQUIVALENT: dict[str, str] = {
     "livekit_fleet_remediation.cli.redrive.x_redrive_one__mutmut_11": (
         "a body that is not JSON read as the empty text instead of None: neither is an object, kept the same"
     ),
+    "livekit_fleet_remediation.cli.common.x_plain__mutmut_9": (
+        "the double quote's removal matches nothing: the next replace removes every backtick, paired or not"
+    ),
     "tts_reach_alarm.hypergeometric.x_hypergeometric_tail__mutmut_5": (
         "the cap at 2.0 instead of 1.0 of the exponential of a log tail that is at most 0 (one minus a "
         "sum, or a pmf times a sum the tail bounds): it never reaches either cap"
@@ -755,6 +759,10 @@ EQUIVALENT: dict[str, str] = {
     ),
     "fleet_remediation.domain.group_verdict.x__labels__mutmut_14": (
         "split at the last two slashes instead of the last: a task definition ARN has one slash"
+    ),
+    "worker_drainer.read.silent_task_tick.x_during_silent_task__mutmut_93": (
+        "the tick's suspect keeps the trigger's group members or the default: a group seen now returns "
+        "before any suspect is named, so those members are always the empty default"
     ),
     "fleet_remediation.domain.task_reach.x_assess_task_reach__mutmut_75": (
         "the tail at the healthy rate is computed again instead of reused: the same arguments, the same value"

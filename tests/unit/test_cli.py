@@ -23,9 +23,19 @@ from fleet_remediation import __version__
 from fleet_remediation.core import messages
 from livekit_fleet_remediation.cli import common, undo
 from livekit_fleet_remediation.cli import main as lkfr
-from livekit_fleet_remediation.cli.common import Configuration, Target, UsageError, plain, sdk_failure, target
+from livekit_fleet_remediation.cli.common import (
+    Configuration,
+    InvalidConfig,
+    Target,
+    UsageError,
+    load_config,
+    plain,
+    sdk_failure,
+    target,
+    use_region,
+)
 from livekit_fleet_remediation.cli.invoke import InvokeResult
-from livekit_fleet_remediation.cli.plan_livekit import credentials_source
+from livekit_fleet_remediation.cli.plan_livekit import PlanFailed, credentials_source, livekit_url
 from livekit_fleet_remediation.config import load_config_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,6 +260,226 @@ def test_the_livekit_key_comes_from_the_variables_only_when_both_are_set(
             f"the key and secret came from the secret {config.livekit_secret_name} "
             "(environments.json: environments.prod.livekit_secret_name)"
         )
+
+
+@pytest.mark.parametrize(
+    ("given", "api"),
+    [
+        ("wss://livekit.example.com", "https://livekit.example.com"),
+        ("WSS://livekit.example.com/", "https://livekit.example.com/"),
+        ("ws://livekit.internal:7880", "http://livekit.internal:7880"),
+        ("https://livekit.example.com", "https://livekit.example.com"),
+        ("http://livekit.internal:7880", "http://livekit.internal:7880"),
+        # The scheme is what comes before the first "://", whatever the rest holds.
+        ("wss://livekit.example.com/?next=https://x", "https://livekit.example.com/?next=https://x"),
+        # A one-label host is a host, whatever its letters.
+        ("wss://X", "https://X"),
+    ],
+)
+def test_livekit_url_from_the_variable_is_the_api_url_of_its_scheme(
+    given: str, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVEKIT_URL", given)
+    assert livekit_url(load_config_file(CONFIG, "prod")) == api
+
+
+@pytest.mark.parametrize("unset", [None, ""])
+def test_livekit_url_unset_or_empty_is_the_configurations(
+    unset: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if unset is None:
+        monkeypatch.delenv("LIVEKIT_URL", raising=False)
+    else:
+        monkeypatch.setenv("LIVEKIT_URL", unset)
+    config = load_config_file(CONFIG, "prod")
+    assert livekit_url(config) == str(config.livekit_url)
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    ["livekit.example.com", "wss:/livekit.example.com", "ftp://livekit.example.com", "wss://", "https:///"],
+)
+def test_livekit_url_in_every_malformed_form_is_refused_by_name(
+    malformed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVEKIT_URL", malformed)
+    with pytest.raises(PlanFailed) as refused:
+        livekit_url(load_config_file(CONFIG, "prod"))
+    assert refused.value.code == "ConfigurationError"
+    assert refused.value.message.startswith(f"LIVEKIT_URL (environment variable) {malformed!r} is not a")
+
+
+def test_load_config_reads_the_named_environment_and_names_each_wrong_one(tmp_path: Path) -> None:
+    assert load_config(CONFIG, "prod") == load_config_file(CONFIG, "prod")
+    with pytest.raises(UsageError, match="nowhere"):
+        load_config(CONFIG, "nowhere")
+    broken = json.loads(CONFIG.read_text())
+    broken["environments"]["prod"]["log_retention_days"] = "a fortnight"
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps(broken))
+    # prod exists but does not validate; staging, untouched, still loads from the same file.
+    with pytest.raises(InvalidConfig, match="log_retention_days"):
+        load_config(path, "prod")
+    assert load_config(path, "staging") == load_config_file(CONFIG, "staging")
+
+
+def test_the_plan_holds_each_notification_in_the_order_published() -> None:
+    from livekit_fleet_remediation.cli.plan import HeldNotifier
+
+    notifier = HeldNotifier()
+    assert notifier.publish("first subject", "first text") == "held-1"
+    assert notifier.publish("second subject", "second text", {"kind": "x"}) == "held-2"
+    assert notifier.held == [("first subject", "first text"), ("second subject", "second text")]
+
+
+def test_a_refused_key_names_the_file_that_names_its_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from livekit_fleet_remediation.cli.plan import failure_line
+
+    monkeypatch.delenv("LIVEKIT_API_KEY", raising=False)
+    config = load_config_file(CONFIG, "prod")
+    refused = {"errors": [{"code": "LiveKitApiError", "message": "LiveKit ListRooms failed: HTTP 401: no"}]}
+    line = failure_line(refused, "prod", config, "environments.json")
+    assert line.endswith(
+        f"(the key and secret came from the secret {config.livekit_secret_name} "
+        "(environments.json: environments.prod.livekit_secret_name))"
+    )
+
+
+def test_the_plan_shows_its_summary_without_the_preview_it_renders_apart() -> None:
+    from livekit_fleet_remediation.cli.plan import render
+
+    would = {"subject": "[staging] would drain", "text": "drain x"}
+    report = {
+        "function": "worker_drainer",
+        "status": "ok",
+        "candidates": [],
+        "actions": [],
+        "errors": [],
+        "summary": {"rooms": 3, "would_notify": would},
+    }
+    shown = render(report, []).splitlines()
+    assert "  summary: rooms=3" in shown
+    assert not [line for line in shown if "would_notify" in line]
+    assert shown[-3:] == ["notification it would send:", "Subject: [staging] would drain", "drain x"]
+
+
+def test_a_plan_setting_that_does_not_validate_is_named_under_its_environment() -> None:
+    from fleet_remediation.contract.errors import ConfigurationError
+    from fleet_remediation.contract.settings import ReaperSettings
+    from livekit_fleet_remediation.cli.plan import settings
+
+    config = load_config_file(CONFIG, "prod")
+    with pytest.raises(ConfigurationError) as refused:
+        settings(
+            ReaperSettings,
+            "prod",
+            config,
+            reaper=config.reaper,
+            agent_services=config.service_identities,
+            runbook_base_url="not a url",
+        )
+    assert str(refused.value).startswith("environments.prod.runbook_base_url: ")
+
+
+def test_the_region_is_the_option_else_the_shells_default_else_the_environments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = load_config_file(CONFIG, "prod")
+    assert config.region != "eu-central-1"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    # --region outranks the shell's default and becomes boto3's default.
+    assert use_region("eu-central-1", config) == "eu-central-1"
+    assert os.environ["AWS_DEFAULT_REGION"] == "eu-central-1"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    assert use_region(None, config) == "us-west-2"
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert use_region(None, config) == config.region
+    assert os.environ["AWS_DEFAULT_REGION"] == config.region
+
+
+@pytest.mark.parametrize(
+    ("stack", "app", "where"),
+    [("lkfr-prod", None, "stack lkfr-prod"), (None, "python3 app.py", "your CDK app ('python3 app.py')")],
+)
+def test_a_named_stack_or_app_is_read_instead_of_the_file(
+    stack: str | None, app: str | None, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livekit_fleet_remediation.cli import deployed_config as deployed
+
+    read: list[tuple[object, ...]] = []
+    functions = ["the deployed functions"]
+    monkeypatch.setattr(deployed, "lambda_reader", lambda region: ("cloudformation", f"lambda {region}"))
+    monkeypatch.setattr(
+        deployed, "from_stack", lambda name, *clients: read.append((name, *clients)) or functions
+    )
+    monkeypatch.setattr(deployed, "from_app", lambda command, cwd: read.append((command, cwd)) or functions)
+    monkeypatch.setattr(
+        deployed, "environment_config", lambda given, env, said: (env, {"where": said, "from": given})
+    )
+    args = argparse.Namespace(stack=stack, app=app, config=CONFIG, env="prod", region="eu-west-1")
+    found = common.configuration(args)
+    assert (found.where, found.path) == (where, None)
+    assert found.environments == {"prod": {"where": where, "from": functions}}
+    assert read == ([(stack, "cloudformation", "lambda eu-west-1")] if stack else [(app, Path.cwd())])
+
+
+def test_a_stack_that_cannot_be_read_is_a_usage_error_or_the_sdks_typed_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from livekit_fleet_remediation.cli import deployed_config as deployed
+
+    def unreadable(*_: object) -> Any:
+        raise deployed.DeployedConfigError("stack lkfr-prod has no remediation functions")
+
+    monkeypatch.setattr(deployed, "lambda_reader", lambda region: (None, None))
+    monkeypatch.setattr(deployed, "from_stack", unreadable)
+    args = argparse.Namespace(stack="lkfr-prod", app=None, config=None, env="prod", region=None)
+    with pytest.raises(UsageError) as unusable:
+        common.configuration(args)
+    assert str(unusable.value) == "stack lkfr-prod has no remediation functions"
+
+    def refused(*_: object) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+
+    monkeypatch.setattr(deployed, "from_stack", refused)
+    with pytest.raises(common.CommandFailed) as failed:
+        common.configuration(args)
+    assert (failed.value.code, failed.value.message) == ("AccessDenied", "reading stack lkfr-prod: no")
+
+
+def test_a_command_without_stack_or_app_options_reads_the_file() -> None:
+    found = common.configuration(argparse.Namespace(config=CONFIG))
+    assert (found.where, found.path) == (str(CONFIG), CONFIG)
+    assert "prod" in found.environments
+
+
+def test_lkfr_plan_takes_only_a_function_it_can_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    from livekit_fleet_remediation.cli import plan
+
+    command = plan.parser()
+    assert command.parse_args(["reaper", "--env", "prod"]).function == "reaper"
+    assert command.parse_args(["drainer", "--env", "prod"]).function == "drainer"
+    with pytest.raises(SystemExit) as refused:
+        command.parse_args(["janitor", "--env", "prod"])
+    assert refused.value.code == 2
+    assert "invalid choice: 'janitor'" in capsys.readouterr().err
+    # Its help opens with the module's first paragraph, and only that.
+    assert command.description == plan.__doc__.split("\n\n")[0]
+
+
+def test_a_plan_environment_that_does_not_validate_is_a_configuration_error(tmp_path: Path) -> None:
+    from livekit_fleet_remediation.cli.plan import load_plan_config
+
+    broken = json.loads(CONFIG.read_text())
+    broken["environments"]["prod"]["log_retention_days"] = "a fortnight"
+    path = tmp_path / "environments.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(PlanFailed) as refused:
+        load_plan_config(argparse.Namespace(config=path, env="prod"))
+    assert refused.value.code == "ConfigurationError"
+    assert "log_retention_days" in refused.value.message
+    name, config, where = load_plan_config(argparse.Namespace(config=path, env="staging"))
+    assert (name, config, where) == ("staging", load_config_file(CONFIG, "staging"), str(path))
 
 
 def _namespace(**given: Any) -> argparse.Namespace:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -196,6 +197,39 @@ def test_a_start_cohort_is_its_slice_of_start_cohort_minutes() -> None:
         tuple(names[:2]),
         tuple(names[:2]),
     )
+
+
+def test_a_start_cohort_is_named_in_the_tasks_own_time_zone_not_the_machines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An operator's machine (the plan CLI) five and a half hours off UTC: the label is still ECS's UTC.
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        names = streams(40)
+        starts = [NOW - timedelta(minutes=10), NOW - timedelta(seconds=1)] + [OLD] * 38
+        facts = [TaskFacts(n, "eu-west-1a", "agent:7", at) for n, at in zip(names, starts, strict=True)]
+        found = find_group_event(names[:2], facts, {}, SETTINGS)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert found is not None
+    assert (found.dimension, found.value) == (COHORT, "at 07:50")
+
+
+def test_a_group_events_evidence_is_its_label_and_what_it_counted() -> None:
+    # Three of zone a's four tasks fail, and one task of zone b.
+    names = streams(20)
+    facts = zoned(names, ["eu-west-1a"] * 4 + ["eu-west-1b"] * 16)
+    found = find_group_event([*names[:3], names[10]], facts, {}, SETTINGS)
+    assert found is not None
+    assert found.evidence() == {
+        "group": "availability zone=eu-west-1a",
+        "failing_in_group": 3,
+        "tasks_in_group": 4,
+        "failing_in_fleet": 4,
+        "p_value_group": hypergeometric_tail(20, 4, 4, 3),
+    }
 
 
 def test_a_group_at_exactly_its_computed_level_holds_and_says_what_it_counted() -> None:

@@ -196,3 +196,22 @@ def test_a_rest_of_the_fleet_failing_more_raises_the_baseline_the_task_is_tested
     assert verdict.baseline_rate == pytest.approx(0.05)
     assert verdict.p_value == pytest.approx(binomial_tail(5, 50, 0.05))
     assert not verdict.suspect
+
+
+def test_the_rule_described_names_every_setting_it_reads() -> None:
+    settings = TaskReachSettings(
+        window_minutes=4,
+        min_timeouts=6,
+        min_failing_share=0.35,
+        false_cordons_per_day=0.25,
+        expected_timeout_rate=0.0125,
+        fleet_wide_fraction=0.45,
+        group_min_tasks=3,
+        group_alpha=0.02,
+        warmup_minutes=7.5,
+    )
+    described = settings.describe()
+    for shown in ("last 4 min", ">= 6 and", ">= 35%", "p <= 0.25/day", "max(1.25%", "at 45% of tasks"):
+        assert shown in described, shown
+    for shown in (">= 3 failing tasks", "(p <= 0.02)", "younger than 7.5 min only when silent"):
+        assert shown in described, shown
