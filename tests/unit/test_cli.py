@@ -653,3 +653,14 @@ LIST_QUEUES = "when calling the ListQueues operation: Unknown"
 )
 def test_an_sdk_failure_is_one_typed_line(error: Exception, line: str) -> None:
     assert str(sdk_failure(error, "reading q")) == line  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", sorted(lkfr.COMMANDS))
+def test_every_commands_help_keeps_its_docstrings_lines_as_written(command: str) -> None:
+    """The description is not re-wrapped to the terminal: its usage lines stay on lines of their own."""
+    found = importlib.import_module(lkfr.COMMANDS[command]).parser()
+    shown = found.format_help().splitlines()
+    assert found.description
+    opening = [line.rstrip() for line in found.description.split("\n")[:2]]
+    start = shown.index(opening[0])
+    assert shown[start : start + len(opening)] == opening
