@@ -153,6 +153,11 @@ class Fleet:
             if task_id in self.out_of_rotation or not any(w.task_id == task_id for w in self.workers):
                 return None
             self.out_of_rotation.add(task_id)
+        return self._replacement()
+
+    def _replacement(self) -> DrillWorker:
+        """A new worker process under the next agent name, the service's new task, in the fleet."""
+        with self._lock:
             self._slots += 1
             replacement = self._worker(f"{self.prefix}-{self._slots}")
             self.workers.append(replacement)
@@ -187,10 +192,7 @@ class Fleet:
         if replaced:
             return None
         began = time.time()
-        self._slots += 1
-        replacement = self._worker(f"{self.prefix}-{self._slots}")
-        with self._lock:
-            self.workers.append(replacement)
+        replacement = self._replacement()
         wait_until(replacement.registered, 60)
         registered = time.time() - began
         self._calling.set()

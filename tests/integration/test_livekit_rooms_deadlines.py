@@ -276,33 +276,16 @@ def test_a_listing_by_name_lists_only_those_rooms(livekit_server: LocalLiveKit) 
     assert {wanted, other} <= set(every)
 
 
-@pytest.mark.parametrize(("method", "args"), [("list_rooms", ()), ("delete_room", ("adapter-fault-x",))])
-def test_a_refused_key_names_the_livekit_call_it_refused(
-    livekit_server: LocalLiveKit, method: str, args: tuple[str, ...]
-) -> None:
-    credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")
-
-    async def go() -> BaseException | None:
-        rooms = LiveKitRoomService(livekit_server.http_url, credentials, TIMEOUT)
-        try:
-            return (await timed(getattr(rooms, method)(*args)))[1]
-        finally:
-            await rooms.aclose()
-
-    error = asyncio.run(go())
-    assert isinstance(error, LiveKitApiError)
-    call = {"list_rooms": "ListRooms", "delete_room": "DeleteRoom"}[method]
-    assert error.message.startswith(f"LiveKit {call} failed: HTTP 401")
-
-
 @pytest.mark.parametrize(
     ("method", "args", "call"),
     [
+        ("list_rooms", (), "ListRooms"),
+        ("delete_room", ("adapter-fault-x",), "DeleteRoom"),
         ("update_room_metadata", ("adapter-fault-x", "{}"), "UpdateRoomMetadata"),
         ("send_data", ("adapter-fault-x", b"x", "lkfr-warning"), "SendData"),
     ],
 )
-def test_a_refused_room_admin_call_names_the_call(
+def test_a_refused_key_names_the_livekit_call_it_refused(
     livekit_server: LocalLiveKit, method: str, args: tuple[Any, ...], call: str
 ) -> None:
     credentials = LiveKitCredentials(api_key=livekit_server.api_key, api_secret="not-the-secret")

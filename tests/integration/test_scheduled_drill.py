@@ -413,6 +413,15 @@ def test_a_drill_whose_invocation_has_no_time_for_another_poll_reads_once_and_st
     assert marked(fleet) == {}
 
 
+def journal_intents(caplog: pytest.LogCaptureFixture, action: str) -> list[dict[str, Any]]:
+    """The journal's intents of ``action`` logged so far (entries without an outcome)."""
+    return [
+        r.journal
+        for r in caplog.records
+        if getattr(r, "journal", {}).get("action") == action and "outcome" not in r.journal
+    ]
+
+
 def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
     fleet: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -421,11 +430,7 @@ def test_the_marks_intent_says_the_drill_and_a_mark_that_failed_keeps_its_error(
     deps.clients.marker = FailingMarker("tag_resource")
     report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
 
-    (intent,) = [
-        r.journal
-        for r in caplog.records
-        if getattr(r, "journal", {}).get("action") == "drill-mark" and "outcome" not in r.journal
-    ]
+    (intent,) = journal_intents(caplog, "drill-mark")
     task_id = report["summary"]["task"].rsplit("/", 1)[1]
     drill_id = report["summary"]["drill_id"]
     assert intent["reason"] == f"drill {drill_id}: tts-silence on task {task_id} for 3 min"
@@ -451,11 +456,7 @@ def test_the_unmarks_intent_names_the_drill_and_its_failure_says_when_the_marker
     report = lambda_handler(schedule_event(clock.now), LocalLambdaContext(), dependencies=deps)
 
     drill_id = report["summary"]["drill_id"]
-    (intent,) = [
-        r.journal
-        for r in caplog.records
-        if getattr(r, "journal", {}).get("action") == "drill-unmark" and "outcome" not in r.journal
-    ]
+    (intent,) = journal_intents(caplog, "drill-unmark")
     assert intent["reason"] == f"drill {drill_id} ends"
     until = datetime.fromtimestamp(int(started.timestamp()) + 180, UTC).isoformat()
     (unmark,) = [a for a in report["actions"] if a["action"] == "drill-unmark"]

@@ -696,6 +696,19 @@ class RecordingBus:
         return f"event-{len(self.puts)}"
 
 
+def bad_worker_suspect(window: TimeWindow) -> SuspectWorkerDetail:
+    """The suspect-worker event naming the bad worker over ``window``, at p = 0.001."""
+    return SuspectWorkerDetail(
+        environment="prod",
+        agent_service="agents",
+        log_stream=BAD,
+        task_id=BAD.rsplit("/", 1)[1],
+        alarm_name=ALARM,
+        p_value=0.001,
+        window=window,
+    )
+
+
 @pytest.mark.parametrize(
     ("step", "sent"),
     [(-1, False), (0, True), (1, True)],
@@ -711,15 +724,7 @@ def test_the_suspect_event_is_sent_with_exactly_the_time_it_needs_left(
     bus = RecordingBus()
     aws.deps.events = bus
     window = TimeWindow(start=ALARM_AT - timedelta(minutes=32), end=ALARM_AT)
-    suspect = SuspectWorkerDetail(
-        environment="prod",
-        agent_service="agents",
-        log_stream=BAD,
-        task_id=BAD.rsplit("/", 1)[1],
-        alarm_name=ALARM,
-        p_value=0.001,
-        window=window,
-    )
+    suspect = bad_worker_suspect(window)
     run = Run(
         aws.deps, Transition("ALARM", window, None), Mode.ENFORCE, ReportBuilder("tts", "edge"), deadline
     )
@@ -1004,15 +1009,7 @@ def test_a_retry_of_the_alarm_that_names_no_worker_sends_no_second_message(
 
 
 def test_a_dry_run_records_the_event_it_would_send_as_json(aws: Aws) -> None:
-    suspect = SuspectWorkerDetail(
-        environment="prod",
-        agent_service="agents",
-        log_stream=BAD,
-        task_id=BAD.rsplit("/", 1)[1],
-        alarm_name=ALARM,
-        p_value=0.001,
-        window=WINDOW,
-    )
+    suspect = bad_worker_suspect(WINDOW)
     report = ReportBuilder("tts", "dry")
     report.mode = Mode.DRY_RUN
     run = Run(aws.deps, Transition("ALARM", WINDOW, None), Mode.DRY_RUN, report, 0.0)
