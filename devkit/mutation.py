@@ -82,7 +82,7 @@ source_paths = [
 only_mutate = {mutated}
 also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]
 pytest_add_cli_args_test_selection = {tests}
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", {deselected}]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"{plugins}, {deselected}]
 use_git_change_detection = false
 """
 
@@ -113,9 +113,10 @@ def stage(module: Module) -> None:
     tests = "[" + ", ".join(f'"{item}"' for item in module.tests) + "]"
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)
     reads = "".join(f', "{read}"' for read in module.reads)
+    plugins = ', "-p", "devkit.mutation_fixture_hits"' if module.shared_fixtures else ""
     _write_if_changed(
         folder / "pyproject.toml",
-        PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads),
+        PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins),
     )
 
 

@@ -25,6 +25,9 @@ class Module:
     # Checkout files or folders the tests read besides the packages (the example environments),
     # staged as they are.
     reads: tuple[str, ...] = ()
+    # Its tests share templates synthesized once per session: every function any of them reached
+    # counts as reached by all of them (devkit/mutation_fixture_hits.py).
+    shared_fixtures: bool = False
 
 
 _FR = "fleet_remediation"
@@ -313,6 +316,14 @@ MODULES: tuple[Module, ...] = (
             "tests/infra/test_operator_controls.py",
             "tests/infra/test_action_events.py",
         ),
+        # Each starts Python afresh on the checkout's package roots, which the staging folder does
+        # not have: packaging tests, not rules of the template.
+        deselected=(
+            "tests/infra/test_construct.py::test_importing_the_package_does_not_load_the_cdk",
+            "tests/infra/test_construct.py::test_the_standalone_app_without_a_configuration_file_says_what_to_pass",
+        ),
+        reads=("examples", "cdk", "cdk.json", "functions", "layers/shared", "build/layers"),
+        shared_fixtures=True,
     ),
 )
 
