@@ -256,6 +256,7 @@ MODULES: tuple[Module, ...] = (
         ),
         (
             "tests/unit/test_cli.py",
+            "tests/unit/test_plan_main.py",
             "tests/unit/test_redrive_events.py",
             "tests/integration/test_undo_production_client.py",
             "tests/integration/test_plan_cli.py",

@@ -1,6 +1,7 @@
 """``lkfr``: the dispatcher, the commands running with only the packages on the path (as after
 ``pip install``: no checkout, no devkit, no CDK), the missing-config error, and ``lkfr undo``'s reading
-of the drainer's answer, through a recording invoker (the invoke itself needs a deployed drainer)."""
+of the drainer's answer, through a recording invoker (the invoke itself needs a deployed drainer);
+and each command's help, as the console commands page shows it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import shlex
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,7 +109,11 @@ def test_without_a_configuration_here_the_error_says_what_to_pass(
     (tmp_path / "cdk.json").write_text('{"context": {"@aws-cdk/core:checkSecretUsage": true}}')
     assert lkfr.main(["plan", "reaper", "--env", "staging"]) == 2
     (line,) = capsys.readouterr().err.splitlines()[-1:]
-    assert f"no environments.json in {tmp_path}: pass --config PATH" in line
+    assert line == (
+        f"lkfr plan: error: no environments.json in {tmp_path}: pass --config PATH (your environments file "
+        "or cdk.json) or set LKFR_CONFIG; with the construct in your own CDK app, pass --stack NAME (your "
+        'deployed stack) or --app "python app.py" (lkfr validate --schema prints the file\'s JSON Schema)'
+    )
     assert lkfr.main(["backtest", "--log", str(FIXTURE), "--env", "prod"]) == 2
     assert "pass --config PATH" in capsys.readouterr().err
 
@@ -664,3 +670,44 @@ def test_every_commands_help_keeps_its_docstrings_lines_as_written(command: str)
     opening = [line.rstrip() for line in found.description.split("\n")[:2]]
     start = shown.index(opening[0])
     assert shown[start : start + len(opening)] == opening
+
+
+COMMANDS_PAGE = REPO / "docs" / "operations" / "commands.md"
+# The commands whose --help the page shows under their sections.
+HELP_SHOWN = ("plan", "undo", "redrive")
+
+
+@pytest.mark.parametrize("command", HELP_SHOWN)
+def test_the_commands_page_shows_each_commands_help_as_it_prints(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/operations/commands.md holds ``lkfr COMMAND --help`` exactly as an 80-column terminal shows
+    it: the page and the command cannot drift apart."""
+    # argparse wraps the options' help to $COLUMNS.
+    monkeypatch.setenv("COLUMNS", "80")
+    assert lkfr.main([command, "--help"]) == 0
+    block = f"```console\n$ lkfr {command} --help\n{capsys.readouterr().out}```\n"
+    shown = textwrap.indent(block, "    ")
+    assert shown in COMMANDS_PAGE.read_text(), (
+        f"{COMMANDS_PAGE.relative_to(REPO)}: show this instead\n{shown}"
+    )
+
+
+def test_an_environment_the_configuration_lacks_is_named_with_the_ones_it_has() -> None:
+    prod = json.loads(CONFIG.read_text())["environments"]["prod"]
+    found = Configuration("team.json", {"staging": prod, "prod": prod, "eu": prod})
+    with pytest.raises(UsageError) as refused:
+        found.choose("qa")
+    assert str(refused.value) == "team.json: environment 'qa' is not there (have: eu, prod, staging)"
+    assert found.choose("eu") == "eu"
+
+
+def test_an_undo_whose_reply_was_lost_says_to_read_the_audit_before_trying_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lost = RecordingInvoker(InvokeResult(error="reply lost: read timeout", unknown=True))
+    assert undo.main(["--env", "prod", "--task", "2789d238", "--region", "eu-west-1"], invoker=lost) == 1
+    assert capsys.readouterr().err == (
+        "undo failed: OutcomeUnknown: lkfr-prod-agents-worker-drainer's reply was lost (reply lost: read "
+        "timeout): it may have acted; see lkfr audit before trying again\n"
+    )

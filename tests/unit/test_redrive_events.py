@@ -10,16 +10,24 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from fleet_remediation.contract.budgets import AwsCallBudget
 from fleet_remediation.contract.naming import FunctionName
-from livekit_fleet_remediation.cli.invoke import INVOKE_MARGIN_SECONDS, invoke_budget, lambda_invoker
+from livekit_fleet_remediation.cli import redrive as redrive_command
+from livekit_fleet_remediation.cli.invoke import (
+    INVOKE_MARGIN_SECONDS,
+    InvokeResult,
+    invoke_budget,
+    lambda_invoker,
+)
 from livekit_fleet_remediation.cli.redrive import (
     dead_letter_queue,
     derive,
     function_kind,
+    parse_args,
     parser,
     redrive,
     redrive_one,
@@ -392,3 +400,114 @@ def test_redrive_needs_the_function_and_lists_ten_by_default(capsys: pytest.Capt
     args = parser().parse_args(["--function", "lkfr-it-zombie-reaper"])
     assert (args.max, args.apply, args.enforce, args.json) == (10, False, False, False)
     assert parser().parse_args(["--function", "f", "--json", "--apply", "--enforce"]).json is True
+
+
+def test_a_function_errors_reply_is_kept_to_its_first_200_bytes() -> None:
+    body = b'{"errorMessage": "' + b"x" * 300 + b'"}'
+    client = FakeLambda({"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(body)})
+    result = lambda_invoker(client, "lkfr-it-zombie-reaper")({"dry_run": True})
+    assert result.error == f"Unhandled: {body[:200]!r}"
+
+
+def test_an_event_this_stack_does_not_route_is_named_by_its_type_cut_to_60_characters() -> None:
+    foreign = {**SCHEDULE, "detail-type": "EC2 Instance State-change Notification " + "x" * 40}
+    assert derive(FunctionName.ZOMBIE_REAPER, foreign, True) == (
+        None,
+        f"a {foreign['detail-type'][:60]!r} event: not one this stack routes",
+    )
+
+
+def test_a_suspect_worker_is_named_by_its_task_id_cut_to_64_characters() -> None:
+    task = TASK * 3
+    suspect = {**SCHEDULE, "detail-type": "LiveKit Suspect Worker", "detail": {"task_id": task}}
+    assert derive(FunctionName.WORKER_DRAINER, suspect, True)[1] == f"suspect worker {task[:64]}"
+
+
+def test_a_message_without_dead_letter_attributes_is_listed_as_of_unknown_origin() -> None:
+    queue = ParkedQueue(1)
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper"])
+    lines: list[str] = []
+    redrive(queue, "queue", FunctionName.ZOMBIE_REAPER, args, _never_invoked, 960, lines.append)
+    assert lines == [
+        'm0  unknown origin  schedule tick at 2026-09-15T17:40:00Z -> would invoke {"dry_run": true}'
+    ]
+
+
+def test_max_below_one_is_bad_arguments_that_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--function", "lkfr-it-zombie-reaper", "--max", "0"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "lkfr redrive: error: --max must be at least 1"
+
+
+class OneParked:
+    """An SQS client holding one parked schedule tick: records what was deleted."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete_message(self, ReceiptHandle: str, **_: Any) -> None:
+        self.deleted.append(ReceiptHandle)
+
+
+PARKED_TICK = {"MessageId": "m0", "ReceiptHandle": "r0", "Body": json.dumps(SCHEDULE)}
+
+
+def test_a_re_run_that_reports_ok_is_deleted_and_named_by_its_invocation() -> None:
+    queue = OneParked()
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--apply"])
+    ran = InvokeResult(report={"status": "ok", "mode": "dry-run", "invocation_id": "9f1480eb"})
+    assert redrive_one(queue, "queue", PARKED_TICK, FunctionName.ZOMBIE_REAPER, args, lambda _: ran) == (
+        True,
+        "schedule tick at 2026-09-15T17:40:00Z -> dry-run run 9f1480eb: ok; deleted",
+    )
+    assert queue.deleted == ["r0"]
+
+
+def test_a_re_run_whose_report_is_not_ok_is_kept_with_its_status_and_errors_cut_to_300() -> None:
+    queue = OneParked()
+    args = parser().parse_args(["--function", "lkfr-it-zombie-reaper", "--apply"])
+    errors = [{"code": "LiveKitApiError", "message": "ListRooms failed: " + "x" * 400}]
+    failed = InvokeResult(report={"status": "failed", "errors": errors})
+    assert redrive_one(queue, "queue", PARKED_TICK, FunctionName.ZOMBIE_REAPER, args, lambda _: failed) == (
+        False,
+        f"kept: schedule tick at 2026-09-15T17:40:00Z: report status failed: {json.dumps(errors)[:300]}",
+    )
+    assert queue.deleted == []
+
+
+class SessionClients:
+    """Stands in for the budgeted client factory: records each client's budget, session and region,
+    and answers as the function's Lambda client and its dead-letter queue with nothing parked."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[AwsCallBudget, Any, str | None]] = []
+
+    def __call__(self, budget: AwsCallBudget, *, session: Any = None, region_name: str | None = None) -> Any:
+        self.made.append((budget, session, region_name))
+        return self
+
+    def get_function_configuration(self, FunctionName: str) -> dict[str, Any]:
+        return {"DeadLetterConfig": {"TargetArn": DLQ_ARN}, "Timeout": 120}
+
+    def get_queue_url(self, **_: Any) -> dict[str, Any]:
+        return {"QueueUrl": "https://sqs/dlq"}
+
+    def receive_message(self, **_: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_every_client_of_a_redrive_comes_from_the_session_it_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An operator tool's session (a profile, an assumed role) is the one the invoke uses too."""
+    clients = SessionClients()
+    monkeypatch.setattr(redrive_command, "aws_client", clients)
+    session = boto3.session.Session()
+    argv = ["--function", "lkfr-it-zombie-reaper", "--region", "eu-west-1"]
+    assert redrive_command.main(argv, out=[].append, session=session) == 0
+    assert clients.made == [
+        (redrive_command.QUEUE_CALL, session, "eu-west-1"),
+        (redrive_command.FUNCTION_READ, session, "eu-west-1"),
+        (invoke_budget(120), session, "eu-west-1"),
+    ]
