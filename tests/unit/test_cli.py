@@ -37,6 +37,7 @@ from livekit_fleet_remediation.cli.common import (
     use_region,
 )
 from livekit_fleet_remediation.cli.invoke import InvokeResult
+from livekit_fleet_remediation.cli.main import COMMANDS
 from livekit_fleet_remediation.cli.plan_livekit import PlanFailed, credentials_source, livekit_url
 from livekit_fleet_remediation.config import load_config_file
 
@@ -673,8 +674,23 @@ def test_every_commands_help_keeps_its_docstrings_lines_as_written(command: str)
 
 
 COMMANDS_PAGE = REPO / "docs" / "operations" / "commands.md"
-# The commands whose --help the page shows under their sections.
-HELP_SHOWN = ("plan", "undo", "redrive")
+# Every command: the page shows its --help under its section.
+HELP_SHOWN = (
+    "plan",
+    "audit",
+    "undo",
+    "redrive",
+    "drill",
+    "replay",
+    "backtest",
+    "cost",
+    "validate",
+    "completion",
+)
+
+
+def test_the_commands_page_shows_the_help_of_every_command() -> None:
+    assert sorted(HELP_SHOWN) == sorted(COMMANDS)
 
 
 @pytest.mark.parametrize("command", HELP_SHOWN)

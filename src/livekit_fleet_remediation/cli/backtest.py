@@ -7,7 +7,7 @@ Reads events as ``aws logs filter-log-events`` writes them (one JSON event per l
 the metric filters use, applies the alarms exactly as the CDK stack defines them (one model,
 ``DetectionConfig``, from the environment's ``detection`` section of the environments file), and prints a
 minute-by-minute table, when each alarm would have fired, the detection latency counted from the
-first failing lesson, how many lessons would still have failed, and what the TTS-reach responder
+first failing session, how many sessions would still have failed, and what the TTS-reach responder
 would have concluded at that moment.
 
 Alarm timing is the end of the breaching minute; CloudWatch adds its own ingestion and evaluation

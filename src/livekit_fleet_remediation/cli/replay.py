@@ -6,7 +6,7 @@ It evaluates the detection alarms minute by minute, routes their transitions and
 the three functions as the stack's EventBridge rules do, and runs the functions' own code against a
 world simulated from the log (``livekit_fleet_remediation.offline.replay`` says what is real and what
 is simulated). It prints a timeline (alarms, the responder's verdicts, the actions with their
-reasons) and a counterfactual: the failed lessons that would have been spared.
+reasons) and a counterfactual: the failed sessions that would have been spared.
 
 Exit status: 0 when the replay ran, 2 on unreadable input (a missing or malformed log, an unknown
 environment or an invalid configuration), with a one-line error.
