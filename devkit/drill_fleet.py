@@ -32,6 +32,9 @@ from devkit.livekit_local import LocalLiveKit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_MODULE = REPO_ROOT / "devkit" / "drill_agent.py"
+# The drill's own LiveKit calls (a dev tool's, not the product's budgets): a lost reply is re-read.
+DELETE_ROOM_SECONDS = 10.0
+LIST_ROOMS_SECONDS = 5.0
 SAMPLE_RATE = 16_000
 FRAME_SECONDS = 0.02
 
@@ -130,8 +133,10 @@ class Callers:
     """Callers on one event loop thread: each opens its room, has the named agent dispatched to it,
     joins and publishes a tone for the call's length, then leaves."""
 
-    def __init__(self, server: LocalLiveKit) -> None:
+    def __init__(self, server: LocalLiveKit, api_url: str | None = None) -> None:
         self.server = server
+        # Where the drill's DeleteRoom goes: the server, or a fault proxy in front of it.
+        self.api_url = api_url or server.http_url
         self.loop = BackgroundLoop()
         self.placed: list[str] = []
         self.failed: list[str] = []
@@ -167,20 +172,32 @@ class Callers:
         await _speak(source, seconds)
         await caller.disconnect()
 
-    def delete_room(self, room: str) -> bool:
-        """DeleteRoom on the server, as the functions' LiveKit client sends it: the room's jobs end.
-        False: the room was gone already."""
-        return self.loop.run(self._delete(room))
+    def delete_room(self, room: str) -> str:
+        """DeleteRoom on the server, as the functions' LiveKit client sends it (the room's jobs end),
+        once: what became of the room. A reply that did not come in time is not a failure: the room
+        list is read again to say whether it went, and the delete is not sent twice."""
+        return self.loop.run(self._delete(room), timeout=DELETE_ROOM_SECONDS + LIST_ROOMS_SECONDS + 5)
 
-    async def _delete(self, room: str) -> bool:
-        async with api.LiveKitAPI(self.server.http_url, self.server.api_key, self.server.api_secret) as lk:
+    async def _delete(self, room: str) -> str:
+        async with api.LiveKitAPI(self.api_url, self.server.api_key, self.server.api_secret) as lk:
             try:
-                await lk.room.delete_room(api.DeleteRoomRequest(room=room))
+                await asyncio.wait_for(
+                    lk.room.delete_room(api.DeleteRoomRequest(room=room)), DELETE_ROOM_SECONDS
+                )
             except api.TwirpError as exc:
-                if exc.code != api.TwirpErrorCode.NOT_FOUND:
-                    raise
-                return False
-        return True
+                if exc.code == api.TwirpErrorCode.NOT_FOUND:
+                    return "already gone"
+                lost = f"no clear answer ({exc.code})"
+            except (TimeoutError, OSError) as exc:
+                lost = f"no answer ({type(exc).__name__})"
+            else:
+                return "deleted on livekit-server"
+        async with api.LiveKitAPI(self.server.http_url, self.server.api_key, self.server.api_secret) as lk:
+            listed = await asyncio.wait_for(
+                lk.room.list_rooms(api.ListRoomsRequest(names=[room])), LIST_ROOMS_SECONDS
+            )
+        there = any(r.name == room for r in listed.rooms)
+        return f"{lost}; read again: {'still there, not sent again' if there else 'gone'}"
 
     def close(self) -> None:
         self.loop.close()

@@ -100,8 +100,7 @@ class LiveRemediation:
                 if action.target in self._fleet.rooms_of(self._record.task_id)
                 else "another task's"
             )
-            gone = "deleted on livekit-server" if self._fleet.delete_room(action.target) else "already gone"
-            self._note(f"done: delete-room of {whose} room: {gone}")
+            self._note(f"done: delete-room of {whose} room: {self._fleet.delete_room(action.target)}")
 
     def _watch(self, replacement: DrillWorker, began: float) -> None:
         """The replacement's registration and first call, timed."""

@@ -221,7 +221,7 @@ class Fleet:
                         }
                         out.write(json.dumps(event) + "\n")
 
-    def delete_room(self, room: str) -> bool:
+    def delete_room(self, room: str) -> str:
         return self.callers.delete_room(room)
 
     def stop(self) -> None:
