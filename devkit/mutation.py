@@ -109,15 +109,17 @@ def stage(module: Module) -> None:
         if mutant.exists() and "__mutmut_" not in mutant.read_text():
             # Copied unmutated before the file was listed here: mutmut would take it as done.
             mutant.unlink()
+    _write_if_changed(folder / "pyproject.toml", pyproject(module))
+
+
+def pyproject(module: Module) -> str:
+    """The staging folder's pytest and mutmut settings for ``module``."""
     quoted = "[" + ", ".join(f'"{item}"' for item in module.mutated) + "]"
     tests = "[" + ", ".join(f'"{item}"' for item in module.tests) + "]"
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)
     reads = "".join(f', "{read}"' for read in module.reads)
     plugins = ', "-p", "devkit.mutation_fixture_hits"' if module.shared_fixtures else ""
-    _write_if_changed(
-        folder / "pyproject.toml",
-        PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins),
-    )
+    return PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins)
 
 
 def _sync(source: Path, target: Path) -> None:

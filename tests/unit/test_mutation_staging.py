@@ -1,0 +1,47 @@
+"""The mutation check's staging settings, per module: what mutmut mutates and copies and what pytest
+runs all exist in the checkout, and only the modules whose tests share syntheses load the stats
+plugin."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from devkit.mutation import PACKAGES, pyproject
+from devkit.mutation_modules import MODULES, Module
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _staged(path: str) -> Path:
+    """Where a staged path comes from: a package (staged at the top level) or the checkout."""
+    package, _, rest = path.partition("/")
+    return PACKAGES[package] / rest if package in PACKAGES else REPO / path
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
+def test_every_path_a_module_stages_or_runs_exists(module: Module) -> None:
+    settings = tomllib.loads(pyproject(module))
+    mutmut = settings["tool"]["mutmut"]
+    assert mutmut["only_mutate"] == list(module.mutated)
+    for path in module.mutated:
+        assert _staged(path).is_file(), path
+    for test in [*module.tests, *module.deselected]:
+        path, _, name = test.partition("::")
+        assert _staged(path).exists(), test
+        assert not name or f"def {name.split('[')[0]}(" in _staged(path).read_text(), test
+    for read in module.reads:
+        assert (REPO / read).exists(), read
+        assert read in mutmut["also_copy"]
+    cli = mutmut["pytest_add_cli_args"]
+    assert [cli[i + 1] for i, arg in enumerate(cli) if arg == "--deselect"] == list(module.deselected)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
+def test_only_modules_with_shared_syntheses_load_the_stats_plugin(module: Module) -> None:
+    cli = tomllib.loads(pyproject(module))["tool"]["mutmut"]["pytest_add_cli_args"]
+    loaded = [cli[i + 1] for i, arg in enumerate(cli) if arg == "-p"]
+    assert ("devkit.mutation_fixture_hits" in loaded) is module.shared_fixtures
+    assert (module.name == "construct") is module.shared_fixtures
