@@ -84,6 +84,7 @@ also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"{plugins}, {deselected}]
 use_git_change_detection = false
+process_isolation = "{isolation}"
 """
 
 
@@ -119,7 +120,10 @@ def pyproject(module: Module) -> str:
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)
     reads = "".join(f', "{read}"' for read in module.reads)
     plugins = ', "-p", "devkit.mutation_fixture_hits"' if module.shared_fixtures else ""
-    return PYPROJECT.format(mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins)
+    isolation = "forkserver" if module.fork_server else "fork"
+    return PYPROJECT.format(
+        mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins, isolation=isolation
+    )
 
 
 def _sync(source: Path, target: Path) -> None:

@@ -97,6 +97,9 @@ class DrillStages(StageDefaults[Deps, Event, DrillSnapshot, DrillPlan, DrillOutc
     def event_ages(self, deps: Deps) -> EventAges:
         return DRILL_EVENT_AGES
 
+    def agent_service(self, deps: Deps) -> str:
+        return deps.settings.drilled_service
+
     def begin(self, start: Start[Deps]) -> Event:
         routed: Event = start.routed
         start.resolve_mode(routed.manual.dry_run if routed.manual else None)

@@ -166,6 +166,7 @@ def test_a_scheduled_drill_marks_one_task_and_passes_when_the_drainer_answers(fl
         ("scheduled_drill", "drill-unmark", "done"),
     ]
     assert all(e.resource == task for e in sent.events)
+    assert {e.agent_service for e in sent.events} == {DEFAULT_AGENT_SERVICE}, "each names the drilled service"
     ((subject, text),) = sent.messages
     assert "scheduled drill passed: tts-silence" in subject
     assert "worker_drainer acted cordon" in text

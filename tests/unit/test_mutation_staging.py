@@ -45,3 +45,10 @@ def test_only_modules_with_shared_syntheses_load_the_stats_plugin(module: Module
     loaded = [cli[i + 1] for i, arg in enumerate(cli) if arg == "-p"]
     assert ("devkit.mutation_fixture_hits" in loaded) is module.shared_fixtures
     assert (module.name == "construct") is module.shared_fixtures
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
+def test_modules_whose_tests_start_a_jsii_kernel_run_their_mutants_from_a_fork_server(module: Module) -> None:
+    mutmut = tomllib.loads(pyproject(module))["tool"]["mutmut"]
+    assert mutmut["process_isolation"] == ("forkserver" if module.fork_server else "fork")
+    assert (module.name == "construct") is module.fork_server
