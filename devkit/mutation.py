@@ -8,7 +8,7 @@ each module runs in a staging folder of its own, build/mutation/<module>, where 
 at the top level as Lambda sees it.
 
     PYTHONPATH= .venv/bin/python -m devkit.mutation [--module NAME ...|--shard I/N] [--list]
-        [--jobs N] [--survivors] [--diffs] [--report-only] [MUTANT ...]
+        [--jobs N] [--survivors] [--sample PERCENT [--seed N]] [--diffs] [--report-only] [MUTANT ...]
 
 A staging folder is kept between runs and only changed files are copied into it, so mutmut's cache
 (build/mutation/<module>/mutants) keeps every verdict whose function and tests did not change: a
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,7 @@ also_copy = ["livekit_fleet_agent", "devkit", "tests", "tools", "docs"{reads}]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"{plugins}, {deselected}]
 use_git_change_detection = false
-process_isolation = "{isolation}"
+{isolation}
 """
 
 
@@ -120,7 +121,13 @@ def pyproject(module: Module) -> str:
     deselected = ", ".join(f'"--deselect", "{test}"' for test in module.deselected)
     reads = "".join(f', "{read}"' for read in module.reads)
     plugins = ', "-p", "devkit.mutation_fixture_hits"' if module.shared_fixtures else ""
-    isolation = "forkserver" if module.fork_server else "fork"
+    # The fork server imports nothing before it forks (no collection): a test module that imports
+    # the CDK would start the jsii kernel there, and every mutant would share it.
+    isolation = (
+        'process_isolation = "forkserver"\nforkserver_warmup = "none"'
+        if module.fork_server
+        else 'process_isolation = "fork"'
+    )
     return PYPROJECT.format(
         mutated=quoted, tests=tests, deselected=deselected, reads=reads, plugins=plugins, isolation=isolation
     )
@@ -184,6 +191,28 @@ def survivors(module: Module) -> list[str]:
     )
 
 
+def sample(module: Module, percent: float, seed: int) -> list[str]:
+    """A seeded random ``percent`` of each file's mutants (at least three a file), for a module whose
+    every mutant would take hours (the construct: a synthesis per test); the tally is then over the
+    mutants checked. The names are mutmut's, so the module must have generated its mutants once."""
+    names = results(staging(module))
+    if not names:
+        log = (staging(module) / "mutmut-run.log").relative_to(REPO)
+        raise SystemExit(
+            f"{module.name}: no mutants to sample yet: run the module once (mutmut generates them first) "
+            f"and stop it when {log} says 'Running stats'; then sample"
+        )
+    by_file: dict[str, list[str]] = {}
+    for name in sorted(names):
+        by_file.setdefault(name.partition(".x")[0], []).append(name)
+    chooser = random.Random(seed)
+    chosen = [
+        chooser.sample(file_names, min(len(file_names), max(3, round(len(file_names) * percent / 100))))
+        for _, file_names in sorted(by_file.items())
+    ]
+    return sorted(name for names_of_file in chosen for name in names_of_file)
+
+
 def _selected(args: argparse.Namespace) -> tuple[Module, ...]:
     if args.module:
         return tuple(by_name(name) for name in args.module)
@@ -214,6 +243,13 @@ def main() -> None:
         action="store_true",
         help="re-test the mutants that survived or that no test reached (after adding tests)",
     )
+    parser.add_argument(
+        "--sample",
+        type=float,
+        metavar="PERCENT",
+        help="test only a seeded random PERCENT of each file's mutants (at least 3), for a slow module",
+    )
+    parser.add_argument("--seed", type=int, default=31, help="the sample's seed (default 31)")
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's change")
     parser.add_argument(
         "names",
@@ -234,7 +270,9 @@ def main() -> None:
             if args.names and not named:
                 continue
             stage(module)
-            run(module, [*named, *(survivors(module) if args.survivors else [])], args.max_children)
+            sampled = sample(module, args.sample, args.seed) if args.sample else []
+            chosen = [*named, *sampled, *(survivors(module) if args.survivors else [])]
+            run(module, chosen, args.max_children)
     report({module.name: staging(module) for module in selected}, show_diffs=args.diffs)
 
 

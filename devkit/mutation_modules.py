@@ -28,9 +28,9 @@ class Module:
     # Its tests share templates synthesized once per session: every function any of them reached
     # counts as reached by all of them (devkit/mutation_fixture_hits.py).
     shared_fixtures: bool = False
-    # Its tests start a jsii kernel (a node process): mutmut's plain fork would hand the stats run's
-    # kernel to every mutant and, once it exits, reap it as a mutant of its own. A fork server keeps
-    # that run in a child, so each mutant starts its own kernel.
+    # Its tests start a jsii kernel (a node process) when they import the CDK: mutmut's plain fork
+    # would hand the stats run's kernel to every mutant and, once it exits, reap it as a mutant of
+    # its own. A fork server that imports nothing keeps that run apart: each mutant starts its own.
     fork_server: bool = False
 
 

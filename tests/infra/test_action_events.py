@@ -82,6 +82,8 @@ def test_every_function_may_put_only_its_action_events_and_the_responder_its_sus
         if "events:PutEvents" in statement["Action"]
     ]
     assert len(put_events) == len(granted) == 4
+    bus = f"arn:aws:events:{staging.stack.region}:{staging.stack.account}:event-bus/default"
+    assert {statement["Resource"] for statement in put_events} == {bus}, "the default bus, nothing else"
     assert sorted(detail for _, detail in granted) == [ACTION_EVENT_DETAIL_TYPE] * 3 + [
         SUSPECT_WORKER_DETAIL_TYPE
     ]

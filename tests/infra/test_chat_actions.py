@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
+from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
 from fleet_remediation.core import chat_actions
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from livekit_fleet_remediation.constructs.chat_actions import chat_entry_seconds
 from tests.example_environments import example_context
 from tests.infra.conftest import Synthesized, cfn_lint
+from worker_drainer.chat_entry import CHAT_ENTRY, SETTINGS_VARIABLE, ChatEntrySettings
 
 Match = assertions.Match
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "on-call-from-a-phone.md"
@@ -139,6 +141,39 @@ def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only
     traces = by_action['["xray:PutTelemetryRecords", "xray:PutTraceSegments"]']
     assert traces["Resource"] == "*"
     assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens and s is not traces])
+
+
+def _with_refs_named(value: Any) -> str:
+    """A template string as text, each Ref written as the logical id it names."""
+    if isinstance(value, str):
+        return value
+    separator, parts = value["Fn::Join"]
+    return separator.join(part if isinstance(part, str) else part["Ref"] for part in parts)
+
+
+def test_the_entry_point_starts_with_the_settings_it_reads_its_256_mb_and_its_powertools_service(
+    prod: Synthesized,
+) -> None:
+    functions = prod.template.find_resources("AWS::Lambda::Function")
+    (properties,) = [
+        f["Properties"] for f in functions.values() if f["Properties"].get("FunctionName") == ENTRY_POINT
+    ]
+    (drainer,) = [k for k, f in functions.items() if f["Properties"].get("FunctionName") == DRAINER]
+    assert properties["MemorySize"] == 256
+    variables = properties["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == CHAT_ENTRY
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+    assert variables["POWERTOOLS_LOG_LEVEL"] == "INFO"
+    assert variables["ENVIRONMENT_NAME"] == "prod"
+    settings = ChatEntrySettings.model_validate_json(_with_refs_named(variables[SETTINGS_VARIABLE]))
+    assert settings.environment_name == "prod"
+    assert settings.services["agents"].drainer_function_name == drainer
+    assert {function.slug for function in settings.switches} == {f.slug for f in FunctionName}
+    for function, parameter in settings.switches.items():
+        assert parameter == f"/livekit-fleet-remediation/prod/{function.slug}/mode"
+    (key,) = prod.template.find_resources("AWS::KMS::Key").values()
+    (own_logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "ChatEntryLogs"]
+    assert ENTRY_POINT in json.dumps(own_logs["Condition"]["ArnEquals"]), "the key statement of its log group"
 
 
 def _docs_buttons() -> dict[str, str]:

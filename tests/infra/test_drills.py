@@ -140,6 +140,21 @@ def test_cdk_nag_cfn_lint_and_the_service_models_accept_the_drill_resources(dril
     assert_nag_lint_and_service_models_clean(drilled)
 
 
+def test_the_reaper_carries_the_environments_drill_opt_in_for_lkfr_drill_to_read_back(
+    drilled: Synthesized, staging: Synthesized
+) -> None:
+    def reapers_variables(synthesized: Synthesized) -> dict[str, Any]:
+        (reaper,) = [
+            f["Properties"]["Environment"]["Variables"]
+            for f in synthesized.template.find_resources("AWS::Lambda::Function").values()
+            if f["Properties"].get("FunctionName") == "lkfr-staging-zombie-reaper"
+        ]
+        return reaper  # type: ignore[no-any-return]
+
+    assert reapers_variables(drilled)["DRILLS_ENABLED"] == "True"
+    assert "DRILLS_ENABLED" not in reapers_variables(staging)
+
+
 def test_fis_templates_need_an_environment_named_for_drills() -> None:
     with pytest.raises(ConfigError, match=r"drills: .*fis: experiment templates need drills.enabled"):
         load_environment(staging_with_drills({"enabled": False, "fis": {}}), "staging")

@@ -35,6 +35,20 @@ def test_every_nag_suppression_carries_a_reason(staging: Synthesized) -> None:
     assert all(len(rule["reason"]) >= 20 for rule in suppressions)
 
 
+def test_no_wildcard_suppression_is_a_blanket_one(staging: Synthesized) -> None:
+    """A suppression of AwsSolutions-IAM5 names the wildcards it accepts: without them it would hide
+    every wildcard a later change adds to the role."""
+    resources = json.loads(staging.template_path.read_text())["Resources"]
+    wildcards = [
+        rule
+        for resource in resources.values()
+        for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+        if rule["id"] == "AwsSolutions-IAM5"
+    ]
+    assert wildcards
+    assert all(rule.get("applies_to") for rule in wildcards)
+
+
 def test_cfn_lint_passes_on_the_template(staging: Synthesized) -> None:
     result = cfn_lint(staging.template_path)
     assert result.returncode == 0, result.stdout + result.stderr
