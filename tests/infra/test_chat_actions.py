@@ -15,6 +15,13 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
+from fleet_remediation.contract.budgets import (
+    ANNOUNCE_SECONDS,
+    CHAT_FORWARD,
+    LEDGER_CALL,
+    REPORT_MARGIN_SECONDS,
+    SWITCH_OFF_WRITE,
+)
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
 from fleet_remediation.core import chat_actions
 from livekit_fleet_remediation.config import ConfigError, load_environment
@@ -143,6 +150,23 @@ def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only
     assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens and s is not traces])
 
 
+def _trusted(prod: Synthesized, role: dict[str, Any]) -> Any:
+    """Who may assume the role a function's ``Role`` names."""
+    roles = prod.template.find_resources("AWS::IAM::Role")
+    (statement,) = roles[role["Fn::GetAtt"][0]]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Action"] == "sts:AssumeRole"
+    return statement["Principal"]
+
+
+def test_the_entry_points_timeout_holds_each_of_its_calls_budgets() -> None:
+    for services in (1, 3):
+        calls = (services + 1) * LEDGER_CALL.worst_case_seconds + max(
+            CHAT_FORWARD.worst_case_seconds, SWITCH_OFF_WRITE.worst_case_seconds
+        )
+        assert chat_entry_seconds(services) >= calls + ANNOUNCE_SECONDS + REPORT_MARGIN_SECONDS
+        assert chat_entry_seconds(services) < calls + ANNOUNCE_SECONDS + REPORT_MARGIN_SECONDS + 1
+
+
 def _with_refs_named(value: Any) -> str:
     """A template string as text, each Ref written as the logical id it names."""
     if isinstance(value, str):
@@ -171,6 +195,18 @@ def test_the_entry_point_starts_with_the_settings_it_reads_its_256_mb_and_its_po
     assert {function.slug for function in settings.switches} == {f.slug for f in FunctionName}
     for function, parameter in settings.switches.items():
         assert parameter == f"/livekit-fleet-remediation/prod/{function.slug}/mode"
+    assert _trusted(prod, properties["Role"]) == {"Service": "lambda.amazonaws.com"}
+    log_groups = prod.template.find_resources("AWS::Logs::LogGroup")
+    (own_group,) = [
+        k
+        for k, g in log_groups.items()
+        if g["Properties"].get("LogGroupName") == f"/aws/lambda/{ENTRY_POINT}"
+    ]
+    assert properties["LoggingConfig"]["LogGroup"] == {"Ref": own_group}
+    guardrails = prod.template.find_resources("AWS::IAM::ManagedPolicy").values()
+    assert "Amazon Q Developer chat (prod): invoke the chat entry point, nothing else" in [
+        policy["Properties"].get("Description") for policy in guardrails
+    ]
     (key,) = prod.template.find_resources("AWS::KMS::Key").values()
     (own_logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "ChatEntryLogs"]
     assert ENTRY_POINT in json.dumps(own_logs["Condition"]["ArnEquals"]), "the key statement of its log group"

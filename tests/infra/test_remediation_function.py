@@ -5,6 +5,7 @@ named under its environment."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,11 @@ def test_every_function_has_256_mb_its_own_description_and_a_role_that_names_it(
         assert properties["MemorySize"] == 256, name
         assert properties["Description"] == FUNCTIONS[name]
         role = resources[properties["Role"]["Fn::GetAtt"][0]]
+        (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert (trust["Action"], trust["Principal"]) == (
+            "sts:AssumeRole",
+            {"Service": "lambda.amazonaws.com"},
+        )
         assert role["Properties"]["Description"] == (
             f"{name}: least privilege, see the construct that adds each statement"
         )
@@ -172,3 +178,48 @@ def test_every_switch_and_rule_says_what_it_is_for_in_its_description(staging: S
     assert "Suspect workers from tts_reach_alarm to the worker drainer (staging/agents)" in [
         rule["Description"] for rule in rules
     ]
+
+
+def test_every_table_is_encrypted_with_a_key_aws_manages_and_only_the_ledger_outlives_the_stack(
+    staging: Synthesized,
+) -> None:
+    resources = staging.template.to_json()["Resources"]
+    tables = {k: r for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
+    assert len(tables) >= 2
+    for table in tables.values():
+        assert table["Properties"]["SSESpecification"] == {"SSEEnabled": True}
+    # The ledger is the drainer's audit trail: kept when the stack goes.
+    kept = [k for k, t in tables.items() if t.get("DeletionPolicy") == "Retain"]
+    assert len(kept) == 1
+    assert "WorkerDrainer" in kept[0]
+
+
+def test_the_drainers_tick_and_suspect_worker_rules_retry_a_delivery_twice(staging: Synthesized) -> None:
+    rules = [
+        r["Properties"]
+        for r in staging.template.to_json()["Resources"].values()
+        if r["Type"] == "AWS::Events::Rule"
+    ]
+    by_description = {rule["Description"]: rule for rule in rules if isinstance(rule["Description"], str)}
+    for description in (
+        "Advance the drainer's ladders every 1 min (staging/agents)",
+        "Suspect workers from tts_reach_alarm to the worker drainer (staging/agents)",
+    ):
+        (target,) = by_description[description]["Targets"]
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2, description
+
+
+def test_the_reaper_reads_the_deployments_of_the_agents_service_alone(staging: Synthesized) -> None:
+    statements = [
+        statement
+        for resource in staging.template.to_json()["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        and "ZombieReaper" in json.dumps(resource["Properties"]["Roles"])
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (describe,) = [s for s in statements if s["Action"] == "ecs:DescribeServices"]
+    region, account = staging.stack.region, staging.stack.account
+    assert (
+        describe["Resource"]
+        == f"arn:aws:ecs:{region}:{account}:service/ppi-livekit-staging/ppi-livekit-agent"
+    )
