@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from devkit.mutation_modules import MODULES, Module, by_name, shard
-from devkit.mutation_report import report, results
+from devkit.mutation_report import mutant_file, report, results
 
 REPO = Path(__file__).resolve().parent.parent
 STAGING_ROOT = REPO / "build" / "mutation"
@@ -199,12 +199,13 @@ def sample(module: Module, percent: float, seed: int) -> list[str]:
     if not names:
         log = (staging(module) / "mutmut-run.log").relative_to(REPO)
         raise SystemExit(
-            f"{module.name}: no mutants to sample yet: run the module once (mutmut generates them first) "
-            f"and stop it when {log} says 'Running stats'; then sample"
+            f"{module.name}: no mutants to sample yet: run the module once naming a mutant that matches "
+            f"none (mutmut generates them all, then stops), or stop a run when {log} says 'Running "
+            "stats'; then sample"
         )
     by_file: dict[str, list[str]] = {}
     for name in sorted(names):
-        by_file.setdefault(name.partition(".x")[0], []).append(name)
+        by_file.setdefault(mutant_file(name), []).append(name)
     chooser = random.Random(seed)
     chosen = [
         chooser.sample(file_names, min(len(file_names), max(3, round(len(file_names) * percent / 100))))

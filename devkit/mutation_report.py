@@ -41,6 +41,11 @@ def results(staging: Path) -> dict[str, str]:
     return verdicts
 
 
+def mutant_file(name: str) -> str:
+    """The module path a mutant's name starts with (mutmut: ``<module>.x<function>__mutmut_<n>``)."""
+    return name.partition(".x")[0]
+
+
 def mutant_diff(staging: Path, name: str) -> str:
     """The mutant's diff, as ``mutmut show NAME`` prints it."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
@@ -115,7 +120,7 @@ def report(staged: Mapping[str, Path], show_diffs: bool = False) -> None:
             print(f"  survived: {name}")
             if show_diffs:
                 print(textwrap.indent(_changed_lines(diffs[name]), "      "))
-    _table("file", verdicts, lambda name: name.partition(".x")[0])
+    _table("file", verdicts, mutant_file)
     _table("module", verdicts, module_of.__getitem__, apart)
     print(_tally(verdicts, survivors, apart))
 

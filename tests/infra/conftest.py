@@ -60,6 +60,14 @@ def assert_nag_lint_and_service_models_clean(synthesized: Synthesized) -> None:
     assert check_quotas(template, "eu-west-1", "123456789012") == []
 
 
+def trusted_principal(synthesized: Synthesized, role: dict[str, Any]) -> Any:
+    """Who may assume the role a function's ``Role`` (a GetAtt of it) names: its one statement."""
+    roles = synthesized.template.find_resources("AWS::IAM::Role")
+    (statement,) = roles[role["Fn::GetAtt"][0]]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Action"] == "sts:AssumeRole"
+    return statement["Principal"]
+
+
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthesized]:
     cache: dict[str, Synthesized] = {}

@@ -27,7 +27,7 @@ from fleet_remediation.core import chat_actions
 from livekit_fleet_remediation.config import ConfigError, load_environment
 from livekit_fleet_remediation.constructs.chat_actions import chat_entry_seconds
 from tests.example_environments import example_context
-from tests.infra.conftest import Synthesized, cfn_lint
+from tests.infra.conftest import Synthesized, cfn_lint, trusted_principal
 from worker_drainer.chat_entry import CHAT_ENTRY, SETTINGS_VARIABLE, ChatEntrySettings
 
 Match = assertions.Match
@@ -150,14 +150,6 @@ def test_the_entry_point_reads_only_tokens_invokes_only_drainers_and_writes_only
     assert "*" not in json.dumps([s["Resource"] for s in statements if s is not tokens and s is not traces])
 
 
-def _trusted(prod: Synthesized, role: dict[str, Any]) -> Any:
-    """Who may assume the role a function's ``Role`` names."""
-    roles = prod.template.find_resources("AWS::IAM::Role")
-    (statement,) = roles[role["Fn::GetAtt"][0]]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
-    assert statement["Action"] == "sts:AssumeRole"
-    return statement["Principal"]
-
-
 def test_the_entry_points_timeout_holds_each_of_its_calls_budgets() -> None:
     for services in (1, 3):
         calls = (services + 1) * LEDGER_CALL.worst_case_seconds + max(
@@ -195,7 +187,7 @@ def test_the_entry_point_starts_with_the_settings_it_reads_its_256_mb_and_its_po
     assert {function.slug for function in settings.switches} == {f.slug for f in FunctionName}
     for function, parameter in settings.switches.items():
         assert parameter == f"/livekit-fleet-remediation/prod/{function.slug}/mode"
-    assert _trusted(prod, properties["Role"]) == {"Service": "lambda.amazonaws.com"}
+    assert trusted_principal(prod, properties["Role"]) == {"Service": "lambda.amazonaws.com"}
     log_groups = prod.template.find_resources("AWS::Logs::LogGroup")
     (own_group,) = [
         k

@@ -18,7 +18,7 @@ from fleet_remediation.contract.events import ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS
 from fleet_remediation.contract.naming import METRICS_NAMESPACE, FunctionName
 from fleet_remediation.contract.settings import ReaperSettings
 from livekit_fleet_remediation.constructs.remediation_function import RemediationFunction, deployed_settings
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, trusted_principal
 
 FUNCTIONS = {
     "lkfr-staging-zombie-reaper": "Deletes LiveKit rooms older than their max age, oldest first, within caps",
@@ -47,19 +47,15 @@ def test_every_function_has_256_mb_its_own_description_and_a_role_that_names_it(
     for name, (_, properties) in functions.items():
         assert properties["MemorySize"] == 256, name
         assert properties["Description"] == FUNCTIONS[name]
+        assert trusted_principal(staging, properties["Role"]) == {"Service": "lambda.amazonaws.com"}
         role = resources[properties["Role"]["Fn::GetAtt"][0]]
-        (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
-        assert (trust["Action"], trust["Principal"]) == (
-            "sts:AssumeRole",
-            {"Service": "lambda.amazonaws.com"},
-        )
         assert role["Properties"]["Description"] == (
             f"{name}: least privilege, see the construct that adds each statement"
         )
 
 
 def test_each_log_groups_key_statement_is_named_for_its_function_alone(staging: Synthesized) -> None:
-    (key,) = [r for r in staging.template.to_json()["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
+    (key,) = staging.template.find_resources("AWS::KMS::Key").values()
     statements = key["Properties"]["KeyPolicy"]["Statement"]
     named = [s["Sid"] for s in statements if s.get("Sid", "").endswith("Logs")]
     # IAM's Sid: letters and digits only, unique in the policy.
@@ -107,21 +103,20 @@ def test_each_function_retries_an_asynchronous_delivery_twice_then_parks_it_for_
     staging: Synthesized,
 ) -> None:
     resources = staging.template.to_json()["Resources"]
+    invoke_configs = staging.template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+    queue_policies = staging.template.find_resources("AWS::SQS::QueuePolicy").values()
     for name, (logical_id, properties) in _functions(resources).items():
         (invoke_config,) = [
-            r["Properties"]
-            for r in resources.values()
-            if r["Type"] == "AWS::Lambda::EventInvokeConfig"
-            and r["Properties"]["FunctionName"] == {"Ref": logical_id}
+            c["Properties"] for c in invoke_configs if c["Properties"]["FunctionName"] == {"Ref": logical_id}
         ]
         assert invoke_config["MaximumRetryAttempts"] == 2, name
         assert invoke_config["MaximumEventAgeInSeconds"] == ASYNC_INVOKE_MAX_EVENT_AGE_SECONDS
         queue_id = properties["DeadLetterConfig"]["TargetArn"]["Fn::GetAtt"][0]
         assert resources[queue_id]["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
         (queue_policy,) = [
-            r["Properties"]["PolicyDocument"]["Statement"]
-            for r in resources.values()
-            if r["Type"] == "AWS::SQS::QueuePolicy" and r["Properties"]["Queues"] == [{"Ref": queue_id}]
+            p["Properties"]["PolicyDocument"]["Statement"]
+            for p in queue_policies
+            if p["Properties"]["Queues"] == [{"Ref": queue_id}]
         ]
         assert {
             "Action": "sqs:*",
@@ -153,12 +148,8 @@ def test_each_functions_code_asset_holds_its_own_folder_and_no_other_functions(s
 
 
 def test_every_switch_and_rule_says_what_it_is_for_in_its_description(staging: Synthesized) -> None:
-    resources = staging.template.to_json()["Resources"]
-    parameters = {
-        r["Properties"]["Name"]: r["Properties"].get("Description", "")
-        for r in resources.values()
-        if r["Type"] == "AWS::SSM::Parameter"
-    }
+    switches = [r["Properties"] for r in staging.template.find_resources("AWS::SSM::Parameter").values()]
+    parameters = {switch["Name"]: switch.get("Description", "") for switch in switches}
     environment_switch = "/livekit-fleet-remediation/staging/mode"
     for function in FunctionName:
         own = f"/livekit-fleet-remediation/staging/{function.slug}/mode"
@@ -168,10 +159,9 @@ def test_every_switch_and_rule_says_what_it_is_for_in_its_description(staging: S
     assert parameters[service_switch] == (
         f"Agent service agents's own mode under {environment_switch} (the stricter wins)"
     )
-    switches = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SSM::Parameter"]
     assert len(switches) == len(FunctionName) + 2
     assert {switch["AllowedPattern"] for switch in switches} == {"^(enforce|dry-run|off)$"}
-    rules = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
+    rules = [r["Properties"] for r in staging.template.find_resources("AWS::Events::Rule").values()]
     assert rules
     # A literal, or one joined from the names of the alarm and the function it links.
     assert all(rule.get("Description") for rule in rules)
@@ -183,8 +173,7 @@ def test_every_switch_and_rule_says_what_it_is_for_in_its_description(staging: S
 def test_every_table_is_encrypted_with_a_key_aws_manages_and_only_the_ledger_outlives_the_stack(
     staging: Synthesized,
 ) -> None:
-    resources = staging.template.to_json()["Resources"]
-    tables = {k: r for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
+    tables = staging.template.find_resources("AWS::DynamoDB::Table")
     assert len(tables) >= 2
     for table in tables.values():
         assert table["Properties"]["SSESpecification"] == {"SSEEnabled": True}
@@ -195,11 +184,7 @@ def test_every_table_is_encrypted_with_a_key_aws_manages_and_only_the_ledger_out
 
 
 def test_the_drainers_tick_and_suspect_worker_rules_retry_a_delivery_twice(staging: Synthesized) -> None:
-    rules = [
-        r["Properties"]
-        for r in staging.template.to_json()["Resources"].values()
-        if r["Type"] == "AWS::Events::Rule"
-    ]
+    rules = [r["Properties"] for r in staging.template.find_resources("AWS::Events::Rule").values()]
     by_description = {rule["Description"]: rule for rule in rules if isinstance(rule["Description"], str)}
     for description in (
         "Advance the drainer's ladders every 1 min (staging/agents)",
